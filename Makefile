@@ -1,0 +1,122 @@
+# stoker — plain GNU make.  `make run` builds and runs the main job; `make test`.
+# Switches: V=1 (show commands), SANITIZE=address,undefined | thread, PYTHON=...
+
+PYTHON ?= /usr/bin/python3
+CC ?= cc
+PREFIX ?= /usr/local
+PKG_CONFIG ?= pkg-config
+
+ifeq ($(SANITIZE),)
+BUILD ?= build
+SANFLAGS :=
+else
+BUILD ?= build-$(subst $(comma),-,$(SANITIZE))
+SANFLAGS := -fsanitize=$(SANITIZE) -fno-omit-frame-pointer
+endif
+comma := ,
+
+Q := @
+ifeq ($(V),1)
+Q :=
+endif
+
+PKGS := liburing libjpeg jansson libmicrohttpd
+DEPS_OK := $(BUILD)/.deps-ok
+
+WARN := -Wall -Wextra -Wshadow -Wno-unused-parameter -Wstrict-prototypes -Wmissing-prototypes
+ifneq ($(CI),)
+WARN += -Werror
+endif
+CFLAGS ?= -O2 -g
+ALL_CFLAGS = -std=gnu11 $(WARN) $(CFLAGS) $(SANFLAGS) -pthread -Iinclude -D_GNU_SOURCE \
+	-MMD -MP $(shell $(PKG_CONFIG) --cflags $(PKGS) 2>/dev/null)
+LIBS = $(shell $(PKG_CONFIG) --libs $(PKGS) 2>/dev/null) -ldl -lm -pthread
+LDFLAGS_ALL := $(LDFLAGS) $(SANFLAGS)
+
+LIB_SRC := $(sort $(wildcard src/*.c))
+LIB_OBJ := $(LIB_SRC:src/%.c=$(BUILD)/src/%.o)
+TOOL_SRC := $(sort $(wildcard tools/*.c))
+TOOL_OBJ := $(TOOL_SRC:tools/%.c=$(BUILD)/tools/%.o)
+TEST_SRC := $(sort $(wildcard tests/test_*.c))
+TEST_BIN := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
+EXAMPLE_SRC := $(sort $(wildcard examples/*.c))
+EXAMPLE_BIN := $(EXAMPLE_SRC:examples/%.c=$(BUILD)/examples/%)
+
+.PHONY: all run test test-c test-cli test-py bench deps clean install
+all: $(BUILD)/libstoker.so $(BUILD)/libstoker.a $(BUILD)/stoker
+
+$(DEPS_OK): mk/deps.sh
+	$(Q)mkdir -p $(BUILD)
+	$(Q)PYTHON=$(PYTHON) sh mk/deps.sh build
+	$(Q)touch $@
+
+deps: $(DEPS_OK)
+
+$(BUILD)/src/%.o: src/%.c $(DEPS_OK)
+	@mkdir -p $(@D)
+	@$(if $(Q),echo "  CC      $<")
+	$(Q)$(CC) $(ALL_CFLAGS) -fPIC -fvisibility=hidden -DSTK_BUILDING -c -o $@ $<
+
+$(BUILD)/tools/%.o: tools/%.c $(DEPS_OK)
+	@mkdir -p $(@D)
+	@$(if $(Q),echo "  CC      $<")
+	$(Q)$(CC) $(ALL_CFLAGS) -c -o $@ $<
+
+$(BUILD)/libstoker.so: $(LIB_OBJ) src/libstoker.map
+	@$(if $(Q),echo "  LD      $@")
+	$(Q)$(CC) -shared -o $@.0 $(LIB_OBJ) -Wl,--version-script=src/libstoker.map \
+		-Wl,-soname,libstoker.so.0 $(LDFLAGS_ALL) $(LIBS)
+	$(Q)ln -sf libstoker.so.0 $@
+
+$(BUILD)/libstoker.a: $(LIB_OBJ)
+	@$(if $(Q),echo "  AR      $@")
+	$(Q)rm -f $@ && ar rcs $@ $(LIB_OBJ)
+
+# The CLI links the shared library: it sees only the public API.
+$(BUILD)/stoker: $(TOOL_OBJ) $(BUILD)/libstoker.so
+	@$(if $(Q),echo "  LD      $@")
+	$(Q)$(CC) -o $@ $(TOOL_OBJ) -L$(BUILD) -l:libstoker.so -Wl,-rpath,'$$ORIGIN' \
+		$(LDFLAGS_ALL) $(LIBS)
+
+# Tests link the static library so they can reach internal functions too.
+$(BUILD)/tests/%: tests/%.c $(BUILD)/libstoker.a tests/testutil.h
+	@mkdir -p $(@D)
+	@$(if $(Q),echo "  CC      $<")
+	$(Q)$(CC) $(ALL_CFLAGS) -Isrc -o $@ $< $(BUILD)/libstoker.a $(LDFLAGS_ALL) \
+		$(shell $(PKG_CONFIG) --libs cmocka 2>/dev/null) $(LIBS)
+
+$(BUILD)/examples/%: examples/%.c $(BUILD)/libstoker.so
+	@mkdir -p $(@D)
+	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $< -L$(BUILD) -l:libstoker.so -Wl,-rpath,'$$ORIGIN/..' \
+		$(LDFLAGS_ALL)
+
+# The main job: the loader over a generated default dataset (made once, cached).
+run: all
+	./$(BUILD)/stoker bench
+
+test: all
+	$(Q)PYTHON=$(PYTHON) sh mk/deps.sh test
+	$(Q)$(MAKE) --no-print-directory test-c test-cli
+	@echo "all tests passed ($(BUILD))"
+
+test-c: $(TEST_BIN) $(EXAMPLE_BIN)
+	$(Q)sh tests/run_c.sh $(BUILD) $(TEST_BIN)
+
+test-cli: all
+	$(Q)BUILD=$(BUILD) sh tests/cli.sh
+
+bench: all
+	$(Q)PYTHON=$(PYTHON) sh mk/deps.sh bench
+	$(Q)BUILD=$(BUILD) PYTHON=$(PYTHON) sh bench/run.sh
+
+install: all
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include/stoker
+	install -m 755 $(BUILD)/stoker $(DESTDIR)$(PREFIX)/bin/stoker
+	install -m 644 $(BUILD)/libstoker.so.0 $(DESTDIR)$(PREFIX)/lib/libstoker.so.0
+	ln -sf libstoker.so.0 $(DESTDIR)$(PREFIX)/lib/libstoker.so
+	install -m 644 include/stoker/stoker.h $(DESTDIR)$(PREFIX)/include/stoker/
+
+clean:
+	rm -rf build build-*
+
+-include $(LIB_OBJ:.o=.d) $(TOOL_OBJ:.o=.d)

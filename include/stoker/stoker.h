@@ -1,0 +1,227 @@
+/*
+ * stoker — keeps GPUs fed.  The public C API of libstoker.
+ *
+ * Conventions (see shared/STYLE.md):
+ *  - functions return 0 (or a count) on success and a negative code on failure:
+ *    -errno for system errors, or one of the STK_E* codes below; errno is never set;
+ *  - opaque handles come in create/destroy pairs; option structs are passed by
+ *    const pointer, all-zero means "defaults", and their first field is their size;
+ *  - strings and options are copied at create: the caller may free them after.
+ */
+#ifndef STOKER_STOKER_H
+#define STOKER_STOKER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(STK_BUILDING) && defined(__GNUC__)
+#define STK_API __attribute__((visibility("default")))
+#else
+#define STK_API
+#endif
+
+#define STK_VERSION_MAJOR 0
+#define STK_VERSION_MINOR 1
+#define STK_VERSION_PATCH 0
+
+/* The library's version at run time, e.g. "0.1.0". */
+STK_API const char *stk_version(void);
+
+/* ------------------------------------------------------------------------ */
+/* Errors.  Any thread.                                                     */
+
+/* Library-specific codes, below the errno range.  X(name, value, message). */
+#define STK_ERR_MAP(X)                                                        \
+	X(SHORT, -1001, "short read: the file is smaller than when indexed")   \
+	X(CORRUPT, -1002, "corrupt sample")                                    \
+	X(INDEX, -1003, "index file is invalid or from another version")       \
+	X(EMPTY, -1004, "the dataset has no samples")                          \
+	X(FORMAT, -1005, "unsupported format")                                 \
+	X(TOOBIG, -1006, "sample larger than the batch slot")                  \
+	X(NOSLOT, -1007, "every batch slot is held by the consumer")
+
+enum stk_err {
+#define STK__ERR_ENUM(name, value, msg) STK_E##name = (value),
+	STK_ERR_MAP(STK__ERR_ENUM)
+#undef STK__ERR_ENUM
+};
+
+/* A static message for a code returned by this library (-errno or STK_E*). */
+STK_API const char *stk_strerror(int err);
+/* The code's symbolic name: "ENOENT", "STK_ESHORT", ...  Static string. */
+STK_API const char *stk_err_name(int err);
+
+/* ------------------------------------------------------------------------ */
+/* Latency histograms.  Log-linear buckets (128 per power of two: at most
+ * 0.8 % relative error), values in nanoseconds.  stk_hist_add may be called
+ * from several threads at once; reading while adding gives a consistent-enough
+ * snapshot (each bucket is read atomically).                               */
+
+struct stk_hist;
+
+/* Allocates an empty histogram.  Free with stk_hist_destroy. */
+STK_API int stk_hist_create(struct stk_hist **out);
+STK_API void stk_hist_destroy(struct stk_hist *h);
+STK_API void stk_hist_reset(struct stk_hist *h);
+/* Records one value (ns). */
+STK_API void stk_hist_add(struct stk_hist *h, uint64_t value);
+/* Adds src's counts into dst: histograms from several threads combine exactly. */
+STK_API void stk_hist_merge(struct stk_hist *dst, const struct stk_hist *src);
+STK_API uint64_t stk_hist_count(const struct stk_hist *h);
+STK_API uint64_t stk_hist_min(const struct stk_hist *h);
+STK_API uint64_t stk_hist_max(const struct stk_hist *h);
+STK_API double stk_hist_mean(const struct stk_hist *h);
+/* The value below which `pct` percent (0..100) of the values fall; 0 if empty. */
+STK_API uint64_t stk_hist_percentile(const struct stk_hist *h, double pct);
+/* Iterates the non-empty buckets: *cursor starts at 0; returns 1 with the
+ * bucket's upper bound (inclusive) and count, 0 when done.  For exporters.  */
+STK_API int stk_hist_bucket_next(const struct stk_hist *h, uint32_t *cursor,
+				 uint64_t *upper, uint64_t *count);
+
+/* ------------------------------------------------------------------------ */
+/* The loader.  One consumer thread calls stk_loader_next / stk_batch_release /
+ * stk_loader_start; stk_loader_stats, stk_loader_hist and the dataset queries
+ * may be called from any thread.                                           */
+
+struct stk_loader;
+
+enum stk_engine {
+	STK_ENGINE_AUTO = 0, /* io_uring, or pread when io_uring is unavailable */
+	STK_ENGINE_URING,
+	STK_ENGINE_PREAD,
+	STK_ENGINE_NULL,     /* no I/O: fills samples with a pattern (tests) */
+};
+
+enum stk_on_error {
+	STK_ON_ERROR_SKIP = 0, /* drop the sample from its batch and count it */
+	STK_ON_ERROR_FAIL,     /* stk_loader_next returns the error */
+};
+
+/* Flags for stk_loader_opts.flags; zero gives the defaults. */
+#define STK_F_NO_SHUFFLE (1u << 0) /* sampler order 0..n-1 */
+#define STK_F_DROP_LAST  (1u << 1) /* drop the tail instead of padding/short batch */
+#define STK_F_DIRECT     (1u << 2) /* O_DIRECT reads (falls back with a message) */
+#define STK_F_NO_PIN     (1u << 3) /* never pin slots with the CUDA runtime */
+#define STK_F_QUIET      (1u << 4) /* no notices on stderr (engine fallback...) */
+#define STK_F_NO_CACHE   (1u << 5) /* do not read or write the index cache */
+
+struct stk_loader_opts {
+	uint32_t size;        /* sizeof(struct stk_loader_opts); 0 is taken as current */
+	uint32_t flags;       /* STK_F_* */
+	const char *path;     /* folder (ImageFolder layout or flat) or file list */
+	uint32_t batch_size;  /* samples per batch; 0 → 32 */
+	uint32_t prefetch;    /* batch slots (batches in flight + ready); 0 → 4 */
+	uint32_t queue_depth; /* reads in flight, all I/O threads together; 0 → 128 */
+	uint32_t io_threads;  /* I/O threads (io_uring: one ring each; pread: workers); 0 → auto */
+	uint64_t seed;
+	uint64_t epoch;
+	uint64_t start_batch; /* resume: batches of this epoch already consumed */
+	uint32_t rank;
+	uint32_t world_size;  /* 0 → 1 */
+	enum stk_engine engine;
+	enum stk_on_error on_error;
+	const char *extensions; /* folder mode: comma list ".jpg,.png"; NULL → ImageFolder's; "*" → all */
+	const char *cache_dir;  /* where indexes go when the data folder is read-only;
+				   NULL → $XDG_CACHE_HOME/stoker or ~/.cache/stoker */
+	uint64_t null_latency_ns; /* STK_ENGINE_NULL: each read completes after this long */
+};
+
+/* A batch: a read-only view owned by the loader, valid until stk_batch_release.
+ * Sample i's bytes are data[offsets[i] .. offsets[i] + sizes[i]). */
+struct stk_batch {
+	uint64_t epoch;
+	uint64_t number;        /* position in the epoch, from 0 */
+	uint32_t count;         /* samples (fewer than batch_size when some were skipped) */
+	uint32_t slot;          /* pool slot (for bindings that track memory) */
+	uint8_t *data;          /* page-aligned */
+	size_t data_bytes;      /* bytes of data in use */
+	const uint64_t *offsets;
+	const uint64_t *sizes;
+	const int64_t *labels;  /* -1 for unlabelled samples */
+	const int64_t *indices; /* dataset index of each sample */
+};
+
+/* Creates a loader: indexes the dataset (or loads the cached index), sizes and
+ * allocates the pool, starts the I/O threads and the first batches' reads.
+ * On failure returns <0, *out is NULL, and if errbuf is not NULL it receives
+ * the reason naming the file (errbuf may be NULL). */
+STK_API int stk_loader_create(struct stk_loader **out, const struct stk_loader_opts *opts,
+			      char *errbuf, size_t errlen);
+/* Stops the threads, waits for reads in flight, frees everything.  Batches
+ * not yet released become invalid. */
+STK_API void stk_loader_destroy(struct stk_loader *loader);
+
+/* The next batch of the epoch, in sampler order.  Returns 1 and sets *out, 0
+ * at the end of the epoch, or <0 (see stk_last_error for the path and reason).
+ * STK_ENOSLOT when every slot is held by the caller. */
+STK_API int stk_loader_next(struct stk_loader *loader, struct stk_batch **out);
+/* Gives the batch's slot back to the pool.  Any order. */
+STK_API void stk_batch_release(struct stk_loader *loader, struct stk_batch *batch);
+/* (Re)starts at `epoch`, skipping `start_batch` batches: waits for reads in
+ * flight, drops batches not yet handed out, then starts reading. */
+STK_API int stk_loader_start(struct stk_loader *loader, uint64_t epoch, uint64_t start_batch);
+
+/* The resume point: restoring (seed, epoch, batches) reproduces the rest. */
+struct stk_loader_state {
+	uint64_t seed;
+	uint64_t epoch;
+	uint64_t batches; /* handed out so far in this epoch */
+};
+STK_API void stk_loader_state(const struct stk_loader *loader, struct stk_loader_state *out);
+
+/* Detail of the last error: "<path>: <reason>".  Owned by the loader; valid
+ * until the next call on it. */
+STK_API const char *stk_last_error(const struct stk_loader *loader);
+
+/* Batches per epoch for this rank, and samples per epoch for this rank. */
+STK_API int64_t stk_loader_len(const struct stk_loader *loader);
+STK_API int64_t stk_loader_rank_samples(const struct stk_loader *loader);
+/* The dataset: sample count, and one sample's path, size and label. */
+STK_API int64_t stk_loader_num_samples(const struct stk_loader *loader);
+STK_API int stk_loader_sample(const struct stk_loader *loader, int64_t index, char *path,
+			      size_t pathlen, uint64_t *size, int64_t *label);
+/* Number of classes (folder mode) and a class name (static until destroy). */
+STK_API int64_t stk_loader_num_classes(const struct stk_loader *loader);
+STK_API const char *stk_loader_class_name(const struct stk_loader *loader, int64_t label);
+/* The engine in use: "io_uring", "pread" or "null". */
+STK_API const char *stk_loader_engine(const struct stk_loader *loader);
+
+/* A snapshot of the loader's counters.  Times in seconds, latencies in ns. */
+struct stk_stats {
+	uint32_t size;         /* set by the caller: sizeof(struct stk_stats) */
+	uint64_t samples;      /* delivered to the consumer */
+	uint64_t bytes;        /* of those samples */
+	uint64_t batches;
+	uint64_t errors;       /* samples that failed (skipped or fatal) */
+	uint64_t pool_bytes;   /* fixed pool memory: slots × slot size */
+	uint32_t pinned;       /* 1 when the pool is registered with CUDA */
+	uint32_t inflight_max; /* most reads in flight at once */
+	double inflight_mean;  /* time-weighted mean of reads in flight */
+	double wall_s;         /* since create / the last stk_loader_start */
+	double wait_s;         /* consumer time spent waiting in stk_loader_next */
+	double stall_ratio;    /* wait_s / wall_s */
+	uint64_t wait_p50_ns, wait_p99_ns, wait_max_ns;
+	uint64_t read_p50_ns, read_p99_ns, read_max_ns;
+};
+STK_API int stk_loader_stats(const struct stk_loader *loader, struct stk_stats *out);
+
+enum stk_hist_kind {
+	STK_HIST_BATCH_WAIT = 0, /* consumer's wait in stk_loader_next ("dataloader time") */
+	STK_HIST_READ,           /* submit → completion of each sample's read */
+};
+/* Merges the loader's histogram into dst (e.g. a fresh one). */
+STK_API int stk_loader_hist(const struct stk_loader *loader, enum stk_hist_kind kind,
+			    struct stk_hist *dst);
+
+/* Per-user cache folder ($XDG_CACHE_HOME/stoker, else ~/.cache/stoker), written
+ * to buf; created if missing.  Returns the length or <0. */
+STK_API int stk_cache_dir(char *buf, size_t len);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,29 @@
+#!/bin/sh
+# Checks the Debian packages a step needs.  As root, installs what is missing;
+# otherwise stops with the exact apt-get line.   usage: deps.sh build|test|bench
+set -e
+build="gcc make pkg-config liburing-dev libjpeg62-turbo-dev libjansson-dev libmicrohttpd-dev"
+test="$build libcmocka-dev"
+bench="$test fio sysstat python3-torch python3-numpy"
+case "$1" in
+build) want=$build ;;
+test) want=$test ;;
+bench) want=$bench ;;
+*) echo "usage: $0 build|test|bench" >&2; exit 2 ;;
+esac
+missing=
+for p in $want; do
+	st=$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)
+	case "$st" in *"install ok installed"*) ;; *) missing="$missing $p" ;; esac
+done
+[ -z "$missing" ] && exit 0
+if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+	echo "stoker: installing missing Debian packages:$missing"
+	export DEBIAN_FRONTEND=noninteractive
+	apt-get update -qq || true
+	apt-get install -y -qq --no-install-recommends $missing >/dev/null
+	exit 0
+fi
+echo "stoker: missing Debian packages. Install them with:" >&2
+echo "  sudo apt-get install -y$missing" >&2
+exit 1

@@ -1,0 +1,248 @@
+/*
+ * engine_pread.c — the fallback where io_uring is unavailable (seccomp,
+ * kernel.io_uring_disabled): a pool of threads doing open/pread/close, and the
+ * null engine for tests.
+ *
+ * Submitted ios go on one queue that the workers take from; finished ones on
+ * a done list the I/O thread reaps.  The queue depth is the number of workers
+ * busy at once.  The null engine completes reads without touching memory,
+ * optionally after a fixed latency, to measure the pipeline's own overhead.
+ */
+#include "engine.h"
+
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+struct stk_eng {
+	pthread_mutex_t mu;
+	pthread_cond_t work_cv, done_cv;
+	struct stk_io *todo_head, *todo_tail;
+	struct stk_io *done_head, *done_tail;
+	bool woken, stop;
+	int root_fd;
+	bool direct;
+	pthread_t *threads;
+	unsigned nthreads;
+	/* null engine */
+	uint64_t latency_ns;
+};
+
+static void push(struct stk_io **head, struct stk_io **tail, struct stk_io *io)
+{
+	io->next = NULL;
+	if (*tail)
+		(*tail)->next = io;
+	else
+		*head = io;
+	*tail = io;
+}
+
+static int64_t read_whole(int root_fd, struct stk_io *io, bool direct)
+{
+	int fd = openat(root_fd, io->path, O_RDONLY | O_CLOEXEC | (direct ? O_DIRECT : 0));
+	if (fd < 0)
+		return -errno;
+	uint64_t got = 0;
+	int64_t res = 0;
+	while (got < io->read_len) {
+		ssize_t r = pread(fd, io->buf + got, io->read_len - got, (off_t)got);
+		if (r < 0) {
+			if (errno == EINTR)
+				continue;
+			res = -errno;
+			break;
+		}
+		if (r == 0)
+			break;
+		got += (uint64_t)r;
+		if (direct && got % STK_DIRECT_ALIGN)
+			break; /* a short direct read is end of file */
+	}
+	close(fd);
+	return res < 0 ? res : (int64_t)got;
+}
+
+static void *worker(void *arg)
+{
+	struct stk_eng *e = arg;
+	pthread_mutex_lock(&e->mu);
+	for (;;) {
+		while (!e->todo_head && !e->stop)
+			pthread_cond_wait(&e->work_cv, &e->mu);
+		if (e->stop)
+			break;
+		struct stk_io *io = e->todo_head;
+		e->todo_head = io->next;
+		if (!e->todo_head)
+			e->todo_tail = NULL;
+		pthread_mutex_unlock(&e->mu);
+		int64_t res = read_whole(e->root_fd, io, e->direct);
+		pthread_mutex_lock(&e->mu);
+		io->res = res;
+		push(&e->done_head, &e->done_tail, io);
+		pthread_cond_signal(&e->done_cv);
+	}
+	pthread_mutex_unlock(&e->mu);
+	return NULL;
+}
+
+static void pool_exit(struct stk_eng *e)
+{
+	if (!e)
+		return;
+	pthread_mutex_lock(&e->mu);
+	e->stop = true;
+	pthread_cond_broadcast(&e->work_cv);
+	pthread_mutex_unlock(&e->mu);
+	for (unsigned i = 0; i < e->nthreads; i++)
+		pthread_join(e->threads[i], NULL);
+	pthread_mutex_destroy(&e->mu);
+	pthread_cond_destroy(&e->work_cv);
+	pthread_cond_destroy(&e->done_cv);
+	free(e->threads);
+	free(e);
+}
+
+static int common_init(struct stk_eng **out, const struct stk_engine_cfg *cfg)
+{
+	struct stk_eng *e = calloc(1, sizeof(*e));
+	if (!e)
+		return -ENOMEM;
+	pthread_mutex_init(&e->mu, NULL);
+	pthread_cond_init(&e->work_cv, NULL);
+	pthread_condattr_t ca;
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&e->done_cv, &ca);
+	pthread_condattr_destroy(&ca);
+	e->root_fd = cfg->root_fd;
+	e->direct = cfg->direct;
+	e->latency_ns = cfg->null_latency_ns;
+	*out = e;
+	return 0;
+}
+
+static int pool_init(struct stk_eng **out, const struct stk_engine_cfg *cfg)
+{
+	int rc = common_init(out, cfg);
+	if (rc)
+		return rc;
+	struct stk_eng *e = *out;
+	unsigned n = cfg->workers ? cfg->workers : cfg->queue_depth;
+	e->threads = calloc(n, sizeof(*e->threads));
+	if (!e->threads) {
+		pool_exit(e);
+		return -ENOMEM;
+	}
+	for (unsigned i = 0; i < n; i++) {
+		if ((rc = -pthread_create(&e->threads[i], NULL, worker, e))) {
+			pool_exit(e);
+			return rc;
+		}
+		e->nthreads++;
+	}
+	return 0;
+}
+
+static int pool_submit(struct stk_eng *e, struct stk_io **ios, unsigned n)
+{
+	pthread_mutex_lock(&e->mu);
+	for (unsigned i = 0; i < n; i++)
+		push(&e->todo_head, &e->todo_tail, ios[i]);
+	pthread_cond_broadcast(&e->work_cv);
+	pthread_mutex_unlock(&e->mu);
+	return 0;
+}
+
+static int take_done(struct stk_eng *e, struct stk_io **done, unsigned max)
+{
+	unsigned n = 0;
+	while (e->done_head && n < max) {
+		done[n++] = e->done_head;
+		e->done_head = e->done_head->next;
+	}
+	if (!e->done_head)
+		e->done_tail = NULL;
+	return (int)n;
+}
+
+static int pool_reap(struct stk_eng *e, struct stk_io **done, unsigned max, bool wait)
+{
+	pthread_mutex_lock(&e->mu);
+	while (wait && !e->done_head && !e->woken)
+		pthread_cond_wait(&e->done_cv, &e->mu);
+	e->woken = false;
+	int n = take_done(e, done, max);
+	pthread_mutex_unlock(&e->mu);
+	return n;
+}
+
+static void pool_wake(struct stk_eng *e)
+{
+	pthread_mutex_lock(&e->mu);
+	e->woken = true;
+	pthread_cond_signal(&e->done_cv);
+	pthread_mutex_unlock(&e->mu);
+}
+
+const struct stk_engine_ops stk__engine_pread = {
+	.name = "pread",
+	.init = pool_init,
+	.submit = pool_submit,
+	.reap = pool_reap,
+	.wake = pool_wake,
+	.exit = pool_exit,
+};
+
+/* --- null: ios finish in submission order, each latency_ns after submit ---- */
+
+static int null_submit(struct stk_eng *e, struct stk_io **ios, unsigned n)
+{
+	pthread_mutex_lock(&e->mu);
+	for (unsigned i = 0; i < n; i++) {
+		ios[i]->res = (int64_t)ios[i]->len;
+		push(&e->todo_head, &e->todo_tail, ios[i]);
+	}
+	pthread_mutex_unlock(&e->mu);
+	return 0;
+}
+
+static int null_reap(struct stk_eng *e, struct stk_io **done, unsigned max, bool wait)
+{
+	unsigned n = 0;
+	pthread_mutex_lock(&e->mu);
+	for (;;) {
+		uint64_t now = stk__now_ns();
+		while (e->todo_head && n < max && e->todo_head->t_submit + e->latency_ns <= now) {
+			done[n++] = e->todo_head;
+			e->todo_head = e->todo_head->next;
+			if (!e->todo_head)
+				e->todo_tail = NULL;
+		}
+		if (n || !wait || e->woken)
+			break;
+		if (!e->todo_head) {
+			pthread_cond_wait(&e->done_cv, &e->mu);
+			continue;
+		}
+		uint64_t due = e->todo_head->t_submit + e->latency_ns;
+		struct timespec ts = {.tv_sec = (time_t)(due / 1000000000ull),
+				      .tv_nsec = (long)(due % 1000000000ull)};
+		pthread_cond_timedwait(&e->done_cv, &e->mu, &ts);
+	}
+	e->woken = false;
+	pthread_mutex_unlock(&e->mu);
+	return (int)n;
+}
+
+const struct stk_engine_ops stk__engine_null = {
+	.name = "null",
+	.init = common_init,
+	.submit = null_submit,
+	.reap = null_reap,
+	.wake = pool_wake,
+	.exit = pool_exit,
+};

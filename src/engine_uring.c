@@ -1,0 +1,249 @@
+/*
+ * engine_uring.c — whole-file reads through io_uring (liburing).
+ *
+ * Each sample is one linked chain of three requests on a direct descriptor:
+ * openat (into a file-table slot we own) → read → close.  Open posts a CQE
+ * only on failure (CQE_SKIP_SUCCESS), and then the kernel posts nothing for
+ * the read and close it cancels; otherwise read and close post one each, and
+ * the read is hard-linked to the close so a failed read still frees its slot.  The
+ * slot is reused only after its close completes.  Pool slots are registered
+ * as fixed buffers when the kernel allows, so reads skip the page pinning.
+ * A poll on an eventfd kept armed in the ring lets other threads wake a reap
+ * (a poll, not a read, so the kernel never writes into engine memory).
+ */
+#include "engine.h"
+
+#include <liburing.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+#include <fcntl.h>
+#include <poll.h>
+
+enum { TAG_OPEN = 1, TAG_READ = 2, TAG_CLOSE = 3 };
+#define TAG_MASK 3ull
+#define WAKE_DATA 0ull
+
+struct stk_eng {
+	struct io_uring ring;
+	int root_fd;
+	int efd;
+	bool efd_armed;
+	bool fixed_bufs;
+	bool direct;
+	unsigned qd;
+	uint32_t *free_slots; /* file-table slots not in use */
+	unsigned nfree;
+};
+
+int stk__uring_probe(char *why, size_t len)
+{
+	struct io_uring ring;
+	int rc = io_uring_queue_init(8, &ring, 0);
+	if (rc < 0) {
+		snprintf(why, len, "io_uring_setup: %s%s", strerror(-rc),
+			 rc == -EPERM || rc == -ENOSYS ? " (seccomp or kernel.io_uring_disabled)" : "");
+		return rc;
+	}
+	struct io_uring_probe *p = io_uring_get_probe_ring(&ring);
+	if (!p || !io_uring_opcode_supported(p, IORING_OP_OPENAT) ||
+	    !io_uring_opcode_supported(p, IORING_OP_READ) ||
+	    !io_uring_opcode_supported(p, IORING_OP_CLOSE)) {
+		snprintf(why, len, "io_uring lacks openat/read/close (kernel too old)");
+		rc = -EOPNOTSUPP;
+	} else if ((rc = io_uring_register_files_sparse(&ring, 4)) < 0) {
+		snprintf(why, len, "io_uring cannot register a sparse file table: %s", strerror(-rc));
+	}
+	if (p)
+		io_uring_free_probe(p);
+	io_uring_queue_exit(&ring);
+	return rc < 0 ? rc : 0;
+}
+
+static int ring_init(struct io_uring *ring, unsigned entries)
+{
+	struct io_uring_params p;
+	/* The ring is created, submitted to and reaped by one thread: let the
+	 * kernel run completions only when we ask (fewer interrupts). */
+	static const unsigned flag_sets[] = {
+		IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN,
+		IORING_SETUP_COOP_TASKRUN,
+		0,
+	};
+	int rc = -EINVAL;
+	for (size_t i = 0; i < STK_ARRAY_SIZE(flag_sets); i++) {
+		memset(&p, 0, sizeof(p));
+		p.flags = flag_sets[i];
+		rc = io_uring_queue_init_params(entries, ring, &p);
+		if (rc != -EINVAL)
+			break;
+	}
+	return rc;
+}
+
+static int arm_wake(struct stk_eng *e)
+{
+	struct io_uring_sqe *sqe = io_uring_get_sqe(&e->ring);
+	if (!sqe)
+		return -EBUSY;
+	io_uring_prep_poll_add(sqe, e->efd, POLLIN);
+	io_uring_sqe_set_data64(sqe, WAKE_DATA);
+	e->efd_armed = true;
+	return 0;
+}
+
+static int uring_init(struct stk_eng **out, const struct stk_engine_cfg *cfg)
+{
+	struct stk_eng *e = calloc(1, sizeof(*e));
+	if (!e)
+		return -ENOMEM;
+	e->root_fd = cfg->root_fd;
+	e->qd = cfg->queue_depth;
+	e->direct = cfg->direct;
+	e->efd = -1;
+	int rc = ring_init(&e->ring, e->qd * 3 + 8);
+	if (rc < 0) {
+		free(e);
+		return rc;
+	}
+	e->free_slots = malloc(e->qd * sizeof(*e->free_slots));
+	e->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (!e->free_slots || e->efd < 0) {
+		rc = e->free_slots ? -errno : -ENOMEM;
+		goto fail;
+	}
+	if ((rc = io_uring_register_files_sparse(&e->ring, e->qd)) < 0)
+		goto fail;
+	for (unsigned i = 0; i < e->qd; i++)
+		e->free_slots[i] = e->qd - 1 - i;
+	e->nfree = e->qd;
+	if (cfg->bufs && cfg->nbufs)
+		e->fixed_bufs = io_uring_register_buffers(&e->ring, cfg->bufs, cfg->nbufs) == 0;
+	/* Opens that miss the dentry cache go to io-wq workers: allow enough of them
+	 * to keep the queue depth busy on cold metadata. */
+	unsigned workers[2] = {e->qd, e->qd};
+	io_uring_register_iowq_max_workers(&e->ring, workers);
+	io_uring_register_ring_fd(&e->ring);
+	if ((rc = arm_wake(e)) < 0)
+		goto fail;
+	*out = e;
+	return 0;
+fail:
+	if (e->efd >= 0)
+		close(e->efd);
+	free(e->free_slots);
+	io_uring_queue_exit(&e->ring);
+	free(e);
+	return rc;
+}
+
+static int uring_submit(struct stk_eng *e, struct stk_io **ios, unsigned n)
+{
+	for (unsigned i = 0; i < n; i++) {
+		struct stk_io *io = ios[i];
+		if (!e->nfree || io_uring_sq_space_left(&e->ring) < 3)
+			return -EBUSY; /* the loader keeps within queue_depth: a bug */
+		uint32_t fs = e->free_slots[--e->nfree];
+		io->file_slot = fs;
+		io->cqes = 2; /* read + close */
+		io->res = 0;
+		uintptr_t p = (uintptr_t)io;
+
+		struct io_uring_sqe *sqe = io_uring_get_sqe(&e->ring);
+		io_uring_prep_openat_direct(sqe, e->root_fd, io->path,
+					    O_RDONLY | (e->direct ? O_DIRECT : 0), 0, fs);
+		sqe->flags |= IOSQE_IO_LINK | IOSQE_CQE_SKIP_SUCCESS;
+		io_uring_sqe_set_data64(sqe, p | TAG_OPEN);
+
+		sqe = io_uring_get_sqe(&e->ring);
+		if (e->fixed_bufs && io->buf_index >= 0)
+			io_uring_prep_read_fixed(sqe, (int)fs, io->buf, (unsigned)io->read_len, 0,
+						 io->buf_index);
+		else
+			io_uring_prep_read(sqe, (int)fs, io->buf, (unsigned)io->read_len, 0);
+		sqe->flags |= IOSQE_FIXED_FILE | IOSQE_IO_HARDLINK;
+		io_uring_sqe_set_data64(sqe, p | TAG_READ);
+
+		sqe = io_uring_get_sqe(&e->ring);
+		io_uring_prep_close_direct(sqe, fs);
+		io_uring_sqe_set_data64(sqe, p | TAG_CLOSE);
+	}
+	int rc = io_uring_submit(&e->ring);
+	return rc < 0 ? rc : 0;
+}
+
+static int uring_reap(struct stk_eng *e, struct stk_io **done, unsigned max, bool wait)
+{
+	int rc;
+	if (!e->efd_armed && (rc = arm_wake(e)) < 0)
+		return rc;
+	if (wait)
+		rc = io_uring_submit_and_wait(&e->ring, 1);
+	else
+		rc = io_uring_submit_and_get_events(&e->ring);
+	if (rc < 0 && rc != -EINTR && rc != -EAGAIN && rc != -EBUSY && rc != -ETIME)
+		return rc;
+	unsigned n = 0, seen = 0, head;
+	struct io_uring_cqe *cqe;
+	io_uring_for_each_cqe(&e->ring, head, cqe)
+	{
+		seen++;
+		uint64_t ud = io_uring_cqe_get_data64(cqe);
+		if (ud == WAKE_DATA) {
+			uint64_t v;
+			ssize_t r = read(e->efd, &v, sizeof(v)); /* reset the counter */
+			(void)r;
+			e->efd_armed = false;
+			continue;
+		}
+		struct stk_io *io = (struct stk_io *)(uintptr_t)(ud & ~TAG_MASK);
+		switch (ud & TAG_MASK) {
+		case TAG_OPEN:
+			/* Only a failed open posts, and then the kernel posts nothing for
+			 * the read and close it cancels (the head skipped success): the
+			 * sample is done and its file slot was never filled. */
+			io->res = cqe->res;
+			io->cqes = 1;
+			e->free_slots[e->nfree++] = io->file_slot;
+			break;
+		case TAG_READ:
+			io->res = cqe->res;
+			break;
+		case TAG_CLOSE:
+			e->free_slots[e->nfree++] = io->file_slot;
+			break;
+		}
+		if (--io->cqes == 0 && n < max)
+			done[n++] = io;
+	}
+	io_uring_cq_advance(&e->ring, seen);
+	return (int)n;
+}
+
+static void uring_wake(struct stk_eng *e)
+{
+	uint64_t one = 1;
+	ssize_t w = write(e->efd, &one, sizeof(one));
+	(void)w; /* a full counter already means "wake" */
+}
+
+static void uring_exit(struct stk_eng *e)
+{
+	if (!e)
+		return;
+	io_uring_queue_exit(&e->ring);
+	close(e->efd);
+	free(e->free_slots);
+	free(e);
+}
+
+const struct stk_engine_ops stk__engine_uring = {
+	.name = "io_uring",
+	.init = uring_init,
+	.submit = uring_submit,
+	.reap = uring_reap,
+	.wake = uring_wake,
+	.exit = uring_exit,
+};

@@ -1,0 +1,99 @@
+/* internal.h — shared by libstoker's subsystems; never installed. */
+#ifndef STK_INTERNAL_H
+#define STK_INTERNAL_H
+
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include "stoker/stoker.h"
+
+#include <errno.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <time.h>
+
+#define STK__XSTR(x) #x
+#define STK__STR(x) STK__XSTR(x)
+#define STK_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+#define STK_ALIGN_UP(x, a) (((x) + (a)-1) & ~((uint64_t)(a)-1))
+#define STK_DIRECT_ALIGN 4096u
+
+static inline uint64_t stk__now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* splitmix64: seeds and per-sample generators. */
+static inline uint64_t stk__mix64(uint64_t x)
+{
+	x += 0x9e3779b97f4a7c15ull;
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+	x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+	return x ^ (x >> 31);
+}
+
+/* --- dataset.c ---------------------------------------------------------- */
+
+struct stk_entry {
+	uint64_t size;
+	int64_t label;
+	uint64_t name; /* offset of the path (relative to root) in names */
+};
+
+struct stk_dataset {
+	char *root;            /* folder, or the file list's folder */
+	int root_fd;           /* O_PATH|O_DIRECTORY descriptor of root */
+	int64_t n;
+	struct stk_entry *entries;
+	char *names;           /* NUL-separated paths */
+	uint64_t names_len;
+	int64_t nclasses;
+	char **classes;        /* pointers into class_names */
+	char *class_names;
+	uint64_t max_size;
+	void *map;             /* the cached index when loaded by mmap */
+	size_t map_len;
+};
+
+struct stk__index_opts {
+	const char *path;
+	const char *extensions;
+	const char *cache_dir;
+	bool no_cache;
+};
+
+int stk__dataset_open(struct stk_dataset **out, const struct stk__index_opts *o, char *err,
+		      size_t errlen);
+void stk__dataset_close(struct stk_dataset *ds);
+static inline const char *stk__entry_path(const struct stk_dataset *ds, int64_t i)
+{
+	return ds->names + ds->entries[i].name;
+}
+
+/* --- sampler.c ---------------------------------------------------------- */
+
+struct stk_sampler {
+	int64_t n;            /* dataset size */
+	uint32_t rank, world;
+	uint32_t batch_size;
+	bool shuffle, drop_last;
+	uint64_t seed;
+	int64_t per_rank;     /* samples this rank sees per epoch */
+	int64_t batches;      /* batches per epoch for this rank */
+	uint32_t *perm;       /* permutation of the current epoch (n entries) */
+	uint64_t perm_epoch;
+	bool perm_valid;
+};
+
+int stk__sampler_init(struct stk_sampler *s, int64_t n, uint32_t rank, uint32_t world,
+		      uint32_t batch_size, bool shuffle, bool drop_last, uint64_t seed);
+void stk__sampler_free(struct stk_sampler *s);
+void stk__sampler_set_epoch(struct stk_sampler *s, uint64_t epoch);
+/* Writes batch b's dataset indices; returns how many (0 past the end). */
+uint32_t stk__sampler_batch(const struct stk_sampler *s, int64_t b, int64_t *out);
+
+#endif

@@ -1,0 +1,925 @@
+/*
+ * loader.c — the pipeline: index → sampler → I/O threads → ready batches.
+ *
+ * `prefetch` slots are fixed at create.  Each I/O thread owns one engine (an
+ * io_uring ring, or the pread pool) and loops: claim the next batch number if
+ * it is within `prefetch` of the consumer and a slot is free, lay its samples
+ * out in the slot (sizes come from the index, so every read is exact and lands
+ * in place), keep up to its share of the queue depth in flight, reap, and mark
+ * a slot ready when its last read lands.  The consumer takes batches strictly
+ * in order, whatever order reads finish in, so a run depends only on
+ * (seed, epoch, rank, world_size).  One mutex guards the slots and counters;
+ * the engines are only touched by their own thread (wake excepted).
+ */
+#include "internal.h"
+#include "engine.h"
+#include "pool.h"
+
+#include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+enum slot_state { SLOT_FREE, SLOT_FILLING, SLOT_READY, SLOT_HELD };
+
+struct slot {
+	struct stk_batch batch; /* first: the public view's address is the slot's */
+	enum slot_state state;
+	uint64_t gen;           /* the start() generation it was filled for */
+	int64_t number;
+	uint32_t nios, pending, unsent;
+	uint64_t *offsets, *sizes;
+	int64_t *labels, *indices;
+	struct stk_io *ios;
+	uint32_t ring;
+};
+
+struct ring {
+	struct stk_loader *l;
+	pthread_t tid;
+	uint32_t id;
+	const struct stk_engine_ops *ops;
+	struct stk_eng *eng;
+	unsigned qd;
+	unsigned inflight;
+	struct stk_io **queue; /* claimed, not yet submitted (FIFO) */
+	uint32_t qhead, qlen, qcap;
+	struct stk_io **done;
+	struct stk_io **batch; /* scratch for one submit call */
+	int init_rc;
+	bool init_done;
+	uint64_t area_t;        /* for the time-weighted in-flight mean */
+	double area;
+};
+
+struct stk_loader {
+	struct stk_loader_opts o;
+	char *path, *extensions, *cache_dir;
+	struct stk_dataset *ds;
+	struct stk_sampler sampler;
+	struct stk_pool pool;
+	struct slot *slots;
+	struct ring *rings;
+	uint32_t nrings;
+	const struct stk_engine_ops *ops;
+	bool direct;
+	int64_t *scratch_idx;   /* batch_size indices, claim-time scratch */
+
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	bool stop, draining;
+	uint64_t gen, epoch;
+	int64_t next_start, next_out;
+	int fatal;
+	char detail[PATH_MAX + 256];   /* written under mu */
+	char last_error[PATH_MAX + 256]; /* the consumer's copy */
+
+	struct stk_hist *h_wait, *h_read;
+	_Atomic uint64_t samples, bytes, batches, errors;
+	_Atomic uint32_t inflight, inflight_max;
+	uint64_t t_start, wait_ns;
+};
+
+static const char *const kEngineNames[] = {"auto", "io_uring", "pread", "null"};
+
+static void set_detail(struct stk_loader *l, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void set_detail(struct stk_loader *l, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(l->detail, sizeof(l->detail), fmt, ap);
+	va_end(ap);
+}
+
+static void notice(const struct stk_loader *l, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void notice(const struct stk_loader *l, const char *fmt, ...)
+{
+	if (l->o.flags & STK_F_QUIET)
+		return;
+	va_list ap;
+	va_start(ap, fmt);
+	fputs("stoker: ", stderr);
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+	va_end(ap);
+}
+
+static uint64_t read_len_of(const struct stk_loader *l, uint64_t size)
+{
+	return l->direct ? STK_ALIGN_UP(size, STK_DIRECT_ALIGN) : size;
+}
+
+/* --- in-flight accounting ------------------------------------------------ */
+
+static void inflight_change(struct stk_loader *l, struct ring *r, int delta)
+{
+	uint64_t now = stk__now_ns();
+	r->area += (double)r->inflight * (double)(now - r->area_t);
+	r->area_t = now;
+	r->inflight = (unsigned)((int)r->inflight + delta);
+	uint32_t total = atomic_fetch_add(&l->inflight, (uint32_t)delta) + (uint32_t)delta;
+	uint32_t mx = atomic_load_explicit(&l->inflight_max, memory_order_relaxed);
+	while (total > mx && !atomic_compare_exchange_weak(&l->inflight_max, &mx, total))
+		;
+}
+
+/* --- the I/O threads ----------------------------------------------------- */
+
+static struct slot *free_slot(struct stk_loader *l)
+{
+	for (uint32_t i = 0; i < l->pool.nslots; i++)
+		if (l->slots[i].state == SLOT_FREE)
+			return &l->slots[i];
+	return NULL;
+}
+
+/* Claims batch `number` into slot s for ring r and queues its reads.  Under mu. */
+static void claim(struct stk_loader *l, struct ring *r, struct slot *s, int64_t number)
+{
+	uint32_t n = stk__sampler_batch(&l->sampler, number, l->scratch_idx);
+	uint32_t si = (uint32_t)(s - l->slots);
+	uint8_t *base = stk__pool_slot(&l->pool, si);
+	uint64_t off = 0;
+	s->state = SLOT_FILLING;
+	s->gen = l->gen;
+	s->number = number;
+	s->ring = r->id;
+	s->nios = s->pending = n;
+	for (uint32_t i = 0; i < n; i++) {
+		int64_t idx = l->scratch_idx[i];
+		const struct stk_entry *e = &l->ds->entries[idx];
+		struct stk_io *io = &s->ios[i];
+		s->indices[i] = idx;
+		s->labels[i] = e->label;
+		s->sizes[i] = e->size;
+		s->offsets[i] = off;
+		*io = (struct stk_io){.path = stk__entry_path(l->ds, idx), .buf = base + off,
+				      .len = e->size, .read_len = read_len_of(l, e->size),
+				      .slot = si, .idx = i,
+				      .buf_index = (int)si};
+		off += l->direct ? io->read_len : e->size;
+		r->queue[(r->qhead + r->qlen++) % r->qcap] = io;
+	}
+	s->offsets[n] = off;
+	s->unsent = n;
+	if (n == 0)
+		s->state = SLOT_READY;
+}
+
+/* Compacts a batch whose samples failed under the skip policy. */
+static void compact(struct stk_loader *l, struct slot *s)
+{
+	uint8_t *base = s->ios[0].buf - s->offsets[0];
+	uint32_t k = 0;
+	uint64_t off = 0;
+	for (uint32_t i = 0; i < s->nios; i++) {
+		struct stk_io *io = &s->ios[i];
+		if (io->res < 0)
+			continue;
+		if (off != s->offsets[i])
+			memmove(base + off, io->buf, s->sizes[i]);
+		s->offsets[k] = off;
+		s->sizes[k] = s->sizes[i];
+		s->labels[k] = s->labels[i];
+		s->indices[k] = s->indices[i];
+		off += l->direct ? read_len_of(l, s->sizes[i]) : s->sizes[i];
+		k++;
+	}
+	s->offsets[k] = off;
+	s->nios = k;
+}
+
+/* "<path>: <reason>" for a failed read, into the detail buffer.  Under mu. */
+static void read_error(struct stk_loader *l, const struct stk_io *io, int rc)
+{
+	const char *root = io->path[0] == '/' ? "" : l->ds->root;
+	const char *sep = io->path[0] == '/' ? "" : "/";
+	if (rc == STK_ESHORT)
+		set_detail(l, "%s%s%s: short read: indexed %llu bytes, the file has fewer", root, sep,
+			   io->path, (unsigned long long)io->len);
+	else
+		set_detail(l, "%s%s%s: %s", root, sep, io->path, stk_strerror(rc));
+}
+
+/* One read finished.  Under mu. */
+static void complete(struct stk_loader *l, struct stk_io *io, uint64_t now)
+{
+	struct slot *s = &l->slots[io->slot];
+	stk_hist_add(l->h_read, now - io->t_submit);
+	if (io->res >= 0 && (uint64_t)io->res < io->len)
+		io->res = STK_ESHORT;
+	if (io->res < 0 && s->gen == l->gen) {
+		atomic_fetch_add(&l->errors, 1);
+		read_error(l, io, (int)io->res);
+	}
+	if (--s->pending == 0 && s->unsent == 0) {
+		if (s->gen != l->gen) {
+			s->state = SLOT_FREE; /* a batch from before stk_loader_start */
+		} else {
+			bool bad = false;
+			for (uint32_t i = 0; i < s->nios; i++)
+				bad |= s->ios[i].res < 0;
+			if (bad && l->o.on_error == STK_ON_ERROR_SKIP)
+				compact(l, s);
+			s->state = SLOT_READY;
+		}
+		pthread_cond_broadcast(&l->cv);
+	}
+}
+
+static bool can_claim(const struct stk_loader *l)
+{
+	return !l->draining && !l->fatal && l->next_start < l->sampler.batches &&
+	       l->next_start < l->next_out + (int64_t)l->pool.nslots;
+}
+
+static void *ring_main(void *arg)
+{
+	struct ring *r = arg;
+	struct stk_loader *l = r->l;
+	struct stk_engine_cfg cfg = {.root_fd = l->ds->root_fd, .queue_depth = r->qd,
+				     .workers = l->o.io_threads, .direct = l->direct,
+				     .null_latency_ns = l->o.null_latency_ns};
+	struct iovec *iov = calloc(l->pool.nslots, sizeof(*iov));
+	if (iov) {
+		for (uint32_t i = 0; i < l->pool.nslots; i++)
+			iov[i] = (struct iovec){stk__pool_slot(&l->pool, i), l->pool.slot_bytes};
+		/* fixed buffers are limited to 1 GiB each */
+		if (l->pool.slot_bytes <= (1ull << 30)) {
+			cfg.bufs = iov;
+			cfg.nbufs = l->pool.nslots;
+		}
+	}
+	int rc = r->ops->init(&r->eng, &cfg);
+	free(iov);
+	pthread_mutex_lock(&l->mu);
+	r->init_rc = rc;
+	r->init_done = true;
+	pthread_cond_broadcast(&l->cv);
+	if (rc) {
+		pthread_mutex_unlock(&l->mu);
+		return NULL;
+	}
+	r->area_t = stk__now_ns();
+	/* On stop, keep reaping until nothing is in flight: the pool may only be
+	 * unmapped once the kernel is done writing into it. */
+	while (!l->stop || r->inflight) {
+		struct slot *s;
+		/* keep enough claimed to fill the queue depth */
+		while (!l->stop && r->qlen < r->qd && can_claim(l) && (s = free_slot(l)))
+			claim(l, r, s, l->next_start++);
+		if ((l->draining || l->stop) && r->qlen) {
+			/* drop what was never sent; its slot is freed once idle */
+			for (uint32_t i = 0; i < r->qlen; i++) {
+				struct stk_io *io = r->queue[(r->qhead + i) % r->qcap];
+				l->slots[io->slot].unsent--;
+				l->slots[io->slot].pending--;
+			}
+			r->qlen = 0;
+		}
+		if (l->draining && r->inflight == 0) {
+			for (uint32_t i = 0; i < l->pool.nslots; i++) {
+				struct slot *x = &l->slots[i];
+				if (x->ring == r->id && (x->state == SLOT_FILLING || x->state == SLOT_READY) &&
+				    x->gen != l->gen)
+					x->state = SLOT_FREE;
+			}
+			pthread_cond_broadcast(&l->cv);
+		}
+		unsigned n = 0;
+		uint64_t now = stk__now_ns();
+		while (r->qlen && r->inflight + n < r->qd) {
+			struct stk_io *io = r->queue[r->qhead];
+			r->qhead = (r->qhead + 1) % r->qcap;
+			r->qlen--;
+			io->t_submit = now;
+			l->slots[io->slot].unsent--;
+			r->batch[n++] = io;
+		}
+		if (n)
+			inflight_change(l, r, (int)n);
+		pthread_mutex_unlock(&l->mu);
+
+		if (n && (rc = r->ops->submit(r->eng, r->batch, n)) < 0)
+			goto broken;
+		/* blocks until a read lands or another thread wakes us */
+		int got = r->ops->reap(r->eng, r->done, r->qd, true);
+		if (got < 0) {
+			rc = got;
+			goto broken;
+		}
+		pthread_mutex_lock(&l->mu);
+		now = stk__now_ns();
+		for (int i = 0; i < got; i++)
+			complete(l, r->done[i], now);
+		if (got)
+			inflight_change(l, r, -got);
+	}
+	pthread_mutex_unlock(&l->mu);
+	return NULL;
+broken:
+	pthread_mutex_lock(&l->mu);
+	if (!l->fatal) {
+		l->fatal = rc;
+		set_detail(l, "%s engine failed: %s", r->ops->name, stk_strerror(rc));
+	}
+	pthread_cond_broadcast(&l->cv);
+	pthread_mutex_unlock(&l->mu);
+	return NULL;
+}
+
+static void wake_rings(struct stk_loader *l)
+{
+	for (uint32_t i = 0; i < l->nrings; i++)
+		if (l->rings[i].eng)
+			l->rings[i].ops->wake(l->rings[i].eng);
+}
+
+/* --- create / destroy ---------------------------------------------------- */
+
+/* The largest bytes any batch can need: the batch_size largest samples. */
+static uint64_t slot_bytes_needed(const struct stk_loader *l)
+{
+	uint32_t k = l->o.batch_size;
+	if ((int64_t)k > l->ds->n)
+		k = (uint32_t)l->ds->n;
+	uint64_t *heap = calloc(k, sizeof(*heap)); /* min-heap of the k largest */
+	if (!heap)
+		return UINT64_MAX;
+	uint32_t len = 0;
+	for (int64_t i = 0; i < l->ds->n; i++) {
+		uint64_t v = read_len_of(l, l->ds->entries[i].size);
+		if (len < k) {
+			uint32_t j = len++;
+			heap[j] = v;
+			while (j && heap[(j - 1) / 2] > heap[j]) {
+				uint64_t t = heap[j];
+				heap[j] = heap[(j - 1) / 2];
+				heap[(j - 1) / 2] = t;
+				j = (j - 1) / 2;
+			}
+		} else if (v > heap[0]) {
+			heap[0] = v;
+			for (uint32_t j = 0;;) {
+				uint32_t c = 2 * j + 1;
+				if (c >= len)
+					break;
+				if (c + 1 < len && heap[c + 1] < heap[c])
+					c++;
+				if (heap[j] <= heap[c])
+					break;
+				uint64_t t = heap[j];
+				heap[j] = heap[c];
+				heap[c] = t;
+				j = c;
+			}
+		}
+	}
+	uint64_t sum = 0;
+	for (uint32_t i = 0; i < len; i++)
+		sum += heap[i];
+	free(heap);
+	return sum;
+}
+
+static char *dup_opt(const char *s, bool *oom)
+{
+	if (!s)
+		return NULL;
+	char *d = strdup(s);
+	if (!d)
+		*oom = true;
+	return d;
+}
+
+/* O_DIRECT is a property of the filesystem: try it on the first sample. */
+static void check_direct(struct stk_loader *l)
+{
+	int fd = openat(l->ds->root_fd, stk__entry_path(l->ds, 0), O_RDONLY | O_DIRECT | O_CLOEXEC);
+	if (fd >= 0) {
+		close(fd);
+		return;
+	}
+	if (errno == EINVAL) {
+		notice(l, "%s: the filesystem refuses O_DIRECT; using buffered reads", l->ds->root);
+		l->direct = false;
+	}
+}
+
+static int pick_engine(struct stk_loader *l, char *err, size_t errlen)
+{
+	char why[256];
+	switch (l->o.engine) {
+	case STK_ENGINE_NULL:
+		l->ops = &stk__engine_null;
+		return 0;
+	case STK_ENGINE_PREAD:
+		l->ops = &stk__engine_pread;
+		return 0;
+	case STK_ENGINE_URING:
+		if (stk__uring_probe(why, sizeof(why)) < 0) {
+			snprintf(err, errlen, "engine io_uring: %s", why);
+			return -EOPNOTSUPP;
+		}
+		l->ops = &stk__engine_uring;
+		return 0;
+	case STK_ENGINE_AUTO:
+		if (getenv("STOKER_NO_URING")) {
+			snprintf(why, sizeof(why), "STOKER_NO_URING is set");
+		} else if (stk__uring_probe(why, sizeof(why)) == 0) {
+			l->ops = &stk__engine_uring;
+			return 0;
+		}
+		notice(l, "io_uring is unavailable (%s); using the pread thread pool", why);
+		l->ops = &stk__engine_pread;
+		return 0;
+	}
+	snprintf(err, errlen, "engine %d is not one of auto, io_uring, pread, null", l->o.engine);
+	return -EINVAL;
+}
+
+static int start_rings(struct stk_loader *l)
+{
+	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+	bool uring = l->ops == &stk__engine_uring;
+	/* io_uring: a ring per thread; each copies page-cache hits on its own core.
+	 * pread and null: one scheduling thread; pread's workers do the reads. */
+	l->nrings = 1;
+	if (uring)
+		l->nrings = l->o.io_threads ? l->o.io_threads : (ncpu >= 2 ? 2 : 1);
+	if (l->nrings > l->o.queue_depth)
+		l->nrings = l->o.queue_depth;
+	if (!uring && !l->o.io_threads)
+		l->o.io_threads = l->o.queue_depth < 64 ? l->o.queue_depth : 64;
+	l->rings = calloc(l->nrings, sizeof(*l->rings));
+	if (!l->rings)
+		return -ENOMEM;
+	uint32_t per_ring_ios = l->o.batch_size * l->pool.nslots;
+	for (uint32_t i = 0; i < l->nrings; i++) {
+		struct ring *r = &l->rings[i];
+		r->l = l;
+		r->id = i;
+		r->ops = l->ops;
+		r->qd = l->o.queue_depth / l->nrings + (i < l->o.queue_depth % l->nrings);
+		if (!uring)
+			r->qd = l->o.queue_depth;
+		r->qcap = per_ring_ios + r->qd;
+		r->queue = calloc(r->qcap, sizeof(*r->queue));
+		r->done = calloc(r->qd, sizeof(*r->done));
+		r->batch = calloc(r->qd, sizeof(*r->batch));
+		if (!r->queue || !r->done || !r->batch)
+			return -ENOMEM;
+	}
+	int rc = 0;
+	pthread_mutex_lock(&l->mu);
+	for (uint32_t i = 0; i < l->nrings; i++) {
+		if ((rc = -pthread_create(&l->rings[i].tid, NULL, ring_main, &l->rings[i]))) {
+			l->nrings = i;
+			break;
+		}
+	}
+	for (uint32_t i = 0; i < l->nrings; i++) {
+		while (!l->rings[i].init_done)
+			pthread_cond_wait(&l->cv, &l->mu);
+		if (l->rings[i].init_rc && !rc) {
+			rc = l->rings[i].init_rc;
+			set_detail(l, "%s engine: %s", l->ops->name, stk_strerror(rc));
+		}
+	}
+	pthread_mutex_unlock(&l->mu);
+	return rc;
+}
+
+static int validate(const struct stk_loader_opts *o, char *err, size_t errlen)
+{
+	if (o->size && o->size < offsetof(struct stk_loader_opts, null_latency_ns)) {
+		snprintf(err, errlen, "options struct too small (%u bytes)", o->size);
+		return -EINVAL;
+	}
+	if (o->world_size && o->rank >= o->world_size) {
+		snprintf(err, errlen, "rank %u is not below world_size %u", o->rank, o->world_size);
+		return -EINVAL;
+	}
+	if (o->batch_size > (1u << 20) || o->prefetch > 1024 || o->queue_depth > 32768 ||
+	    o->io_threads > 256) {
+		snprintf(err, errlen,
+			 "option out of range: batch_size <= 1048576, prefetch <= 1024, "
+			 "queue_depth <= 32768, io_threads <= 256");
+		return -ERANGE;
+	}
+	if ((unsigned)o->engine > STK_ENGINE_NULL || (unsigned)o->on_error > STK_ON_ERROR_FAIL) {
+		snprintf(err, errlen, "engine or on_error out of range");
+		return -EINVAL;
+	}
+	return 0;
+}
+
+int stk_loader_create(struct stk_loader **out, const struct stk_loader_opts *opts, char *errbuf,
+		      size_t errlen)
+{
+	char scratch[8];
+	if (!errbuf || !errlen) {
+		errbuf = scratch;
+		errlen = sizeof(scratch);
+	}
+	errbuf[0] = 0;
+	*out = NULL;
+	struct stk_loader_opts zero = {0};
+	if (!opts)
+		opts = &zero;
+	int rc = validate(opts, errbuf, errlen);
+	if (rc)
+		return rc;
+	struct stk_loader *l = calloc(1, sizeof(*l));
+	if (!l) {
+		snprintf(errbuf, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	pthread_mutex_init(&l->mu, NULL);
+	pthread_cond_init(&l->cv, NULL);
+	size_t osz = opts->size && opts->size < sizeof(l->o) ? opts->size : sizeof(l->o);
+	memcpy(&l->o, opts, osz);
+	l->o.size = sizeof(l->o);
+	if (!l->o.batch_size)
+		l->o.batch_size = 32;
+	if (!l->o.prefetch)
+		l->o.prefetch = 4;
+	if (!l->o.queue_depth)
+		l->o.queue_depth = 128;
+	if (!l->o.world_size)
+		l->o.world_size = 1;
+	bool oom = false;
+	l->path = dup_opt(opts->path, &oom);
+	l->extensions = dup_opt(opts->extensions, &oom);
+	l->cache_dir = dup_opt(opts->cache_dir, &oom);
+	l->o.path = l->path;
+	l->o.extensions = l->extensions;
+	l->o.cache_dir = l->cache_dir;
+	if (oom || stk_hist_create(&l->h_wait) || stk_hist_create(&l->h_read)) {
+		snprintf(errbuf, errlen, "out of memory");
+		rc = -ENOMEM;
+		goto fail;
+	}
+	struct stk__index_opts io = {.path = l->path, .extensions = l->extensions,
+				     .cache_dir = l->cache_dir,
+				     .no_cache = l->o.flags & STK_F_NO_CACHE};
+	if ((rc = stk__dataset_open(&l->ds, &io, errbuf, errlen)))
+		goto fail;
+	rc = stk__sampler_init(&l->sampler, l->ds->n, l->o.rank, l->o.world_size, l->o.batch_size,
+			       !(l->o.flags & STK_F_NO_SHUFFLE), l->o.flags & STK_F_DROP_LAST,
+			       l->o.seed);
+	if (rc) {
+		snprintf(errbuf, errlen, "%s: cannot set up the sampler: %s", l->path, stk_strerror(rc));
+		goto fail;
+	}
+	if ((rc = pick_engine(l, errbuf, errlen)))
+		goto fail;
+	l->direct = (l->o.flags & STK_F_DIRECT) && l->ops != &stk__engine_null;
+	if (l->direct)
+		check_direct(l);
+	uint64_t slot_bytes = slot_bytes_needed(l);
+	uint32_t nslots = l->o.prefetch;
+	uint64_t meta = (uint64_t)l->o.batch_size;
+	l->slots = calloc(nslots, sizeof(*l->slots));
+	l->scratch_idx = calloc(meta, sizeof(int64_t));
+	if (!l->slots || !l->scratch_idx || slot_bytes == UINT64_MAX) {
+		snprintf(errbuf, errlen, "out of memory");
+		rc = -ENOMEM;
+		goto fail;
+	}
+	if ((rc = stk__pool_init(&l->pool, nslots, slot_bytes, !(l->o.flags & STK_F_NO_PIN)))) {
+		snprintf(errbuf, errlen, "cannot map the batch pool (%u slots of %llu bytes): %s",
+			 nslots, (unsigned long long)slot_bytes, stk_strerror(rc));
+		goto fail;
+	}
+	for (uint32_t i = 0; i < nslots; i++) {
+		struct slot *s = &l->slots[i];
+		s->offsets = calloc(meta + 1, sizeof(uint64_t));
+		s->sizes = calloc(meta, sizeof(uint64_t));
+		s->labels = calloc(meta, sizeof(int64_t));
+		s->indices = calloc(meta, sizeof(int64_t));
+		s->ios = calloc(meta, sizeof(struct stk_io));
+		if (!s->offsets || !s->sizes || !s->labels || !s->indices || !s->ios) {
+			snprintf(errbuf, errlen, "out of memory");
+			rc = -ENOMEM;
+			goto fail;
+		}
+	}
+	l->epoch = l->o.epoch;
+	l->next_start = l->next_out = (int64_t)l->o.start_batch;
+	stk__sampler_set_epoch(&l->sampler, l->epoch);
+	l->t_start = stk__now_ns();
+	l->draining = true; /* rings wait until stk_loader_start below */
+	if ((rc = start_rings(l))) {
+		snprintf(errbuf, errlen, "%s", l->detail);
+		goto fail;
+	}
+	if ((rc = stk_loader_start(l, l->o.epoch, l->o.start_batch))) {
+		snprintf(errbuf, errlen, "%s", l->last_error);
+		goto fail;
+	}
+	*out = l;
+	return 0;
+fail:
+	stk_loader_destroy(l);
+	return rc;
+}
+
+void stk_loader_destroy(struct stk_loader *l)
+{
+	if (!l)
+		return;
+	pthread_mutex_lock(&l->mu);
+	l->stop = true;
+	pthread_mutex_unlock(&l->mu);
+	wake_rings(l);
+	for (uint32_t i = 0; i < l->nrings; i++) {
+		struct ring *r = &l->rings[i];
+		pthread_join(r->tid, NULL);
+		if (r->eng)
+			r->ops->exit(r->eng); /* waits for the reads still in flight */
+	}
+	for (uint32_t i = 0; l->rings && i < l->nrings; i++) {
+		free(l->rings[i].queue);
+		free(l->rings[i].done);
+		free(l->rings[i].batch);
+	}
+	free(l->rings);
+	for (uint32_t i = 0; l->slots && i < l->o.prefetch; i++) {
+		free(l->slots[i].offsets);
+		free(l->slots[i].sizes);
+		free(l->slots[i].labels);
+		free(l->slots[i].indices);
+		free(l->slots[i].ios);
+	}
+	free(l->slots);
+	stk__pool_free(&l->pool);
+	stk__sampler_free(&l->sampler);
+	stk__dataset_close(l->ds);
+	stk_hist_destroy(l->h_wait);
+	stk_hist_destroy(l->h_read);
+	free(l->scratch_idx);
+	free(l->path);
+	free(l->extensions);
+	free(l->cache_dir);
+	pthread_mutex_destroy(&l->mu);
+	pthread_cond_destroy(&l->cv);
+	free(l);
+}
+
+/* --- the consumer's side ------------------------------------------------- */
+
+int stk_loader_start(struct stk_loader *l, uint64_t epoch, uint64_t start_batch)
+{
+	pthread_mutex_lock(&l->mu);
+	l->gen++;
+	l->draining = true;
+	pthread_mutex_unlock(&l->mu);
+	wake_rings(l);
+	pthread_mutex_lock(&l->mu);
+	/* wait until no read of the old generation is in flight or queued */
+	for (;;) {
+		bool busy = false;
+		for (uint32_t i = 0; i < l->nrings; i++)
+			busy |= l->rings[i].inflight || l->rings[i].qlen;
+		for (uint32_t i = 0; i < l->pool.nslots; i++)
+			busy |= l->slots[i].state == SLOT_FILLING || l->slots[i].state == SLOT_READY;
+		if (!busy || l->stop)
+			break;
+		pthread_cond_wait(&l->cv, &l->mu);
+	}
+	l->epoch = epoch;
+	stk__sampler_set_epoch(&l->sampler, epoch);
+	l->next_start = l->next_out = (int64_t)start_batch;
+	l->fatal = 0;
+	l->draining = false;
+	l->t_start = stk__now_ns();
+	l->wait_ns = 0;
+	pthread_mutex_unlock(&l->mu);
+	wake_rings(l);
+	return 0;
+}
+
+static struct slot *ready_slot(struct stk_loader *l, int64_t number)
+{
+	for (uint32_t i = 0; i < l->pool.nslots; i++) {
+		struct slot *s = &l->slots[i];
+		if (s->gen == l->gen && s->number == number &&
+		    (s->state == SLOT_READY || s->state == SLOT_FILLING))
+			return s;
+	}
+	return NULL;
+}
+
+int stk_loader_next(struct stk_loader *l, struct stk_batch **out)
+{
+	*out = NULL;
+	uint64_t t0 = stk__now_ns();
+	pthread_mutex_lock(&l->mu);
+	int rc = 0;
+	struct slot *s = NULL;
+	for (;;) {
+		if (l->fatal) {
+			rc = l->fatal;
+			break;
+		}
+		if (l->next_out >= l->sampler.batches)
+			break;
+		s = ready_slot(l, l->next_out);
+		if (s && s->state == SLOT_READY)
+			break;
+		if (!s && !free_slot(l) && l->next_start <= l->next_out) {
+			bool all_held = true;
+			for (uint32_t i = 0; i < l->pool.nslots; i++)
+				all_held &= l->slots[i].state == SLOT_HELD;
+			if (all_held) {
+				set_detail(l, "all %u batch slots are held: release batches "
+					      "(stk_batch_release) or raise prefetch", l->pool.nslots);
+				rc = STK_ENOSLOT;
+				break;
+			}
+		}
+		pthread_cond_wait(&l->cv, &l->mu);
+	}
+	uint64_t waited = stk__now_ns() - t0;
+	if (rc == 0 && s && s->state == SLOT_READY) {
+		/* fail policy: the first failed sample of the batch ends the epoch */
+		for (uint32_t i = 0; l->o.on_error == STK_ON_ERROR_FAIL && i < s->nios; i++) {
+			struct stk_io *io = &s->ios[i];
+			if (io->res < 0) {
+				rc = (int)io->res;
+				read_error(l, io, rc);
+				l->fatal = rc;
+				s->state = SLOT_FREE;
+				break;
+			}
+		}
+		if (rc == 0) {
+			s->state = SLOT_HELD;
+			struct stk_batch *b = &s->batch;
+			b->epoch = l->epoch;
+			b->number = (uint64_t)s->number;
+			b->count = s->nios;
+			b->slot = (uint32_t)(s - l->slots);
+			b->data = stk__pool_slot(&l->pool, b->slot);
+			b->data_bytes = s->offsets[s->nios];
+			b->offsets = s->offsets;
+			b->sizes = s->sizes;
+			b->labels = s->labels;
+			b->indices = s->indices;
+			l->next_out++;
+			*out = b;
+			rc = 1;
+			atomic_fetch_add(&l->batches, 1);
+			atomic_fetch_add(&l->samples, b->count);
+			uint64_t bytes = 0;
+			for (uint32_t i = 0; i < b->count; i++)
+				bytes += b->sizes[i];
+			atomic_fetch_add(&l->bytes, bytes);
+			stk_hist_add(l->h_wait, waited);
+		}
+	}
+	l->wait_ns += waited;
+	if (rc < 0)
+		snprintf(l->last_error, sizeof(l->last_error), "%s", l->detail);
+	pthread_mutex_unlock(&l->mu);
+	if (rc == 1)
+		wake_rings(l); /* the window moved */
+	return rc;
+}
+
+void stk_batch_release(struct stk_loader *l, struct stk_batch *b)
+{
+	if (!b)
+		return;
+	struct slot *s = (struct slot *)b; /* the view is the slot's first member */
+	pthread_mutex_lock(&l->mu);
+	if (s->state == SLOT_HELD)
+		s->state = SLOT_FREE;
+	pthread_cond_broadcast(&l->cv);
+	pthread_mutex_unlock(&l->mu);
+	wake_rings(l);
+}
+
+/* --- queries -------------------------------------------------------------- */
+
+void stk_loader_state(const struct stk_loader *cl, struct stk_loader_state *out)
+{
+	struct stk_loader *l = (struct stk_loader *)cl;
+	pthread_mutex_lock(&l->mu);
+	*out = (struct stk_loader_state){.seed = l->o.seed, .epoch = l->epoch,
+					 .batches = (uint64_t)l->next_out};
+	pthread_mutex_unlock(&l->mu);
+}
+
+const char *stk_last_error(const struct stk_loader *cl)
+{
+	struct stk_loader *l = (struct stk_loader *)cl;
+	pthread_mutex_lock(&l->mu);
+	snprintf(l->last_error, sizeof(l->last_error), "%s", l->detail);
+	pthread_mutex_unlock(&l->mu);
+	return l->last_error;
+}
+
+int64_t stk_loader_len(const struct stk_loader *l)
+{
+	return l->sampler.batches;
+}
+
+int64_t stk_loader_rank_samples(const struct stk_loader *l)
+{
+	return l->sampler.per_rank;
+}
+
+int64_t stk_loader_num_samples(const struct stk_loader *l)
+{
+	return l->ds->n;
+}
+
+int stk_loader_sample(const struct stk_loader *l, int64_t i, char *path, size_t pathlen,
+		      uint64_t *size, int64_t *label)
+{
+	if (i < 0 || i >= l->ds->n)
+		return -ERANGE;
+	if (path && pathlen) {
+		const char *p = stk__entry_path(l->ds, i);
+		int n = p[0] == '/' ? snprintf(path, pathlen, "%s", p)
+				    : snprintf(path, pathlen, "%s/%s", l->ds->root, p);
+		if (n < 0 || (size_t)n >= pathlen)
+			return -ENAMETOOLONG;
+	}
+	if (size)
+		*size = l->ds->entries[i].size;
+	if (label)
+		*label = l->ds->entries[i].label;
+	return 0;
+}
+
+int64_t stk_loader_num_classes(const struct stk_loader *l)
+{
+	return l->ds->nclasses;
+}
+
+const char *stk_loader_class_name(const struct stk_loader *l, int64_t label)
+{
+	return label >= 0 && label < l->ds->nclasses ? l->ds->classes[label] : NULL;
+}
+
+const char *stk_loader_engine(const struct stk_loader *l)
+{
+	return l->ops ? l->ops->name : kEngineNames[0];
+}
+
+int stk_loader_stats(const struct stk_loader *cl, struct stk_stats *out)
+{
+	struct stk_loader *l = (struct stk_loader *)cl;
+	if (out->size && out->size < offsetof(struct stk_stats, read_max_ns) + sizeof(uint64_t))
+		return -EINVAL;
+	struct stk_stats s = {.size = sizeof(s)};
+	pthread_mutex_lock(&l->mu);
+	uint64_t now = stk__now_ns();
+	double wall = (double)(now - l->t_start) / 1e9;
+	double area = 0;
+	for (uint32_t i = 0; i < l->nrings; i++) {
+		struct ring *r = &l->rings[i];
+		area += r->area + (double)r->inflight * (double)(now - r->area_t);
+	}
+	s.wait_s = (double)l->wait_ns / 1e9;
+	pthread_mutex_unlock(&l->mu);
+	s.samples = atomic_load(&l->samples);
+	s.bytes = atomic_load(&l->bytes);
+	s.batches = atomic_load(&l->batches);
+	s.errors = atomic_load(&l->errors);
+	s.pool_bytes = l->pool.bytes;
+	s.pinned = l->pool.pinned;
+	s.inflight_max = atomic_load(&l->inflight_max);
+	s.wall_s = wall;
+	s.inflight_mean = wall > 0 ? area / 1e9 / wall : 0;
+	s.stall_ratio = wall > 0 ? s.wait_s / wall : 0;
+	s.wait_p50_ns = stk_hist_percentile(l->h_wait, 50);
+	s.wait_p99_ns = stk_hist_percentile(l->h_wait, 99);
+	s.wait_max_ns = stk_hist_max(l->h_wait);
+	s.read_p50_ns = stk_hist_percentile(l->h_read, 50);
+	s.read_p99_ns = stk_hist_percentile(l->h_read, 99);
+	s.read_max_ns = stk_hist_max(l->h_read);
+	size_t n = out->size && out->size < sizeof(s) ? out->size : sizeof(s);
+	uint32_t keep = out->size;
+	memcpy(out, &s, n);
+	out->size = keep ? keep : (uint32_t)sizeof(s);
+	return 0;
+}
+
+int stk_loader_hist(const struct stk_loader *l, enum stk_hist_kind kind, struct stk_hist *dst)
+{
+	if (kind == STK_HIST_BATCH_WAIT)
+		stk_hist_merge(dst, l->h_wait);
+	else if (kind == STK_HIST_READ)
+		stk_hist_merge(dst, l->h_read);
+	else
+		return -EINVAL;
+	return 0;
+}

@@ -1,0 +1,56 @@
+#!/bin/sh
+# stoker bench: runs over a small generated folder, prints its figures and the
+# ratio to the baseline, JSON is parseable, bad input is named, exit codes.
+set -u
+t=$(mktemp -d) || exit 1
+trap 'rm -rf "$t"' EXIT
+cd "$t" || exit 1
+fail() { echo "FAIL: $*"; exit 1; }
+
+"$STOKER" gen data --images 60 --classes 3 --seed 1 >/dev/null || fail "gen"
+
+out=$("$STOKER" bench data --batch-size 8 --epochs 2) || fail "bench exit $?"
+for want in "samples/s" "MB/s" "batch wait p50/p99/max" "reads in flight" \
+	"CPU s per 1000 samples" "baseline" "x" "errors                     0"; do
+	echo "$out" | grep -qF -- "$want" || fail "missing '$want' in: $out"
+done
+
+out=$("$STOKER" bench data --batch-size 8 --compute-ms 2 --json) || fail "json exit $?"
+echo "$out" > b.json
+/usr/bin/python3 - b.json <<'PY' || fail "json content"
+import json, sys
+j = json.load(open(sys.argv[1]))
+s = j["stoker"]
+assert s["samples"] == 60, s
+assert s["batches"] == 8, s
+assert 0 < s["au_percent"] <= 100, s
+assert j["baseline"]["samples"] == 60, j
+assert j["ratio"] > 0
+assert s["batch_wait_ns"]["p99"] >= s["batch_wait_ns"]["p50"]
+assert len(s["epochs"]) == 1
+PY
+
+# both engines, sharding and O_DIRECT run
+"$STOKER" bench data --engine pread --no-baseline >/dev/null || fail "pread engine"
+"$STOKER" bench data --rank 1 --world-size 2 --direct --no-baseline >/dev/null || fail "rank/direct"
+
+# bad input: named, exit codes 1 and 2
+err=$("$STOKER" bench "$t/nope" 2>&1); rc=$?
+[ $rc = 1 ] || fail "missing path: exit $rc"
+echo "$err" | grep -q "$t/nope" || fail "missing path not named: $err"
+"$STOKER" bench data --batch-size 0 2>/dev/null; [ $? = 2 ] || fail "batch-size 0 not exit 2"
+"$STOKER" bench data --engine warp 2>/dev/null; [ $? = 2 ] || fail "bad engine not exit 2"
+"$STOKER" bench data --rank 3 --world-size 2 2>/dev/null; [ $? = 2 ] || fail "bad rank not exit 2"
+"$STOKER" bench --help | grep -q "usage: stoker bench" || fail "--help"
+
+# a sample removed after indexing: skipped and counted, or fatal under --on-error fail
+"$STOKER" bench data --no-baseline >/dev/null
+touch -r data/c0001 ref # keep the folder's mtime: the cached index still lists the file
+rm data/c0001/00000004.jpg
+touch -r ref data/c0001
+out=$("$STOKER" bench data --no-baseline --cache as-is 2>&1) || fail "skip policy exit $?"
+echo "$out" | grep -q "errors                     1 (last: .*00000004.jpg: No such file" || fail "skip: $out"
+err=$("$STOKER" bench data --no-baseline --cache as-is --on-error fail 2>&1); rc=$?
+[ $rc = 1 ] || fail "fail policy exit $rc"
+echo "$err" | grep -q "00000004.jpg: No such file" || fail "fail policy message: $err"
+exit 0

@@ -1,0 +1,97 @@
+#!/bin/sh
+# `stoker gen`: layout, valid JPEGs, sizes, determinism across thread counts,
+# refusal of a non-empty DIR, usage errors.  Run by tests/cli.sh with $STOKER.
+STOKER=${STOKER:-build/stoker}
+[ -x "$STOKER" ] || { echo "no stoker binary at $STOKER"; exit 77; }
+export STOKER_NO_PROGRESS=1
+
+T=$(mktemp -d "${TMPDIR:-/tmp}/stoker-cli-gen.XXXXXX") || exit 1
+trap 'rm -rf "$T"' EXIT
+trap 'exit 1' HUP INT TERM
+
+fail() { echo "FAIL: $*"; exit 1; }
+
+# Work inside T, so that a stray relative path cannot land in the tree.
+cd "$T" || exit 1
+"$STOKER" gen --help >help || fail "--help exited $?"
+grep -q -- "--images" help || fail "--help does not list --images"
+"$STOKER" gen -h x >/dev/null || fail "-h exited $?"
+[ "$(ls -A)" = help ] || fail "--help wrote files: $(ls -A)"
+
+# Options may follow DIR, as the usage line shows.
+"$STOKER" gen "$T/a" --images 40 --classes 4 --seed 7 --threads 1 >"$T/out" \
+	|| fail "gen exited $?"
+grep -q "40 images" "$T/out" || fail "summary: $(cat "$T/out")"
+
+[ "$(ls "$T/a" | tr '\n' ' ')" = "c0000 c0001 c0002 c0003 " ] \
+	|| fail "class folders: $(ls -A "$T/a")"
+n=$(find "$T/a" -type f -name '*.jpg' | wc -l)
+[ "$n" -eq 40 ] || fail "$n .jpg files, expected 40"
+other=$(find "$T/a" -type f ! -name '*.jpg' | head -n 3)
+[ -z "$other" ] || fail "unexpected files: $other"
+[ "$(ls "$T/a/c0001" | wc -l)" -eq 10 ] || fail "c0001 does not hold 10 images"
+[ -f "$T/a/c0001/00000005.jpg" ] || fail "no c0001/00000005.jpg (round-robin names)"
+
+total=0
+for f in "$T"/a/c*/*.jpg; do
+	soi=$(head -c 3 "$f" | od -An -tx1 | tr -d ' \n')
+	eoi=$(tail -c 2 "$f" | od -An -tx1 | tr -d ' \n')
+	[ "$soi" = ffd8ff ] || fail "$f does not start with a JPEG SOI ($soi)"
+	[ "$eoi" = ffd9 ] || fail "$f does not end with a JPEG EOI ($eoi)"
+	total=$((total + $(wc -c <"$f")))
+done
+mean=$((total / 40))
+# ~100 KB is the aim; 40 images vary, so accept a wide band.
+[ "$mean" -gt 50000 ] && [ "$mean" -lt 200000 ] || fail "mean size $mean bytes"
+
+# Same seed, other thread count: the same bytes.
+"$STOKER" gen --images 40 --classes 4 --seed 7 --threads 2 "$T/b" >/dev/null \
+	|| fail "gen --threads 2 exited $?"
+diff -r "$T/a" "$T/b" >/dev/null || fail "--threads 1 and 2 differ for one seed"
+
+# Another seed: other bytes.
+"$STOKER" gen --images 40 --classes 4 --seed 8 "$T/c" >/dev/null || fail "gen --seed 8"
+if cmp -s "$T/a/c0000/00000000.jpg" "$T/c/c0000/00000000.jpg"; then
+	fail "--seed 7 and --seed 8 give the same image"
+fi
+
+# A non-empty DIR is refused, and named; --force writes into it.
+"$STOKER" gen --images 4 --classes 2 "$T/a" >/dev/null 2>"$T/err"
+rc=$?
+[ $rc -eq 1 ] || fail "non-empty DIR: exit $rc, expected 1"
+grep -q "$T/a" "$T/err" || fail "the refusal does not name DIR: $(cat "$T/err")"
+"$STOKER" gen --images 4 --classes 2 --seed 7 --force "$T/a" >/dev/null \
+	|| fail "--force exited $?"
+
+# --json prints the summary.
+"$STOKER" gen --images 3 --classes 1 --json "$T/d" >"$T/json" || fail "--json exited $?"
+for k in images classes bytes seconds mean_bytes; do
+	grep -q "\"$k\"" "$T/json" || fail "--json lacks $k: $(cat "$T/json")"
+done
+
+# Bad usage: exit 2.
+for args in "--images -1" "--images 0" "--quality 0" "--quality 101" "--classes 0" \
+	"--images 2 --classes 3" "--threads x" "--bogus"; do
+	# shellcheck disable=SC2086
+	"$STOKER" gen $args "$T/e" >/dev/null 2>&1
+	rc=$?
+	[ $rc -eq 2 ] || fail "gen $args: exit $rc, expected 2"
+done
+"$STOKER" gen >/dev/null 2>&1
+[ $? -eq 2 ] || fail "gen without DIR: expected exit 2"
+[ ! -e "$T/e" ] || fail "a usage error created DIR"
+
+# A DIR that cannot be made is an error that names it (root too).
+"$STOKER" gen --images 2 --classes 1 "$T/json/x" >/dev/null 2>"$T/err"
+rc=$?
+[ $rc -eq 1 ] || fail "DIR under a file: exit $rc, expected 1"
+grep -q "$T/json" "$T/err" || fail "the error does not name DIR: $(cat "$T/err")"
+if [ "$(id -u)" != 0 ]; then
+	mkdir "$T/ro" && chmod 555 "$T/ro"
+	"$STOKER" gen --images 2 --classes 1 "$T/ro/x" >/dev/null 2>"$T/err"
+	rc=$?
+	chmod 755 "$T/ro"
+	[ $rc -eq 1 ] || fail "unwritable DIR: exit $rc, expected 1"
+	grep -q "$T/ro/x" "$T/err" || fail "the error does not name DIR: $(cat "$T/err")"
+fi
+echo "ok"

@@ -1,0 +1,540 @@
+/* test_loader.c — the loader's promises: every sample once per epoch with the
+ * file's bytes and ImageFolder's labels, deterministic order, ranks, resume,
+ * engines agreeing, errors named, the index cache. */
+#include "testutil.h"
+
+#include "engine.h"
+#include "stoker/stoker.h"
+
+#include <errno.h>
+#include <limits.h>
+
+#define NCLASS 3
+#define PER_CLASS 17
+#define N (NCLASS * PER_CLASS)
+
+static char *root;
+static const char *const class_dirs[NCLASS] = {"b_cls", "a_cls", "c_cls"}; /* created unsorted */
+
+/* Deterministic content for sample file (class c, file i). */
+static size_t fill(uint8_t *buf, int c, int i)
+{
+	size_t len = (size_t)((c * 7919 + i * 104729) % 20000);
+	if (i == 3)
+		len = 0; /* an empty file is a valid sample */
+	for (size_t k = 0; k < len; k++)
+		buf[k] = (uint8_t)(k * 31 + (size_t)c * 7 + (size_t)i);
+	return len;
+}
+
+static int setup(void **state)
+{
+	(void)state;
+	root = tu_mkdtemp();
+	char p[PATH_MAX];
+	uint8_t *buf = malloc(20000);
+	assert_non_null(buf);
+	for (int c = 0; c < NCLASS; c++) {
+		snprintf(p, sizeof(p), "%s/%s", root, class_dirs[c]);
+		tu_mkdir(p);
+		for (int i = 0; i < PER_CLASS; i++) {
+			size_t len = fill(buf, c, i);
+			snprintf(p, sizeof(p), "%s/%s/%03d.jpg", root, class_dirs[c], i);
+			tu_write(p, buf, len);
+		}
+		snprintf(p, sizeof(p), "%s/%s/notes.txt", root, class_dirs[c]);
+		tu_write(p, "not an image", 12); /* ImageFolder skips other extensions */
+	}
+	snprintf(p, sizeof(p), "%s/top.jpg", root);
+	tu_write(p, "x", 1); /* files beside class folders are not samples */
+	free(buf);
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	tu_rmrf(root);
+	free(root);
+	return 0;
+}
+
+static struct stk_loader *make(struct stk_loader_opts o)
+{
+	o.size = sizeof(o);
+	o.flags |= STK_F_QUIET;
+	if (!o.path)
+		o.path = root;
+	struct stk_loader *l = NULL;
+	char err[512];
+	int rc = stk_loader_create(&l, &o, err, sizeof(err));
+	if (rc)
+		fail_msg("create: %s (%s)", err, stk_err_name(rc));
+	return l;
+}
+
+/* Runs a whole epoch; writes the delivered indices to out (room for cap). */
+static int64_t run_epoch(struct stk_loader *l, int64_t *out, int64_t cap, bool check_bytes)
+{
+	int64_t k = 0;
+	struct stk_batch *b;
+	int rc;
+	uint8_t *want = malloc(20000);
+	assert_non_null(want);
+	while ((rc = stk_loader_next(l, &b)) == 1) {
+		for (uint32_t i = 0; i < b->count; i++) {
+			assert_true(k < cap);
+			out[k++] = b->indices[i];
+			if (!check_bytes)
+				continue;
+			char path[PATH_MAX];
+			uint64_t size;
+			int64_t label;
+			assert_int_equal(stk_loader_sample(l, b->indices[i], path, sizeof(path), &size, &label), 0);
+			assert_int_equal(b->labels[i], label);
+			assert_int_equal(b->sizes[i], size);
+			/* bytes equal to the file's */
+			FILE *f = fopen(path, "rb");
+			assert_non_null(f);
+			size_t got = fread(want, 1, 20000, f);
+			fclose(f);
+			assert_int_equal(got, b->sizes[i]);
+			if (got)
+				assert_memory_equal(b->data + b->offsets[i], want, got);
+		}
+		stk_batch_release(l, b);
+	}
+	free(want);
+	assert_int_equal(rc, 0);
+	return k;
+}
+
+static void test_every_sample_once(void **state)
+{
+	(void)state;
+	for (int engine = STK_ENGINE_AUTO; engine <= STK_ENGINE_PREAD; engine++) {
+		struct stk_loader *l = make((struct stk_loader_opts){.batch_size = 7, .prefetch = 3,
+								     .queue_depth = 5,
+								     .engine = engine});
+		assert_int_equal(stk_loader_num_samples(l), N);
+		assert_int_equal(stk_loader_len(l), (N + 6) / 7);
+		int64_t got[N];
+		assert_int_equal(run_epoch(l, got, N, true), N);
+		int seen[N] = {0};
+		for (int i = 0; i < N; i++)
+			seen[got[i]]++;
+		for (int i = 0; i < N; i++)
+			assert_int_equal(seen[i], 1);
+		stk_loader_destroy(l);
+	}
+}
+
+static void test_imagefolder_labels(void **state)
+{
+	(void)state;
+	struct stk_loader *l = make((struct stk_loader_opts){.flags = STK_F_NO_SHUFFLE});
+	assert_int_equal(stk_loader_num_classes(l), 3);
+	assert_string_equal(stk_loader_class_name(l, 0), "a_cls");
+	assert_string_equal(stk_loader_class_name(l, 1), "b_cls");
+	assert_string_equal(stk_loader_class_name(l, 2), "c_cls");
+	for (int64_t i = 0; i < N; i++) {
+		char path[PATH_MAX], want[PATH_MAX];
+		int64_t label;
+		assert_int_equal(stk_loader_sample(l, i, path, sizeof(path), NULL, &label), 0);
+		assert_int_equal(label, i / PER_CLASS);
+		snprintf(want, sizeof(want), "%s/%s/%03d.jpg", root,
+			 stk_loader_class_name(l, label), (int)(i % PER_CLASS));
+		char real[PATH_MAX];
+		assert_non_null(realpath(want, real));
+		assert_string_equal(path, real);
+	}
+	stk_loader_destroy(l);
+}
+
+static void test_order_deterministic(void **state)
+{
+	(void)state;
+	int64_t a[N], b[N], c[N], d[N];
+	struct stk_loader *l = make((struct stk_loader_opts){.batch_size = 8, .seed = 42});
+	run_epoch(l, a, N, false);
+	stk_loader_start(l, 1, 0);
+	run_epoch(l, c, N, false);
+	stk_loader_destroy(l);
+	l = make((struct stk_loader_opts){.batch_size = 8, .seed = 42, .engine = STK_ENGINE_PREAD,
+					  .prefetch = 2});
+	run_epoch(l, b, N, false);
+	stk_loader_destroy(l);
+	l = make((struct stk_loader_opts){.batch_size = 8, .seed = 43});
+	run_epoch(l, d, N, false);
+	stk_loader_destroy(l);
+	assert_memory_equal(a, b, sizeof(a));     /* same seed, same order */
+	assert_memory_not_equal(a, c, sizeof(a)); /* next epoch, new order */
+	assert_memory_not_equal(a, d, sizeof(a)); /* other seed, other order */
+}
+
+static void test_ranks(void **state)
+{
+	(void)state;
+	for (int drop = 0; drop < 2; drop++) {
+		const uint32_t world = 4; /* 51 samples: not a multiple */
+		int seen[N] = {0};
+		int64_t per = -1;
+		for (uint32_t r = 0; r < world; r++) {
+			struct stk_loader *l = make((struct stk_loader_opts){
+				.batch_size = 5, .rank = r, .world_size = world, .seed = 7,
+				.flags = drop ? STK_F_DROP_LAST : 0});
+			int64_t got[N];
+			int64_t k = run_epoch(l, got, N, false);
+			/* with drop_last the short last batch goes too */
+			int64_t want = drop ? (N / world) / 5 * 5 : (N + world - 1) / world;
+			assert_int_equal(k, want);
+			assert_int_equal(stk_loader_rank_samples(l), drop ? N / world : (N + world - 1) / world);
+			if (per >= 0)
+				assert_int_equal(k, per);
+			per = k;
+			for (int64_t i = 0; i < k; i++)
+				seen[got[i]]++;
+			stk_loader_destroy(l);
+		}
+		int total = 0;
+		for (int i = 0; i < N; i++) {
+			if (drop)
+				assert_true(seen[i] <= 1); /* disjoint */
+			else
+				assert_true(seen[i] >= 1 && seen[i] <= 2); /* covering, padded */
+			total += seen[i];
+		}
+		if (!drop)
+			assert_int_equal(total, 4 * ((N + 3) / 4));
+	}
+}
+
+static void test_resume(void **state)
+{
+	(void)state;
+	int64_t full[N], tail[N];
+	struct stk_loader *l = make((struct stk_loader_opts){.batch_size = 6, .seed = 3, .epoch = 2});
+	assert_int_equal(run_epoch(l, full, N, false), N);
+	stk_loader_destroy(l);
+	for (uint64_t k = 1; k < 9; k += 3) {
+		l = make((struct stk_loader_opts){.batch_size = 6, .seed = 3, .epoch = 2, .start_batch = k});
+		int64_t got = run_epoch(l, tail, N, true);
+		assert_int_equal(got, N - (int64_t)k * 6);
+		assert_memory_equal(tail, full + k * 6, (size_t)got * sizeof(int64_t));
+		struct stk_loader_state st;
+		stk_loader_state(l, &st);
+		assert_int_equal(st.epoch, 2);
+		assert_int_equal(st.batches, 9);
+		stk_loader_destroy(l);
+	}
+	/* mid-epoch restart through stk_loader_start gives the same */
+	l = make((struct stk_loader_opts){.batch_size = 6, .seed = 3});
+	struct stk_batch *b;
+	assert_int_equal(stk_loader_next(l, &b), 1);
+	stk_batch_release(l, b);
+	stk_loader_start(l, 2, 4);
+	assert_int_equal(run_epoch(l, tail, N, false), N - 24);
+	assert_memory_equal(tail, full + 24, (size_t)(N - 24) * sizeof(int64_t));
+	stk_loader_destroy(l);
+}
+
+static void test_engines_identical(void **state)
+{
+	(void)state;
+	char why[128];
+	if (stk__uring_probe(why, sizeof(why)) < 0) {
+		print_message("skipped: io_uring unavailable: %s\n", why);
+		skip();
+	}
+	struct stk_loader *a = make((struct stk_loader_opts){.batch_size = 9, .engine = STK_ENGINE_URING});
+	struct stk_loader *b = make((struct stk_loader_opts){.batch_size = 9, .engine = STK_ENGINE_PREAD,
+							     .io_threads = 3});
+	assert_string_equal(stk_loader_engine(a), "io_uring");
+	assert_string_equal(stk_loader_engine(b), "pread");
+	struct stk_batch *x, *y;
+	int rx, ry;
+	while ((rx = stk_loader_next(a, &x)) == 1) {
+		ry = stk_loader_next(b, &y);
+		assert_int_equal(ry, 1);
+		assert_int_equal(x->count, y->count);
+		assert_int_equal(x->data_bytes, y->data_bytes);
+		assert_memory_equal(x->indices, y->indices, x->count * sizeof(int64_t));
+		assert_memory_equal(x->offsets, y->offsets, (x->count + 1) * sizeof(uint64_t));
+		if (x->data_bytes)
+			assert_memory_equal(x->data, y->data, x->data_bytes);
+		stk_batch_release(a, x);
+		stk_batch_release(b, y);
+	}
+	assert_int_equal(rx, 0);
+	assert_int_equal(stk_loader_next(b, &y), 0);
+	stk_loader_destroy(a);
+	stk_loader_destroy(b);
+}
+
+static void test_direct(void **state)
+{
+	(void)state;
+	/* O_DIRECT where the filesystem allows it; a clear fallback where not */
+	struct stk_loader *l = make((struct stk_loader_opts){.batch_size = 10, .flags = STK_F_DIRECT});
+	int64_t got[N];
+	assert_int_equal(run_epoch(l, got, N, true), N);
+	stk_loader_destroy(l);
+}
+
+/* A copy of the fixture, so tests that delete files leave the shared one whole. */
+static char *copy_fixture(void)
+{
+	char *d = tu_mkdtemp();
+	char cmd[2 * PATH_MAX];
+	snprintf(cmd, sizeof(cmd), "cp -r '%s'/. '%s'/", root, d);
+	assert_int_equal(system(cmd), 0);
+	return d;
+}
+
+static void test_deleted_file(void **state)
+{
+	(void)state;
+	for (int policy = STK_ON_ERROR_SKIP; policy <= STK_ON_ERROR_FAIL; policy++) {
+		for (int engine = STK_ENGINE_AUTO; engine <= STK_ENGINE_PREAD; engine++) {
+			char *d = copy_fixture();
+			struct stk_loader *l = make((struct stk_loader_opts){
+				.path = d, .batch_size = 4, .prefetch = 1, .queue_depth = 2,
+				.flags = STK_F_NO_SHUFFLE, .on_error = policy, .engine = engine});
+			/* the first batch may be in flight already: delete a later file */
+			char victim[PATH_MAX];
+			assert_int_equal(stk_loader_sample(l, 30, victim, sizeof(victim), NULL, NULL), 0);
+			assert_int_equal(unlink(victim), 0);
+			struct stk_batch *b;
+			int rc;
+			int64_t samples = 0;
+			while ((rc = stk_loader_next(l, &b)) == 1) {
+				for (uint32_t i = 0; i < b->count; i++)
+					assert_true(b->indices[i] != 30);
+				samples += b->count;
+				stk_batch_release(l, b);
+			}
+			struct stk_stats st = {.size = sizeof(st)};
+			stk_loader_stats(l, &st);
+			assert_int_equal(st.errors, 1);
+			assert_non_null(strstr(stk_last_error(l), victim));
+			assert_non_null(strstr(stk_last_error(l), "No such file"));
+			if (policy == STK_ON_ERROR_SKIP) {
+				assert_int_equal(rc, 0);
+				assert_int_equal(samples, N - 1);
+			} else {
+				assert_int_equal(rc, -ENOENT);
+				assert_int_equal(samples, 28); /* the batches before it */
+				assert_int_equal(stk_loader_next(l, &b), -ENOENT); /* stays failed */
+			}
+			stk_loader_destroy(l);
+			tu_rmrf(d);
+			free(d);
+		}
+	}
+}
+
+static void test_truncated_file(void **state)
+{
+	(void)state;
+	char *d = copy_fixture();
+	struct stk_loader *l = make((struct stk_loader_opts){.path = d, .batch_size = 64, .prefetch = 1,
+							     .flags = STK_F_NO_SHUFFLE,
+							     .on_error = STK_ON_ERROR_FAIL});
+	stk_loader_destroy(l); /* indexed and cached with the full sizes */
+	char victim[PATH_MAX];
+	snprintf(victim, sizeof(victim), "%s/a_cls/005.jpg", d);
+	assert_int_equal(truncate(victim, 10), 0); /* same folder mtime: cache still used */
+	l = make((struct stk_loader_opts){.path = d, .batch_size = 64, .prefetch = 1,
+					  .flags = STK_F_NO_SHUFFLE, .on_error = STK_ON_ERROR_FAIL});
+	struct stk_batch *b;
+	assert_int_equal(stk_loader_next(l, &b), STK_ESHORT);
+	assert_non_null(strstr(stk_last_error(l), "a_cls/005.jpg"));
+	assert_non_null(strstr(stk_last_error(l), "short read"));
+	stk_loader_destroy(l);
+	tu_rmrf(d);
+	free(d);
+}
+
+static void test_index_cache(void **state)
+{
+	(void)state;
+	char *d = copy_fixture();
+	char p[PATH_MAX];
+	struct stk_loader *l = make((struct stk_loader_opts){.path = d});
+	stk_loader_destroy(l);
+	snprintf(p, sizeof(p), "%s/.stoker-index", d);
+	struct stat st1, st2;
+	assert_int_equal(stat(p, &st1), 0); /* cached beside the data */
+	l = make((struct stk_loader_opts){.path = d});
+	assert_int_equal(stk_loader_num_samples(l), N);
+	stk_loader_destroy(l);
+	assert_int_equal(stat(p, &st2), 0);
+	assert_int_equal(st1.st_ino, st2.st_ino); /* reused, not rewritten */
+	/* a new file in a class folder makes it stale */
+	snprintf(p, sizeof(p), "%s/b_cls/zzz.png", d);
+	tu_write(p, "png", 3);
+	l = make((struct stk_loader_opts){.path = d});
+	assert_int_equal(stk_loader_num_samples(l), N + 1);
+	stk_loader_destroy(l);
+	/* a new class folder too */
+	snprintf(p, sizeof(p), "%s/0_first", d);
+	tu_mkdir(p);
+	snprintf(p, sizeof(p), "%s/0_first/x.jpeg", d);
+	tu_write(p, "j", 1);
+	l = make((struct stk_loader_opts){.path = d, .flags = STK_F_NO_SHUFFLE});
+	assert_int_equal(stk_loader_num_samples(l), N + 2);
+	assert_string_equal(stk_loader_class_name(l, 0), "0_first");
+	int64_t label;
+	assert_int_equal(stk_loader_sample(l, 1, NULL, 0, NULL, &label), 0);
+	assert_int_equal(label, 1);
+	stk_loader_destroy(l);
+	/* a corrupt cache is ignored and rebuilt */
+	snprintf(p, sizeof(p), "%s/.stoker-index", d);
+	assert_int_equal(truncate(p, 100), 0);
+	l = make((struct stk_loader_opts){.path = d});
+	assert_int_equal(stk_loader_num_samples(l), N + 2);
+	stk_loader_destroy(l);
+	tu_rmrf(d);
+	free(d);
+}
+
+static void test_flat_and_list(void **state)
+{
+	(void)state;
+	char *d = tu_mkdtemp();
+	char p[PATH_MAX];
+	for (int i = 0; i < 5; i++) {
+		snprintf(p, sizeof(p), "%s/f%d.JPG", d, i);
+		tu_write(p, "abc", 3);
+	}
+	snprintf(p, sizeof(p), "%s/data.bin", d);
+	tu_write(p, "abcdef", 6);
+	struct stk_loader *l = make((struct stk_loader_opts){.path = d});
+	assert_int_equal(stk_loader_num_samples(l), 5);
+	assert_int_equal(stk_loader_num_classes(l), 0);
+	int64_t label;
+	assert_int_equal(stk_loader_sample(l, 0, NULL, 0, NULL, &label), 0);
+	assert_int_equal(label, -1);
+	stk_loader_destroy(l);
+	l = make((struct stk_loader_opts){.path = d, .extensions = "*"});
+	assert_int_equal(stk_loader_num_samples(l), 6);
+	stk_loader_destroy(l);
+
+	/* a file list: relative to its folder, or absolute; optional labels */
+	snprintf(p, sizeof(p), "%s/list.txt", d);
+	char abs[PATH_MAX], text[2 * PATH_MAX];
+	snprintf(abs, sizeof(abs), "%s/f2.JPG", d);
+	snprintf(text, sizeof(text), "data.bin\t7\n# a comment\n%s\nf1.JPG\t3\n", abs);
+	tu_write(p, text, strlen(text));
+	l = make((struct stk_loader_opts){.path = p, .flags = STK_F_NO_SHUFFLE});
+	assert_int_equal(stk_loader_num_samples(l), 3);
+	int64_t got[3];
+	struct stk_batch *b;
+	assert_int_equal(stk_loader_next(l, &b), 1);
+	assert_int_equal(b->count, 3);
+	assert_int_equal(b->labels[0], 7);
+	assert_int_equal(b->labels[1], -1);
+	assert_int_equal(b->labels[2], 3);
+	assert_int_equal(b->sizes[0], 6);
+	assert_memory_equal(b->data + b->offsets[0], "abcdef", 6);
+	stk_batch_release(l, b);
+	(void)got;
+	stk_loader_destroy(l);
+	/* a list naming a missing file is refused, naming the line */
+	snprintf(text, sizeof(text), "f0.JPG\nmissing.jpg\n");
+	tu_write(p, text, strlen(text));
+	struct stk_loader_opts o = {.size = sizeof(o), .path = p};
+	char err[512];
+	assert_int_equal(stk_loader_create(&l, &o, err, sizeof(err)), -ENOENT);
+	assert_null(l);
+	assert_non_null(strstr(err, "list.txt:2"));
+	assert_non_null(strstr(err, "missing.jpg"));
+	tu_rmrf(d);
+	free(d);
+}
+
+static void test_bad_input(void **state)
+{
+	(void)state;
+	struct stk_loader *l;
+	char err[512];
+	struct stk_loader_opts o = {.size = sizeof(o), .path = "/nonexistent/stoker/data"};
+	assert_int_equal(stk_loader_create(&l, &o, err, sizeof(err)), -ENOENT);
+	assert_non_null(strstr(err, "/nonexistent/stoker/data"));
+	o.path = root;
+	o.rank = 2;
+	o.world_size = 2;
+	assert_int_equal(stk_loader_create(&l, &o, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "rank"));
+	char *d = tu_mkdtemp();
+	o = (struct stk_loader_opts){.size = sizeof(o), .path = d};
+	assert_int_equal(stk_loader_create(&l, &o, err, sizeof(err)), STK_EEMPTY);
+	assert_non_null(strstr(err, "no samples"));
+	tu_rmrf(d);
+	free(d);
+	assert_string_equal(stk_err_name(STK_ESHORT), "STK_ESHORT");
+	assert_string_equal(stk_err_name(-ENOENT), "ENOENT");
+	assert_non_null(strstr(stk_strerror(STK_ENOSLOT), "slot"));
+}
+
+static void test_slots_held(void **state)
+{
+	(void)state;
+	struct stk_loader *l = make((struct stk_loader_opts){.batch_size = 4, .prefetch = 2});
+	struct stk_batch *a, *b, *c;
+	assert_int_equal(stk_loader_next(l, &a), 1);
+	assert_int_equal(stk_loader_next(l, &b), 1);
+	assert_int_equal(stk_loader_next(l, &c), STK_ENOSLOT);
+	/* batches stay valid while held; releasing out of order is fine */
+	stk_batch_release(l, b);
+	assert_int_equal(stk_loader_next(l, &c), 1);
+	assert_int_equal(c->number, 2);
+	stk_batch_release(l, a);
+	stk_batch_release(l, c);
+	stk_loader_destroy(l);
+}
+
+static void test_null_engine_and_stats(void **state)
+{
+	(void)state;
+	struct stk_loader *l = make((struct stk_loader_opts){.batch_size = 10,
+							     .engine = STK_ENGINE_NULL,
+							     .null_latency_ns = 200000});
+	assert_string_equal(stk_loader_engine(l), "null");
+	int64_t got[N];
+	assert_int_equal(run_epoch(l, got, N, false), N);
+	struct stk_stats st = {.size = sizeof(st)};
+	assert_int_equal(stk_loader_stats(l, &st), 0);
+	assert_int_equal(st.samples, N);
+	assert_int_equal(st.batches, 6);
+	assert_true(st.read_p50_ns >= 200000);
+	assert_true(st.inflight_max >= 1);
+	assert_true(st.pool_bytes > 0);
+	struct stk_hist *h;
+	assert_int_equal(stk_hist_create(&h), 0);
+	assert_int_equal(stk_loader_hist(l, STK_HIST_READ, h), 0);
+	assert_int_equal(stk_hist_count(h), N);
+	stk_hist_destroy(h);
+	stk_loader_destroy(l);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_every_sample_once),
+		cmocka_unit_test(test_imagefolder_labels),
+		cmocka_unit_test(test_order_deterministic),
+		cmocka_unit_test(test_ranks),
+		cmocka_unit_test(test_resume),
+		cmocka_unit_test(test_engines_identical),
+		cmocka_unit_test(test_direct),
+		cmocka_unit_test(test_deleted_file),
+		cmocka_unit_test(test_truncated_file),
+		cmocka_unit_test(test_index_cache),
+		cmocka_unit_test(test_flat_and_list),
+		cmocka_unit_test(test_bad_input),
+		cmocka_unit_test(test_slots_held),
+		cmocka_unit_test(test_null_engine_and_stats),
+	};
+	return cmocka_run_group_tests_name("loader", tests, setup, teardown);
+}

@@ -1,0 +1,525 @@
+/*
+ * bench.c — `stoker bench [PATH]`: the main job.  Runs the loader over PATH the
+ * way a training loop would (optionally holding each batch --compute-ms, an
+ * emulated accelerator as in MLPerf Storage and DLIO), then a naive baseline in
+ * the same run: one thread, open/read/close per file in the same order, which
+ * is what DataLoader with num_workers=0 does.  Prints rates, batch wait
+ * percentiles, reads in flight, CPU cost, accelerator utilization and the
+ * ratio to the baseline.  With no PATH it generates a default dataset once in
+ * the cache folder.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli.h"
+
+#define DEFAULT_IMAGES "10000"
+#define DEFAULT_CLASSES "100"
+
+struct bench_opts {
+	const char *path;
+	int64_t batch_size, prefetch, qd, io_threads, epochs, seed, rank, world, max_samples;
+	double compute_ms, seconds;
+	int engine, on_error;
+	int cache; /* CACHE_* */
+	bool cold, direct, json, no_baseline, no_shuffle, drop_last;
+};
+
+enum { CACHE_WARM, CACHE_COLD, CACHE_AS_IS };
+
+struct run {
+	double wall, cpu, compute;
+	uint64_t samples, bytes, batches, errors;
+	struct stk_stats st;
+	double rss_first_mb, rss_last_mb;
+	json_t *epochs; /* per-epoch figures */
+};
+
+static volatile sig_atomic_t interrupted;
+static void on_sigint(int sig)
+{
+	(void)sig;
+	interrupted = 1;
+}
+
+static double cpu_seconds(void)
+{
+	struct rusage ru;
+	getrusage(RUSAGE_SELF, &ru);
+	return (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6 +
+	       (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6;
+}
+
+static double rss_mb(void)
+{
+	FILE *f = fopen("/proc/self/statm", "re");
+	unsigned long size = 0, res = 0;
+	if (f) {
+		if (fscanf(f, "%lu %lu", &size, &res) != 2)
+			res = 0;
+		fclose(f);
+	}
+	return (double)res * (double)sysconf(_SC_PAGESIZE) / 1048576.0;
+}
+
+static void sleep_ms(double ms)
+{
+	if (ms <= 0)
+		return;
+	struct timespec ts = {.tv_sec = (time_t)(ms / 1000),
+			      .tv_nsec = (long)((ms - (double)(time_t)(ms / 1000) * 1000) * 1e6)};
+	while (nanosleep(&ts, &ts) && errno == EINTR && !interrupted)
+		;
+}
+
+/* The default dataset: generated once into the cache folder, then reused. */
+static int default_dataset(char *out, size_t len)
+{
+	char cache[PATH_MAX];
+	int rc = stk_cache_dir(cache, sizeof(cache));
+	if (rc < 0) {
+		fprintf(stderr, "stoker bench: cannot create the cache folder: %s\n", stk_strerror(rc));
+		return -1;
+	}
+	if (snprintf(out, len, "%s/default-%s", cache, DEFAULT_IMAGES) >= (int)len) {
+		fprintf(stderr, "stoker bench: cache folder path too long: %s\n", cache);
+		return -1;
+	}
+	struct stat st;
+	if (stat(out, &st) == 0 && S_ISDIR(st.st_mode))
+		return 0;
+	char tmp[PATH_MAX + 16];
+	if (snprintf(tmp, sizeof(tmp), "%s.partial", out) >= (int)sizeof(tmp))
+		return -1;
+	fprintf(stderr, "stoker bench: no PATH given; generating the default dataset (%s images, "
+			"%s classes) once in %s\n", DEFAULT_IMAGES, DEFAULT_CLASSES, out);
+	char *argv[] = {"gen", tmp, "--images", DEFAULT_IMAGES, "--classes", DEFAULT_CLASSES,
+			"--force", NULL};
+	if (cmd_gen(7, argv) != EXIT_OK)
+		return -1;
+	if (rename(tmp, out)) {
+		fprintf(stderr, "stoker bench: %s: cannot rename to %s: %s\n", tmp, out, strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+/* Fraction of a spread of samples whose pages are in the page cache (mincore). */
+static double cached_fraction(struct stk_loader *l)
+{
+	int64_t n = stk_loader_num_samples(l);
+	int64_t step = n > 64 ? n / 64 : 1;
+	uint64_t pages = 0, resident = 0;
+	long pg = sysconf(_SC_PAGESIZE);
+	unsigned char vec[256];
+	for (int64_t i = 0; i < n; i += step) {
+		char path[PATH_MAX];
+		uint64_t size;
+		if (stk_loader_sample(l, i, path, sizeof(path), &size, NULL) || !size)
+			continue;
+		int fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			continue;
+		size_t len = size > (uint64_t)pg * 256 ? (size_t)pg * 256 : (size_t)size;
+		void *m = mmap(NULL, len, PROT_READ, MAP_SHARED, fd, 0);
+		close(fd);
+		if (m == MAP_FAILED)
+			continue;
+		size_t np = (len + (size_t)pg - 1) / (size_t)pg;
+		if (mincore(m, len, vec) == 0)
+			for (size_t k = 0; k < np; k++) {
+				pages++;
+				resident += vec[k] & 1;
+			}
+		munmap(m, len);
+	}
+	return pages ? (double)resident / (double)pages : 0;
+}
+
+static bool over_limit(const struct bench_opts *o, double t0, uint64_t samples)
+{
+	return interrupted || (o->seconds > 0 && now_s() - t0 >= o->seconds) ||
+	       (o->max_samples > 0 && samples >= (uint64_t)o->max_samples);
+}
+
+/* The loader run.  Records the delivered order into *order for the baseline. */
+static int run_loader(struct stk_loader *l, const struct bench_opts *o, struct run *r,
+		      int64_t **order, uint64_t *norder)
+{
+	uint64_t cap = (uint64_t)stk_loader_rank_samples(l) * (uint64_t)o->epochs;
+	if (o->max_samples > 0 && cap > (uint64_t)o->max_samples + (uint64_t)o->batch_size)
+		cap = (uint64_t)o->max_samples + (uint64_t)o->batch_size;
+	*order = malloc((cap ? cap : 1) * sizeof(**order));
+	if (!*order) {
+		fprintf(stderr, "stoker bench: out of memory\n");
+		return -ENOMEM;
+	}
+	r->epochs = json_array();
+	double cpu0 = cpu_seconds(), t0 = now_s();
+	int rc = 0;
+	int64_t total_batches = stk_loader_len(l) * o->epochs;
+	for (int64_t e = 0; e < o->epochs && !rc && !over_limit(o, t0, r->samples); e++) {
+		if (e > 0 && (rc = stk_loader_start(l, (uint64_t)e, 0)) < 0)
+			break;
+		double te = now_s();
+		uint64_t es = 0;
+		struct stk_batch *b;
+		while (!over_limit(o, t0, r->samples) && (rc = stk_loader_next(l, &b)) == 1) {
+			for (uint32_t i = 0; i < b->count && *norder < cap; i++)
+				(*order)[(*norder)++] = b->indices[i];
+			r->samples += b->count;
+			es += b->count;
+			for (uint32_t i = 0; i < b->count; i++)
+				r->bytes += b->sizes[i];
+			r->batches++;
+			sleep_ms(o->compute_ms); /* the emulated accelerator holds the batch */
+			stk_batch_release(l, b);
+			if (r->batches % 16 == 0)
+				progress("epoch %lld/%lld  batch %llu/%lld  %.0f samples/s",
+					 (long long)e + 1, (long long)o->epochs,
+					 (unsigned long long)r->batches, (long long)total_batches,
+					 (double)r->samples / (now_s() - t0));
+		}
+		if (rc == 0 || rc == 1) {
+			rc = 0;
+			double rss = rss_mb();
+			if (e == 0)
+				r->rss_first_mb = rss;
+			r->rss_last_mb = rss;
+			json_array_append_new(r->epochs,
+					      json_pack("{s:I,s:I,s:f,s:f}", "epoch", (json_int_t)e,
+							"samples", (json_int_t)es, "seconds", now_s() - te,
+							"rss_mb", rss));
+		}
+	}
+	r->wall = now_s() - t0;
+	r->cpu = cpu_seconds() - cpu0;
+	r->compute = (double)r->batches * o->compute_ms / 1000.0;
+	progress_done();
+	r->st.size = sizeof(r->st);
+	stk_loader_stats(l, &r->st);
+	r->errors = r->st.errors;
+	if (rc < 0)
+		fprintf(stderr, "stoker bench: %s (%s)\n", stk_last_error(l), stk_err_name(rc));
+	return rc;
+}
+
+/* The naive baseline: one thread, open/read/close per file in the same order,
+ * holding each batch for compute_ms as the loader run did. */
+static int run_baseline(struct stk_loader *l, const struct bench_opts *o, const int64_t *order,
+			uint64_t n, struct run *r)
+{
+	size_t cap = 1 << 20;
+	char *buf = malloc(cap);
+	if (!buf)
+		return -ENOMEM;
+	double cpu0 = cpu_seconds(), t0 = now_s();
+	for (uint64_t i = 0; i < n && !interrupted; i++) {
+		char path[PATH_MAX];
+		if (stk_loader_sample(l, order[i], path, sizeof(path), NULL, NULL))
+			continue;
+		int fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0) {
+			r->errors++;
+			continue;
+		}
+		struct stat st;
+		if (fstat(fd, &st) == 0 && (size_t)st.st_size + 1 > cap) {
+			char *nb = realloc(buf, (size_t)st.st_size + 1);
+			if (nb) {
+				buf = nb;
+				cap = (size_t)st.st_size + 1;
+			}
+		}
+		ssize_t got;
+		while ((got = read(fd, buf, cap)) > 0)
+			r->bytes += (uint64_t)got;
+		close(fd);
+		r->samples++;
+		if ((i + 1) % (uint64_t)o->batch_size == 0 || i + 1 == n) {
+			r->batches++;
+			sleep_ms(o->compute_ms);
+		}
+		if (i % 512 == 0)
+			progress("baseline %llu/%llu  %.0f samples/s", (unsigned long long)i,
+				 (unsigned long long)n, (double)i / (now_s() - t0 + 1e-9));
+	}
+	r->wall = now_s() - t0;
+	r->cpu = cpu_seconds() - cpu0;
+	r->compute = (double)r->batches * o->compute_ms / 1000.0;
+	progress_done();
+	free(buf);
+	return 0;
+}
+
+/* Puts the page cache in the state asked for before a timed run, so the
+ * loader and the baseline start from the same one.  Warm: one untimed pass
+ * over the epoch's files (when they fit in half of the available memory). */
+static void set_cache(struct stk_loader *l, const struct bench_opts *o, const int64_t *order,
+		      uint64_t n, const char **state)
+{
+	char why[256];
+	if (o->cache == CACHE_AS_IS)
+		return;
+	if (o->cache == CACHE_COLD) {
+		if (drop_caches(why, sizeof(why)) == 0) {
+			*state = "cold (dropped before each run)";
+		} else {
+			fprintf(stderr, "stoker bench: --cold: %s; measuring with the cache as it is\n",
+				why);
+			*state = "as found (could not drop)";
+		}
+		return;
+	}
+	uint64_t bytes = 0;
+	int64_t total = stk_loader_num_samples(l);
+	for (int64_t i = 0; i < total; i++) {
+		uint64_t size;
+		if (stk_loader_sample(l, i, NULL, 0, &size, NULL) == 0)
+			bytes += size;
+	}
+	long avail = sysconf(_SC_AVPHYS_PAGES), pg = sysconf(_SC_PAGESIZE);
+	if (avail > 0 && bytes > (uint64_t)avail * (uint64_t)pg / 2) {
+		*state = "as found (the dataset does not fit in half of free memory)";
+		return;
+	}
+	char *buf = malloc(1 << 20);
+	if (!buf)
+		return;
+	uint64_t want = order ? n : (uint64_t)total;
+	for (uint64_t i = 0; i < want && !interrupted; i++) {
+		char path[PATH_MAX];
+		if (stk_loader_sample(l, order ? order[i] : (int64_t)i, path, sizeof(path), NULL, NULL))
+			continue;
+		int fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			continue;
+		while (read(fd, buf, 1 << 20) > 0)
+			;
+		close(fd);
+		if (i % 1024 == 0)
+			progress("warming the page cache: %llu/%llu files", (unsigned long long)i,
+				 (unsigned long long)want);
+	}
+	progress_done();
+	free(buf);
+	*state = "warm (files read once before each run)";
+}
+
+static json_t *run_json(const struct run *r)
+{
+	double sps = r->wall > 0 ? (double)r->samples / r->wall : 0;
+	return json_pack("{s:I,s:I,s:I,s:f,s:f,s:f,s:f,s:f,s:I}", "samples", (json_int_t)r->samples,
+			 "bytes", (json_int_t)r->bytes, "batches", (json_int_t)r->batches, "seconds",
+			 r->wall, "samples_per_s", sps, "mb_per_s",
+			 r->wall > 0 ? (double)r->bytes / r->wall / 1e6 : 0, "cpu_s_per_1000",
+			 r->samples ? r->cpu / (double)r->samples * 1000 : 0, "au_percent",
+			 r->wall > 0 && r->compute > 0 ? 100 * r->compute / r->wall : 0, "errors",
+			 (json_int_t)r->errors);
+}
+
+static void print_human(struct stk_loader *l, const struct bench_opts *o, const struct run *s,
+			const struct run *b, const char *cache, double cached)
+{
+	char t1[32], t2[32], t3[32];
+	double sps = s->wall > 0 ? (double)s->samples / s->wall : 0;
+	double bps = b && b->wall > 0 ? (double)b->samples / b->wall : 0;
+	printf("stoker bench: %s\n", o->path);
+	printf("  %lld samples, %lld classes; engine %s, queue depth %lld, batch %lld, prefetch %lld%s\n",
+	       (long long)stk_loader_num_samples(l), (long long)stk_loader_num_classes(l),
+	       stk_loader_engine(l), (long long)o->qd, (long long)o->batch_size,
+	       (long long)o->prefetch, o->direct ? ", O_DIRECT" : "");
+	printf("  page cache: %s (%.0f %% of sampled file pages resident at the start)\n\n", cache,
+	       cached * 100);
+	printf("  %-26s %14s %14s\n", "", "stoker", b ? "baseline" : "");
+	printf("  %-26s %14.0f", "samples/s", sps);
+	if (b)
+		printf(" %14.0f   %.2fx", bps, bps > 0 ? sps / bps : 0);
+	printf("\n  %-26s %14.1f", "MB/s", s->wall > 0 ? (double)s->bytes / s->wall / 1e6 : 0);
+	if (b)
+		printf(" %14.1f", b->wall > 0 ? (double)b->bytes / b->wall / 1e6 : 0);
+	printf("\n  %-26s %14.3f", "CPU s per 1000 samples",
+	       s->samples ? s->cpu / (double)s->samples * 1000 : 0);
+	if (b)
+		printf(" %14.3f", b->samples ? b->cpu / (double)b->samples * 1000 : 0);
+	if (o->compute_ms > 0) {
+		printf("\n  %-26s %13.1f%%", "accelerator utilization",
+		       s->wall > 0 ? 100 * s->compute / s->wall : 0);
+		if (b)
+			printf(" %13.1f%%", b->wall > 0 ? 100 * b->compute / b->wall : 0);
+	}
+	printf("\n  %-26s %14.2f", "seconds", s->wall);
+	if (b)
+		printf(" %14.2f", b->wall);
+	printf("\n\n  batch wait p50/p99/max     %s / %s / %s   (stall %.1f %% of wall time)\n",
+	       fmt_ns(t1, sizeof(t1), (double)s->st.wait_p50_ns),
+	       fmt_ns(t2, sizeof(t2), (double)s->st.wait_p99_ns),
+	       fmt_ns(t3, sizeof(t3), (double)s->st.wait_max_ns), s->st.stall_ratio * 100);
+	printf("  read latency p50/p99/max   %s / %s / %s\n",
+	       fmt_ns(t1, sizeof(t1), (double)s->st.read_p50_ns),
+	       fmt_ns(t2, sizeof(t2), (double)s->st.read_p99_ns),
+	       fmt_ns(t3, sizeof(t3), (double)s->st.read_max_ns));
+	printf("  reads in flight            mean %.1f, max %u\n", s->st.inflight_mean,
+	       s->st.inflight_max);
+	printf("  memory                     pool %s%s, RSS %.0f MB after epoch 1, %.0f MB at the end\n",
+	       fmt_bytes(t1, sizeof(t1), (double)s->st.pool_bytes),
+	       s->st.pinned ? " (pinned)" : "", s->rss_first_mb, s->rss_last_mb);
+	printf("  errors                     %llu", (unsigned long long)s->errors);
+	if (s->errors)
+		printf(" (last: %s)", stk_last_error(l));
+	printf("\n");
+}
+
+int cmd_bench(int argc, char **argv)
+{
+	struct bench_opts o = {0};
+	static const struct cmd_help help = {
+		"bench", "[options] [PATH]",
+		"Runs the loader over PATH (a folder in ImageFolder layout, a flat folder or a file\n"
+		"list) and a naive synchronous baseline in the same run, and prints how fast this\n"
+		"machine can feed a GPU and what holds it back.  Without PATH, a default dataset is\n"
+		"generated once in the cache folder (~/.cache/stoker)."};
+	const struct opt opts[] = {
+		{"batch-size", 'b', OPT_INT, &o.batch_size, "256", 1, 1 << 20, NULL, "N", "samples per batch"},
+		{"prefetch", 'p', OPT_INT, &o.prefetch, "4", 1, 1024, NULL, "N", "batch slots in flight"},
+		{"queue-depth", 'q', OPT_INT, &o.qd, "128", 1, 32768, NULL, "N", "reads in flight"},
+		{"io-threads", 't', OPT_INT, &o.io_threads, "0", 0, 256, NULL, "N",
+		 "I/O threads (0 = auto: 2 rings for io_uring, 64 workers for pread)"},
+		{"engine", 'e', OPT_CHOICE, &o.engine, "auto", 0, 0, "auto,io_uring,pread,null", "E",
+		 "read engine"},
+		{"epochs", 'E', OPT_INT, &o.epochs, "1", 1, 1000000, NULL, "N", "epochs to run"},
+		{"seconds", 's', OPT_DOUBLE, &o.seconds, "0", 0, 1e9, NULL, "S",
+		 "stop after S seconds (0 = no limit)"},
+		{"max-samples", 0, OPT_INT, &o.max_samples, "0", 0, 1e15, NULL, "N",
+		 "stop after N samples (0 = no limit)"},
+		{"compute-ms", 'c', OPT_DOUBLE, &o.compute_ms, "0", 0, 1e6, NULL, "MS",
+		 "hold each batch MS ms (an emulated accelerator); prints AU %"},
+		{"seed", 0, OPT_INT, &o.seed, "0", 0, 9.2e18, NULL, "S", "shuffle seed"},
+		{"rank", 0, OPT_INT, &o.rank, "0", 0, 1 << 20, NULL, "R", "this process's rank"},
+		{"world-size", 0, OPT_INT, &o.world, "1", 1, 1 << 20, NULL, "W", "number of ranks"},
+		{"on-error", 0, OPT_CHOICE, &o.on_error, "skip", 0, 0, "skip,fail", "P",
+		 "a bad sample is skipped and counted, or fails the run"},
+		{"cache", 0, OPT_CHOICE, &o.cache, "warm", 0, 0, "warm,cold,as-is", "C",
+		 "page cache before each run: warmed by one untimed pass, dropped (root), or as found"},
+		{"cold", 0, OPT_BOOL, &o.cold, NULL, 0, 0, NULL, NULL, "same as --cache cold"},
+		{"direct", 0, OPT_BOOL, &o.direct, NULL, 0, 0, NULL, NULL, "O_DIRECT reads"},
+		{"no-shuffle", 0, OPT_BOOL, &o.no_shuffle, NULL, 0, 0, NULL, NULL, "read in index order"},
+		{"drop-last", 0, OPT_BOOL, &o.drop_last, NULL, 0, 0, NULL, NULL, "drop the short last batch"},
+		{"no-baseline", 0, OPT_BOOL, &o.no_baseline, NULL, 0, 0, NULL, NULL,
+		 "skip the synchronous baseline"},
+		{"json", 'j', OPT_BOOL, &o.json, NULL, 0, 0, NULL, NULL, "print JSON"},
+		OPT_END,
+	};
+	int first = opt_parse(&help, opts, argc, argv);
+	if (first < 0)
+		return -first;
+	if (argc - first > 1) {
+		fprintf(stderr, "stoker bench: one PATH at most (got %d)\n", argc - first);
+		return EXIT_USAGE;
+	}
+	if (o.rank >= o.world) {
+		fprintf(stderr, "stoker bench: --rank %lld must be below --world-size %lld\n",
+			(long long)o.rank, (long long)o.world);
+		return EXIT_USAGE;
+	}
+	char defpath[PATH_MAX];
+	if (first < argc) {
+		o.path = argv[first];
+	} else {
+		if (default_dataset(defpath, sizeof(defpath)))
+			return EXIT_FAIL;
+		o.path = defpath;
+	}
+	struct stk_loader_opts lo = {
+		.size = sizeof(lo), .path = o.path, .batch_size = (uint32_t)o.batch_size,
+		.prefetch = (uint32_t)o.prefetch, .queue_depth = (uint32_t)o.qd,
+		.io_threads = (uint32_t)o.io_threads, .seed = (uint64_t)o.seed,
+		.rank = (uint32_t)o.rank, .world_size = (uint32_t)o.world,
+		.engine = (enum stk_engine)o.engine, .on_error = (enum stk_on_error)o.on_error,
+		.flags = (o.direct ? STK_F_DIRECT : 0) | (o.no_shuffle ? STK_F_NO_SHUFFLE : 0) |
+			 (o.drop_last ? STK_F_DROP_LAST : 0)};
+	struct sigaction sa = {.sa_handler = on_sigint};
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+
+	if (o.cold)
+		o.cache = CACHE_COLD;
+	const char *cache = "as found";
+	char err[PATH_MAX + 256];
+	struct stk_loader *l;
+	int rc = stk_loader_create(&l, &lo, err, sizeof(err));
+	if (rc < 0) {
+		fprintf(stderr, "stoker bench: %s (%s)\n", err, stk_err_name(rc));
+		return EXIT_FAIL;
+	}
+	struct run s = {0}, b = {0};
+	if (o.cache != CACHE_AS_IS) {
+		/* the first batches are already being read: start over once the
+		 * cache is as asked */
+		set_cache(l, &o, NULL, 0, &cache);
+		stk_loader_start(l, 0, 0);
+	}
+	double cached = cached_fraction(l);
+	int64_t *order = NULL;
+	uint64_t norder = 0;
+	rc = run_loader(l, &o, &s, &order, &norder);
+	bool base = !o.no_baseline && rc == 0 && !interrupted;
+	if (base) {
+		set_cache(l, &o, order, norder, &cache);
+		rc = run_baseline(l, &o, order, norder, &b);
+	}
+	if (o.json) {
+		json_t *j = json_pack(
+			"{s:s,s:s,s:s,s:I,s:I,s:I,s:I,s:I,s:f,s:f,s:b,s:o}", "path", o.path, "engine",
+			stk_loader_engine(l), "cache", cache, "dataset_samples",
+			(json_int_t)stk_loader_num_samples(l), "batch_size", (json_int_t)o.batch_size,
+			"queue_depth", (json_int_t)o.qd, "prefetch", (json_int_t)o.prefetch, "epochs",
+			(json_int_t)o.epochs, "compute_ms", o.compute_ms, "cached_fraction", cached,
+			"direct", o.direct, "stoker", run_json(&s));
+		json_t *st = json_object_get(j, "stoker");
+		json_object_set_new(st, "batch_wait_ns",
+				    json_pack("{s:I,s:I,s:I}", "p50", (json_int_t)s.st.wait_p50_ns,
+					      "p99", (json_int_t)s.st.wait_p99_ns, "max",
+					      (json_int_t)s.st.wait_max_ns));
+		json_object_set_new(st, "read_latency_ns",
+				    json_pack("{s:I,s:I,s:I}", "p50", (json_int_t)s.st.read_p50_ns,
+					      "p99", (json_int_t)s.st.read_p99_ns, "max",
+					      (json_int_t)s.st.read_max_ns));
+		json_object_set_new(st, "inflight_mean", json_real(s.st.inflight_mean));
+		json_object_set_new(st, "inflight_max", json_integer(s.st.inflight_max));
+		json_object_set_new(st, "stall_ratio", json_real(s.st.stall_ratio));
+		json_object_set_new(st, "pool_bytes", json_integer((json_int_t)s.st.pool_bytes));
+		json_object_set_new(st, "pinned", json_boolean(s.st.pinned));
+		json_object_set_new(st, "epochs", s.epochs ? s.epochs : json_array());
+		s.epochs = NULL;
+		if (base) {
+			json_object_set_new(j, "baseline", run_json(&b));
+			double sps = s.wall > 0 ? (double)s.samples / s.wall : 0;
+			double bps = b.wall > 0 ? (double)b.samples / b.wall : 0;
+			json_object_set_new(j, "ratio", json_real(bps > 0 ? sps / bps : 0));
+		}
+		json_dumpf(j, stdout, JSON_INDENT(2));
+		putchar('\n');
+		json_decref(j);
+	} else if (s.batches || rc == 0) {
+		print_human(l, &o, &s, base ? &b : NULL, cache, cached);
+	}
+	json_decref(s.epochs);
+	free(order);
+	stk_loader_destroy(l);
+	if (interrupted) {
+		fprintf(stderr, "stoker bench: interrupted\n");
+		return EXIT_FAIL;
+	}
+	return rc < 0 ? EXIT_FAIL : EXIT_OK;
+}

@@ -1,0 +1,72 @@
+/* cli.h — what the `stoker` subcommands share: the option table, progress
+ * line and small formatting helpers.  Subcommands use only the public API. */
+#ifndef STK_CLI_H
+#define STK_CLI_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "stoker/stoker.h"
+
+/* Exit codes, as every subcommand uses them. */
+enum { EXIT_OK = 0, EXIT_FAIL = 1, EXIT_USAGE = 2 };
+
+enum opt_type {
+	OPT_BOOL,   /* bool; takes no argument */
+	OPT_INT,    /* int64_t */
+	OPT_DOUBLE, /* double */
+	OPT_SIZE,   /* uint64_t, with k/M/G/T (×1024) and KiB/MiB/GiB/TiB, KB/MB/GB (×1000) */
+	OPT_STR,    /* const char * */
+	OPT_CHOICE, /* int: index into the comma-separated `choices` */
+};
+
+/* One declarative entry: name, type, default, range, help.  The same table
+ * feeds the parser (getopt_long), --help and the doctor. */
+struct opt {
+	const char *name;    /* long name, without "--" */
+	int short_name;      /* 0 for none */
+	enum opt_type type;
+	void *dst;
+	const char *def;     /* default, parsed before argv; NULL for none */
+	double min, max;     /* numeric range, inclusive; min == max means unchecked */
+	const char *choices; /* OPT_CHOICE: "io_uring,pread,null" */
+	const char *arg;     /* metavar in --help, e.g. "N" */
+	const char *help;
+};
+#define OPT_END {0}
+
+struct cmd_help {
+	const char *name;     /* "bench" */
+	const char *synopsis; /* "[options] [PATH]" */
+	const char *summary;  /* one paragraph */
+};
+
+/* Parses argv against opts (defaults first).  Returns the index of the first
+ * operand, or -EXIT_USAGE after printing the reason on stderr.  --help prints
+ * the usage and exits 0. */
+int opt_parse(const struct cmd_help *h, const struct opt *opts, int argc, char **argv);
+void opt_usage(FILE *f, const struct cmd_help *h, const struct opt *opts);
+/* Parses "64k", "1.5GiB", "4096" into bytes.  0 or -EINVAL. */
+int parse_size(const char *s, uint64_t *out);
+
+/* A progress line on stderr, redrawn in place, only when stderr is a terminal. */
+bool progress_enabled(void);
+void progress(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void progress_done(void);
+
+/* "1.23 GB", "456 MB"... (SI, as throughput figures are) into buf. */
+const char *fmt_bytes(char *buf, size_t len, double bytes);
+/* "850 µs", "1.2 ms", "3.4 s" for a nanosecond count. */
+const char *fmt_ns(char *buf, size_t len, double ns);
+double now_s(void);
+
+/* Drops the page cache (sync; echo 3 > /proc/sys/vm/drop_caches).  0, or <0
+ * with the reason in why. */
+int drop_caches(char *why, size_t len);
+
+/* Subcommands. */
+int cmd_bench(int argc, char **argv);
+int cmd_gen(int argc, char **argv);
+
+#endif

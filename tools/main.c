@@ -1,0 +1,44 @@
+/* main.c — the `stoker` command: dispatches to one file per subcommand. */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+
+static const struct {
+	const char *name;
+	int (*fn)(int, char **);
+	const char *summary;
+} cmds[] = {
+	{"bench", cmd_bench, "how fast this machine can feed a GPU from PATH, and what holds it back"},
+	{"gen", cmd_gen, "generate a synthetic ImageNet-like folder of real JPEGs"},
+};
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: stoker COMMAND [options] [args]\n\ncommands:\n");
+	for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++)
+		fprintf(f, "  %-8s %s\n", cmds[i].name, cmds[i].summary);
+	fprintf(f, "\n`stoker COMMAND --help` describes each.  stoker %s\n", stk_version());
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 2) {
+		usage(stderr);
+		return EXIT_USAGE;
+	}
+	if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
+		usage(stdout);
+		return EXIT_OK;
+	}
+	if (!strcmp(argv[1], "--version")) {
+		printf("stoker %s\n", stk_version());
+		return EXIT_OK;
+	}
+	for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++)
+		if (!strcmp(argv[1], cmds[i].name))
+			return cmds[i].fn(argc - 1, argv + 1);
+	fprintf(stderr, "stoker: unknown command '%s'\n\n", argv[1]);
+	usage(stderr);
+	return EXIT_USAGE;
+}
