@@ -11,7 +11,7 @@ BUILD ?= build
 SANFLAGS :=
 else
 BUILD ?= build-$(subst $(comma),-,$(SANITIZE))
-SANFLAGS := -fsanitize=$(SANITIZE) -fno-omit-frame-pointer
+SANFLAGS := -fsanitize=$(SANITIZE) -fno-sanitize-recover=all -fno-omit-frame-pointer
 endif
 comma := ,
 
@@ -96,14 +96,20 @@ run: all
 
 test: all
 	$(Q)PYTHON=$(PYTHON) sh mk/deps.sh test
-	$(Q)$(MAKE) --no-print-directory test-c test-cli
+	$(Q)$(MAKE) --no-print-directory test-c test-cli test-py
 	@echo "all tests passed ($(BUILD))"
 
 test-c: $(TEST_BIN) $(EXAMPLE_BIN)
 	$(Q)sh tests/run_c.sh $(BUILD) $(TEST_BIN)
 
-test-cli: all
+test-cli: all $(EXAMPLE_BIN)
 	$(Q)BUILD=$(BUILD) sh tests/cli.sh
+
+# Python tests (pytest under Debian's interpreter, where python3-torch lives).
+test-py: all
+	$(Q)if [ -d tests/python ]; then \
+		STOKER_LIB=$(CURDIR)/$(BUILD)/libstoker.so.0 STOKER=$(CURDIR)/$(BUILD)/stoker \
+		PYTHONPATH=$(CURDIR)/python $(PYTHON) -m pytest -q tests/python; fi
 
 bench: all
 	$(Q)PYTHON=$(PYTHON) sh mk/deps.sh bench

@@ -265,8 +265,10 @@ static int list_dir(struct builder *b, const char *rel, struct listing *l, struc
 		listing_free(l);
 		return fail(b, rc, "%s/%s: out of memory listing", b->root, rel);
 	}
-	qsort(l->dirs, l->ndirs, sizeof(char *), cmp_str);
-	qsort(l->files, l->nfiles, sizeof(char *), cmp_str);
+	if (l->ndirs)
+		qsort(l->dirs, l->ndirs, sizeof(char *), cmp_str);
+	if (l->nfiles)
+		qsort(l->files, l->nfiles, sizeof(char *), cmp_str);
 	return 0;
 }
 

@@ -34,6 +34,10 @@ PY
 "$STOKER" bench data --engine pread --no-baseline >/dev/null || fail "pread engine"
 "$STOKER" bench data --rank 1 --world-size 2 --direct --no-baseline >/dev/null || fail "rank/direct"
 
+# where io_uring is unavailable the pread pool takes over, and says so once
+err=$(STOKER_NO_URING=1 "$STOKER" bench data --no-baseline 2>&1 >/dev/null) || fail "fallback exit $?"
+[ "$(echo "$err" | grep -c "using the pread thread pool")" = 1 ] || fail "fallback notice: $err"
+
 # bad input: named, exit codes 1 and 2
 err=$("$STOKER" bench "$t/nope" 2>&1); rc=$?
 [ $rc = 1 ] || fail "missing path: exit $rc"

@@ -329,7 +329,7 @@ static json_t *run_json(const struct run *r)
 }
 
 static void print_human(struct stk_loader *l, const struct bench_opts *o, const struct run *s,
-			const struct run *b, const char *cache, double cached)
+			const struct run *b, const char *cache, double cached, double create_s)
 {
 	char t1[32], t2[32], t3[32];
 	double sps = s->wall > 0 ? (double)s->samples / s->wall : 0;
@@ -339,8 +339,8 @@ static void print_human(struct stk_loader *l, const struct bench_opts *o, const 
 	       (long long)stk_loader_num_samples(l), (long long)stk_loader_num_classes(l),
 	       stk_loader_engine(l), (long long)o->qd, (long long)o->batch_size,
 	       (long long)o->prefetch, o->direct ? ", O_DIRECT" : "");
-	printf("  page cache: %s (%.0f %% of sampled file pages resident at the start)\n\n", cache,
-	       cached * 100);
+	printf("  loader ready in %.3f s (index, pool, threads); page cache: %s (%.0f %% of sampled\n"
+	       "  file pages resident at the start)\n\n", create_s, cache, cached * 100);
 	printf("  %-26s %14s %14s\n", "", "stoker", b ? "baseline" : "");
 	printf("  %-26s %14.0f", "samples/s", sps);
 	if (b)
@@ -457,7 +457,9 @@ int cmd_bench(int argc, char **argv)
 	const char *cache = "as found";
 	char err[PATH_MAX + 256];
 	struct stk_loader *l;
+	double tc = now_s();
 	int rc = stk_loader_create(&l, &lo, err, sizeof(err));
+	double create_s = now_s() - tc;
 	if (rc < 0) {
 		fprintf(stderr, "stoker bench: %s (%s)\n", err, stk_err_name(rc));
 		return EXIT_FAIL;
@@ -486,6 +488,7 @@ int cmd_bench(int argc, char **argv)
 			"queue_depth", (json_int_t)o.qd, "prefetch", (json_int_t)o.prefetch, "epochs",
 			(json_int_t)o.epochs, "compute_ms", o.compute_ms, "cached_fraction", cached,
 			"direct", o.direct, "stoker", run_json(&s));
+		json_object_set_new(j, "create_s", json_real(create_s));
 		json_t *st = json_object_get(j, "stoker");
 		json_object_set_new(st, "batch_wait_ns",
 				    json_pack("{s:I,s:I,s:I}", "p50", (json_int_t)s.st.wait_p50_ns,
@@ -512,7 +515,7 @@ int cmd_bench(int argc, char **argv)
 		putchar('\n');
 		json_decref(j);
 	} else if (s.batches || rc == 0) {
-		print_human(l, &o, &s, base ? &b : NULL, cache, cached);
+		print_human(l, &o, &s, base ? &b : NULL, cache, cached, create_s);
 	}
 	json_decref(s.epochs);
 	free(order);

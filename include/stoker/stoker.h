@@ -159,7 +159,8 @@ STK_API void stk_loader_destroy(struct stk_loader *loader);
  * at the end of the epoch, or <0 (see stk_last_error for the path and reason).
  * STK_ENOSLOT when every slot is held by the caller. */
 STK_API int stk_loader_next(struct stk_loader *loader, struct stk_batch **out);
-/* Gives the batch's slot back to the pool.  Any order. */
+/* Gives the batch's slot back to the pool.  Any order, and from any thread
+ * (a binding may release when the last tensor over the slot is freed). */
 STK_API void stk_batch_release(struct stk_loader *loader, struct stk_batch *batch);
 /* (Re)starts at `epoch`, skipping `start_batch` batches: waits for reads in
  * flight, drops batches not yet handed out, then starts reading. */
