@@ -17,6 +17,7 @@
 
 #include <fcntl.h>
 #include <limits.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -137,51 +138,17 @@ static struct slot *free_slot(struct stk_loader *l)
 	return NULL;
 }
 
-/* Claims batch `number` into slot s for ring r and queues its reads.  Under mu. */
-static void claim(struct stk_loader *l, struct ring *r, struct slot *s, int64_t number)
-{
-	uint32_t n = stk__sampler_batch(&l->sampler, number, l->scratch_idx);
-	uint32_t si = (uint32_t)(s - l->slots);
-	uint8_t *base = stk__pool_slot(&l->pool, si);
-	uint64_t off = 0;
-	s->state = SLOT_FILLING;
-	s->gen = l->gen;
-	s->number = number;
-	s->ring = r->id;
-	s->nios = s->pending = n;
-	for (uint32_t i = 0; i < n; i++) {
-		int64_t idx = l->scratch_idx[i];
-		const struct stk_entry *e = &l->ds->entries[idx];
-		struct stk_io *io = &s->ios[i];
-		s->indices[i] = idx;
-		s->labels[i] = e->label;
-		s->sizes[i] = e->size;
-		s->offsets[i] = off;
-		*io = (struct stk_io){.path = stk__entry_path(l->ds, idx), .buf = base + off,
-				      .len = e->size, .read_len = read_len_of(l, e->size),
-				      .slot = si, .idx = i,
-				      .buf_index = (int)si};
-		off += l->direct ? io->read_len : e->size;
-		r->queue[(r->qhead + r->qlen++) % r->qcap] = io;
-	}
-	s->offsets[n] = off;
-	s->unsent = n;
-	if (n == 0)
-		s->state = SLOT_READY;
-}
-
 /* Compacts a batch whose samples failed under the skip policy. */
 static void compact(struct stk_loader *l, struct slot *s)
 {
-	uint8_t *base = s->ios[0].buf - s->offsets[0];
+	uint8_t *base = stk__pool_slot(&l->pool, (uint32_t)(s - l->slots));
 	uint32_t k = 0;
 	uint64_t off = 0;
 	for (uint32_t i = 0; i < s->nios; i++) {
-		struct stk_io *io = &s->ios[i];
-		if (io->res < 0)
+		if (s->ios[i].res < 0)
 			continue;
 		if (off != s->offsets[i])
-			memmove(base + off, io->buf, s->sizes[i]);
+			memmove(base + off, base + s->offsets[i], s->sizes[i]);
 		s->offsets[k] = off;
 		s->sizes[k] = s->sizes[i];
 		s->labels[k] = s->labels[i];
@@ -193,6 +160,22 @@ static void compact(struct stk_loader *l, struct slot *s)
 	s->nios = k;
 }
 
+/* All reads of a slot are in: it is ready (or free, if from before a restart). */
+static void finish_slot(struct stk_loader *l, struct slot *s)
+{
+	if (s->gen != l->gen) {
+		s->state = SLOT_FREE;
+	} else {
+		bool bad = false;
+		for (uint32_t i = 0; i < s->nios; i++)
+			bad |= s->ios[i].res < 0;
+		if (bad && l->o.on_error == STK_ON_ERROR_SKIP)
+			compact(l, s);
+		s->state = SLOT_READY;
+	}
+	pthread_cond_broadcast(&l->cv);
+}
+
 /* "<path>: <reason>" for a failed read, into the detail buffer.  Under mu. */
 static void read_error(struct stk_loader *l, const struct stk_io *io, int rc)
 {
@@ -201,8 +184,54 @@ static void read_error(struct stk_loader *l, const struct stk_io *io, int rc)
 	if (rc == STK_ESHORT)
 		set_detail(l, "%s%s%s: short read: indexed %llu bytes, the file has fewer", root, sep,
 			   io->path, (unsigned long long)io->len);
+	else if (rc == STK_ETOOBIG)
+		set_detail(l, "%s%s%s: %llu bytes do not fit in what is left of the batch slot "
+			      "(%llu bytes); raise slot_bytes", root, sep, io->path,
+			   (unsigned long long)io->len, (unsigned long long)l->pool.slot_bytes);
 	else
 		set_detail(l, "%s%s%s: %s", root, sep, io->path, stk_strerror(rc));
+}
+
+/* Claims batch `number` into slot s for ring r and queues its reads.  Under mu. */
+static void claim(struct stk_loader *l, struct ring *r, struct slot *s, int64_t number)
+{
+	uint32_t n = stk__sampler_batch(&l->sampler, number, l->scratch_idx);
+	uint32_t si = (uint32_t)(s - l->slots);
+	uint8_t *base = stk__pool_slot(&l->pool, si);
+	uint64_t off = 0;
+	uint32_t queued = 0;
+	s->state = SLOT_FILLING;
+	s->gen = l->gen;
+	s->number = number;
+	s->ring = r->id;
+	s->nios = n;
+	for (uint32_t i = 0; i < n; i++) {
+		int64_t idx = l->scratch_idx[i];
+		const struct stk_entry *e = &l->ds->entries[idx];
+		struct stk_io *io = &s->ios[i];
+		s->indices[i] = idx;
+		s->labels[i] = e->label;
+		s->sizes[i] = e->size;
+		s->offsets[i] = off;
+		*io = (struct stk_io){.path = stk__entry_path(l->ds, idx), .len = e->size,
+				      .read_len = read_len_of(l, e->size), .slot = si, .idx = i,
+				      .buf_index = (int)si};
+		if (io->read_len > l->pool.slot_bytes - off) {
+			/* a batch far above the size bound (see slot_bytes_for) */
+			io->res = STK_ETOOBIG;
+			atomic_fetch_add(&l->errors, 1);
+			read_error(l, io, STK_ETOOBIG);
+			continue;
+		}
+		io->buf = base + off;
+		off += l->direct ? io->read_len : e->size;
+		r->queue[(r->qhead + r->qlen++) % r->qcap] = io;
+		queued++;
+	}
+	s->offsets[n] = off;
+	s->pending = s->unsent = queued;
+	if (queued == 0)
+		finish_slot(l, s);
 }
 
 /* One read finished.  Under mu. */
@@ -216,19 +245,8 @@ static void complete(struct stk_loader *l, struct stk_io *io, uint64_t now)
 		atomic_fetch_add(&l->errors, 1);
 		read_error(l, io, (int)io->res);
 	}
-	if (--s->pending == 0 && s->unsent == 0) {
-		if (s->gen != l->gen) {
-			s->state = SLOT_FREE; /* a batch from before stk_loader_start */
-		} else {
-			bool bad = false;
-			for (uint32_t i = 0; i < s->nios; i++)
-				bad |= s->ios[i].res < 0;
-			if (bad && l->o.on_error == STK_ON_ERROR_SKIP)
-				compact(l, s);
-			s->state = SLOT_READY;
-		}
-		pthread_cond_broadcast(&l->cv);
-	}
+	if (--s->pending == 0 && s->unsent == 0)
+		finish_slot(l, s);
 }
 
 static bool can_claim(const struct stk_loader *l)
@@ -341,8 +359,8 @@ static void wake_rings(struct stk_loader *l)
 
 /* --- create / destroy ---------------------------------------------------- */
 
-/* The largest bytes any batch can need: the batch_size largest samples. */
-static uint64_t slot_bytes_needed(const struct stk_loader *l)
+/* The most bytes any batch can need: the batch_size largest samples. */
+static uint64_t worst_batch_bytes(const struct stk_loader *l)
 {
 	uint32_t k = l->o.batch_size;
 	if ((int64_t)k > l->ds->n)
@@ -384,6 +402,30 @@ static uint64_t slot_bytes_needed(const struct stk_loader *l)
 		sum += heap[i];
 	free(heap);
 	return sum;
+}
+
+/* The slot size.  The worst case (the batch_size largest samples together)
+ * can be far above any real batch when a few files are huge, and slots are
+ * fixed (and pinned) memory; so the slot is the smaller of the worst case and
+ * a bound no real batch reaches: batch_size × mean + 8 σ √batch_size + the
+ * largest sample.  A batch beyond it anyway loses the samples that do not
+ * fit (STK_ETOOBIG, by the error policy); opts.slot_bytes overrides. */
+static uint64_t slot_bytes_for(const struct stk_loader *l)
+{
+	if (l->o.slot_bytes)
+		return l->o.slot_bytes;
+	uint64_t worst = worst_batch_bytes(l);
+	double sum = 0, sq = 0, mx = 0, n = (double)l->ds->n, b = l->o.batch_size;
+	for (int64_t i = 0; i < l->ds->n; i++) {
+		double v = (double)read_len_of(l, l->ds->entries[i].size);
+		sum += v;
+		sq += v * v;
+		if (v > mx)
+			mx = v;
+	}
+	double mean = sum / n, var = sq / n - mean * mean;
+	double bound = b * mean + 8 * sqrt(var > 0 ? var : 0) * sqrt(b) + mx;
+	return bound < (double)worst ? (uint64_t)bound : worst;
 }
 
 static char *dup_opt(const char *s, bool *oom)
@@ -581,7 +623,7 @@ int stk_loader_create(struct stk_loader **out, const struct stk_loader_opts *opt
 	l->direct = (l->o.flags & STK_F_DIRECT) && l->ops != &stk__engine_null;
 	if (l->direct)
 		check_direct(l);
-	uint64_t slot_bytes = slot_bytes_needed(l);
+	uint64_t slot_bytes = slot_bytes_for(l);
 	uint32_t nslots = l->o.prefetch;
 	uint64_t meta = (uint64_t)l->o.batch_size;
 	l->slots = calloc(nslots, sizeof(*l->slots));
@@ -673,6 +715,18 @@ void stk_loader_destroy(struct stk_loader *l)
 
 /* --- the consumer's side ------------------------------------------------- */
 
+/* Restarts the time base of the rates.  Under mu. */
+static void restart_clock(struct stk_loader *l)
+{
+	uint64_t now = stk__now_ns();
+	l->t_start = now;
+	l->wait_ns = 0;
+	for (uint32_t i = 0; i < l->nrings; i++) {
+		l->rings[i].area = 0;
+		l->rings[i].area_t = now;
+	}
+}
+
 int stk_loader_start(struct stk_loader *l, uint64_t epoch, uint64_t start_batch)
 {
 	pthread_mutex_lock(&l->mu);
@@ -697,11 +751,24 @@ int stk_loader_start(struct stk_loader *l, uint64_t epoch, uint64_t start_batch)
 	l->next_start = l->next_out = (int64_t)start_batch;
 	l->fatal = 0;
 	l->draining = false;
-	l->t_start = stk__now_ns();
-	l->wait_ns = 0;
+	restart_clock(l);
 	pthread_mutex_unlock(&l->mu);
 	wake_rings(l);
 	return 0;
+}
+
+void stk_loader_stats_reset(struct stk_loader *l)
+{
+	pthread_mutex_lock(&l->mu);
+	restart_clock(l);
+	stk_hist_reset(l->h_wait);
+	stk_hist_reset(l->h_read);
+	atomic_store(&l->samples, 0);
+	atomic_store(&l->bytes, 0);
+	atomic_store(&l->batches, 0);
+	atomic_store(&l->errors, 0);
+	atomic_store(&l->inflight_max, atomic_load(&l->inflight));
+	pthread_mutex_unlock(&l->mu);
 }
 
 static struct slot *ready_slot(struct stk_loader *l, int64_t number)

@@ -38,6 +38,15 @@ PY
 err=$(STOKER_NO_URING=1 "$STOKER" bench data --no-baseline 2>&1 >/dev/null) || fail "fallback exit $?"
 [ "$(echo "$err" | grep -c "using the pread thread pool")" = 1 ] || fail "fallback notice: $err"
 
+# O_DIRECT on a filesystem that refuses it (tmpfs): a message, then buffered reads
+if [ "$(stat -f -c %T /dev/shm 2>/dev/null)" = tmpfs ] && shm=$(mktemp -d /dev/shm/stoker-XXXXXX); then
+	cp -r data "$shm/"
+	err=$("$STOKER" bench "$shm/data" --direct --no-baseline 2>&1 >/dev/null); rc=$?
+	rm -rf "$shm"
+	[ $rc = 0 ] || fail "direct on tmpfs exit $rc: $err"
+	echo "$err" | grep -q "refuses O_DIRECT; using buffered reads" || fail "no O_DIRECT notice: $err"
+fi
+
 # bad input: named, exit codes 1 and 2
 err=$("$STOKER" bench "$t/nope" 2>&1); rc=$?
 [ $rc = 1 ] || fail "missing path: exit $rc"

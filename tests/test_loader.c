@@ -494,6 +494,29 @@ static void test_slots_held(void **state)
 	stk_loader_destroy(l);
 }
 
+static void test_slot_too_small(void **state)
+{
+	(void)state;
+	/* a slot smaller than some batches: what does not fit is skipped and named */
+	struct stk_loader *l = make((struct stk_loader_opts){.batch_size = 8, .slot_bytes = 30000});
+	int64_t got[N];
+	int64_t k = run_epoch(l, got, N, true);
+	struct stk_stats st = {.size = sizeof(st)};
+	stk_loader_stats(l, &st);
+	assert_true(k < N);
+	assert_int_equal(st.errors, N - k);
+	assert_non_null(strstr(stk_last_error(l), "raise slot_bytes"));
+	stk_loader_destroy(l);
+	l = make((struct stk_loader_opts){.batch_size = 8, .slot_bytes = 30000,
+					  .on_error = STK_ON_ERROR_FAIL});
+	struct stk_batch *b;
+	int rc;
+	while ((rc = stk_loader_next(l, &b)) == 1)
+		stk_batch_release(l, b);
+	assert_int_equal(rc, STK_ETOOBIG);
+	stk_loader_destroy(l);
+}
+
 static void test_null_engine_and_stats(void **state)
 {
 	(void)state;
@@ -534,6 +557,7 @@ int main(void)
 		cmocka_unit_test(test_flat_and_list),
 		cmocka_unit_test(test_bad_input),
 		cmocka_unit_test(test_slots_held),
+		cmocka_unit_test(test_slot_too_small),
 		cmocka_unit_test(test_null_engine_and_stats),
 	};
 	return cmocka_run_group_tests_name("loader", tests, setup, teardown);

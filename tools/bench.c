@@ -470,6 +470,7 @@ int cmd_bench(int argc, char **argv)
 		 * cache is as asked */
 		set_cache(l, &o, NULL, 0, &cache);
 		stk_loader_start(l, 0, 0);
+		stk_loader_stats_reset(l);
 	}
 	double cached = cached_fraction(l);
 	int64_t *order = NULL;

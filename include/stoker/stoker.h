@@ -128,6 +128,8 @@ struct stk_loader_opts {
 	const char *cache_dir;  /* where indexes go when the data folder is read-only;
 				   NULL → $XDG_CACHE_HOME/stoker or ~/.cache/stoker */
 	uint64_t null_latency_ns; /* STK_ENGINE_NULL: each read completes after this long */
+	uint64_t slot_bytes;    /* bytes per batch slot; 0 → the smaller of the batch_size
+				   largest samples and a bound no real batch reaches */
 };
 
 /* A batch: a read-only view owned by the loader, valid until stk_batch_release.
@@ -202,13 +204,18 @@ struct stk_stats {
 	uint32_t pinned;       /* 1 when the pool is registered with CUDA */
 	uint32_t inflight_max; /* most reads in flight at once */
 	double inflight_mean;  /* time-weighted mean of reads in flight */
-	double wall_s;         /* since create / the last stk_loader_start */
+	double wall_s;         /* since create, the last stk_loader_start or stats reset */
 	double wait_s;         /* consumer time spent waiting in stk_loader_next */
 	double stall_ratio;    /* wait_s / wall_s */
 	uint64_t wait_p50_ns, wait_p99_ns, wait_max_ns;
 	uint64_t read_p50_ns, read_p99_ns, read_max_ns;
 };
 STK_API int stk_loader_stats(const struct stk_loader *loader, struct stk_stats *out);
+
+/* Zeroes the counters and histograms (e.g. after a warm-up pass).  The time
+ * base (wall_s, wait_s, the in-flight mean) restarts at every stk_loader_start
+ * and at this call. */
+STK_API void stk_loader_stats_reset(struct stk_loader *loader);
 
 enum stk_hist_kind {
 	STK_HIST_BATCH_WAIT = 0, /* consumer's wait in stk_loader_next ("dataloader time") */
