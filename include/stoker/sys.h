@@ -114,11 +114,14 @@ STK_API int stk_sys_cgroup_memory(const char *root, uint64_t *limit, uint64_t *u
  * cores (distinct package + core_id among them), packages, and the cgroup
  * CPU quota (cpu.max, or v1's cfs quota / period) in CPUs, 0 when none.
  * `allowed` is this process's affinity mask count (the running system only;
- * 0 with a fake root).  */
+ * 0 with a fake root).  `virtualized` is 1 when root/proc/cpuinfo has the
+ * x86 "hypervisor" flag: a virtual machine, whose disks' rotational flag
+ * says little about the storage behind them. */
 struct stk_cpus {
 	uint32_t size;
 	uint32_t logical, physical, packages, allowed;
 	double quota;
+	uint32_t virtualized;
 };
 STK_API int stk_sys_cpus(const char *root, struct stk_cpus *out);
 
