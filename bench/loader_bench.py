@@ -63,9 +63,10 @@ class Files(Dataset):
 def collate(items):  # variable-size samples: a list, as a raw-bytes pipeline keeps them
     return [t for t, _ in items], torch.tensor([i for _, i in items])
 g = torch.Generator(); g.manual_seed(0)
+workers = int(sys.argv[3])
+extra = {"prefetch_factor": 4} if workers else {}
 dl = DataLoader(Files(), batch_size=int(sys.argv[2]), shuffle=True, generator=g,
-                num_workers=int(sys.argv[3]), collate_fn=collate,
-                persistent_workers=False, prefetch_factor=(4 if int(sys.argv[3]) else None))
+                num_workers=workers, collate_fn=collate, **extra)
 t0 = time.monotonic(); n = 0; nbytes = 0
 for data, idx in dl:
     n += len(data); nbytes += sum(len(t) for t in data)

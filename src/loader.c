@@ -8,11 +8,15 @@
  * in place), keep up to its share of the queue depth in flight, reap, and mark
  * a slot ready when its last read lands.  The consumer takes batches strictly
  * in order, whatever order reads finish in, so a run depends only on
- * (seed, epoch, rank, world_size).  One mutex guards the slots and counters;
- * the engines are only touched by their own thread (wake excepted).
+ * (seed, epoch, rank, world_size).  In image mode each landed read becomes a
+ * decode task for the decode threads, which write the cropped image into the
+ * slot's image area; a slot is ready when its last read and decode are done.
+ * One mutex guards the slots, the decode queue and the counters; the engines
+ * are only touched by their own thread (wake excepted).
  */
 #include "internal.h"
 #include "engine.h"
+#include "image.h"
 #include "pool.h"
 
 #include <fcntl.h>
@@ -32,7 +36,10 @@ struct slot {
 	enum slot_state state;
 	uint64_t gen;           /* the start() generation it was filled for */
 	int64_t number;
-	uint32_t nios, pending, unsent;
+	uint32_t nios, pending, unsent, decoding;
+	uint64_t epoch;
+	uint32_t err_idx;       /* the first failed sample, for the fail policy's message */
+	char err[PATH_MAX + 256];
 	uint64_t *offsets, *sizes;
 	int64_t *labels, *indices;
 	struct stk_io *ios;
@@ -69,6 +76,16 @@ struct stk_loader {
 	const struct stk_engine_ops *ops;
 	bool direct;
 	int64_t *scratch_idx;   /* batch_size indices, claim-time scratch */
+	struct stk_image_opts img;
+	bool image;
+	uint64_t raw_bytes;     /* of a slot: the reads; the images follow */
+	pthread_t *dthreads;
+	uint32_t ndthreads;
+	pthread_cond_t dcv;     /* decode queue not empty, or stop */
+	struct stk_io **dq;     /* decode queue (FIFO) */
+	uint32_t dq_head, dq_len, dq_cap;
+	struct stk_hist *h_decode;
+	uint64_t decode_ns;
 
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
@@ -149,6 +166,11 @@ static void compact(struct stk_loader *l, struct slot *s)
 			continue;
 		if (off != s->offsets[i])
 			memmove(base + off, base + s->offsets[i], s->sizes[i]);
+		if (l->image && k != i) {
+			size_t ib = stk__image_bytes(&l->img);
+			uint8_t *img = base + l->raw_bytes;
+			memcpy(img + (size_t)k * ib, img + (size_t)i * ib, ib);
+		}
 		s->offsets[k] = off;
 		s->sizes[k] = s->sizes[i];
 		s->labels[k] = s->labels[i];
@@ -176,20 +198,34 @@ static void finish_slot(struct stk_loader *l, struct slot *s)
 	pthread_cond_broadcast(&l->cv);
 }
 
-/* "<path>: <reason>" for a failed read, into the detail buffer.  Under mu. */
-static void read_error(struct stk_loader *l, const struct stk_io *io, int rc)
+/* A failed sample: counts it and records "<path>: <reason>" as the loader's
+ * detail and, if it is the slot's first, the slot's (the fail policy reports
+ * the batch's first failure when the consumer reaches it).  why may be NULL.
+ * Under mu. */
+static void sample_error(struct stk_loader *l, struct slot *s, struct stk_io *io, int rc,
+			 const char *why)
 {
 	const char *root = io->path[0] == '/' ? "" : l->ds->root;
 	const char *sep = io->path[0] == '/' ? "" : "/";
-	if (rc == STK_ESHORT)
+	io->res = rc;
+	if (s->gen != l->gen)
+		return; /* from before a restart: nobody will see it */
+	atomic_fetch_add(&l->errors, 1);
+	if (why)
+		set_detail(l, "%s%s%s: %s", root, sep, io->path, why);
+	else if (rc == STK_ESHORT)
 		set_detail(l, "%s%s%s: short read: indexed %llu bytes, the file has fewer", root, sep,
 			   io->path, (unsigned long long)io->len);
 	else if (rc == STK_ETOOBIG)
 		set_detail(l, "%s%s%s: %llu bytes do not fit in what is left of the batch slot "
 			      "(%llu bytes); raise slot_bytes", root, sep, io->path,
-			   (unsigned long long)io->len, (unsigned long long)l->pool.slot_bytes);
+			   (unsigned long long)io->len, (unsigned long long)l->raw_bytes);
 	else
 		set_detail(l, "%s%s%s: %s", root, sep, io->path, stk_strerror(rc));
+	if (io->idx < s->err_idx) {
+		s->err_idx = io->idx;
+		snprintf(s->err, sizeof(s->err), "%s", l->detail);
+	}
 }
 
 /* Claims batch `number` into slot s for ring r and queues its reads.  Under mu. */
@@ -204,6 +240,9 @@ static void claim(struct stk_loader *l, struct ring *r, struct slot *s, int64_t 
 	s->gen = l->gen;
 	s->number = number;
 	s->ring = r->id;
+	s->epoch = l->epoch;
+	s->err_idx = UINT32_MAX;
+	s->decoding = 0;
 	s->nios = n;
 	for (uint32_t i = 0; i < n; i++) {
 		int64_t idx = l->scratch_idx[i];
@@ -216,11 +255,9 @@ static void claim(struct stk_loader *l, struct ring *r, struct slot *s, int64_t 
 		*io = (struct stk_io){.path = stk__entry_path(l->ds, idx), .len = e->size,
 				      .read_len = read_len_of(l, e->size), .slot = si, .idx = i,
 				      .buf_index = (int)si};
-		if (io->read_len > l->pool.slot_bytes - off) {
+		if (io->read_len > l->raw_bytes - off) {
 			/* a batch far above the size bound (see slot_bytes_for) */
-			io->res = STK_ETOOBIG;
-			atomic_fetch_add(&l->errors, 1);
-			read_error(l, io, STK_ETOOBIG);
+			sample_error(l, s, io, STK_ETOOBIG, NULL);
 			continue;
 		}
 		io->buf = base + off;
@@ -241,12 +278,53 @@ static void complete(struct stk_loader *l, struct stk_io *io, uint64_t now)
 	stk_hist_add(l->h_read, now - io->t_submit);
 	if (io->res >= 0 && (uint64_t)io->res < io->len)
 		io->res = STK_ESHORT;
-	if (io->res < 0 && s->gen == l->gen) {
-		atomic_fetch_add(&l->errors, 1);
-		read_error(l, io, (int)io->res);
+	if (io->res < 0)
+		sample_error(l, s, io, (int)io->res, NULL);
+	else if (l->image && s->gen == l->gen) {
+		s->decoding++;
+		l->dq[(l->dq_head + l->dq_len++) % l->dq_cap] = io;
+		pthread_cond_signal(&l->dcv);
 	}
-	if (--s->pending == 0 && s->unsent == 0)
+	if (--s->pending == 0 && s->unsent == 0 && s->decoding == 0)
 		finish_slot(l, s);
+}
+
+/* A decode thread: takes landed samples off the queue and writes their
+ * cropped images into the slot. */
+static void *decode_main(void *arg)
+{
+	struct stk_loader *l = arg;
+	char why[512];
+	pthread_mutex_lock(&l->mu);
+	for (;;) {
+		while (!l->dq_len && !l->stop)
+			pthread_cond_wait(&l->dcv, &l->mu);
+		if (l->stop)
+			break;
+		struct stk_io *io = l->dq[l->dq_head];
+		l->dq_head = (l->dq_head + 1) % l->dq_cap;
+		l->dq_len--;
+		struct slot *s = &l->slots[io->slot];
+		int rc = 0;
+		if (s->gen == l->gen) {
+			uint64_t seed = stk__sample_seed(l->o.seed, s->epoch, s->indices[io->idx]);
+			uint8_t *out = stk__pool_slot(&l->pool, io->slot) + l->raw_bytes +
+				       (size_t)io->idx * stk__image_bytes(&l->img);
+			pthread_mutex_unlock(&l->mu);
+			uint64_t t0 = stk__now_ns();
+			rc = stk__image_decode(&l->img, io->buf, io->len, seed, out, why, sizeof(why));
+			uint64_t dt = stk__now_ns() - t0;
+			stk_hist_add(l->h_decode, dt);
+			pthread_mutex_lock(&l->mu);
+			l->decode_ns += dt;
+		}
+		if (rc)
+			sample_error(l, s, io, rc, why);
+		if (--s->decoding == 0 && s->pending == 0 && s->unsent == 0)
+			finish_slot(l, s);
+	}
+	pthread_mutex_unlock(&l->mu);
+	return NULL;
 }
 
 static bool can_claim(const struct stk_loader *l)
@@ -303,7 +381,7 @@ static void *ring_main(void *arg)
 			for (uint32_t i = 0; i < l->pool.nslots; i++) {
 				struct slot *x = &l->slots[i];
 				if (x->ring == r->id && (x->state == SLOT_FILLING || x->state == SLOT_READY) &&
-				    x->gen != l->gen)
+				    x->gen != l->gen && x->decoding == 0)
 					x->state = SLOT_FREE;
 			}
 			pthread_cond_broadcast(&l->cv);
@@ -536,6 +614,24 @@ static int start_rings(struct stk_loader *l)
 	return rc;
 }
 
+static int start_decoders(struct stk_loader *l)
+{
+	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+	uint32_t n = l->img.decode_threads ? l->img.decode_threads : (ncpu > 1 ? (uint32_t)ncpu - 1 : 1);
+	l->dq_cap = l->pool.nslots * l->o.batch_size;
+	l->dq = calloc(l->dq_cap, sizeof(*l->dq));
+	l->dthreads = calloc(n, sizeof(*l->dthreads));
+	if (!l->dq || !l->dthreads)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < n; i++) {
+		int rc = -pthread_create(&l->dthreads[i], NULL, decode_main, l);
+		if (rc)
+			return rc;
+		l->ndthreads++;
+	}
+	return 0;
+}
+
 static int validate(const struct stk_loader_opts *o, char *err, size_t errlen)
 {
 	if (o->size && o->size < offsetof(struct stk_loader_opts, null_latency_ns)) {
@@ -583,6 +679,7 @@ int stk_loader_create(struct stk_loader **out, const struct stk_loader_opts *opt
 	}
 	pthread_mutex_init(&l->mu, NULL);
 	pthread_cond_init(&l->cv, NULL);
+	pthread_cond_init(&l->dcv, NULL);
 	size_t osz = opts->size && opts->size < sizeof(l->o) ? opts->size : sizeof(l->o);
 	memcpy(&l->o, opts, osz);
 	l->o.size = sizeof(l->o);
@@ -601,7 +698,19 @@ int stk_loader_create(struct stk_loader **out, const struct stk_loader_opts *opt
 	l->o.path = l->path;
 	l->o.extensions = l->extensions;
 	l->o.cache_dir = l->cache_dir;
-	if (oom || stk_hist_create(&l->h_wait) || stk_hist_create(&l->h_read)) {
+	if ((!opts->size || opts->size >= offsetof(struct stk_loader_opts, image) + sizeof(void *)) &&
+	    opts->image) {
+		const struct stk_image_opts *io = opts->image;
+		memcpy(&l->img, io, io->size && io->size < sizeof(l->img) ? io->size : sizeof(l->img));
+		l->img.size = sizeof(l->img);
+		stk__image_defaults(&l->img);
+		if ((rc = stk__image_check(&l->img, errbuf, errlen)))
+			goto fail;
+		l->image = true;
+	}
+	l->o.image = NULL;
+	if (oom || stk_hist_create(&l->h_wait) || stk_hist_create(&l->h_read) ||
+	    stk_hist_create(&l->h_decode)) {
 		snprintf(errbuf, errlen, "out of memory");
 		rc = -ENOMEM;
 		goto fail;
@@ -623,7 +732,11 @@ int stk_loader_create(struct stk_loader **out, const struct stk_loader_opts *opt
 	l->direct = (l->o.flags & STK_F_DIRECT) && l->ops != &stk__engine_null;
 	if (l->direct)
 		check_direct(l);
-	uint64_t slot_bytes = slot_bytes_for(l);
+	l->raw_bytes = slot_bytes_for(l);
+	uint64_t slot_bytes = l->raw_bytes;
+	if (l->image) /* the images follow the reads, page-aligned */
+		slot_bytes = STK_ALIGN_UP(l->raw_bytes, 4096) +
+			     (uint64_t)l->o.batch_size * stk__image_bytes(&l->img);
 	uint32_t nslots = l->o.prefetch;
 	uint64_t meta = (uint64_t)l->o.batch_size;
 	l->slots = calloc(nslots, sizeof(*l->slots));
@@ -651,6 +764,10 @@ int stk_loader_create(struct stk_loader **out, const struct stk_loader_opts *opt
 			goto fail;
 		}
 	}
+	if (l->image && (rc = start_decoders(l))) {
+		snprintf(errbuf, errlen, "cannot start the decode threads: %s", stk_strerror(rc));
+		goto fail;
+	}
 	l->epoch = l->o.epoch;
 	l->next_start = l->next_out = (int64_t)l->o.start_batch;
 	stk__sampler_set_epoch(&l->sampler, l->epoch);
@@ -677,6 +794,7 @@ void stk_loader_destroy(struct stk_loader *l)
 		return;
 	pthread_mutex_lock(&l->mu);
 	l->stop = true;
+	pthread_cond_broadcast(&l->dcv);
 	pthread_mutex_unlock(&l->mu);
 	wake_rings(l);
 	for (uint32_t i = 0; i < l->nrings; i++) {
@@ -685,6 +803,11 @@ void stk_loader_destroy(struct stk_loader *l)
 		if (r->eng)
 			r->ops->exit(r->eng); /* waits for the reads still in flight */
 	}
+	for (uint32_t i = 0; i < l->ndthreads; i++)
+		pthread_join(l->dthreads[i], NULL);
+	free(l->dthreads);
+	free(l->dq);
+	stk_hist_destroy(l->h_decode);
 	for (uint32_t i = 0; l->rings && i < l->nrings; i++) {
 		free(l->rings[i].queue);
 		free(l->rings[i].done);
@@ -710,6 +833,7 @@ void stk_loader_destroy(struct stk_loader *l)
 	free(l->cache_dir);
 	pthread_mutex_destroy(&l->mu);
 	pthread_cond_destroy(&l->cv);
+	pthread_cond_destroy(&l->dcv);
 	free(l);
 }
 
@@ -763,6 +887,8 @@ void stk_loader_stats_reset(struct stk_loader *l)
 	restart_clock(l);
 	stk_hist_reset(l->h_wait);
 	stk_hist_reset(l->h_read);
+	stk_hist_reset(l->h_decode);
+	l->decode_ns = 0;
 	atomic_store(&l->samples, 0);
 	atomic_store(&l->bytes, 0);
 	atomic_store(&l->batches, 0);
@@ -814,16 +940,12 @@ int stk_loader_next(struct stk_loader *l, struct stk_batch **out)
 	}
 	uint64_t waited = stk__now_ns() - t0;
 	if (rc == 0 && s && s->state == SLOT_READY) {
-		/* fail policy: the first failed sample of the batch ends the epoch */
-		for (uint32_t i = 0; l->o.on_error == STK_ON_ERROR_FAIL && i < s->nios; i++) {
-			struct stk_io *io = &s->ios[i];
-			if (io->res < 0) {
-				rc = (int)io->res;
-				read_error(l, io, rc);
-				l->fatal = rc;
-				s->state = SLOT_FREE;
-				break;
-			}
+		/* fail policy: the batch's first failed sample ends the epoch */
+		if (l->o.on_error == STK_ON_ERROR_FAIL && s->err_idx != UINT32_MAX) {
+			rc = (int)s->ios[s->err_idx].res;
+			snprintf(l->detail, sizeof(l->detail), "%s", s->err);
+			l->fatal = rc;
+			s->state = SLOT_FREE;
 		}
 		if (rc == 0) {
 			s->state = SLOT_HELD;
@@ -838,6 +960,15 @@ int stk_loader_next(struct stk_loader *l, struct stk_batch **out)
 			b->sizes = s->sizes;
 			b->labels = s->labels;
 			b->indices = s->indices;
+			if (l->image) {
+				b->images = b->data + l->raw_bytes;
+				b->image_bytes = stk__image_bytes(&l->img);
+				b->channels = 3;
+				b->height = l->img.height;
+				b->width = l->img.width;
+				b->dtype = l->img.dtype;
+				b->nhwc = !!(l->img.flags & STK_IMG_NHWC);
+			}
 			l->next_out++;
 			*out = b;
 			rc = 1;
@@ -956,6 +1087,7 @@ int stk_loader_stats(const struct stk_loader *cl, struct stk_stats *out)
 		area += r->area + (double)r->inflight * (double)(now - r->area_t);
 	}
 	s.wait_s = (double)l->wait_ns / 1e9;
+	s.decode_busy_s = (double)l->decode_ns / 1e9;
 	pthread_mutex_unlock(&l->mu);
 	s.samples = atomic_load(&l->samples);
 	s.bytes = atomic_load(&l->bytes);
@@ -973,6 +1105,9 @@ int stk_loader_stats(const struct stk_loader *cl, struct stk_stats *out)
 	s.read_p50_ns = stk_hist_percentile(l->h_read, 50);
 	s.read_p99_ns = stk_hist_percentile(l->h_read, 99);
 	s.read_max_ns = stk_hist_max(l->h_read);
+	s.decode_threads = l->ndthreads;
+	s.decode_p50_ns = stk_hist_percentile(l->h_decode, 50);
+	s.decode_p99_ns = stk_hist_percentile(l->h_decode, 99);
 	size_t n = out->size && out->size < sizeof(s) ? out->size : sizeof(s);
 	uint32_t keep = out->size;
 	memcpy(out, &s, n);
@@ -986,6 +1121,8 @@ int stk_loader_hist(const struct stk_loader *l, enum stk_hist_kind kind, struct 
 		stk_hist_merge(dst, l->h_wait);
 	else if (kind == STK_HIST_READ)
 		stk_hist_merge(dst, l->h_read);
+	else if (kind == STK_HIST_DECODE)
+		stk_hist_merge(dst, l->h_decode);
 	else
 		return -EINVAL;
 	return 0;

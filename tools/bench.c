@@ -32,6 +32,9 @@ struct bench_opts {
 	double compute_ms, seconds;
 	int engine, on_error;
 	int cache; /* CACHE_* */
+	bool image, no_flip, normalize;
+	int64_t size, decode_threads;
+	int crop, layout, dtype;
 	bool cold, direct, json, no_baseline, no_shuffle, drop_last;
 };
 
@@ -42,6 +45,7 @@ struct run {
 	uint64_t samples, bytes, batches, errors;
 	struct stk_stats st;
 	double rss_first_mb, rss_last_mb;
+	double decode_s; /* baseline: time decoding */
 	json_t *epochs; /* per-epoch figures */
 };
 
@@ -217,12 +221,16 @@ static int run_loader(struct stk_loader *l, const struct bench_opts *o, struct r
 /* The naive baseline: one thread, open/read/close per file in the same order,
  * holding each batch for compute_ms as the loader run did. */
 static int run_baseline(struct stk_loader *l, const struct bench_opts *o, const int64_t *order,
-			uint64_t n, struct run *r)
+			uint64_t n, struct run *r, const struct stk_image_opts *img)
 {
 	size_t cap = 1 << 20;
 	char *buf = malloc(cap);
-	if (!buf)
+	void *pixels = img ? malloc(stk_image_bytes(img)) : NULL;
+	if (!buf || (img && !pixels)) {
+		free(buf);
+		free(pixels);
 		return -ENOMEM;
+	}
 	double cpu0 = cpu_seconds(), t0 = now_s();
 	for (uint64_t i = 0; i < n && !interrupted; i++) {
 		char path[PATH_MAX];
@@ -242,9 +250,19 @@ static int run_baseline(struct stk_loader *l, const struct bench_opts *o, const 
 			}
 		}
 		ssize_t got;
-		while ((got = read(fd, buf, cap)) > 0)
-			r->bytes += (uint64_t)got;
+		size_t have = 0;
+		while ((got = read(fd, buf + have, cap - have)) > 0)
+			have += (size_t)got;
+		r->bytes += have;
 		close(fd);
+		if (img) { /* decode as the loader does, on this one thread */
+			char why[256];
+			double td = now_s();
+			if (stk_image_decode(img, buf, have, (uint64_t)o->seed, 0, order[i], pixels, why,
+					     sizeof(why)))
+				r->errors++;
+			r->decode_s += now_s() - td;
+		}
 		r->samples++;
 		if ((i + 1) % (uint64_t)o->batch_size == 0 || i + 1 == n) {
 			r->batches++;
@@ -259,6 +277,7 @@ static int run_baseline(struct stk_loader *l, const struct bench_opts *o, const 
 	r->compute = (double)r->batches * o->compute_ms / 1000.0;
 	progress_done();
 	free(buf);
+	free(pixels);
 	return 0;
 }
 
@@ -371,6 +390,16 @@ static void print_human(struct stk_loader *l, const struct bench_opts *o, const 
 	       fmt_ns(t3, sizeof(t3), (double)s->st.read_max_ns));
 	printf("  reads in flight            mean %.1f, max %u\n", s->st.inflight_mean,
 	       s->st.inflight_max);
+	if (s->st.decode_threads) {
+		printf("  decode                     %u threads, %.0f images/s per core, p50/p99 %s / %s",
+		       s->st.decode_threads,
+		       s->st.decode_busy_s > 0 ? (double)s->samples / s->st.decode_busy_s : 0,
+		       fmt_ns(t1, sizeof(t1), (double)s->st.decode_p50_ns),
+		       fmt_ns(t2, sizeof(t2), (double)s->st.decode_p99_ns));
+		if (b && b->decode_s > 0)
+			printf(" (baseline %.0f/s)", (double)b->samples / b->decode_s);
+		printf("\n");
+	}
 	printf("  memory                     pool %s%s, RSS %.0f MB after epoch 1, %.0f MB at the end\n",
 	       fmt_bytes(t1, sizeof(t1), (double)s->st.pool_bytes),
 	       s->st.pinned ? " (pinned)" : "", s->rss_first_mb, s->rss_last_mb);
@@ -417,6 +446,20 @@ int cmd_bench(int argc, char **argv)
 		{"drop-last", 0, OPT_BOOL, &o.drop_last, NULL, 0, 0, NULL, NULL, "drop the short last batch"},
 		{"no-baseline", 0, OPT_BOOL, &o.no_baseline, NULL, 0, 0, NULL, NULL,
 		 "skip the synchronous baseline"},
+		{"image", 'i', OPT_BOOL, &o.image, NULL, 0, 0, NULL, NULL,
+		 "decode and crop every sample (JPEG) into the batch, as training does"},
+		{"size", 0, OPT_INT, &o.size, "224", 8, 8192, NULL, "N", "--image: output N×N pixels"},
+		{"crop", 0, OPT_CHOICE, &o.crop, "random", 0, 0, "random,center", "C",
+		 "--image: RandomResizedCrop (training) or resize + centre crop (validation)"},
+		{"no-flip", 0, OPT_BOOL, &o.no_flip, NULL, 0, 0, NULL, NULL,
+		 "--image: no random horizontal flip"},
+		{"layout", 0, OPT_CHOICE, &o.layout, "nchw", 0, 0, "nchw,nhwc", "L", "--image: layout"},
+		{"dtype", 0, OPT_CHOICE, &o.dtype, "uint8", 0, 0, "uint8,float32,float16", "T",
+		 "--image: element type"},
+		{"normalize", 0, OPT_BOOL, &o.normalize, NULL, 0, 0, NULL, NULL,
+		 "--image: float output normalized with ImageNet's mean and std"},
+		{"decode-threads", 0, OPT_INT, &o.decode_threads, "0", 0, 1024, NULL, "N",
+		 "--image: decode threads (0 = online CPUs - 1)"},
 		{"json", 'j', OPT_BOOL, &o.json, NULL, 0, 0, NULL, NULL, "print JSON"},
 		OPT_END,
 	};
@@ -448,6 +491,15 @@ int cmd_bench(int argc, char **argv)
 		.engine = (enum stk_engine)o.engine, .on_error = (enum stk_on_error)o.on_error,
 		.flags = (o.direct ? STK_F_DIRECT : 0) | (o.no_shuffle ? STK_F_NO_SHUFFLE : 0) |
 			 (o.drop_last ? STK_F_DROP_LAST : 0)};
+	struct stk_image_opts img = {
+		.size = sizeof(img), .width = (uint32_t)o.size, .height = (uint32_t)o.size,
+		.crop = o.crop ? STK_CROP_CENTER : STK_CROP_RANDOM_RESIZED,
+		.dtype = (enum stk_dtype)o.dtype, .decode_threads = (uint32_t)o.decode_threads,
+		.flags = (o.no_flip ? STK_IMG_NO_FLIP : 0) | (o.layout ? STK_IMG_NHWC : 0) |
+			 (o.normalize ? STK_IMG_NORMALIZE : 0),
+		.mean = {0.485f, 0.456f, 0.406f}, .std = {0.229f, 0.224f, 0.225f}};
+	if (o.image)
+		lo.image = &img;
 	struct sigaction sa = {.sa_handler = on_sigint};
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
@@ -479,7 +531,7 @@ int cmd_bench(int argc, char **argv)
 	bool base = !o.no_baseline && rc == 0 && !interrupted;
 	if (base) {
 		set_cache(l, &o, order, norder, &cache);
-		rc = run_baseline(l, &o, order, norder, &b);
+		rc = run_baseline(l, &o, order, norder, &b, o.image ? &img : NULL);
 	}
 	if (o.json) {
 		json_t *j = json_pack(
@@ -490,6 +542,18 @@ int cmd_bench(int argc, char **argv)
 			(json_int_t)o.epochs, "compute_ms", o.compute_ms, "cached_fraction", cached,
 			"direct", o.direct, "stoker", run_json(&s));
 		json_object_set_new(j, "create_s", json_real(create_s));
+		if (o.image) {
+			json_object_set_new(j, "image", json_pack("{s:I,s:I,s:s,s:I}", "width",
+								  (json_int_t)img.width, "height",
+								  (json_int_t)img.height, "crop",
+								  o.crop ? "center" : "random",
+								  "decode_threads",
+								  (json_int_t)s.st.decode_threads));
+			json_object_set_new(json_object_get(j, "stoker"), "decode_images_per_s_per_core",
+					    json_real(s.st.decode_busy_s > 0
+							      ? (double)s.samples / s.st.decode_busy_s
+							      : 0));
+		}
 		json_t *st = json_object_get(j, "stoker");
 		json_object_set_new(st, "batch_wait_ns",
 				    json_pack("{s:I,s:I,s:I}", "p50", (json_int_t)s.st.wait_p50_ns,

@@ -109,6 +109,40 @@ enum stk_on_error {
 #define STK_F_QUIET      (1u << 4) /* no notices on stderr (engine fallback...) */
 #define STK_F_NO_CACHE   (1u << 5) /* do not read or write the index cache */
 
+/* Image mode: each sample is decoded (JPEG) and cropped into a fixed-size
+ * RGB image in the batch.  Zero fields take the defaults in brackets. */
+enum stk_crop {
+	STK_CROP_RANDOM_RESIZED = 0, /* training: torchvision's RandomResizedCrop */
+	STK_CROP_CENTER,             /* validation: resize the short side, centre crop */
+};
+enum stk_dtype { STK_DTYPE_UINT8 = 0, STK_DTYPE_FLOAT32, STK_DTYPE_FLOAT16 };
+#define STK_IMG_NO_FLIP   (1u << 0) /* no random horizontal flip (p = 0.5 otherwise) */
+#define STK_IMG_NHWC      (1u << 1) /* channels last [NCHW] */
+#define STK_IMG_NORMALIZE (1u << 2) /* float: (x / 255 - mean) / std [x / 255] */
+
+struct stk_image_opts {
+	uint32_t size;          /* sizeof(struct stk_image_opts) */
+	uint32_t flags;         /* STK_IMG_* */
+	uint32_t width, height; /* output [224 × 224] */
+	enum stk_crop crop;
+	enum stk_dtype dtype;
+	float scale_min, scale_max; /* random crop: share of the area [0.08, 1] */
+	float ratio_min, ratio_max; /* random crop: aspect ratio [3/4, 4/3] */
+	float crop_frac;        /* centre crop: output / resized short side [0.875: 224 of 256] */
+	float mean[3], std[3];  /* with STK_IMG_NORMALIZE */
+	uint32_t decode_threads; /* [online CPUs − 1, at least 1] */
+	uint64_t max_pixels;    /* larger images are refused before decoding [100 M] */
+};
+
+/* Bytes of one output image for these options. */
+STK_API size_t stk_image_bytes(const struct stk_image_opts *opts);
+/* Decodes and crops one JPEG as the loader would for sample `index` of
+ * `epoch` under `seed`, into out (stk_image_bytes).  0, or <0 with the reason
+ * in err (STK_ECORRUPT, STK_EFORMAT, STK_ETOOBIG, -ERANGE for options). */
+STK_API int stk_image_decode(const struct stk_image_opts *opts, const void *data, size_t len,
+			     uint64_t seed, uint64_t epoch, int64_t index, void *out,
+			     char *err, size_t errlen);
+
 struct stk_loader_opts {
 	uint32_t size;        /* sizeof(struct stk_loader_opts); 0 is taken as current */
 	uint32_t flags;       /* STK_F_* */
@@ -130,6 +164,7 @@ struct stk_loader_opts {
 	uint64_t null_latency_ns; /* STK_ENGINE_NULL: each read completes after this long */
 	uint64_t slot_bytes;    /* bytes per batch slot; 0 → the smaller of the batch_size
 				   largest samples and a bound no real batch reaches */
+	const struct stk_image_opts *image; /* non-NULL: image mode (copied at create) */
 };
 
 /* A batch: a read-only view owned by the loader, valid until stk_batch_release.
@@ -145,6 +180,12 @@ struct stk_batch {
 	const uint64_t *sizes;
 	const int64_t *labels;  /* -1 for unlabelled samples */
 	const int64_t *indices; /* dataset index of each sample */
+	/* image mode: count images of image_bytes each, back to back */
+	void *images;
+	size_t image_bytes;
+	uint32_t channels, height, width;
+	enum stk_dtype dtype;
+	uint32_t nhwc;          /* 1: N×H×W×C, 0: N×C×H×W */
 };
 
 /* Creates a loader: indexes the dataset (or loads the cached index), sizes and
@@ -209,6 +250,9 @@ struct stk_stats {
 	double stall_ratio;    /* wait_s / wall_s */
 	uint64_t wait_p50_ns, wait_p99_ns, wait_max_ns;
 	uint64_t read_p50_ns, read_p99_ns, read_max_ns;
+	uint32_t decode_threads;  /* image mode */
+	double decode_busy_s;     /* time decode threads spent decoding */
+	uint64_t decode_p50_ns, decode_p99_ns;
 };
 STK_API int stk_loader_stats(const struct stk_loader *loader, struct stk_stats *out);
 
@@ -220,6 +264,7 @@ STK_API void stk_loader_stats_reset(struct stk_loader *loader);
 enum stk_hist_kind {
 	STK_HIST_BATCH_WAIT = 0, /* consumer's wait in stk_loader_next ("dataloader time") */
 	STK_HIST_READ,           /* submit → completion of each sample's read */
+	STK_HIST_DECODE,         /* image mode: one sample's decode and crop */
 };
 /* Merges the loader's histogram into dst (e.g. a fresh one). */
 STK_API int stk_loader_hist(const struct stk_loader *loader, enum stk_hist_kind kind,

@@ -1,0 +1,561 @@
+/*
+ * image.c — JPEG decode and augmentation, straight into a batch slot.
+ *
+ * One call decodes one sample: the crop box is drawn first (torchvision's
+ * RandomResizedCrop, or resize-short-side + centre crop), then libjpeg-turbo
+ * decodes only what the box needs: DCT-domain scaling by 1/2, 1/4 or 1/8 when
+ * the box will be shrunk that much anyway, jpeg_crop_scanline for its columns,
+ * jpeg_skip_scanlines above it, and no rows below it.  The region is resampled
+ * to the output size with an antialiased bilinear (triangle) filter whose
+ * support widens with the shrink factor, as PIL's BILINEAR does, in floats.
+ * Randomness comes from a generator seeded by (seed, epoch, sample index), so
+ * a batch is bit-identical whatever the thread count.  libjpeg's error exit
+ * longjmps back here: a corrupt file is an error, never a dead process.
+ */
+#include "internal.h"
+#include "image.h"
+
+#include <math.h>
+#include <setjmp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jpeglib.h> /* after stdio.h: it uses FILE */
+#include <jerror.h>
+
+#define DEFAULT_SIZE 224
+#define DEFAULT_MAX_PIXELS 100000000ull
+
+void stk__image_defaults(struct stk_image_opts *o)
+{
+	if (!o->width)
+		o->width = o->height ? o->height : DEFAULT_SIZE;
+	if (!o->height)
+		o->height = o->width;
+	if (o->scale_min <= 0 && o->scale_max <= 0) {
+		o->scale_min = 0.08f;
+		o->scale_max = 1.0f;
+	}
+	if (o->ratio_min <= 0 && o->ratio_max <= 0) {
+		o->ratio_min = 3.0f / 4.0f;
+		o->ratio_max = 4.0f / 3.0f;
+	}
+	if (o->crop_frac <= 0)
+		o->crop_frac = 0.875f;
+	if (!o->max_pixels)
+		o->max_pixels = DEFAULT_MAX_PIXELS;
+	if (!(o->flags & STK_IMG_NORMALIZE))
+		for (int c = 0; c < 3; c++) {
+			o->mean[c] = 0;
+			o->std[c] = 1;
+		}
+}
+
+int stk__image_check(const struct stk_image_opts *o, char *err, size_t errlen)
+{
+	if (o->width > 8192 || o->height > 8192) {
+		snprintf(err, errlen, "image size %ux%u is above 8192", o->width, o->height);
+		return -ERANGE;
+	}
+	if (!(o->scale_min > 0 && o->scale_min <= o->scale_max && o->scale_max <= 1) ||
+	    !(o->ratio_min > 0 && o->ratio_min <= o->ratio_max) || o->crop_frac > 1) {
+		snprintf(err, errlen, "image crop parameters out of range: scale %g..%g (0..1], "
+				      "ratio %g..%g, crop_frac %g (0..1]",
+			 o->scale_min, o->scale_max, o->ratio_min, o->ratio_max, o->crop_frac);
+		return -ERANGE;
+	}
+	if ((unsigned)o->crop > STK_CROP_CENTER || (unsigned)o->dtype > STK_DTYPE_FLOAT16) {
+		snprintf(err, errlen, "image crop or dtype out of range");
+		return -EINVAL;
+	}
+	for (int c = 0; c < 3; c++)
+		if ((o->flags & STK_IMG_NORMALIZE) && !(o->std[c] > 0)) {
+			snprintf(err, errlen, "image std[%d] must be > 0", c);
+			return -ERANGE;
+		}
+	return 0;
+}
+
+size_t stk__image_bytes(const struct stk_image_opts *o)
+{
+	size_t elem = o->dtype == STK_DTYPE_FLOAT32 ? 4 : o->dtype == STK_DTYPE_FLOAT16 ? 2 : 1;
+	return (size_t)o->width * o->height * 3 * elem;
+}
+
+/* --- the per-sample generator ------------------------------------------- */
+
+struct rng {
+	uint64_t s;
+};
+
+static double uniform(struct rng *r) /* [0, 1) */
+{
+	r->s += 0x9e3779b97f4a7c15ull;
+	return (double)(stk__mix64(r->s) >> 11) * 0x1.0p-53;
+}
+
+static int randint(struct rng *r, int lo, int hi) /* inclusive, like torch.randint(lo, hi+1) */
+{
+	return lo + (int)(uniform(r) * (double)(hi - lo + 1));
+}
+
+uint64_t stk__sample_seed(uint64_t seed, uint64_t epoch, int64_t index)
+{
+	return stk__mix64(seed ^ stk__mix64(epoch ^ stk__mix64((uint64_t)index + 0x632be59bd9b4e019ull)));
+}
+
+/* The crop box in source pixels: torchvision's RandomResizedCrop.get_params
+ * (ten tries, then the centre-crop fallback), or Resize(short side) +
+ * CenterCrop expressed in source coordinates. */
+void stk__image_box(const struct stk_image_opts *o, uint64_t sample_seed, int W, int H,
+		    struct stk__box *box)
+{
+	struct rng r = {sample_seed};
+	box->flip = false;
+	if (o->crop == STK_CROP_CENTER) {
+		/* torchvision: Resize(S) gives the short side S and the long side
+		 * int(S × long / short); CenterCrop offsets are int(round(d / 2)) with
+		 * Python's round half to even (nearbyint's default). */
+		int S = (int)lround((o->width < o->height ? o->width : o->height) / o->crop_frac);
+		int nw = W <= H ? S : (int)((double)S * W / H);
+		int nh = W <= H ? (int)((double)S * H / W) : S;
+		double sx = (double)W / nw, sy = (double)H / nh;
+		box->x = nearbyint((nw - (double)o->width) / 2.0) * sx;
+		box->y = nearbyint((nh - (double)o->height) / 2.0) * sy;
+		box->w = o->width * sx;
+		box->h = o->height * sy;
+	} else {
+		double area = (double)W * H;
+		double lr0 = log(o->ratio_min), lr1 = log(o->ratio_max);
+		bool found = false;
+		for (int t = 0; t < 10 && !found; t++) {
+			double target = area * (o->scale_min + uniform(&r) * (o->scale_max - o->scale_min));
+			double aspect = exp(lr0 + uniform(&r) * (lr1 - lr0));
+			int w = (int)lround(sqrt(target * aspect));
+			int h = (int)lround(sqrt(target / aspect));
+			if (w > 0 && w <= W && h > 0 && h <= H) {
+				box->y = randint(&r, 0, H - h);
+				box->x = randint(&r, 0, W - w);
+				box->w = w;
+				box->h = h;
+				found = true;
+			}
+		}
+		if (!found) {
+			double in_ratio = (double)W / H;
+			int w = W, h = H;
+			if (in_ratio < o->ratio_min)
+				h = (int)lround(w / o->ratio_min);
+			else if (in_ratio > o->ratio_max)
+				w = (int)lround(h * o->ratio_max);
+			box->x = (W - w) / 2;
+			box->y = (H - h) / 2;
+			box->w = w;
+			box->h = h;
+		}
+		if (!(o->flags & STK_IMG_NO_FLIP))
+			box->flip = uniform(&r) < 0.5;
+	}
+}
+
+/* --- libjpeg glue --------------------------------------------------------- */
+
+struct err_mgr {
+	struct jpeg_error_mgr pub;
+	jmp_buf jmp;
+	bool truncated;
+};
+
+static void on_error_exit(j_common_ptr c)
+{
+	longjmp(((struct err_mgr *)c->err)->jmp, 1);
+}
+
+static void on_message(j_common_ptr c, int level)
+{
+	/* a warning: most are harmless (extraneous bytes), but data that ends
+	 * early is decoded as grey, which PIL refuses too */
+	if (level < 0 && (c->err->msg_code == JWRN_JPEG_EOF))
+		((struct err_mgr *)c->err)->truncated = true;
+}
+
+static void no_output(j_common_ptr c)
+{
+	(void)c;
+}
+
+/* --- resampling ------------------------------------------------------------ */
+
+/* Taps of a triangle filter for each output coordinate, as PIL's
+ * precompute_coeffs: support scales with the shrink factor (antialiasing). */
+struct taps {
+	int *first, *count;
+	float *w;
+	int max;
+};
+
+static int make_taps(struct taps *t, double box0, double box_len, int in_size, int out_size)
+{
+	double scale = box_len / out_size;
+	double fscale = scale > 1 ? scale : 1;
+	double support = 1.0 * fscale;
+	t->max = (int)ceil(support) * 2 + 1;
+	t->first = malloc(sizeof(int) * (size_t)out_size);
+	t->count = malloc(sizeof(int) * (size_t)out_size);
+	t->w = malloc(sizeof(float) * (size_t)out_size * (size_t)t->max);
+	if (!t->first || !t->count || !t->w)
+		return -ENOMEM;
+	for (int o = 0; o < out_size; o++) {
+		double center = box0 + (o + 0.5) * scale;
+		int lo = (int)(center - support + 0.5);
+		int hi = (int)(center + support + 0.5);
+		if (lo < 0)
+			lo = 0;
+		if (hi > in_size)
+			hi = in_size;
+		if (hi - lo > t->max)
+			hi = lo + t->max;
+		double sum = 0;
+		float *w = t->w + (size_t)o * t->max;
+		for (int i = lo; i < hi; i++) {
+			double x = (i - center + 0.5) / fscale;
+			double k = x < 0 ? 1 + x : 1 - x;
+			w[i - lo] = (float)(k > 0 ? k : 0);
+			sum += w[i - lo];
+		}
+		if (sum <= 0) { /* a box entirely off the edge: nearest pixel */
+			lo = (int)center;
+			if (lo >= in_size)
+				lo = in_size - 1;
+			if (lo < 0)
+				lo = 0;
+			hi = lo + 1;
+			w[0] = 1;
+			sum = 1;
+		}
+		for (int i = 0; i < hi - lo; i++)
+			w[i] = (float)(w[i] / sum);
+		t->first[o] = lo;
+		t->count[o] = hi - lo;
+	}
+	return 0;
+}
+
+static void free_taps(struct taps *t)
+{
+	free(t->first);
+	free(t->count);
+	free(t->w);
+}
+
+static uint16_t to_half(float f)
+{
+	uint32_t x;
+	memcpy(&x, &f, 4);
+	uint32_t sign = (x >> 16) & 0x8000u;
+	int32_t e = (int32_t)((x >> 23) & 0xff) - 127 + 15;
+	uint32_t m = x & 0x7fffffu;
+	if (e <= 0) { /* subnormal or zero */
+		if (e < -10)
+			return (uint16_t)sign;
+		m |= 0x800000u;
+		uint32_t shift = (uint32_t)(14 - e);
+		uint32_t h = m >> shift;
+		if ((m >> (shift - 1)) & 1)
+			h++;
+		return (uint16_t)(sign | h);
+	}
+	if (e >= 31)
+		return (uint16_t)(sign | 0x7c00u);
+	uint32_t h = sign | ((uint32_t)e << 10) | (m >> 13);
+	if (m & 0x1000u) /* round half up on the dropped bits */
+		h++;
+	return (uint16_t)h;
+}
+
+/* Four floats, one pixel (R, G, B, unused): GCC and clang turn the arithmetic
+ * on these into SSE/NEON instructions, without target-specific code. */
+typedef float v4f __attribute__((vector_size(16)));
+
+static inline float clamp255(float v)
+{
+	return v < 0 ? 0 : v > 255 ? 255 : v;
+}
+
+/* Writes one output row of pixels with the layout and dtype asked; the
+ * common uint8 cases get loops of their own. */
+static void put_row(const struct stk_image_opts *o, void *out, int y, const v4f *px, bool flip)
+{
+	size_t W = o->width, H = o->height, plane = W * H;
+	bool nhwc = o->flags & STK_IMG_NHWC;
+	if (o->dtype == STK_DTYPE_UINT8) {
+		uint8_t *u = out;
+		for (size_t x = 0; x < W; x++) {
+			size_t dx = flip ? W - 1 - x : x;
+			uint8_t r = (uint8_t)(clamp255(px[x][0]) + 0.5f);
+			uint8_t g = (uint8_t)(clamp255(px[x][1]) + 0.5f);
+			uint8_t b = (uint8_t)(clamp255(px[x][2]) + 0.5f);
+			if (nhwc) {
+				uint8_t *d = u + ((size_t)y * W + dx) * 3;
+				d[0] = r;
+				d[1] = g;
+				d[2] = b;
+			} else {
+				size_t i = (size_t)y * W + dx;
+				u[i] = r;
+				u[plane + i] = g;
+				u[2 * plane + i] = b;
+			}
+		}
+		return;
+	}
+	for (size_t x = 0; x < W; x++) {
+		size_t dx = flip ? W - 1 - x : x;
+		for (int c = 0; c < 3; c++) {
+			float v = (clamp255(px[x][c]) / 255.0f - o->mean[c]) / o->std[c];
+			size_t idx = nhwc ? ((size_t)y * W + dx) * 3 + (size_t)c
+					  : (size_t)c * plane + (size_t)y * W + dx;
+			if (o->dtype == STK_DTYPE_FLOAT32)
+				((float *)out)[idx] = v;
+			else
+				((uint16_t *)out)[idx] = to_half(v);
+		}
+	}
+}
+
+/* Resamples the box (region coordinates) of an RGB region to the output:
+ * vertical pass first, over only the columns the horizontal taps reach, on
+ * the row as a flat run of bytes (the compiler vectorizes it; see the
+ * Makefile's -O3 for this file), then horizontal, a pixel (four floats, the
+ * fourth ignored) at a time.  Float arithmetic in a fixed order: the same
+ * bits whatever the thread count. */
+static int resample(const struct stk_image_opts *o, const uint8_t *rgb, int rw, int rh,
+		    double bx, double by, double bw, double bh, bool flip, void *out)
+{
+	int ow = (int)o->width, oh = (int)o->height;
+	struct taps tx = {0}, ty = {0};
+	float *tmp = NULL;
+	v4f *row = NULL;
+	int rc = make_taps(&tx, bx, bw, rw, ow);
+	if (!rc)
+		rc = make_taps(&ty, by, bh, rh, oh);
+	int c0 = rw, c1 = 0;
+	for (int x = 0; !rc && x < ow; x++) {
+		c0 = tx.first[x] < c0 ? tx.first[x] : c0;
+		c1 = tx.first[x] + tx.count[x] > c1 ? tx.first[x] + tx.count[x] : c1;
+	}
+	size_t n3 = (size_t)(c1 - c0) * 3;
+	/* +1 float: the horizontal pass loads four floats for a three-float pixel */
+	if (!rc && (!(tmp = malloc(sizeof(float) * (n3 * (size_t)oh + 1))) ||
+		    !(row = malloc(sizeof(v4f) * (size_t)ow))))
+		rc = -ENOMEM;
+	if (rc)
+		goto out;
+	tmp[n3 * (size_t)oh] = 0;
+	size_t stride = (size_t)rw * 3;
+	for (int y = 0; y < oh; y++) {
+		const float *w = ty.w + (size_t)y * ty.max;
+		const uint8_t *base = rgb + (size_t)ty.first[y] * stride + (size_t)c0 * 3;
+		float *acc = tmp + (size_t)y * n3;
+		float w0 = w[0];
+		for (size_t j = 0; j < n3; j++)
+			acc[j] = w0 * base[j];
+		for (int k = 1; k < ty.count[y]; k++) {
+			const uint8_t *p = base + (size_t)k * stride;
+			float wk = w[k];
+			for (size_t j = 0; j < n3; j++)
+				acc[j] += wk * p[j];
+		}
+	}
+	for (int y = 0; y < oh; y++) {
+		const float *src = tmp + (size_t)y * n3 - (size_t)c0 * 3;
+		for (int x = 0; x < ow; x++) {
+			const float *w = tx.w + (size_t)x * tx.max;
+			const float *p = src + (size_t)tx.first[x] * 3;
+			v4f acc = {0, 0, 0, 0};
+			for (int k = 0; k < tx.count[x]; k++, p += 3) {
+				v4f px;
+				memcpy(&px, p, sizeof(px));
+				acc += (v4f){w[k], w[k], w[k], w[k]} * px;
+			}
+			row[x] = acc;
+		}
+		put_row(o, out, y, row, flip);
+	}
+out:
+	free(tmp);
+	free(row);
+	free_taps(&tx);
+	free_taps(&ty);
+	return rc;
+}
+
+static bool is_jpeg(const uint8_t *p, size_t len)
+{
+	return len >= 3 && p[0] == 0xff && p[1] == 0xd8 && p[2] == 0xff;
+}
+
+static const char *format_name(const uint8_t *p, size_t len)
+{
+	if (len >= 8 && !memcmp(p, "\x89PNG\r\n\x1a\n", 8))
+		return "PNG";
+	if (len >= 4 && (!memcmp(p, "GIF8", 4)))
+		return "GIF";
+	if (len >= 12 && !memcmp(p, "RIFF", 4) && !memcmp(p + 8, "WEBP", 4))
+		return "WebP";
+	if (len >= 2 && !memcmp(p, "BM", 2))
+		return "BMP";
+	return NULL;
+}
+
+int stk__image_decode(const struct stk_image_opts *o, const uint8_t *src, size_t len,
+		      uint64_t sample_seed, void *out, char *err, size_t errlen)
+{
+	if (!is_jpeg(src, len)) {
+		const char *f = format_name(src, len);
+		if (f)
+			snprintf(err, errlen, "unsupported format: %s (JPEG only)", f);
+		else
+			snprintf(err, errlen, len ? "not a JPEG (no SOI marker)" : "empty file");
+		return f ? STK_EFORMAT : STK_ECORRUPT;
+	}
+	struct jpeg_decompress_struct ci;
+	struct err_mgr em;
+	uint8_t *volatile region = NULL;
+	volatile int rc = 0;
+	ci.err = jpeg_std_error(&em.pub);
+	em.pub.error_exit = on_error_exit;
+	em.pub.emit_message = on_message;
+	em.pub.output_message = no_output;
+	em.truncated = false;
+	if (setjmp(em.jmp)) {
+		char msg[JMSG_LENGTH_MAX];
+		em.pub.format_message((j_common_ptr)&ci, msg);
+		snprintf(err, errlen, "corrupt JPEG: %s", msg);
+		jpeg_destroy_decompress(&ci);
+		free(region);
+		return STK_ECORRUPT;
+	}
+	jpeg_create_decompress(&ci);
+	jpeg_mem_src(&ci, src, (unsigned long)len);
+	jpeg_read_header(&ci, TRUE);
+	uint64_t pixels = (uint64_t)ci.image_width * ci.image_height;
+	if (pixels > o->max_pixels || !ci.image_width || !ci.image_height) {
+		snprintf(err, errlen, "image of %ux%u pixels is above the limit of %llu",
+			 ci.image_width, ci.image_height, (unsigned long long)o->max_pixels);
+		jpeg_destroy_decompress(&ci);
+		return STK_ETOOBIG;
+	}
+	int W = (int)ci.image_width, H = (int)ci.image_height;
+	struct stk__box box;
+	stk__image_box(o, sample_seed, W, H, &box);
+
+	/* DCT scaling: the largest 1/d that keeps the box at least output-sized */
+	bool cmyk = ci.jpeg_color_space == JCS_CMYK || ci.jpeg_color_space == JCS_YCCK;
+	ci.out_color_space = cmyk ? JCS_CMYK : JCS_RGB;
+	ci.scale_num = 1;
+	ci.scale_denom = 1;
+	for (unsigned d = 8; d > 1; d /= 2)
+		if (box.w / d >= o->width && box.h / d >= o->height) {
+			ci.scale_denom = d;
+			break;
+		}
+	ci.dct_method = JDCT_ISLOW;
+	jpeg_start_decompress(&ci);
+	int SW = (int)ci.output_width, SH = (int)ci.output_height;
+	double sx = (double)SW / W, sy = (double)SH / H;
+	double bx = box.x * sx, by = box.y * sy, bw = box.w * sx, bh = box.h * sy;
+	/* the rows and columns the filter reaches, plus a margin */
+	double fsx = bw / o->width > 1 ? bw / o->width : 1, fsy = bh / o->height > 1 ? bh / o->height : 1;
+	int mx = (int)ceil(fsx) + 1, my = (int)ceil(fsy) + 1;
+	int x0 = (int)floor(bx) - mx, x1 = (int)ceil(bx + bw) + mx;
+	int y0 = (int)floor(by) - my, y1 = (int)ceil(by + bh) + my;
+	x0 = x0 < 0 ? 0 : x0;
+	y0 = y0 < 0 ? 0 : y0;
+	x1 = x1 > SW ? SW : x1;
+	y1 = y1 > SH ? SH : y1;
+	JDIMENSION cx = 0, cw = (JDIMENSION)SW;
+	if (x1 - x0 < SW) {
+		cx = (JDIMENSION)x0;
+		cw = (JDIMENSION)(x1 - x0);
+		jpeg_crop_scanline(&ci, &cx, &cw); /* widens to iMCU boundaries */
+	}
+	int comps = ci.out_color_components;
+	size_t stride = (size_t)ci.output_width * (size_t)comps; /* after crop: cw columns */
+	int rows = y1 - y0;
+	region = malloc(stride * (size_t)rows + (size_t)cw * 3 * (size_t)rows);
+	if (!region) {
+		jpeg_destroy_decompress(&ci);
+		snprintf(err, errlen, "out of memory decoding %dx%d", W, H);
+		return -ENOMEM;
+	}
+	if (y0 > 0)
+		jpeg_skip_scanlines(&ci, (JDIMENSION)y0);
+	while ((int)ci.output_scanline < y1) {
+		JSAMPROW row = region + stride * (ci.output_scanline - (JDIMENSION)y0);
+		jpeg_read_scanlines(&ci, &row, 1);
+	}
+	if (em.truncated) {
+		snprintf(err, errlen, "corrupt JPEG: data ends before the image does (truncated file)");
+		rc = STK_ECORRUPT;
+	}
+	jpeg_abort_decompress(&ci);
+	bool adobe_inverted = ci.saw_Adobe_marker;
+	jpeg_destroy_decompress(&ci);
+	if (rc) {
+		free(region);
+		return rc;
+	}
+	uint8_t *rgb = region;
+	if (cmyk) { /* to RGB: Adobe writes CMYK inverted */
+		rgb = region + stride * (size_t)rows;
+		for (size_t i = 0; i < (size_t)cw * (size_t)rows; i++) {
+			const uint8_t *p = region + i * 4;
+			int c = p[0], m = p[1], y = p[2], k = p[3];
+			if (!adobe_inverted) {
+				c = 255 - c;
+				m = 255 - m;
+				y = 255 - y;
+				k = 255 - k;
+			}
+			rgb[i * 3] = (uint8_t)(c * k / 255);
+			rgb[i * 3 + 1] = (uint8_t)(m * k / 255);
+			rgb[i * 3 + 2] = (uint8_t)(y * k / 255);
+		}
+	}
+	rc = resample(o, rgb, (int)cw, rows, bx - (double)cx, by - (double)y0, bw, bh, box.flip, out);
+	free(region);
+	if (rc)
+		snprintf(err, errlen, "out of memory resampling");
+	return rc;
+}
+
+/* --- public ---------------------------------------------------------------- */
+
+size_t stk_image_bytes(const struct stk_image_opts *opts)
+{
+	struct stk_image_opts o = *opts;
+	stk__image_defaults(&o);
+	return stk__image_bytes(&o);
+}
+
+int stk_image_decode(const struct stk_image_opts *opts, const void *data, size_t len,
+		     uint64_t seed, uint64_t epoch, int64_t index, void *out, char *err,
+		     size_t errlen)
+{
+	char scratch[8];
+	if (!err || !errlen) {
+		err = scratch;
+		errlen = sizeof(scratch);
+	}
+	err[0] = 0;
+	struct stk_image_opts o = {0};
+	memcpy(&o, opts, opts->size && opts->size < sizeof(o) ? opts->size : sizeof(o));
+	stk__image_defaults(&o);
+	int rc = stk__image_check(&o, err, errlen);
+	if (rc)
+		return rc;
+	return stk__image_decode(&o, data, len, stk__sample_seed(seed, epoch, index), out, err,
+				 errlen);
+}

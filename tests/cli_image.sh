@@ -1,0 +1,25 @@
+#!/bin/sh
+# The image pipeline from the CLI: stoker bench --image decodes every sample,
+# and the centre crop matches torchvision/PIL within 2 grey levels.
+set -u
+t=$(mktemp -d) || exit 1
+trap 'rm -rf "$t"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+"$STOKER" gen "$t/d" --images 24 --classes 2 --seed 3 >/dev/null || fail "gen"
+lib=$(dirname "$STOKER")/libstoker.so.0
+/usr/bin/python3 "$(dirname "$0")/image_vs_pil.py" "$lib" "$t"/d/c0000/*.jpg; rc=$?
+[ $rc = 0 ] || [ $rc = 77 ] || fail "centre crop differs from torchvision"
+out=$("$STOKER" bench "$t/d" --image --size 96 --batch-size 5 --json) || fail "bench --image exit $?"
+echo "$out" | /usr/bin/python3 -c '
+import json, sys
+j = json.load(sys.stdin)
+s = j["stoker"]
+assert s["samples"] == 24 and s["errors"] == 0, s
+assert s["decode_images_per_s_per_core"] > 0, s
+assert j["image"]["width"] == 96, j
+' || fail "bench --image json: $out"
+printf 'not a jpeg' > "$t/d/c0001/zzz.jpg"
+err=$("$STOKER" bench "$t/d" --image --no-baseline --on-error fail 2>&1); rc=$?
+[ $rc = 1 ] || fail "corrupt file under --on-error fail: exit $rc"
+echo "$err" | grep -q "zzz.jpg: not a JPEG" || fail "corrupt file not named: $err"
+exit 0

@@ -1,0 +1,415 @@
+/* test_image.c — the image pipeline: crop boxes with torchvision's
+ * distribution, flips, colour spaces, determinism across thread counts, and
+ * the corrupt-file corpus (under ASan in CI: nothing written out of bounds). */
+#include "testutil.h"
+
+#include "image.h"
+#include "stoker/stoker.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <jpeglib.h>
+
+/* Encodes a w×h image with `comps` components (1 gray, 3 RGB, 4 CMYK) whose
+ * pixel (x, y) channel c is f(x, y, c).  Returns malloc'ed bytes. */
+static uint8_t *encode(int w, int h, int comps, int (*f)(int, int, int), size_t *len)
+{
+	struct jpeg_compress_struct c;
+	struct jpeg_error_mgr e;
+	c.err = jpeg_std_error(&e);
+	jpeg_create_compress(&c);
+	unsigned char *out = NULL;
+	unsigned long outlen = 0;
+	jpeg_mem_dest(&c, &out, &outlen);
+	c.image_width = (JDIMENSION)w;
+	c.image_height = (JDIMENSION)h;
+	c.input_components = comps;
+	c.in_color_space = comps == 1 ? JCS_GRAYSCALE : comps == 4 ? JCS_CMYK : JCS_RGB;
+	jpeg_set_defaults(&c);
+	jpeg_set_quality(&c, 95, TRUE);
+	jpeg_start_compress(&c, TRUE);
+	uint8_t *row = malloc((size_t)w * (size_t)comps);
+	assert_non_null(row);
+	while (c.next_scanline < c.image_height) {
+		for (int x = 0; x < w; x++)
+			for (int k = 0; k < comps; k++)
+				row[x * comps + k] = (uint8_t)f(x, (int)c.next_scanline, k);
+		JSAMPROW r = row;
+		jpeg_write_scanlines(&c, &r, 1);
+	}
+	jpeg_finish_compress(&c);
+	jpeg_destroy_compress(&c);
+	free(row);
+	*len = outlen;
+	return out;
+}
+
+static int solid(int x, int y, int c)
+{
+	(void)x;
+	(void)y;
+	return c == 0 ? 200 : c == 1 ? 100 : 30;
+}
+
+static int hgrad(int x, int y, int c)
+{
+	(void)y;
+	(void)c;
+	return x * 255 / 399;
+}
+
+static int gray(int x, int y, int c)
+{
+	(void)c;
+	return (x + y) % 256;
+}
+
+static int cmyk_red(int x, int y, int c)
+{
+	(void)x;
+	(void)y;
+	/* Adobe CMYK as libjpeg writes it (inverted): red = C 0, M 1, Y 1, K 0 */
+	return c == 0 ? 255 : c == 1 ? 0 : c == 2 ? 0 : 255;
+}
+
+static struct stk_image_opts opts(enum stk_crop crop, uint32_t flags)
+{
+	return (struct stk_image_opts){.size = sizeof(struct stk_image_opts), .crop = crop,
+				       .flags = flags, .width = 64, .height = 48};
+}
+
+static void test_solid_colour(void **state)
+{
+	(void)state;
+	size_t len;
+	uint8_t *jpg = encode(400, 300, 3, solid, &len);
+	for (int crop = 0; crop < 2; crop++) {
+		struct stk_image_opts o = opts((enum stk_crop)crop, 0);
+		size_t n = stk_image_bytes(&o);
+		assert_int_equal(n, 64 * 48 * 3);
+		uint8_t *out = malloc(n);
+		char err[256];
+		for (int64_t i = 0; i < 20; i++) {
+			assert_int_equal(stk_image_decode(&o, jpg, len, 1, 0, i, out, err, sizeof(err)), 0);
+			for (size_t k = 0; k < n; k++) {
+				int want = k < n / 3 ? 200 : k < 2 * n / 3 ? 100 : 30; /* NCHW */
+				assert_true(abs(out[k] - want) <= 3);
+			}
+		}
+		free(out);
+	}
+	free(jpg);
+}
+
+static void test_deterministic_and_flip(void **state)
+{
+	(void)state;
+	size_t len;
+	uint8_t *jpg = encode(400, 300, 3, hgrad, &len);
+	struct stk_image_opts o = opts(STK_CROP_RANDOM_RESIZED, STK_IMG_NHWC);
+	size_t n = stk_image_bytes(&o);
+	uint8_t *a = malloc(n), *b = malloc(n);
+	char err[256];
+	int flipped = 0, same_as_other = 0;
+	for (int64_t i = 0; i < 200; i++) {
+		assert_int_equal(stk_image_decode(&o, jpg, len, 5, 2, i, a, err, sizeof(err)), 0);
+		assert_int_equal(stk_image_decode(&o, jpg, len, 5, 2, i, b, err, sizeof(err)), 0);
+		assert_memory_equal(a, b, n); /* same (seed, epoch, index): same bytes */
+		/* the gradient rises left to right, unless flipped */
+		int left = a[(24 * 64 + 2) * 3], right = a[(24 * 64 + 61) * 3];
+		assert_true(left != right);
+		flipped += left > right;
+		assert_int_equal(stk_image_decode(&o, jpg, len, 5, 3, i, b, err, sizeof(err)), 0);
+		same_as_other += !memcmp(a, b, n);
+	}
+	assert_true(flipped > 70 && flipped < 130); /* p = 0.5 */
+	assert_true(same_as_other < 5);             /* another epoch, another crop */
+	o.flags |= STK_IMG_NO_FLIP;
+	for (int64_t i = 0; i < 50; i++) {
+		assert_int_equal(stk_image_decode(&o, jpg, len, 5, 2, i, a, err, sizeof(err)), 0);
+		assert_true(a[(24 * 64 + 2) * 3] < a[(24 * 64 + 61) * 3]);
+	}
+	free(a);
+	free(b);
+	free(jpg);
+}
+
+static void test_box_distribution(void **state)
+{
+	(void)state;
+	struct stk_image_opts o = opts(STK_CROP_RANDOM_RESIZED, 0);
+	stk__image_defaults(&o);
+	const int W = 500, H = 375;
+	double smin = 1, smax = 0, rmin = 10, rmax = 0;
+	for (int64_t i = 0; i < 20000; i++) {
+		struct stk__box b;
+		stk__image_box(&o, stk__sample_seed(9, 0, i), W, H, &b);
+		assert_true(b.x >= 0 && b.y >= 0 && b.x + b.w <= W && b.y + b.h <= H);
+		assert_true(b.w >= 1 && b.h >= 1);
+		double scale = b.w * b.h / (W * H), ratio = b.w / b.h;
+		smin = fmin(smin, scale);
+		smax = fmax(smax, scale);
+		rmin = fmin(rmin, ratio);
+		rmax = fmax(rmax, ratio);
+	}
+	/* within torchvision's bounds (rounding to whole pixels aside), and spread over them */
+	assert_true(smin >= 0.08 * 0.97 && smin < 0.09);
+	assert_true(smax <= 1.0 && smax > 0.95);
+	assert_true(rmin >= 0.75 * 0.97 && rmin < 0.78);
+	assert_true(rmax <= 4.0 / 3 * 1.03 && rmax > 1.28);
+	/* an image too wide for any allowed ratio: ten failed tries, centre fallback */
+	struct stk__box b;
+	stk__image_box(&o, stk__sample_seed(1, 0, 0), 1000, 10, &b);
+	assert_true(fabs(b.h - 10) < 1e-9);
+	assert_true(fabs(b.w - 13) < 1e-9); /* round(10 × 4/3) */
+	assert_true(fabs(b.x - (1000 - 13) / 2) < 1e-9);
+	/* the centre crop: short side to out/0.875, centred */
+	struct stk_image_opts c = opts(STK_CROP_CENTER, 0);
+	c.width = c.height = 224;
+	stk__image_defaults(&c);
+	stk__image_box(&c, 0, 512, 256, &b); /* resize to 512x256 → no scaling, crop 224 */
+	assert_true(fabs(b.w - 224) < 1e-9 && fabs(b.h - 224) < 1e-9);
+	assert_true(fabs(b.x - 144) < 1e-9 && fabs(b.y - 16) < 1e-9);
+}
+
+static void test_colour_spaces(void **state)
+{
+	(void)state;
+	size_t len;
+	char err[256];
+	struct stk_image_opts o = opts(STK_CROP_CENTER, STK_IMG_NHWC);
+	size_t n = stk_image_bytes(&o);
+	uint8_t *out = malloc(n);
+	uint8_t *jpg = encode(320, 240, 1, gray, &len);
+	assert_int_equal(stk_image_decode(&o, jpg, len, 0, 0, 0, out, err, sizeof(err)), 0);
+	for (size_t p = 0; p < n; p += 3) /* grayscale comes out as RGB, R = G = B */
+		assert_true(out[p] == out[p + 1] && out[p + 1] == out[p + 2]);
+	free(jpg);
+	jpg = encode(320, 240, 4, cmyk_red, &len);
+	assert_int_equal(stk_image_decode(&o, jpg, len, 0, 0, 0, out, err, sizeof(err)), 0);
+	for (size_t p = 0; p < n; p += 3)
+		assert_true(out[p] > 240 && out[p + 1] < 15 && out[p + 2] < 15);
+	free(jpg);
+	free(out);
+}
+
+static void test_dtypes_and_layouts(void **state)
+{
+	(void)state;
+	size_t len;
+	char err[256];
+	uint8_t *jpg = encode(300, 300, 3, hgrad, &len);
+	struct stk_image_opts u = opts(STK_CROP_CENTER, 0);
+	struct stk_image_opts h = opts(STK_CROP_CENTER, STK_IMG_NHWC);
+	struct stk_image_opts f = opts(STK_CROP_CENTER, STK_IMG_NORMALIZE);
+	f.dtype = STK_DTYPE_FLOAT32;
+	float mean[3] = {0.485f, 0.456f, 0.406f}, std[3] = {0.229f, 0.224f, 0.225f};
+	memcpy(f.mean, mean, sizeof(mean));
+	memcpy(f.std, std, sizeof(std));
+	struct stk_image_opts g = f;
+	g.dtype = STK_DTYPE_FLOAT16;
+	assert_int_equal(stk_image_bytes(&f), 4 * stk_image_bytes(&u));
+	assert_int_equal(stk_image_bytes(&g), 2 * stk_image_bytes(&u));
+	size_t n = stk_image_bytes(&u), px = n / 3;
+	uint8_t *a = malloc(n), *b = malloc(n);
+	float *fl = malloc(4 * n);
+	uint16_t *hf = malloc(2 * n);
+	assert_int_equal(stk_image_decode(&u, jpg, len, 0, 0, 0, a, err, sizeof(err)), 0);
+	assert_int_equal(stk_image_decode(&h, jpg, len, 0, 0, 0, b, err, sizeof(err)), 0);
+	assert_int_equal(stk_image_decode(&f, jpg, len, 0, 0, 0, fl, err, sizeof(err)), 0);
+	assert_int_equal(stk_image_decode(&g, jpg, len, 0, 0, 0, hf, err, sizeof(err)), 0);
+	for (size_t p = 0; p < px; p++)
+		for (size_t c = 0; c < 3; c++) {
+			uint8_t v = a[c * px + p];
+			assert_int_equal(v, b[p * 3 + c]); /* NCHW and NHWC hold the same pixels */
+			float want = (v / 255.0f - mean[c]) / std[c];
+			assert_true(fabsf(fl[c * px + p] - want) < 0.5f / 255 / std[c] + 1e-5f);
+			/* float16: sign, exponent and top mantissa bits agree */
+			uint16_t hv = hf[c * px + p];
+			float back = ldexpf((float)(1024 + (hv & 0x3ff)), ((hv >> 10) & 0x1f) - 25);
+			if (hv & 0x8000)
+				back = -back;
+			if (((hv >> 10) & 0x1f) == 0)
+				back = ldexpf((float)(hv & 0x3ff), -24) * ((hv & 0x8000) ? -1.f : 1.f);
+			assert_true(fabsf(back - fl[c * px + p]) < 0.01f);
+		}
+	free(a);
+	free(b);
+	free(fl);
+	free(hf);
+	free(jpg);
+}
+
+static void test_corrupt_corpus(void **state)
+{
+	(void)state;
+	size_t len;
+	char err[256];
+	uint8_t *jpg = encode(400, 300, 3, hgrad, &len);
+	struct stk_image_opts o = opts(STK_CROP_CENTER, 0);
+	size_t n = stk_image_bytes(&o);
+	/* a guard zone after the output catches writes past it, ASan or not */
+	uint8_t *out = malloc(n + 64);
+	memset(out + n, 0xa5, 64);
+	/* truncated at several points */
+	size_t cuts[] = {1, 2, 3, 10, 100, len / 4, len / 2, len - 10, len - 2};
+	for (size_t i = 0; i < STK_ARRAY_SIZE(cuts); i++) {
+		int rc = stk_image_decode(&o, jpg, cuts[i], 0, 0, 0, out, err, sizeof(err));
+		assert_int_equal(rc, STK_ECORRUPT);
+		assert_true(strlen(err) > 5);
+	}
+	/* zero bytes */
+	assert_int_equal(stk_image_decode(&o, jpg, 0, 0, 0, 0, out, err, sizeof(err)), STK_ECORRUPT);
+	assert_non_null(strstr(err, "empty"));
+	/* random bytes named .jpg */
+	uint8_t noise[4096];
+	uint64_t x = 1;
+	for (size_t i = 0; i < sizeof(noise); i++)
+		noise[i] = (uint8_t)((x = x * 6364136223846793005ull + 1442695040888963407ull) >> 56);
+	assert_int_equal(stk_image_decode(&o, noise, sizeof(noise), 0, 0, 0, out, err, sizeof(err)),
+			 STK_ECORRUPT);
+	/* noise after a valid SOI: libjpeg's message, not a dead process */
+	memcpy(noise, "\xff\xd8\xff", 3);
+	assert_int_equal(stk_image_decode(&o, noise, sizeof(noise), 0, 0, 0, out, err, sizeof(err)),
+			 STK_ECORRUPT);
+	assert_non_null(strstr(err, "corrupt JPEG"));
+	/* flipped bits in the entropy-coded data still decode or fail cleanly */
+	uint8_t *bad = malloc(len);
+	for (int t = 0; t < 50; t++) {
+		memcpy(bad, jpg, len);
+		for (int k = 0; k < 8; k++)
+			bad[600 + (size_t)((t * 131 + k * 977) % (int)(len - 700))] ^= (uint8_t)(1 << (k % 8));
+		int rc = stk_image_decode(&o, bad, len, 0, 0, 0, out, err, sizeof(err));
+		assert_true(rc == 0 || rc == STK_ECORRUPT);
+	}
+	free(bad);
+	/* headers claiming 65,535 × 65,535 (libjpeg's own limit is 65,500) and
+	 * 20,000 × 20,000 (above the 100-megapixel limit): refused before any
+	 * allocation */
+	uint8_t *big = malloc(len);
+	const int dims[2] = {65535, 20000};
+	for (int t = 0; t < 2; t++) {
+		memcpy(big, jpg, len);
+		for (size_t i = 0; i + 8 < len; i++)
+			if (big[i] == 0xff && big[i + 1] == 0xc0) { /* SOF0: len(2) prec(1) h(2) w(2) */
+				big[i + 5] = big[i + 7] = (uint8_t)(dims[t] >> 8);
+				big[i + 6] = big[i + 8] = (uint8_t)dims[t];
+				break;
+			}
+		int rc = stk_image_decode(&o, big, len, 0, 0, 0, out, err, sizeof(err));
+		if (t == 0) {
+			assert_true(rc == STK_ECORRUPT || rc == STK_ETOOBIG);
+			assert_true(strstr(err, "65500") || strstr(err, "65535"));
+		} else {
+			assert_int_equal(rc, STK_ETOOBIG);
+			assert_non_null(strstr(err, "20000x20000 pixels is above the limit"));
+		}
+	}
+	free(big);
+	/* a PNG is named as unsupported */
+	assert_int_equal(stk_image_decode(&o, "\x89PNG\r\n\x1a\n....", 12, 0, 0, 0, out, err,
+					  sizeof(err)), STK_EFORMAT);
+	assert_non_null(strstr(err, "PNG"));
+	for (int i = 0; i < 64; i++)
+		assert_int_equal(out[n + i], 0xa5);
+	free(out);
+	free(jpg);
+}
+
+/* The loader in image mode: the same batches whatever the decode thread
+ * count; a corrupt file is skipped and named, or fails the epoch. */
+static void test_loader_image_mode(void **state)
+{
+	(void)state;
+	char *d = tu_mkdtemp();
+	char p[PATH_MAX];
+	for (int c = 0; c < 2; c++) {
+		snprintf(p, sizeof(p), "%s/k%d", d, c);
+		tu_mkdir(p);
+		for (int i = 0; i < 20; i++) {
+			size_t len;
+			uint8_t *jpg = encode(160 + i * 7, 120 + c * 40, 3, (c ? hgrad : gray), &len);
+			snprintf(p, sizeof(p), "%s/k%d/%02d.jpg", d, c, i);
+			tu_write(p, jpg, i == 7 && c == 1 ? len / 2 : len); /* one truncated */
+			free(jpg);
+		}
+	}
+	struct stk_image_opts img = {.size = sizeof(img), .width = 32, .height = 32};
+	uint8_t *first = NULL;
+	size_t first_len = 0;
+	for (uint32_t threads = 1; threads <= 3; threads += 2) {
+		img.decode_threads = threads;
+		struct stk_loader_opts o = {.size = sizeof(o), .path = d, .batch_size = 8, .seed = 4,
+					    .image = &img, .flags = STK_F_QUIET};
+		struct stk_loader *l;
+		char err[512];
+		assert_int_equal(stk_loader_create(&l, &o, err, sizeof(err)), 0);
+		struct stk_batch *b;
+		int rc;
+		uint8_t *all = malloc(40 * 32 * 32 * 3);
+		size_t off = 0;
+		int samples = 0;
+		while ((rc = stk_loader_next(l, &b)) == 1) {
+			assert_int_equal(b->height, 32);
+			assert_int_equal(b->channels, 3);
+			assert_int_equal(b->image_bytes, 32 * 32 * 3);
+			memcpy(all + off, b->images, b->count * b->image_bytes);
+			off += b->count * b->image_bytes;
+			samples += (int)b->count;
+			stk_batch_release(l, b);
+		}
+		assert_int_equal(rc, 0);
+		assert_int_equal(samples, 39);
+		assert_non_null(strstr(stk_last_error(l), "k1/07.jpg: corrupt JPEG"));
+		struct stk_stats st = {.size = sizeof(st)};
+		stk_loader_stats(l, &st);
+		assert_int_equal(st.errors, 1);
+		assert_int_equal(st.decode_threads, threads);
+		assert_true(st.decode_p50_ns > 0);
+		stk_loader_destroy(l);
+		if (!first) {
+			first = all;
+			first_len = off;
+		} else {
+			assert_int_equal(off, first_len);
+			assert_memory_equal(all, first, off); /* bit-identical across thread counts */
+			free(all);
+		}
+	}
+	free(first);
+	/* under the fail policy the corrupt file ends the epoch, named with libjpeg's reason */
+	struct stk_loader_opts o = {.size = sizeof(o), .path = d, .batch_size = 8, .image = &img,
+				    .on_error = STK_ON_ERROR_FAIL, .flags = STK_F_QUIET};
+	struct stk_loader *l;
+	char err[512];
+	assert_int_equal(stk_loader_create(&l, &o, err, sizeof(err)), 0);
+	struct stk_batch *b;
+	int rc;
+	while ((rc = stk_loader_next(l, &b)) == 1)
+		stk_batch_release(l, b);
+	assert_int_equal(rc, STK_ECORRUPT);
+	assert_non_null(strstr(stk_last_error(l), "k1/07.jpg: corrupt JPEG"));
+	stk_loader_destroy(l);
+	/* bad image options are refused with the reason */
+	img.scale_min = 0.5f;
+	img.scale_max = 0.2f;
+	assert_int_equal(stk_loader_create(&l, &o, err, sizeof(err)), -ERANGE);
+	assert_non_null(strstr(err, "scale"));
+	tu_rmrf(d);
+	free(d);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_solid_colour),
+		cmocka_unit_test(test_deterministic_and_flip),
+		cmocka_unit_test(test_box_distribution),
+		cmocka_unit_test(test_colour_spaces),
+		cmocka_unit_test(test_dtypes_and_layouts),
+		cmocka_unit_test(test_corrupt_corpus),
+		cmocka_unit_test(test_loader_image_mode),
+	};
+	return cmocka_run_group_tests_name("image", tests, NULL, NULL);
+}
