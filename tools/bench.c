@@ -12,6 +12,7 @@
 #include <fcntl.h>
 #include <jansson.h>
 #include <limits.h>
+#include <stddef.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,33 +22,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench.h"
 #include "cli.h"
 
 #define DEFAULT_IMAGES "10000"
 #define DEFAULT_CLASSES "100"
-
-struct bench_opts {
-	const char *path;
-	int64_t batch_size, prefetch, qd, io_threads, epochs, seed, rank, world, max_samples;
-	double compute_ms, seconds;
-	int engine, on_error;
-	int cache; /* CACHE_* */
-	bool image, no_flip, normalize;
-	int64_t size, decode_threads;
-	int crop, layout, dtype;
-	bool cold, direct, json, no_baseline, no_shuffle, drop_last;
-};
-
-enum { CACHE_WARM, CACHE_COLD, CACHE_AS_IS };
-
-struct run {
-	double wall, cpu, compute;
-	uint64_t samples, bytes, batches, errors;
-	struct stk_stats st;
-	double rss_first_mb, rss_last_mb;
-	double decode_s; /* baseline: time decoding */
-	json_t *epochs; /* per-epoch figures */
-};
 
 static volatile sig_atomic_t interrupted;
 static void on_sigint(int sig)
@@ -409,6 +388,154 @@ static void print_human(struct stk_loader *l, const struct bench_opts *o, const 
 	printf("\n");
 }
 
+static void loader_opts(const struct bench_opts *o, struct stk_loader_opts *lo,
+			struct stk_image_opts *img)
+{
+	*lo = (struct stk_loader_opts){
+		.size = sizeof(*lo), .path = o->path, .batch_size = (uint32_t)o->batch_size,
+		.prefetch = (uint32_t)o->prefetch, .queue_depth = (uint32_t)o->qd,
+		.io_threads = (uint32_t)o->io_threads, .seed = (uint64_t)o->seed,
+		.rank = (uint32_t)o->rank, .world_size = (uint32_t)o->world,
+		.engine = (enum stk_engine)o->engine, .on_error = (enum stk_on_error)o->on_error,
+		.null_latency_ns = (uint64_t)(o->null_latency_ms * 1e6),
+		.flags = (o->direct ? STK_F_DIRECT : 0) | (o->no_shuffle ? STK_F_NO_SHUFFLE : 0) |
+			 (o->drop_last ? STK_F_DROP_LAST : 0)};
+	*img = (struct stk_image_opts){
+		.size = sizeof(*img), .width = (uint32_t)o->size, .height = (uint32_t)o->size,
+		.crop = o->crop ? STK_CROP_CENTER : STK_CROP_RANDOM_RESIZED,
+		.dtype = (enum stk_dtype)o->dtype, .decode_threads = (uint32_t)o->decode_threads,
+		.flags = (o->no_flip ? STK_IMG_NO_FLIP : 0) | (o->layout ? STK_IMG_NHWC : 0) |
+			 (o->normalize ? STK_IMG_NORMALIZE : 0),
+		.mean = {0.485f, 0.456f, 0.406f}, .std = {0.229f, 0.224f, 0.225f}};
+	if (o->image)
+		lo->image = img;
+}
+
+/* The knobs --sweep can turn, and where each lives in the options. */
+static int64_t *sweep_knob(struct bench_opts *o, const char *name)
+{
+	static const struct {
+		const char *name;
+		size_t off;
+	} knobs[] = {
+		{"threads", offsetof(struct bench_opts, io_threads)},
+		{"io-threads", offsetof(struct bench_opts, io_threads)},
+		{"qd", offsetof(struct bench_opts, qd)},
+		{"queue-depth", offsetof(struct bench_opts, qd)},
+		{"prefetch", offsetof(struct bench_opts, prefetch)},
+		{"batch", offsetof(struct bench_opts, batch_size)},
+		{"batch-size", offsetof(struct bench_opts, batch_size)},
+		{"decode-threads", offsetof(struct bench_opts, decode_threads)},
+	};
+	for (size_t i = 0; i < sizeof(knobs) / sizeof(knobs[0]); i++)
+		if (!strcmp(name, knobs[i].name))
+			return (int64_t *)((char *)o + knobs[i].off);
+	return NULL;
+}
+
+/* --sweep knob=v1,v2,...: one loader run per value (no baseline), a table,
+ * and an SVG chart of samples/s against the knob. */
+static int run_sweep(struct bench_opts o)
+{
+	char knob[32];
+	const char *eq = strchr(o.sweep, '=');
+	int64_t *dst = NULL;
+	if (eq && (size_t)(eq - o.sweep) < sizeof(knob)) {
+		memcpy(knob, o.sweep, (size_t)(eq - o.sweep));
+		knob[eq - o.sweep] = 0;
+		dst = sweep_knob(&o, knob);
+	}
+	double xs[64], ys[64];
+	int n = 0;
+	for (const char *p = eq ? eq + 1 : ""; dst && *p && n < 64;) {
+		char *end;
+		errno = 0;
+		long long v = strtoll(p, &end, 10);
+		if (errno || end == p || v < (strcmp(knob, "decode-threads") ? 1 : 0) || v > 1 << 20 ||
+		    (*end && *end != ',')) {
+			n = 0;
+			break;
+		}
+		xs[n++] = (double)v;
+		p = *end ? end + 1 : end;
+	}
+	if (!dst || n == 0) {
+		fprintf(stderr, "stoker bench: --sweep '%s': want KNOB=V1,V2,... with KNOB one of "
+				"threads, qd, prefetch, batch, decode-threads and positive integers\n",
+			o.sweep);
+		return EXIT_USAGE;
+	}
+	char plot[256];
+	snprintf(plot, sizeof(plot), "%s", o.plot ? o.plot : "");
+	if (!o.plot)
+		snprintf(plot, sizeof(plot), "stoker-sweep-%s.svg", knob);
+	json_t *rows = json_array();
+	if (!o.json)
+		printf("stoker bench --sweep %s: %s\n\n  %14s %12s %10s %8s %10s  %s\n", knob, o.path,
+		       knob, "samples/s", "MB/s", "stall", "in flight", "verdict");
+	int rc = 0;
+	for (int i = 0; i < n && !interrupted; i++) {
+		*dst = (int64_t)xs[i];
+		struct stk_loader_opts lo;
+		struct stk_image_opts img;
+		loader_opts(&o, &lo, &img);
+		struct stk_loader *l;
+		char err[PATH_MAX + 256];
+		if ((rc = stk_loader_create(&l, &lo, err, sizeof(err))) < 0) {
+			fprintf(stderr, "stoker bench: %s=%g: %s\n", knob, xs[i], err);
+			break;
+		}
+		const char *cache = "as found";
+		if (o.cache != CACHE_AS_IS) {
+			set_cache(l, &o, NULL, 0, &cache);
+			stk_loader_start(l, 0, 0);
+			stk_loader_stats_reset(l);
+		}
+		struct run r = {0};
+		struct disk_probe d;
+		int64_t *order = NULL;
+		uint64_t norder = 0;
+		disk_probe_start(&d, o.path);
+		rc = run_loader(l, &o, &r, &order, &norder);
+		disk_probe_stop(&d);
+		free(order);
+		json_decref(r.epochs);
+		stk_loader_destroy(l);
+		if (rc < 0)
+			break;
+		struct verdict v;
+		bench_verdict(&o, &r, &d, &v);
+		ys[i] = r.wall > 0 ? (double)r.samples / r.wall : 0;
+		if (o.json)
+			json_array_append_new(rows, json_pack("{s:f,s:o,s:o}", "value", xs[i], "run",
+							      run_json(&r), "verdict",
+							      verdict_json(&v, &d)));
+		else
+			printf("  %14g %12.0f %10.1f %7.1f%% %10.1f  %s\n", xs[i], ys[i],
+			       r.wall > 0 ? (double)r.bytes / r.wall / 1e6 : 0, r.st.stall_ratio * 100,
+			       r.st.inflight_mean, v.kind);
+	}
+	if (rc == 0 && !interrupted) {
+		char title[128];
+		snprintf(title, sizeof(title), "stoker bench: samples/s against %s", knob);
+		int w = write_svg(plot, title, knob, "samples/s", xs, ys, n);
+		if (w < 0)
+			fprintf(stderr, "stoker bench: %s: %s\n", plot, strerror(-w));
+		else if (!o.json)
+			printf("\n  plot: %s\n", plot);
+		if (o.json) {
+			json_t *j = json_pack("{s:s,s:s,s:o,s:s}", "path", o.path, "knob", knob, "runs",
+					      rows, "plot", plot);
+			json_dumpf(j, stdout, JSON_INDENT(2));
+			putchar('\n');
+			json_decref(j);
+			rows = NULL;
+		}
+	}
+	json_decref(rows);
+	return rc < 0 || interrupted ? EXIT_FAIL : EXIT_OK;
+}
+
 int cmd_bench(int argc, char **argv)
 {
 	struct bench_opts o = {0};
@@ -460,6 +587,12 @@ int cmd_bench(int argc, char **argv)
 		 "--image: float output normalized with ImageNet's mean and std"},
 		{"decode-threads", 0, OPT_INT, &o.decode_threads, "0", 0, 1024, NULL, "N",
 		 "--image: decode threads (0 = online CPUs - 1)"},
+		{"sweep", 0, OPT_STR, &o.sweep, NULL, 0, 0, NULL, "K=V,..",
+		 "one run per value of threads, qd, prefetch, batch or decode-threads; a table and a plot"},
+		{"plot", 0, OPT_STR, &o.plot, NULL, 0, 0, NULL, "FILE",
+		 "--sweep: SVG chart file [stoker-sweep-KNOB.svg]"},
+		{"null-latency-ms", 0, OPT_DOUBLE, &o.null_latency_ms, "0", 0, 1e5, NULL, "MS",
+		 "--engine null: each read completes after MS ms (tests, pipeline overhead)"},
 		{"json", 'j', OPT_BOOL, &o.json, NULL, 0, 0, NULL, NULL, "print JSON"},
 		OPT_END,
 	};
@@ -483,29 +616,17 @@ int cmd_bench(int argc, char **argv)
 			return EXIT_FAIL;
 		o.path = defpath;
 	}
-	struct stk_loader_opts lo = {
-		.size = sizeof(lo), .path = o.path, .batch_size = (uint32_t)o.batch_size,
-		.prefetch = (uint32_t)o.prefetch, .queue_depth = (uint32_t)o.qd,
-		.io_threads = (uint32_t)o.io_threads, .seed = (uint64_t)o.seed,
-		.rank = (uint32_t)o.rank, .world_size = (uint32_t)o.world,
-		.engine = (enum stk_engine)o.engine, .on_error = (enum stk_on_error)o.on_error,
-		.flags = (o.direct ? STK_F_DIRECT : 0) | (o.no_shuffle ? STK_F_NO_SHUFFLE : 0) |
-			 (o.drop_last ? STK_F_DROP_LAST : 0)};
-	struct stk_image_opts img = {
-		.size = sizeof(img), .width = (uint32_t)o.size, .height = (uint32_t)o.size,
-		.crop = o.crop ? STK_CROP_CENTER : STK_CROP_RANDOM_RESIZED,
-		.dtype = (enum stk_dtype)o.dtype, .decode_threads = (uint32_t)o.decode_threads,
-		.flags = (o.no_flip ? STK_IMG_NO_FLIP : 0) | (o.layout ? STK_IMG_NHWC : 0) |
-			 (o.normalize ? STK_IMG_NORMALIZE : 0),
-		.mean = {0.485f, 0.456f, 0.406f}, .std = {0.229f, 0.224f, 0.225f}};
-	if (o.image)
-		lo.image = &img;
+	struct stk_loader_opts lo;
+	struct stk_image_opts img;
+	loader_opts(&o, &lo, &img);
 	struct sigaction sa = {.sa_handler = on_sigint};
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
-
 	if (o.cold)
 		o.cache = CACHE_COLD;
+	if (o.sweep)
+		return run_sweep(o);
+
 	const char *cache = "as found";
 	char err[PATH_MAX + 256];
 	struct stk_loader *l;
@@ -527,7 +648,12 @@ int cmd_bench(int argc, char **argv)
 	double cached = cached_fraction(l);
 	int64_t *order = NULL;
 	uint64_t norder = 0;
+	struct disk_probe disk;
+	disk_probe_start(&disk, o.path);
 	rc = run_loader(l, &o, &s, &order, &norder);
+	disk_probe_stop(&disk);
+	struct verdict verdict;
+	bench_verdict(&o, &s, &disk, &verdict);
 	bool base = !o.no_baseline && rc == 0 && !interrupted;
 	if (base) {
 		set_cache(l, &o, order, norder, &cache);
@@ -542,6 +668,7 @@ int cmd_bench(int argc, char **argv)
 			(json_int_t)o.epochs, "compute_ms", o.compute_ms, "cached_fraction", cached,
 			"direct", o.direct, "stoker", run_json(&s));
 		json_object_set_new(j, "create_s", json_real(create_s));
+		json_object_set_new(j, "verdict", verdict_json(&verdict, &disk));
 		if (o.image) {
 			json_object_set_new(j, "image", json_pack("{s:I,s:I,s:s,s:I}", "width",
 								  (json_int_t)img.width, "height",
@@ -581,6 +708,12 @@ int cmd_bench(int argc, char **argv)
 		json_decref(j);
 	} else if (s.batches || rc == 0) {
 		print_human(l, &o, &s, base ? &b : NULL, cache, cached, create_s);
+		if (disk.ok)
+			printf("  device %-19s r/s %.0f, %.1f MB/s, r_await %.2f ms, aqu-sz %.1f, %%util %.0f\n",
+			       disk.name, disk.rates.r_s, disk.rates.rkb_s * 1.024 / 1000,
+			       disk.rates.r_await, disk.rates.aqu_sz, disk.rates.util);
+		printf("\n  verdict: %s: %s.\n  try: %s.\n", verdict.kind, verdict.evidence,
+		       verdict.advice);
 	}
 	json_decref(s.epochs);
 	free(order);
