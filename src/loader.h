@@ -1,0 +1,86 @@
+/* loader.h — the loader's state, shared by loader.c (the pipeline) and
+ * loader_stats.c (queries and statistics).  Internal. */
+#ifndef STK_LOADER_H
+#define STK_LOADER_H
+
+#include "internal.h"
+#include "engine.h"
+#include "pool.h"
+
+#include <limits.h>
+#include <pthread.h>
+
+enum slot_state { SLOT_FREE, SLOT_FILLING, SLOT_READY, SLOT_HELD };
+
+struct slot {
+	struct stk_batch batch; /* first: the public view's address is the slot's */
+	enum slot_state state;
+	uint64_t gen;           /* the start() generation it was filled for */
+	int64_t number;
+	uint32_t nios, pending, unsent, decoding;
+	uint64_t epoch;
+	uint32_t err_idx;       /* the first failed sample, for the fail policy's message */
+	char err[PATH_MAX + 256];
+	uint64_t *offsets, *sizes;
+	int64_t *labels, *indices;
+	struct stk_io *ios;
+	uint32_t ring;
+};
+
+struct ring {
+	struct stk_loader *l;
+	pthread_t tid;
+	uint32_t id;
+	const struct stk_engine_ops *ops;
+	struct stk_eng *eng;
+	unsigned qd;
+	unsigned inflight;
+	struct stk_io **queue; /* claimed, not yet submitted (FIFO) */
+	uint32_t qhead, qlen, qcap;
+	struct stk_io **done;
+	struct stk_io **batch; /* scratch for one submit call */
+	int init_rc;
+	bool init_done;
+	uint64_t area_t;        /* for the time-weighted in-flight mean */
+	double area;
+};
+
+struct stk_loader {
+	struct stk_loader_opts o;
+	char *path, *extensions, *cache_dir;
+	struct stk_dataset *ds;
+	struct stk_sampler sampler;
+	struct stk_pool pool;
+	struct slot *slots;
+	struct ring *rings;
+	uint32_t nrings;
+	const struct stk_engine_ops *ops;
+	bool direct;
+	int64_t *scratch_idx;   /* batch_size indices, claim-time scratch */
+	struct stk_image_opts img;
+	bool image;
+	uint64_t raw_bytes;     /* of a slot: the reads; the images follow */
+	pthread_t *dthreads;
+	uint32_t ndthreads;
+	pthread_cond_t dcv;     /* decode queue not empty, or stop */
+	struct stk_io **dq;     /* decode queue (FIFO) */
+	uint32_t dq_head, dq_len, dq_cap;
+	struct stk_hist *h_decode;
+	uint64_t decode_ns;
+
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	bool stop, draining;
+	uint64_t gen, epoch;
+	int64_t next_start, next_out;
+	int fatal;
+	char detail[PATH_MAX + 256];   /* written under mu */
+	char last_error[PATH_MAX + 256]; /* the consumer's copy */
+
+	struct stk_hist *h_wait, *h_read;
+	_Atomic uint64_t samples, bytes, batches, errors;
+	_Atomic uint32_t inflight, inflight_max;
+	uint64_t t_start, wait_ns;
+};
+
+#endif
