@@ -109,21 +109,30 @@ test-cli: all $(EXAMPLE_BIN)
 	$(Q)BUILD=$(BUILD) sh tests/cli.sh
 
 # Python tests (pytest under Debian's interpreter, where python3-torch lives).
+# Under ASan the runtime must come first in the process: preload it.
+ifneq ($(findstring address,$(SANITIZE)),)
+PY_PRELOAD = LD_PRELOAD="$$($(CC) -print-file-name=libasan.so) $$($(CC) -print-file-name=libubsan.so)" \
+	ASAN_OPTIONS=detect_leaks=0
+endif
 test-py: all
 	$(Q)if [ -d tests/python ]; then \
-		STOKER_LIB=$(CURDIR)/$(BUILD)/libstoker.so.0 STOKER=$(CURDIR)/$(BUILD)/stoker \
+		$(PY_PRELOAD) STOKER_LIB=$(CURDIR)/$(BUILD)/libstoker.so.0 STOKER=$(CURDIR)/$(BUILD)/stoker \
 		PYTHONPATH=$(CURDIR)/python $(PYTHON) -m pytest -q tests/python; fi
 
 bench: all
 	$(Q)PYTHON=$(PYTHON) sh mk/deps.sh bench
 	$(Q)BUILD=$(BUILD) PYTHON=$(PYTHON) sh bench/run.sh
 
+PYSITE ?= $(shell $(PYTHON) -c 'import sysconfig; print(sysconfig.get_path("purelib"))')
 install: all
-	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include/stoker
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include/stoker \
+		$(DESTDIR)$(PYSITE)/stoker
 	install -m 755 $(BUILD)/stoker $(DESTDIR)$(PREFIX)/bin/stoker
 	install -m 644 $(BUILD)/libstoker.so.0 $(DESTDIR)$(PREFIX)/lib/libstoker.so.0
 	ln -sf libstoker.so.0 $(DESTDIR)$(PREFIX)/lib/libstoker.so
 	install -m 644 include/stoker/stoker.h include/stoker/sys.h $(DESTDIR)$(PREFIX)/include/stoker/
+	install -m 644 python/stoker/*.py $(DESTDIR)$(PYSITE)/stoker/
+	[ -n "$(DESTDIR)" ] || ldconfig || true
 
 clean:
 	rm -rf build build-*

@@ -3,7 +3,7 @@
 # otherwise stops with the exact apt-get line.   usage: deps.sh build|test|bench
 set -e
 build="gcc make pkg-config liburing-dev libjpeg62-turbo-dev libjansson-dev libmicrohttpd-dev"
-test="$build g++ libcmocka-dev python3-pytest python3-numpy python3-torch"
+test="$build g++ libcmocka-dev python3-pytest python3-numpy python3-torch python3-torchvision"
 bench="$test fio sysstat"
 case "$1" in
 build) want=$build ;;

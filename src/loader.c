@@ -601,7 +601,11 @@ int stk_loader_create(struct stk_loader **out, const struct stk_loader_opts *opt
 		return -ENOMEM;
 	}
 	pthread_mutex_init(&l->mu, NULL);
-	pthread_cond_init(&l->cv, NULL);
+	pthread_condattr_t ca; /* stk_loader_next_timeout's deadline is CLOCK_MONOTONIC */
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&l->cv, &ca);
+	pthread_condattr_destroy(&ca);
 	pthread_cond_init(&l->dcv, NULL);
 	size_t osz = opts->size && opts->size < sizeof(l->o) ? opts->size : sizeof(l->o);
 	memcpy(&l->o, opts, osz);
@@ -711,23 +715,33 @@ fail:
 	return rc;
 }
 
-void stk_loader_destroy(struct stk_loader *l)
+void stk_loader_stop(struct stk_loader *l)
 {
-	if (!l)
-		return;
 	pthread_mutex_lock(&l->mu);
-	l->stop = true;
+	bool joined = l->joined;
+	l->stop = l->joined = true;
 	pthread_cond_broadcast(&l->dcv);
+	pthread_cond_broadcast(&l->cv);
 	pthread_mutex_unlock(&l->mu);
+	if (joined)
+		return;
 	wake_rings(l);
 	for (uint32_t i = 0; i < l->nrings; i++) {
 		struct ring *r = &l->rings[i];
 		pthread_join(r->tid, NULL);
 		if (r->eng)
 			r->ops->exit(r->eng); /* waits for the reads still in flight */
+		r->eng = NULL;
 	}
 	for (uint32_t i = 0; i < l->ndthreads; i++)
 		pthread_join(l->dthreads[i], NULL);
+}
+
+void stk_loader_destroy(struct stk_loader *l)
+{
+	if (!l)
+		return;
+	stk_loader_stop(l);
 	free(l->dthreads);
 	free(l->dq);
 	stk_hist_destroy(l->h_decode);
@@ -777,6 +791,10 @@ static void restart_clock(struct stk_loader *l)
 int stk_loader_start(struct stk_loader *l, uint64_t epoch, uint64_t start_batch)
 {
 	pthread_mutex_lock(&l->mu);
+	if (l->stop) {
+		pthread_mutex_unlock(&l->mu);
+		return -ECANCELED;
+	}
 	l->gen++;
 	l->draining = true;
 	pthread_mutex_unlock(&l->mu);
@@ -833,14 +851,25 @@ static struct slot *ready_slot(struct stk_loader *l, int64_t number)
 
 int stk_loader_next(struct stk_loader *l, struct stk_batch **out)
 {
+	return stk_loader_next_timeout(l, out, UINT64_MAX);
+}
+
+int stk_loader_next_timeout(struct stk_loader *l, struct stk_batch **out, uint64_t timeout_ns)
+{
 	*out = NULL;
 	uint64_t t0 = stk__now_ns();
+	uint64_t deadline = timeout_ns > UINT64_MAX - t0 ? UINT64_MAX : t0 + timeout_ns;
 	pthread_mutex_lock(&l->mu);
 	int rc = 0;
 	struct slot *s = NULL;
 	for (;;) {
 		if (l->fatal) {
 			rc = l->fatal;
+			break;
+		}
+		if (l->stop) {
+			set_detail(l, "the loader was stopped (stk_loader_stop)");
+			rc = -ECANCELED;
 			break;
 		}
 		if (l->next_out >= l->sampler.batches)
@@ -859,7 +888,17 @@ int stk_loader_next(struct stk_loader *l, struct stk_batch **out)
 				break;
 			}
 		}
-		pthread_cond_wait(&l->cv, &l->mu);
+		if (deadline == UINT64_MAX) {
+			pthread_cond_wait(&l->cv, &l->mu);
+		} else {
+			if (stk__now_ns() >= deadline) {
+				rc = -ETIMEDOUT;
+				break;
+			}
+			struct timespec ts = {.tv_sec = (time_t)(deadline / 1000000000ull),
+					      .tv_nsec = (long)(deadline % 1000000000ull)};
+			pthread_cond_timedwait(&l->cv, &l->mu, &ts);
+		}
 	}
 	uint64_t waited = stk__now_ns() - t0;
 	if (rc == 0 && s && s->state == SLOT_READY) {
@@ -905,7 +944,7 @@ int stk_loader_next(struct stk_loader *l, struct stk_batch **out)
 		}
 	}
 	l->wait_ns += waited;
-	if (rc < 0)
+	if (rc < 0 && rc != -ETIMEDOUT)
 		snprintf(l->last_error, sizeof(l->last_error), "%s", l->detail);
 	pthread_mutex_unlock(&l->mu);
 	if (rc == 1)

@@ -71,6 +71,7 @@ struct stk_loader {
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
 	bool stop, draining;
+	bool joined;            /* stk_loader_stop has joined the threads */
 	uint64_t gen, epoch;
 	int64_t next_start, next_out;
 	int fatal;

@@ -517,6 +517,44 @@ static void test_slot_too_small(void **state)
 	stk_loader_destroy(l);
 }
 
+static void test_timeout_and_stop(void **state)
+{
+	(void)state;
+	struct stk_loader *l = make((struct stk_loader_opts){.batch_size = 4, .prefetch = 2,
+							     .queue_depth = 4,
+							     .engine = STK_ENGINE_NULL,
+							     .null_latency_ns = 300000000});
+	struct stk_batch *b;
+	assert_int_equal(stk_loader_next_timeout(l, &b, 10000000), -ETIMEDOUT);
+	assert_null(b);
+	int rc;
+	while ((rc = stk_loader_next_timeout(l, &b, 20000000)) == -ETIMEDOUT)
+		;
+	assert_int_equal(rc, 1);
+	stk_loader_destroy(l);
+
+	/* stop: threads joined, the held batch stays readable until destroy */
+	l = make((struct stk_loader_opts){.batch_size = 4, .prefetch = 2});
+	assert_int_equal(stk_loader_next(l, &b), 1);
+	stk_loader_stop(l);
+	stk_loader_stop(l); /* idempotent */
+	char path[PATH_MAX];
+	assert_int_equal(stk_loader_sample(l, b->indices[0], path, sizeof(path), NULL, NULL), 0);
+	FILE *f = fopen(path, "rb");
+	assert_non_null(f);
+	uint8_t want[20000];
+	size_t got = fread(want, 1, sizeof(want), f);
+	fclose(f);
+	assert_int_equal(got, b->sizes[0]);
+	if (got)
+		assert_memory_equal(b->data + b->offsets[0], want, got);
+	struct stk_batch *c;
+	assert_int_equal(stk_loader_next(l, &c), -ECANCELED);
+	assert_int_equal(stk_loader_start(l, 1, 0), -ECANCELED);
+	stk_batch_release(l, b);
+	stk_loader_destroy(l);
+}
+
 static void test_null_engine_and_stats(void **state)
 {
 	(void)state;
@@ -558,6 +596,7 @@ int main(void)
 		cmocka_unit_test(test_bad_input),
 		cmocka_unit_test(test_slots_held),
 		cmocka_unit_test(test_slot_too_small),
+		cmocka_unit_test(test_timeout_and_stop),
 		cmocka_unit_test(test_null_engine_and_stats),
 	};
 	return cmocka_run_group_tests_name("loader", tests, setup, teardown);

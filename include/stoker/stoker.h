@@ -197,11 +197,19 @@ STK_API int stk_loader_create(struct stk_loader **out, const struct stk_loader_o
 /* Stops the threads, waits for reads in flight, frees everything.  Batches
  * not yet released become invalid. */
 STK_API void stk_loader_destroy(struct stk_loader *loader);
+/* Stops the threads and waits for the reads in flight, but keeps the pool
+ * mapped: batches held stay valid until stk_loader_destroy.  Afterwards
+ * stk_loader_next returns -ECANCELED.  Idempotent; destroy calls it. */
+STK_API void stk_loader_stop(struct stk_loader *loader);
 
 /* The next batch of the epoch, in sampler order.  Returns 1 and sets *out, 0
  * at the end of the epoch, or <0 (see stk_last_error for the path and reason).
  * STK_ENOSLOT when every slot is held by the caller. */
 STK_API int stk_loader_next(struct stk_loader *loader, struct stk_batch **out);
+/* The same, giving up after timeout_ns: -ETIMEDOUT then, and the call may
+ * be repeated (a binding polls with it to stay responsive to signals). */
+STK_API int stk_loader_next_timeout(struct stk_loader *loader, struct stk_batch **out,
+				    uint64_t timeout_ns);
 /* Gives the batch's slot back to the pool.  Any order, and from any thread
  * (a binding may release when the last tensor over the slot is freed). */
 STK_API void stk_batch_release(struct stk_loader *loader, struct stk_batch *batch);

@@ -1,0 +1,203 @@
+"""ctypes view of libstoker: finding the library, the C structs, the prototypes.
+
+The structs mirror include/stoker/stoker.h field for field (ctypes lays them out
+with the C ABI's natural alignment, as the compiler does); tests/python checks
+the offsets against a compiled probe when a C compiler is present.  Nothing
+here needs a compiler at run time.
+"""
+
+import ctypes
+import ctypes.util
+import os
+
+# --- finding the library -----------------------------------------------------
+
+_HERE = os.path.dirname(os.path.abspath(__file__))
+# python/stoker/ in the source tree -> build/libstoker.so.0
+_BUILD_TREE = os.path.normpath(os.path.join(_HERE, "..", "..", "build", "libstoker.so.0"))
+# <prefix>/lib/python3.X/dist-packages/stoker/ after `make install` -> <prefix>/lib/
+_INSTALLED = os.path.normpath(os.path.join(_HERE, "..", "..", "..", "libstoker.so.0"))
+
+
+def _candidates():
+    env = os.environ.get("STOKER_LIB")
+    if env:
+        # An explicit choice: do not silently fall back to another build.
+        return [env]
+    names = [p for p in (_BUILD_TREE, _INSTALLED) if os.path.exists(p)]
+    found = ctypes.util.find_library("stoker")
+    if found:
+        names.append(found)
+    names.append("libstoker.so.0")
+    return names
+
+
+def _load():
+    errors = []
+    for name in _candidates():
+        try:
+            return ctypes.CDLL(name), name
+        except OSError as e:
+            errors.append("%s: %s" % (name, e))
+    raise ImportError(
+        "stoker: cannot load libstoker (tried %s). Build it with `make` in the "
+        "source tree, install it with `make install`, or point STOKER_LIB at "
+        "libstoker.so.0." % "; ".join(errors))
+
+
+lib, lib_path = _load()
+
+# --- constants (stoker.h) ----------------------------------------------------
+
+ENGINE_AUTO, ENGINE_URING, ENGINE_PREAD, ENGINE_NULL = 0, 1, 2, 3
+ON_ERROR_SKIP, ON_ERROR_FAIL = 0, 1
+
+F_NO_SHUFFLE = 1 << 0
+F_DROP_LAST = 1 << 1
+F_DIRECT = 1 << 2
+F_NO_PIN = 1 << 3
+F_QUIET = 1 << 4
+F_NO_CACHE = 1 << 5
+
+ESHORT = -1001
+ECORRUPT = -1002
+EINDEX = -1003
+EEMPTY = -1004
+EFORMAT = -1005
+ETOOBIG = -1006
+ENOSLOT = -1007
+
+HIST_BATCH_WAIT, HIST_READ = 0, 1
+
+# --- structs -----------------------------------------------------------------
+
+c_u32, c_u64, c_i64 = ctypes.c_uint32, ctypes.c_uint64, ctypes.c_int64
+
+
+class LoaderOpts(ctypes.Structure):
+    """struct stk_loader_opts."""
+    _fields_ = [
+        ("size", c_u32),
+        ("flags", c_u32),
+        ("path", ctypes.c_char_p),
+        ("batch_size", c_u32),
+        ("prefetch", c_u32),
+        ("queue_depth", c_u32),
+        ("io_threads", c_u32),
+        ("seed", c_u64),
+        ("epoch", c_u64),
+        ("start_batch", c_u64),
+        ("rank", c_u32),
+        ("world_size", c_u32),
+        ("engine", ctypes.c_int),     # enum stk_engine
+        ("on_error", ctypes.c_int),   # enum stk_on_error
+        ("extensions", ctypes.c_char_p),
+        ("cache_dir", ctypes.c_char_p),
+        ("null_latency_ns", c_u64),
+        ("slot_bytes", c_u64),
+    ]
+
+
+class BatchStruct(ctypes.Structure):
+    """struct stk_batch (read-only view owned by the loader)."""
+    _fields_ = [
+        ("epoch", c_u64),
+        ("number", c_u64),
+        ("count", c_u32),
+        ("slot", c_u32),
+        ("data", ctypes.c_void_p),    # uint8_t *, kept as an address
+        ("data_bytes", ctypes.c_size_t),
+        ("offsets", ctypes.c_void_p),  # const uint64_t *
+        ("sizes", ctypes.c_void_p),    # const uint64_t *
+        ("labels", ctypes.c_void_p),   # const int64_t *
+        ("indices", ctypes.c_void_p),  # const int64_t *
+    ]
+
+
+class Stats(ctypes.Structure):
+    """struct stk_stats."""
+    _fields_ = [
+        ("size", c_u32),
+        ("samples", c_u64),
+        ("bytes", c_u64),
+        ("batches", c_u64),
+        ("errors", c_u64),
+        ("pool_bytes", c_u64),
+        ("pinned", c_u32),
+        ("inflight_max", c_u32),
+        ("inflight_mean", ctypes.c_double),
+        ("wall_s", ctypes.c_double),
+        ("wait_s", ctypes.c_double),
+        ("stall_ratio", ctypes.c_double),
+        ("wait_p50_ns", c_u64),
+        ("wait_p99_ns", c_u64),
+        ("wait_max_ns", c_u64),
+        ("read_p50_ns", c_u64),
+        ("read_p99_ns", c_u64),
+        ("read_max_ns", c_u64),
+    ]
+
+
+class LoaderState(ctypes.Structure):
+    """struct stk_loader_state."""
+    _fields_ = [("seed", c_u64), ("epoch", c_u64), ("batches", c_u64)]
+
+
+# --- prototypes --------------------------------------------------------------
+
+_vp = ctypes.c_void_p  # struct stk_loader * and struct stk_batch * are opaque here
+
+
+def _proto(name, restype, *argtypes):
+    fn = getattr(lib, name)
+    fn.restype = restype
+    fn.argtypes = list(argtypes)
+    return fn
+
+
+stk_version = _proto("stk_version", ctypes.c_char_p)
+stk_strerror = _proto("stk_strerror", ctypes.c_char_p, ctypes.c_int)
+stk_err_name = _proto("stk_err_name", ctypes.c_char_p, ctypes.c_int)
+stk_loader_create = _proto("stk_loader_create", ctypes.c_int, ctypes.POINTER(_vp),
+                           ctypes.POINTER(LoaderOpts), ctypes.c_char_p, ctypes.c_size_t)
+stk_loader_destroy = _proto("stk_loader_destroy", None, _vp)
+# The out parameter is read as a plain address (struct stk_batch **).
+stk_loader_next = _proto("stk_loader_next", ctypes.c_int, _vp, ctypes.POINTER(_vp))
+stk_batch_release = _proto("stk_batch_release", None, _vp, _vp)
+stk_loader_start = _proto("stk_loader_start", ctypes.c_int, _vp, c_u64, c_u64)
+stk_loader_state = _proto("stk_loader_state", None, _vp, ctypes.POINTER(LoaderState))
+stk_last_error = _proto("stk_last_error", ctypes.c_char_p, _vp)
+stk_loader_len = _proto("stk_loader_len", c_i64, _vp)
+stk_loader_rank_samples = _proto("stk_loader_rank_samples", c_i64, _vp)
+stk_loader_num_samples = _proto("stk_loader_num_samples", c_i64, _vp)
+stk_loader_sample = _proto("stk_loader_sample", ctypes.c_int, _vp, c_i64, ctypes.c_char_p,
+                           ctypes.c_size_t, ctypes.POINTER(c_u64), ctypes.POINTER(c_i64))
+stk_loader_num_classes = _proto("stk_loader_num_classes", c_i64, _vp)
+stk_loader_class_name = _proto("stk_loader_class_name", ctypes.c_char_p, _vp, c_i64)
+stk_loader_engine = _proto("stk_loader_engine", ctypes.c_char_p, _vp)
+stk_loader_stats = _proto("stk_loader_stats", ctypes.c_int, _vp, ctypes.POINTER(Stats))
+
+
+def _optional(name, restype, *argtypes):
+    """A call that newer libraries have; None when this one lacks it."""
+    return _proto(name, restype, *argtypes) if hasattr(lib, name) else None
+
+
+stk_loader_stats_reset = _optional("stk_loader_stats_reset", None, _vp)
+
+
+def strerror(code):
+    """The library's message for a negative code (-errno or STK_E*)."""
+    s = stk_strerror(code)
+    return s.decode("utf-8", "replace") if s else "error %d" % code
+
+
+def err_name(code):
+    """The code's symbolic name, e.g. "ENOENT" or "STK_ESHORT"."""
+    s = stk_err_name(code)
+    return s.decode("ascii", "replace") if s else str(code)
+
+
+def version():
+    """libstoker's version at run time, e.g. "0.1.0"."""
+    return stk_version().decode("ascii")

@@ -1,0 +1,135 @@
+"""Batch slots shared with Python: the C handle's owner and the leases.
+
+A batch's `data` tensor is built over its slot without copying: a _Lease
+exposes the slot through ``__array_interface__``, numpy keeps the lease as the
+array's base, and ``torch.from_numpy`` keeps the array alive from the tensor's
+storage.  When the last tensor (or view) over the slot is freed, the lease's
+``__del__`` gives the slot back with ``stk_batch_release`` (callable from any
+thread).  _Core owns the C handle and destroys it once the Loader is closed
+and no lease is left, since destroying unmaps the slots.
+"""
+
+import ctypes
+import os
+import threading
+import weakref
+
+import numpy as np
+
+from . import _lib
+
+
+class _Core:
+    """Owns the C handle.  Shared by the Loader and every lease on its slots;
+    destroys the handle once the loader is closed and no lease is left."""
+
+    def __init__(self, handle):
+        self.h = handle
+        self.lock = threading.RLock()
+        self.owned = {}          # batch address -> id() of the lease holding it
+        self.closing = False
+        self.forked = False
+        _cores.add(self)
+        # Bound here so that destruction late in interpreter shutdown still works.
+        self._release = _lib.stk_batch_release
+        self._destroy_fn = _lib.stk_loader_destroy
+
+    def release(self, addr, token):
+        """Releases the batch at addr if the lease with id `token` (or, with
+        token None, nobody) holds it: one release per batch handed out."""
+        with self.lock:
+            if self.h is None:
+                return
+            if self.owned.get(addr) != token:
+                return
+            if token is not None:
+                del self.owned[addr]
+            self._release(self.h, addr)
+            if self.closing and not self.owned:
+                self._destroy()
+
+    def close(self):
+        with self.lock:
+            self.closing = True
+            if not self.owned:
+                self._destroy()
+
+    def _destroy(self):
+        h, self.h = self.h, None
+        if h is not None:
+            self._destroy_fn(h)
+
+
+# A forked child has the loader's memory but not its threads (and perhaps a
+# mutex some thread held): the child must never call into that loader.
+_cores = weakref.WeakSet()
+
+
+def _after_fork_in_child():
+    for core in list(_cores):
+        core.h = None
+        core.forked = True
+        core.owned = {}
+        core.lock = threading.RLock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
+class _Lease:
+    """The base object of a batch's data array: gives the slot back when freed."""
+
+    __slots__ = ("core", "addr", "__array_interface__", "__weakref__")
+
+    def __init__(self, core, addr, data, nbytes):
+        self.core = core
+        self.addr = addr
+        with core.lock:
+            core.owned[addr] = id(self)  # not self: the lease must be free to die
+        self.__array_interface__ = {"version": 3, "shape": (nbytes,), "typestr": "|u1",
+                                    "data": (data, False)}
+
+    def release(self):
+        core = getattr(self, "core", None)
+        if core is not None:
+            self.core = None
+            core.release(self.addr, id(self))
+
+    def __del__(self):
+        try:
+            self.release()
+        except Exception:  # interpreter shutdown: nothing sensible left to do
+            pass
+
+
+class _SlotViews:
+    """numpy views over one slot's per-sample arrays (fixed C allocations)."""
+
+    __slots__ = ("view", "key", "offsets", "sizes", "labels", "indices")
+
+    def __init__(self, addr, batch_size):
+        self.view = _lib.BatchStruct.from_address(addr)
+        v = self.view
+        self.key = self.current()
+
+        def arr(ptr, n):
+            p = ctypes.cast(ptr, ctypes.POINTER(ctypes.c_int64))
+            return np.ctypeslib.as_array(p, shape=(n,))
+        # uint64 offsets and sizes are read as int64: they are far below 2^63.
+        self.offsets = arr(v.offsets, batch_size + 1)
+        self.sizes = arr(v.sizes, batch_size)
+        self.labels = arr(v.labels, batch_size)
+        self.indices = arr(v.indices, batch_size)
+
+    def current(self):
+        """The slot's array pointers now (they are fixed today; checked anyway)."""
+        v = self.view
+        return (v.offsets, v.sizes, v.labels, v.indices)
+
+
+def _closed_message(core):
+    if core is not None and core.forked:
+        return ("this stoker.Loader was created before fork(): its threads are in the "
+                "parent; create a loader in the child process")
+    return "the loader is closed"

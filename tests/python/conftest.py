@@ -1,0 +1,80 @@
+"""Fixtures for the Python binding's tests (run by `make test-py`).
+
+`make test-py` sets PYTHONPATH=python, STOKER_LIB (the built libstoker.so.0)
+and STOKER (the CLI).  Run by hand from the source tree:
+    STOKER=build/stoker PYTHONPATH=python /usr/bin/python3 -m pytest -q tests/python
+"""
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(ROOT, "python"))
+
+CLASSES = ("b_cls", "a_cls", "c_cls")  # created unsorted: labels follow the sorted names
+PER_CLASS = 17
+
+
+def stoker_cli():
+    cli = os.environ.get("STOKER") or os.path.join(ROOT, "build", "stoker")
+    return cli if os.access(cli, os.X_OK) else None
+
+
+def sample_bytes(c, i):
+    """Deterministic content of file i of class c; file 3 of each class is empty."""
+    n = 0 if i == 3 else (c * 7919 + i * 104729) % 20000
+    return bytes((k * 31 + c * 7 + i) & 0xFF for k in range(n))
+
+
+def write_folder(root):
+    """An ImageFolder-layout folder of 51 small files of known content, plus
+    files that are not samples (another extension; a file beside the classes)."""
+    for c, name in enumerate(CLASSES):
+        os.makedirs(os.path.join(root, name))
+        for i in range(PER_CLASS):
+            with open(os.path.join(root, name, "%03d.jpg" % i), "wb") as f:
+                f.write(sample_bytes(c, i))
+        with open(os.path.join(root, name, "notes.txt"), "w") as f:
+            f.write("not an image")
+    with open(os.path.join(root, "top.jpg"), "wb") as f:
+        f.write(b"x")
+    return root
+
+
+@pytest.fixture
+def folder(tmp_path):
+    """A fresh small folder (tests may damage it)."""
+    return write_folder(str(tmp_path / "data"))
+
+
+def write_jpegs(root, images, classes):
+    """`stoker gen`'s layout written with PIL, for when the CLI is not built."""
+    try:
+        import numpy as np
+        from PIL import Image
+    except ImportError:
+        pytest.skip("neither the stoker CLI (set STOKER or run `make`) nor PIL to make JPEGs")
+    rng = np.random.default_rng(0)
+    for i in range(images):
+        d = os.path.join(root, "c%04d" % (i % classes))
+        os.makedirs(d, exist_ok=True)
+        h, w = rng.integers(48, 160, size=2)
+        px = rng.integers(0, 256, size=(h, w, 3), dtype=np.uint8)
+        Image.fromarray(px).save(os.path.join(d, "%08d.jpg" % i), quality=90)
+
+
+@pytest.fixture(scope="session")
+def jpeg_folder(tmp_path_factory):
+    """A dataset of real JPEGs in ImageFolder layout: 60 images, 3 classes
+    (`$STOKER gen`, or PIL when the CLI is not built)."""
+    d = str(tmp_path_factory.mktemp("gen") / "ds")
+    cli = stoker_cli()
+    if cli is None:
+        write_jpegs(d, 60, 3)
+    else:
+        subprocess.run([cli, "gen", d, "--images", "60", "--classes", "3"], check=True,
+                       stdout=subprocess.DEVNULL)
+    return d
