@@ -68,6 +68,7 @@ int drop_caches(char *why, size_t len);
 /* Subcommands. */
 int cmd_bench(int argc, char **argv);
 int cmd_gen(int argc, char **argv);
+int cmd_disk(int argc, char **argv);
 int cmd_doctor(int argc, char **argv);
 int cmd_iostat(int argc, char **argv);
 
