@@ -127,6 +127,19 @@ static int set_value(const struct opt *o, const char *val, const char *cmd)
 	return 0;
 }
 
+/* "4 KiB", "1.5 GiB", "512" for --help's ranges of sizes. */
+static const char *size_text(char *buf, size_t len, double v)
+{
+	static const char *const u[] = {"", " KiB", " MiB", " GiB", " TiB", " PiB"};
+	int i = 0;
+	while (v >= 1024 && i < 5) {
+		v /= 1024;
+		i++;
+	}
+	snprintf(buf, len, "%g%s", v, u[i]);
+	return buf;
+}
+
 void opt_usage(FILE *f, const struct cmd_help *h, const struct opt *opts)
 {
 	fprintf(f, "usage: stoker %s %s\n\n%s\n\noptions:\n", h->name, h->synopsis, h->summary);
@@ -142,7 +155,11 @@ void opt_usage(FILE *f, const struct cmd_help *h, const struct opt *opts)
 			fprintf(f, " {%s}", o->choices);
 		if (o->def && o->type != OPT_BOOL)
 			fprintf(f, " [%s]", o->def);
-		if (o->min != o->max && o->type != OPT_CHOICE)
+		char lo[32], hi[32];
+		if (o->min != o->max && o->type == OPT_SIZE)
+			fprintf(f, " (%s..%s)", size_text(lo, sizeof(lo), o->min),
+				size_text(hi, sizeof(hi), o->max));
+		else if (o->min != o->max && o->type != OPT_CHOICE)
 			fprintf(f, " (%g..%g)", o->min, o->max);
 		fputc('\n', f);
 	}
