@@ -4,6 +4,10 @@
   throughput: samples/s of stoker.Loader (raw mode, warm page cache) against
               `stoker bench --json --no-baseline` on the same folder, same
               batch size, prefetch and queue depth; target >= 90 %;
+  image mode: images/s of stoker.Loader(image=stoker.Image(224)) against
+              `stoker bench --image --json --no-baseline`, over the first
+              --image-samples samples of epoch 0 (the same files, warmed
+              first), same decode threads; target >= 90 %;
   overhead:   Python's cost per batch, on the null engine (no I/O, so the
               loader's machinery is all that is measured):
                 (a) seconds per batch through Python minus through C;
@@ -17,7 +21,8 @@ Rounds alternate C and Python and the best of each is kept, so a burst of
 load from other processes hurts both alike.  Keep it short on shared machines.
 
 usage: python_vs_c.py [--data DIR] [--stoker BIN] [--epochs N] [--rounds N]
-                      [--batch-size N] [--json OUT]
+                      [--batch-size N] [--parts raw,image,null] [--image-samples N]
+                      [--json OUT]
 Run from the source tree:  make && PYTHONPATH=python /usr/bin/python3 bench/python_vs_c.py
 """
 
@@ -48,17 +53,65 @@ def c_bench(args, engine, epochs, cache="as-is"):
             "batches": s["batches"], "samples": s["samples"]}
 
 
+def c_bench_image(args):
+    cmd = [args.stoker, "bench", args.data, "--image", "--json", "--no-baseline", "--cache",
+           "as-is", "--size", str(args.image_size), "--max-samples", str(args.image_samples),
+           "--decode-threads", str(args.decode_threads), "-b", str(args.batch_size),
+           "-p", str(args.prefetch), "-q", str(args.queue_depth), "--seed", "0"]
+    env = dict(os.environ, STOKER_NO_PROGRESS="1")
+    out = subprocess.run(cmd, check=True, capture_output=True, text=True, env=env).stdout
+    s = json.loads(out)["stoker"]
+    return {"samples_per_s": s["samples_per_s"], "samples": s["samples"],
+            "decode_images_per_s_per_core": s.get("decode_images_per_s_per_core", 0.0)}
+
+
+def py_run_image(args):
+    """stoker.Loader(image=...) until --image-samples images, timed from after
+    create (as stoker bench times it)."""
+    clock = time.perf_counter
+    image = stoker.Image(args.image_size, decode_threads=args.decode_threads)
+    loader = stoker.Loader(args.data, args.batch_size, seed=0, prefetch=args.prefetch,
+                           queue_depth=args.queue_depth, image=image)
+    try:
+        samples = 0
+        t0 = clock()
+        for images, labels in loader:
+            samples += labels.shape[0]
+            if samples >= args.image_samples:
+                break
+        wall = clock() - t0
+        del images, labels
+        st = loader.stats()
+    finally:
+        loader.close()
+    return {"samples_per_s": samples / wall, "samples": samples,
+            "decode_images_per_s_per_core": st["decode_images_per_s_per_core"]}
+
+
+def warm_image_samples(args):
+    """Reads the files the image runs will read (epoch 0, seed 0), untimed."""
+    n = 0
+    with stoker.Loader(args.data, args.batch_size, seed=0) as loader:
+        for b in loader:
+            n += b.count
+            if n >= args.image_samples:
+                break
+    return n
+
+
 def py_run(args, engine, epochs, copy_free=False, split=False):
     """One run through stoker.Loader; with split, also the time spent outside
-    stk_loader_next."""
-    real_next = _lib.stk_loader_next
+    the wait for a batch (stk_loader_next_timeout, or stk_loader_next)."""
+    name = ("stk_loader_next_timeout" if _lib.stk_loader_next_timeout is not None
+            else "stk_loader_next")
+    real_next = getattr(_lib, name)
     inside = [0.0, 0.0]
     clock = time.perf_counter
     cpu = time.thread_time
 
-    def timed_next(h, out):
+    def timed_next(*a):
         t, c = clock(), cpu()
-        rc = real_next(h, out)
+        rc = real_next(*a)
         inside[1] += cpu() - c
         inside[0] += clock() - t
         return rc
@@ -66,7 +119,7 @@ def py_run(args, engine, epochs, copy_free=False, split=False):
     loader = stoker.Loader(args.data, args.batch_size, seed=0, prefetch=args.prefetch,
                            queue_depth=args.queue_depth, engine=engine, copy_free=copy_free)
     if split:
-        _loader._lib.stk_loader_next = timed_next
+        setattr(_loader._lib, name, timed_next)
     try:
         samples = batches = 0
         t0, c0 = clock(), cpu()
@@ -77,7 +130,7 @@ def py_run(args, engine, epochs, copy_free=False, split=False):
                 batches += 1
         wall, used = clock() - t0, cpu() - c0
     finally:
-        _loader._lib.stk_loader_next = real_next
+        setattr(_loader._lib, name, real_next)
         loader.close()
     r = {"samples_per_s": samples / wall, "s_per_batch": wall / batches, "batches": batches,
          "samples": samples}
@@ -116,8 +169,18 @@ def main(argv=None):
     ap.add_argument("--batch-size", type=int, default=256)
     ap.add_argument("--prefetch", type=int, default=4)
     ap.add_argument("--queue-depth", type=int, default=128)
+    ap.add_argument("--parts", default="raw,image,null",
+                    help="comparisons to run, of raw (warm cache), image, null")
+    ap.add_argument("--image-samples", type=int, default=2048,
+                    help="images per image-mode run (the first of epoch 0)")
+    ap.add_argument("--image-size", type=int, default=224)
+    ap.add_argument("--decode-threads", type=int, default=0,
+                    help="image mode, both sides (0: online CPUs - 1)")
     ap.add_argument("--json", help="also write the results here")
     args = ap.parse_args(argv)
+    parts = set(args.parts.split(","))
+    if not parts <= {"raw", "image", "null"}:
+        ap.error("--parts takes raw, image and null")
     if not os.path.isdir(args.data):
         ap.error("%s is not a folder; make one with: %s gen %s --images 20000 --classes 100"
                  % (args.data, args.stoker, args.data))
@@ -125,65 +188,96 @@ def main(argv=None):
     print("stoker %s (%s), torch %s, python %s" % (
         stoker.lib_version(), stoker.lib_path, stoker.loader.torch.__version__,
         sys.version.split()[0]))
-    t = time.perf_counter()
-    nfiles = warm(args.data)
-    print("%s: %d files, page cache warmed in %.1f s; batch %d, prefetch %d, queue depth %d"
-          % (args.data, nfiles, time.perf_counter() - t, args.batch_size, args.prefetch,
-             args.queue_depth))
-
-    c, py, pycf = [], [], []
-    for _ in range(args.rounds):
-        c.append(c_bench(args, "auto", args.epochs))
-        py.append(py_run(args, "auto", args.epochs))
-        pycf.append(py_run(args, "auto", args.epochs, copy_free=True))
-    cn, pyn = [], []
-    for _ in range(args.rounds):
-        cn.append(c_bench(args, "null", args.null_epochs))
-        pyn.append(py_run(args, "null", args.null_epochs, split=True))
-
-    c_sps = best(c, "samples_per_s")
-    py_sps = best(py, "samples_per_s")
-    pycf_sps = best(pycf, "samples_per_s")
-    c_bat = best(cn, "s_per_batch", lowest=True)
-    py_bat = best(pyn, "s_per_batch", lowest=True)
-    outside = best(pyn, "outside_next_s_per_batch", lowest=True)
-    outside_cpu = best(pyn, "outside_next_cpu_s_per_batch", lowest=True)
-    res = {
-        "data": args.data, "batch_size": args.batch_size, "prefetch": args.prefetch,
-        "queue_depth": args.queue_depth, "epochs": args.epochs, "rounds": args.rounds,
-        "c_samples_per_s": c_sps, "python_samples_per_s": py_sps,
-        "python_copy_free_samples_per_s": pycf_sps,
-        "ratio": py_sps / c_sps, "ratio_copy_free": pycf_sps / c_sps,
-        "null_c_us_per_batch": c_bat * 1e6, "null_python_us_per_batch": py_bat * 1e6,
-        "overhead_us_per_batch": (py_bat - c_bat) * 1e6,
-        "outside_next_us_per_batch": outside * 1e6,
-        "outside_next_cpu_us_per_batch": outside_cpu * 1e6,
-        "runs": {"c": c, "python": py, "python_copy_free": pycf, "null_c": cn, "null_python": pyn},
-    }
+    res = {"data": args.data, "batch_size": args.batch_size, "prefetch": args.prefetch,
+           "queue_depth": args.queue_depth, "epochs": args.epochs, "rounds": args.rounds,
+           "runs": {}}
 
     def ok(v, target, more=True):
         return "ok" if (v >= target if more else v <= target) else "MISSED"
 
-    print()
-    print("warm cache, raw mode (best of %d rounds)       samples/s   vs C" % args.rounds)
-    print("  C        stoker bench                      %10.0f" % c_sps)
-    print("  Python   stoker.Loader                     %10.0f   %5.1f %%  (target >= 90 %%: %s)"
-          % (py_sps, 100 * res["ratio"], ok(res["ratio"], 0.9)))
-    print("  Python   stoker.Loader(copy_free=True)     %10.0f   %5.1f %%"
-          % (pycf_sps, 100 * res["ratio_copy_free"]))
-    print()
-    print("null engine, per batch of %d (best of %d)    microseconds"
-          % (args.batch_size, args.rounds))
-    print("  C        stoker bench                      %10.1f" % (c_bat * 1e6))
-    print("  Python   stoker.Loader                     %10.1f" % (py_bat * 1e6))
-    print("  overhead Python - C                        %10.1f   (target <= 50: %s)"
-          % (res["overhead_us_per_batch"], ok(res["overhead_us_per_batch"], 50, more=False)))
-    print("  Python's own time outside stk_loader_next  %10.1f   (target <= 50: %s)"
-          % (res["outside_next_us_per_batch"],
-             ok(res["outside_next_us_per_batch"], 50, more=False)))
-    print("    the same, CPU time of the thread         %10.1f   (target <= 50: %s)"
-          % (res["outside_next_cpu_us_per_batch"],
-             ok(res["outside_next_cpu_us_per_batch"], 50, more=False)))
+    if "raw" in parts:
+        t = time.perf_counter()
+        nfiles = warm(args.data)
+        print("%s: %d files, page cache warmed in %.1f s; batch %d, prefetch %d, queue depth %d"
+              % (args.data, nfiles, time.perf_counter() - t, args.batch_size, args.prefetch,
+                 args.queue_depth))
+        c, py, pycf = [], [], []
+        for _ in range(args.rounds):
+            c.append(c_bench(args, "auto", args.epochs))
+            py.append(py_run(args, "auto", args.epochs))
+            pycf.append(py_run(args, "auto", args.epochs, copy_free=True))
+        c_sps = best(c, "samples_per_s")
+        py_sps = best(py, "samples_per_s")
+        pycf_sps = best(pycf, "samples_per_s")
+        res.update({"c_samples_per_s": c_sps, "python_samples_per_s": py_sps,
+                    "python_copy_free_samples_per_s": pycf_sps,
+                    "ratio": py_sps / c_sps, "ratio_copy_free": pycf_sps / c_sps})
+        res["runs"].update({"c": c, "python": py, "python_copy_free": pycf})
+        print()
+        print("warm cache, raw mode (best of %d rounds)       samples/s   vs C" % args.rounds)
+        print("  C        stoker bench                      %10.0f" % c_sps)
+        print("  Python   stoker.Loader                     %10.0f   %5.1f %%  "
+              "(target >= 90 %%: %s)" % (py_sps, 100 * res["ratio"], ok(res["ratio"], 0.9)))
+        print("  Python   stoker.Loader(copy_free=True)     %10.0f   %5.1f %%"
+              % (pycf_sps, 100 * res["ratio_copy_free"]))
+
+    if "image" in parts:
+        t = time.perf_counter()
+        n = warm_image_samples(args)
+        print("%s: the first %d samples of epoch 0 warmed in %.1f s" % (
+            args.data, n, time.perf_counter() - t))
+        ci, pyi = [], []
+        for _ in range(args.rounds):
+            ci.append(c_bench_image(args))
+            pyi.append(py_run_image(args))
+        c_ips = best(ci, "samples_per_s")
+        py_ips = best(pyi, "samples_per_s")
+        res.update({"image_size": args.image_size, "image_samples": args.image_samples,
+                    "decode_threads": args.decode_threads,
+                    "c_images_per_s": c_ips, "python_images_per_s": py_ips,
+                    "image_ratio": py_ips / c_ips,
+                    "c_decode_images_per_s_per_core":
+                        best(ci, "decode_images_per_s_per_core"),
+                    "python_decode_images_per_s_per_core":
+                        best(pyi, "decode_images_per_s_per_core")})
+        res["runs"].update({"image_c": ci, "image_python": pyi})
+        print()
+        print("image mode, %d px, %d images (best of %d)     images/s   vs C   per core"
+              % (args.image_size, args.image_samples, args.rounds))
+        print("  C        stoker bench --image              %10.0f            %8.0f"
+              % (c_ips, res["c_decode_images_per_s_per_core"]))
+        print("  Python   stoker.Loader(image=Image(%d))   %10.0f   %5.1f %%  %8.0f  "
+              "(target >= 90 %%: %s)" % (args.image_size, py_ips, 100 * res["image_ratio"],
+                                         res["python_decode_images_per_s_per_core"],
+                                         ok(res["image_ratio"], 0.9)))
+
+    if "null" in parts:
+        cn, pyn = [], []
+        for _ in range(args.rounds):
+            cn.append(c_bench(args, "null", args.null_epochs))
+            pyn.append(py_run(args, "null", args.null_epochs, split=True))
+        c_bat = best(cn, "s_per_batch", lowest=True)
+        py_bat = best(pyn, "s_per_batch", lowest=True)
+        outside = best(pyn, "outside_next_s_per_batch", lowest=True)
+        outside_cpu = best(pyn, "outside_next_cpu_s_per_batch", lowest=True)
+        res.update({"null_c_us_per_batch": c_bat * 1e6, "null_python_us_per_batch": py_bat * 1e6,
+                    "overhead_us_per_batch": (py_bat - c_bat) * 1e6,
+                    "outside_next_us_per_batch": outside * 1e6,
+                    "outside_next_cpu_us_per_batch": outside_cpu * 1e6})
+        res["runs"].update({"null_c": cn, "null_python": pyn})
+        print()
+        print("null engine, per batch of %d (best of %d)    microseconds"
+              % (args.batch_size, args.rounds))
+        print("  C        stoker bench                      %10.1f" % (c_bat * 1e6))
+        print("  Python   stoker.Loader                     %10.1f" % (py_bat * 1e6))
+        print("  overhead Python - C                        %10.1f   (target <= 50: %s)"
+              % (res["overhead_us_per_batch"], ok(res["overhead_us_per_batch"], 50, more=False)))
+        print("  Python's own time outside the C wait       %10.1f   (target <= 50: %s)"
+              % (res["outside_next_us_per_batch"],
+                 ok(res["outside_next_us_per_batch"], 50, more=False)))
+        print("    the same, CPU time of the thread         %10.1f   (target <= 50: %s)"
+              % (res["outside_next_cpu_us_per_batch"],
+                 ok(res["outside_next_cpu_us_per_batch"], 50, more=False)))
     if args.json:
         with open(args.json, "w") as f:
             json.dump(res, f, indent=2)

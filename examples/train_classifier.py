@@ -5,67 +5,25 @@
     PYTHONPATH=python /usr/bin/python3 examples/train_classifier.py /tmp/data
     PYTHONPATH=python /usr/bin/python3 examples/train_classifier.py /tmp/data --loader torch
 
-stoker's raw mode hands over each batch's JPEG bytes (zero-copy tensors over
-its batch memory); this script decodes them with torchvision.io.decode_jpeg
-(PIL when torchvision is absent) on --workers threads, one batch ahead of the
-training step, and resizes to --size x --size.  --loader torch is the usual alternative: a Dataset that
-reads each whole file and decodes it the same way, under a DataLoader with
---workers worker processes.  Both print images/s and the time the training
-loop spent waiting for its next batch.  Runs on CUDA when present, else CPU.
+With --loader stoker (the default), stoker's image mode does the input
+pipeline in C: its threads read the files, decode each JPEG and apply
+RandomResizedCrop(--size) and a random horizontal flip straight into the batch
+memory, and each batch comes out as a uint8 (N, 3, size, size) tensor over that
+memory (on the GPU when there is one).  --loader torch is the usual
+alternative: torchvision's ImageFolder with the same transforms on PIL images,
+under a DataLoader with --workers worker processes.  Both print images/s and
+the time the training loop spent waiting for its next batch.  Runs on CUDA
+when present, else CPU.
 """
 
 import argparse
-import io
 import os
 import sys
 import time
-from concurrent.futures import ThreadPoolExecutor
 
-import numpy as np
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
-
-try:
-    from torchvision.io import decode_jpeg
-except ImportError:  # Debian: apt-get install python3-torchvision
-    decode_jpeg = None
-    import importlib.util
-    if importlib.util.find_spec("PIL") is None:
-        sys.exit("train_classifier.py decodes JPEGs with torchvision or PIL; install one: "
-                 "apt-get install python3-torchvision")
-
-
-def decode(jpeg, size):
-    """uint8 JPEG bytes (1-D tensor) -> uint8 (3, size, size)."""
-    if decode_jpeg is not None:
-        img = decode_jpeg(jpeg)  # (C, H, W) uint8
-        if img.shape[0] == 1:
-            img = img.expand(3, -1, -1)
-    else:
-        from PIL import Image
-        im = Image.open(io.BytesIO(jpeg.numpy().tobytes()))
-        im.draft("RGB", (2 * size, 2 * size))
-        img = torch.from_numpy(np.array(im.convert("RGB"))).permute(2, 0, 1)
-    img = F.interpolate(img[None].float(), size=(size, size), mode="bilinear",
-                        antialias=True, align_corners=False)
-    return img[0].clamp_(0, 255).to(torch.uint8)
-
-
-class Files(torch.utils.data.Dataset):
-    """What a DataLoader user writes: one file per sample, read whole, decoded."""
-
-    def __init__(self, samples, size):
-        self.samples, self.size = samples, size
-
-    def __len__(self):
-        return len(self.samples)
-
-    def __getitem__(self, i):
-        path, label = self.samples[i]
-        with open(path, "rb") as f:
-            raw = torch.frombuffer(bytearray(f.read()), dtype=torch.uint8)
-        return decode(raw, self.size), label
 
 
 def folder_samples(root):
@@ -92,46 +50,43 @@ class SmallCNN(nn.Module):
         return self.body(x)
 
 
-def stoker_batches(args, pool):
-    """(images, labels) from stoker: raw bytes in, decoded on `pool` threads,
-    one batch ahead of the training step (as DataLoader workers would)."""
+def stoker_batches(args, device):
+    """(images, labels) from stoker's image mode: uint8 (N, 3, size, size),
+    decoded and cropped in C, already on `device` when it is a GPU."""
     import stoker
-    loader = stoker.Loader(args.data, args.batch_size, seed=args.seed, drop_last=True)
-    print("stoker %s: %d samples, %d classes, engine %s, %d batches/epoch" % (
-        stoker.lib_version(), loader.num_samples, len(loader.classes), loader.engine, len(loader)))
-
-    def decode_batch(batch):
-        # The decoded images are new tensors: the batch's slot is released
-        # as soon as `batch` goes out of scope here.
-        images = torch.stack(list(pool.map(lambda s: decode(s, args.size), batch.samples())))
-        return images, batch.labels
-
-    ahead = ThreadPoolExecutor(1)
-    pending = None
+    image = stoker.Image(size=args.size, crop="random_resized", flip=True,
+                         decode_threads=args.workers)
+    loader = stoker.Loader(args.data, args.batch_size, seed=args.seed, drop_last=True,
+                           image=image, device=device if device.type == "cuda" else None)
+    print("stoker %s: %d samples, %d classes, engine %s, %d batches/epoch, %s" % (
+        stoker.lib_version(), loader.num_samples, len(loader.classes), loader.engine,
+        len(loader), image))
     epoch = 0
-    try:
-        with loader:
-            while True:
-                loader.set_epoch(epoch)
-                for batch in loader:
-                    job = ahead.submit(decode_batch, batch)
-                    del batch
-                    if pending is not None:
-                        yield pending.result()
-                    pending = job
-                epoch += 1
-    finally:
-        ahead.shutdown(cancel_futures=True)
+    with loader:
+        while True:
+            loader.set_epoch(epoch)
+            # The images are the batch memory itself; the slot goes back to the
+            # pool when the step drops its last reference.
+            for images, labels in loader:
+                yield images, labels
+            epoch += 1
 
 
 def torch_batches(args):
-    samples, _ = folder_samples(args.data)
-    dl = torch.utils.data.DataLoader(Files(samples, args.size), batch_size=args.batch_size,
-                                     shuffle=True, drop_last=True, num_workers=args.workers,
+    try:
+        from torchvision import datasets, transforms
+    except ImportError:
+        sys.exit("--loader torch needs torchvision (Debian: apt-get install "
+                 "python3-torchvision)")
+    tf = transforms.Compose([transforms.RandomResizedCrop(args.size, antialias=True),
+                             transforms.RandomHorizontalFlip(), transforms.PILToTensor()])
+    ds = datasets.ImageFolder(args.data, transform=tf)
+    dl = torch.utils.data.DataLoader(ds, batch_size=args.batch_size, shuffle=True,
+                                     drop_last=True, num_workers=args.workers,
                                      persistent_workers=args.workers > 0,
                                      generator=torch.Generator().manual_seed(args.seed))
     print("DataLoader: %d samples, %d workers, %d batches/epoch" % (
-        len(samples), args.workers, len(dl)))
+        len(ds), args.workers, len(dl)))
     while True:
         yield from dl
 
@@ -142,9 +97,10 @@ def main(argv=None):
     ap.add_argument("--loader", choices=("stoker", "torch"), default="stoker")
     ap.add_argument("--steps", type=int, default=300)
     ap.add_argument("--batch-size", type=int, default=64)
-    ap.add_argument("--size", type=int, default=64, help="image side after resizing")
+    ap.add_argument("--size", type=int, default=64, help="image side after the crop")
     ap.add_argument("--workers", type=int, default=2,
-                    help="decode threads (stoker) or DataLoader worker processes (torch)")
+                    help="decode threads (stoker; 0: CPUs - 1) or DataLoader worker processes "
+                         "(torch)")
     ap.add_argument("--lr", type=float, default=0.05)
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args(argv)
@@ -157,8 +113,7 @@ def main(argv=None):
     mean = torch.tensor([0.485, 0.456, 0.406], device=device).view(1, 3, 1, 1) * 255
     std = torch.tensor([0.229, 0.224, 0.225], device=device).view(1, 3, 1, 1) * 255
 
-    pool = ThreadPoolExecutor(max(1, args.workers))
-    batches = stoker_batches(args, pool) if args.loader == "stoker" else torch_batches(args)
+    batches = stoker_batches(args, device) if args.loader == "stoker" else torch_batches(args)
     wait = 0.0
     seen = correct = 0  # since the last report
     t0 = time.perf_counter()
@@ -189,7 +144,6 @@ def main(argv=None):
     print("%s: %d steps, %.0f images/s, waiting for data %.2f s of %.2f s (%.0f%%)" % (
         args.loader, args.steps, n / el, wait, el, 100 * wait / el))
     batches.close()
-    pool.shutdown()
     return 0
 
 

@@ -782,6 +782,7 @@ static void restart_clock(struct stk_loader *l)
 	uint64_t now = stk__now_ns();
 	l->t_start = now;
 	l->wait_ns = 0;
+	l->poll_t0 = 0;
 	for (uint32_t i = 0; i < l->nrings; i++) {
 		l->rings[i].area = 0;
 		l->rings[i].area_t = now;
@@ -900,7 +901,10 @@ int stk_loader_next_timeout(struct stk_loader *l, struct stk_batch **out, uint64
 			pthread_cond_timedwait(&l->cv, &l->mu, &ts);
 		}
 	}
-	uint64_t waited = stk__now_ns() - t0;
+	uint64_t now = stk__now_ns(), waited = now - t0;
+	/* polls that timed out and the call that got the batch are one wait */
+	uint64_t whole = l->poll_t0 ? now - l->poll_t0 : waited;
+	l->poll_t0 = rc == -ETIMEDOUT ? (l->poll_t0 ? l->poll_t0 : t0) : 0;
 	if (rc == 0 && s && s->state == SLOT_READY) {
 		/* fail policy: the batch's first failed sample ends the epoch */
 		if (l->o.on_error == STK_ON_ERROR_FAIL && s->err_idx != UINT32_MAX) {
@@ -940,7 +944,7 @@ int stk_loader_next_timeout(struct stk_loader *l, struct stk_batch **out, uint64
 			for (uint32_t i = 0; i < b->count; i++)
 				bytes += b->sizes[i];
 			atomic_fetch_add(&l->bytes, bytes);
-			stk_hist_add(l->h_wait, waited);
+			stk_hist_add(l->h_wait, whole);
 		}
 	}
 	l->wait_ns += waited;

@@ -82,6 +82,7 @@ struct stk_loader {
 	_Atomic uint64_t samples, bytes, batches, errors;
 	_Atomic uint32_t inflight, inflight_max;
 	uint64_t t_start, wait_ns;
+	uint64_t poll_t0;       /* start of a wait spread over timed-out polls */
 };
 
 #endif

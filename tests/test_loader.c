@@ -531,6 +531,10 @@ static void test_timeout_and_stop(void **state)
 	while ((rc = stk_loader_next_timeout(l, &b, 20000000)) == -ETIMEDOUT)
 		;
 	assert_int_equal(rc, 1);
+	/* the polls were one wait of about the read latency, not the last poll's */
+	struct stk_stats st = {.size = sizeof(st)};
+	stk_loader_stats(l, &st);
+	assert_true(st.wait_max_ns >= 250000000);
 	stk_loader_destroy(l);
 
 	/* stop: threads joined, the held batch stays readable until destroy */

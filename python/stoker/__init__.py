@@ -7,15 +7,23 @@
             for data, offsets, sizes, labels, indices in loader:
                 ...   # sample i: data[offsets[i] : offsets[i] + sizes[i]]
 
+    # image mode: C threads decode and crop each JPEG into the batch
+    loader = stoker.Loader("/data/train", 256, image=stoker.Image(224))
+    for images, labels in loader:   # images: uint8 (256, 3, 224, 224), no copy
+        ...
+
 See docs/python.md.  The library is found through $STOKER_LIB, else the build
 tree beside this package (build/libstoker.so.0), else the system's libstoker.
 """
 
 from . import _lib
 from .errors import Error, NoSlotError
-from .loader import Batch, Loader
+from .batch import Batch, ImageBatch
+from .image import IMAGENET_MEAN, IMAGENET_STD, Image
+from .loader import Loader
 
-__all__ = ["Loader", "Batch", "Error", "NoSlotError", "version", "lib_version", "lib_path"]
+__all__ = ["Loader", "Batch", "Image", "ImageBatch", "Error", "NoSlotError", "IMAGENET_MEAN",
+           "IMAGENET_STD", "version", "lib_version", "lib_path"]
 
 __version__ = "0.1.0"
 

@@ -67,11 +67,39 @@ EFORMAT = -1005
 ETOOBIG = -1006
 ENOSLOT = -1007
 
-HIST_BATCH_WAIT, HIST_READ = 0, 1
+HIST_BATCH_WAIT, HIST_READ, HIST_DECODE = 0, 1, 2
+
+# image mode
+CROP_RANDOM_RESIZED, CROP_CENTER = 0, 1
+DTYPE_UINT8, DTYPE_FLOAT32, DTYPE_FLOAT16 = 0, 1, 2
+IMG_NO_FLIP = 1 << 0
+IMG_NHWC = 1 << 1
+IMG_NORMALIZE = 1 << 2
 
 # --- structs -----------------------------------------------------------------
 
 c_u32, c_u64, c_i64 = ctypes.c_uint32, ctypes.c_uint64, ctypes.c_int64
+
+
+class ImageOpts(ctypes.Structure):
+    """struct stk_image_opts."""
+    _fields_ = [
+        ("size", c_u32),
+        ("flags", c_u32),             # IMG_*
+        ("width", c_u32),
+        ("height", c_u32),
+        ("crop", ctypes.c_int),       # enum stk_crop
+        ("dtype", ctypes.c_int),      # enum stk_dtype
+        ("scale_min", ctypes.c_float),
+        ("scale_max", ctypes.c_float),
+        ("ratio_min", ctypes.c_float),
+        ("ratio_max", ctypes.c_float),
+        ("crop_frac", ctypes.c_float),
+        ("mean", ctypes.c_float * 3),
+        ("std", ctypes.c_float * 3),
+        ("decode_threads", c_u32),
+        ("max_pixels", c_u64),
+    ]
 
 
 class LoaderOpts(ctypes.Structure):
@@ -95,6 +123,7 @@ class LoaderOpts(ctypes.Structure):
         ("cache_dir", ctypes.c_char_p),
         ("null_latency_ns", c_u64),
         ("slot_bytes", c_u64),
+        ("image", ctypes.POINTER(ImageOpts)),  # NULL: raw mode
     ]
 
 
@@ -111,6 +140,14 @@ class BatchStruct(ctypes.Structure):
         ("sizes", ctypes.c_void_p),    # const uint64_t *
         ("labels", ctypes.c_void_p),   # const int64_t *
         ("indices", ctypes.c_void_p),  # const int64_t *
+        # image mode: count images of image_bytes each, back to back
+        ("images", ctypes.c_void_p),
+        ("image_bytes", ctypes.c_size_t),
+        ("channels", c_u32),
+        ("height", c_u32),
+        ("width", c_u32),
+        ("dtype", ctypes.c_int),       # enum stk_dtype
+        ("nhwc", c_u32),
     ]
 
 
@@ -135,6 +172,10 @@ class Stats(ctypes.Structure):
         ("read_p50_ns", c_u64),
         ("read_p99_ns", c_u64),
         ("read_max_ns", c_u64),
+        ("decode_threads", c_u32),     # image mode
+        ("decode_busy_s", ctypes.c_double),
+        ("decode_p50_ns", c_u64),
+        ("decode_p99_ns", c_u64),
     ]
 
 
@@ -183,7 +224,22 @@ def _optional(name, restype, *argtypes):
     return _proto(name, restype, *argtypes) if hasattr(lib, name) else None
 
 
+stk_hist_create = _proto("stk_hist_create", ctypes.c_int, ctypes.POINTER(_vp))
+stk_hist_destroy = _proto("stk_hist_destroy", None, _vp)
+stk_hist_reset = _proto("stk_hist_reset", None, _vp)
+stk_hist_add = _proto("stk_hist_add", None, _vp, c_u64)
+stk_hist_max = _proto("stk_hist_max", c_u64, _vp)
+stk_hist_percentile = _proto("stk_hist_percentile", c_u64, _vp, ctypes.c_double)
 stk_loader_stats_reset = _optional("stk_loader_stats_reset", None, _vp)
+# Polled by the iteration so that Ctrl-C is seen while a read hangs.
+stk_loader_next_timeout = _optional("stk_loader_next_timeout", ctypes.c_int, _vp,
+                                    ctypes.POINTER(_vp), c_u64)
+# Joins the threads at close() while tensors over the pool are still alive.
+stk_loader_stop = _optional("stk_loader_stop", None, _vp)
+stk_image_bytes = _optional("stk_image_bytes", ctypes.c_size_t, ctypes.POINTER(ImageOpts))
+stk_image_decode = _optional("stk_image_decode", ctypes.c_int, ctypes.POINTER(ImageOpts),
+                             ctypes.c_void_p, ctypes.c_size_t, c_u64, c_u64, c_i64,
+                             ctypes.c_void_p, ctypes.c_char_p, ctypes.c_size_t)
 
 
 def strerror(code):

@@ -5,8 +5,11 @@ exposes the slot through ``__array_interface__``, numpy keeps the lease as the
 array's base, and ``torch.from_numpy`` keeps the array alive from the tensor's
 storage.  When the last tensor (or view) over the slot is freed, the lease's
 ``__del__`` gives the slot back with ``stk_batch_release`` (callable from any
-thread).  _Core owns the C handle and destroys it once the Loader is closed
-and no lease is left, since destroying unmaps the slots.
+thread).  In image mode the lease spans the slot from its raw bytes to the end
+of its images, so the images tensor, any view of it and `raw` all keep it.
+_Core owns the C handle: close() stops the loader at once (stk_loader_stop
+joins its threads but keeps the pool mapped) and destroys it, unmapping the
+slots, once no lease is left.
 """
 
 import ctypes
@@ -17,6 +20,7 @@ import weakref
 import numpy as np
 
 from . import _lib
+from .image import _np_dtype
 
 
 class _Core:
@@ -33,6 +37,7 @@ class _Core:
         # Bound here so that destruction late in interpreter shutdown still works.
         self._release = _lib.stk_batch_release
         self._destroy_fn = _lib.stk_loader_destroy
+        self._stop_fn = _lib.stk_loader_stop
 
     def release(self, addr, token):
         """Releases the batch at addr if the lease with id `token` (or, with
@@ -49,10 +54,15 @@ class _Core:
                 self._destroy()
 
     def close(self):
+        """Destroys the handle now if no lease is left; else stops it now
+        (its threads are joined, the slots stay mapped for the leases) and
+        destroys it with the last lease."""
         with self.lock:
             self.closing = True
             if not self.owned:
                 self._destroy()
+            elif self.h is not None and self._stop_fn is not None:
+                self._stop_fn(self.h)
 
     def _destroy(self):
         h, self.h = self.h, None
@@ -106,12 +116,17 @@ class _Lease:
 class _SlotViews:
     """numpy views over one slot's per-sample arrays (fixed C allocations)."""
 
-    __slots__ = ("view", "key", "offsets", "sizes", "labels", "indices")
+    __slots__ = ("view", "key", "offsets", "sizes", "labels", "indices", "image")
 
     def __init__(self, addr, batch_size):
         self.view = _lib.BatchStruct.from_address(addr)
         v = self.view
         self.key = self.current()
+        # image mode: (images - data, bytes per image, one image's shape, numpy dtype)
+        self.image = None
+        if v.images:
+            shape = (v.height, v.width, v.channels) if v.nhwc else (v.channels, v.height, v.width)
+            self.image = (v.images - v.data, v.image_bytes, shape, _np_dtype(v.dtype))
 
         def arr(ptr, n):
             p = ctypes.cast(ptr, ctypes.POINTER(ctypes.c_int64))
@@ -125,7 +140,35 @@ class _SlotViews:
     def current(self):
         """The slot's array pointers now (they are fixed today; checked anyway)."""
         v = self.view
-        return (v.offsets, v.sizes, v.labels, v.indices)
+        return (v.offsets, v.sizes, v.labels, v.indices, v.images)
+
+
+class _Hist:
+    """A libstoker latency histogram (struct stk_hist), freed with the object."""
+
+    __slots__ = ("h", "add", "_destroy")
+
+    def __init__(self):
+        h = ctypes.c_void_p()
+        if _lib.stk_hist_create(ctypes.byref(h)) < 0:
+            raise MemoryError("stk_hist_create")
+        self.h = h.value
+        self.add = _lib.stk_hist_add
+        self._destroy = _lib.stk_hist_destroy
+
+    def reset(self):
+        _lib.stk_hist_reset(self.h)
+
+    def percentile(self, pct):
+        return _lib.stk_hist_percentile(self.h, pct)
+
+    def max(self):
+        return _lib.stk_hist_max(self.h)
+
+    def __del__(self):
+        h, self.h = self.h, None
+        if h:
+            self._destroy(h)
 
 
 def _closed_message(core):

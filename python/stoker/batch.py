@@ -1,6 +1,8 @@
-"""stoker.Batch: what iterating a Loader yields in raw mode."""
+"""stoker.Batch and stoker.ImageBatch: what iterating a Loader yields."""
 
 import collections
+
+import torch
 
 
 class Batch(collections.namedtuple("Batch", "data offsets sizes labels indices")):
@@ -45,3 +47,48 @@ class Batch(collections.namedtuple("Batch", "data offsets sizes labels indices")
         sizes = self.sizes.tolist()
         data = self.data
         return [data[o:o + s] for o, s in zip(offs, sizes)]
+
+
+class ImageBatch(collections.namedtuple("ImageBatch", "images labels")):
+    """One batch in image mode (Loader(image=stoker.Image(...))).
+
+    Unpacks as ``images, labels``, like a DataLoader over an ImageFolder:
+        images: (count, 3, H, W), or (count, H, W, 3) with layout="nhwc",
+                uint8 / float32 / float16 as the Image asked: the slot memory
+                itself (no copy); on `device` when one was given;
+        labels: int64, count entries (-1 for unlabelled samples); on `device`
+                when one was given.
+
+    Attributes: indices (int64 tensor: each sample's index in the dataset,
+    see Loader.sample), epoch, number (position in the epoch, from 0), slot
+    (the pool slot), count (samples: fewer than the batch size when samples
+    were skipped under on_error="skip", or in the last batch), and raw: the
+    samples' file bytes as a stoker.Batch over the same slot (None when the
+    batch was copied to a device).
+    """
+
+    @property
+    def count(self):
+        """Samples in the batch."""
+        return self.labels.shape[0]
+
+    @property
+    def raw(self):
+        """The samples' JPEG bytes: a stoker.Batch viewing the same slot
+        (built on first use), or None for a batch copied to a device."""
+        src = self.__dict__.get("_raw")
+        if src is None or isinstance(src, Batch):
+            return src
+        span, meta, n, nbytes = src
+        b = Batch(torch.from_numpy(span[:nbytes]), torch.from_numpy(meta[:n + 1]),
+                  torch.from_numpy(meta[n + 1:2 * n + 1]), self.labels, self.indices)
+        b.epoch, b.number, b.slot = self.epoch, self.number, self.slot
+        self._raw = b
+        return b
+
+    def __repr__(self):
+        im = self.images
+        return "ImageBatch(epoch=%s, number=%s, count=%d, shape=%s, dtype=%s, slot=%s, " \
+            "device=%s)" % (getattr(self, "epoch", "?"), getattr(self, "number", "?"),
+                            self.count, tuple(im.shape), str(im.dtype).replace("torch.", ""),
+                            getattr(self, "slot", "?"), im.device)

@@ -1,15 +1,17 @@
 """stoker.Loader: libstoker's loader as a PyTorch-style iterable.
 
-Each batch's `data` is a tensor over its slot in libstoker's fixed pool, with
-no copy; the slot goes back to the pool when the last tensor over it is freed
-(_slots.py), or, with copy_free=True, when the next batch is asked for.  The
-small per-sample arrays are copied.  close() destroys the C loader (joining its
-threads) at once when no tensor over its slots is alive, else when the last
-one is freed.
+Each batch's `data` (raw mode) or `images` (image mode) is a tensor over its
+slot in libstoker's fixed pool, with no copy; the slot goes back to the pool
+when the last tensor over it is freed (_slots.py), or, with copy_free=True,
+when the next batch is asked for.  The small per-sample arrays are copied.
+close() stops the C loader at once (stk_loader_stop joins its threads) and
+destroys it, unmapping the pool, at once when no tensor over its slots is
+alive, else when the last one is freed.
 
-Ctrl-C: stk_loader_next blocks in C with the GIL released (ctypes does that
-for CDLL calls); Python raises KeyboardInterrupt as soon as the call returns,
-i.e. within one batch's latency.
+Ctrl-C: the wait for a batch is a loop of stk_loader_next_timeout calls of
+_POLL_NS each, in C with the GIL released (ctypes does that for CDLL calls);
+Python raises KeyboardInterrupt between two of them, so within _POLL_NS even
+while a read hangs.
 """
 
 import collections
@@ -19,20 +21,25 @@ import gc
 import operator
 import os
 import sys
+import time
 
 import numpy as np
 import torch
 
 from . import _lib
-from ._slots import _Core, _Lease, _SlotViews, _closed_message
-from .batch import Batch
+from ._slots import _Core, _Hist, _Lease, _SlotViews, _closed_message
+from .batch import Batch, ImageBatch
 from .errors import error_from
+from .image import Image
 
 _ENGINES = {"auto": _lib.ENGINE_AUTO, "io_uring": _lib.ENGINE_URING,
             "uring": _lib.ENGINE_URING, "pread": _lib.ENGINE_PREAD, "null": _lib.ENGINE_NULL}
 _ON_ERROR = {"skip": _lib.ON_ERROR_SKIP, "fail": _lib.ON_ERROR_FAIL}
 _U32 = 0xFFFFFFFF
 _U64 = 0xFFFFFFFFFFFFFFFF
+_POLL_NS = 100_000_000     # how long one wait in C lasts before Python checks signals
+_ETIMEDOUT = -errno.ETIMEDOUT
+_now_ns = time.monotonic_ns
 
 _STATS_FIELDS = [name for name, _ in _lib.Stats._fields_ if name != "size"]
 
@@ -100,14 +107,18 @@ class Loader:
         engine: "auto" (io_uring, else the pread pool), "io_uring", "pread",
             or "null" (no I/O; for tests).
         direct: O_DIRECT reads (samples padded to 4 KiB in `data`).
-        image: decoding options; only None (raw bytes) is available in this
-            version.
+        image: None (raw mode: batches of the files' bytes, stoker.Batch) or
+            a stoker.Image (image mode: C threads decode and crop each JPEG
+            into the batch; iteration yields stoker.ImageBatch, which unpacks
+            as ``images, labels``).
         device: None or "cpu" (batches stay in pinned host memory), or a CUDA
-            device: data and labels are copied there with non_blocking=True on
-            a side stream that the current stream waits on.
-        on_error: "skip" (a missing, unreadable or short file is dropped from
-            its batch and counted in stats()["errors"]) or "fail" (iteration
-            raises stoker.Error naming the file).
+            device: data (or images) and labels are copied there with
+            non_blocking=True on a side stream that the current stream waits
+            on.
+        on_error: "skip" (a missing, unreadable or short file, or in image
+            mode a corrupt or unsupported image, is dropped from its batch and
+            counted in stats()["errors"]) or "fail" (iteration raises
+            stoker.Error naming the file).
         copy_free: release each batch's slot when the next batch is asked for,
             even if tensors from it are still referenced: fastest, but then
             tensors from earlier batches must not be used.
@@ -129,10 +140,11 @@ class Loader:
                  slot_bytes=0, null_latency_ns=0):
         self._core = None
         if image is not None:
-            raise NotImplementedError(
-                "stoker.Loader(image=...): decoding in C needs the image pipeline, which this "
-                "libstoker does not have yet; use image=None to get each sample's raw bytes "
-                "(e.g. decode them with torchvision.io.decode_jpeg)")
+            image = Image._from(image)
+            if _lib.stk_image_decode is None:
+                raise NotImplementedError("stoker.Loader(image=...): this libstoker (%s) has no "
+                                          "image mode; rebuild it" % _lib.lib_path)
+        self.image = image
         if engine not in _ENGINES:
             raise ValueError("engine must be one of auto, io_uring, pread, null; not %r"
                              % (engine,))
@@ -200,6 +212,9 @@ class Loader:
         o.cache_dir = os.fsencode(cache_dir) if cache_dir is not None else None
         o.null_latency_ns = _uint("null_latency_ns", null_latency_ns, _U64)
         o.slot_bytes = _uint("slot_bytes", slot_bytes, _U64)
+        if image is not None:
+            self._image_opts = image._opts()  # kept alive while create reads it
+            o.image = ctypes.pointer(self._image_opts)
 
         h = ctypes.c_void_p()
         err = ctypes.create_string_buffer(4096)
@@ -225,6 +240,9 @@ class Loader:
         self._want = None          # (epoch, batch) to start at on the next iter()
         self._iter_gen = 0
         self._stats_base = 0       # samples delivered before the last start
+        # Each batch's whole wait, which the C histogram would record as its
+        # last poll only (see _wait); stats() reports its percentiles.
+        self._wait_hist = _Hist() if _lib.stk_loader_next_timeout is not None else None
 
     # --- dataset queries -------------------------------------------------------
 
@@ -360,13 +378,13 @@ class Loader:
         elif self._pending_copies:
             self._reap_copies()
 
-        rc = _lib.stk_loader_next(h, self._out_ref)
+        rc = self._wait(h)
         if rc == _lib.ENOSLOT and core.owned:
             # Slots may be held only by finished GPU copies or by batches in
             # reference cycles: free those and try once more.
             self._drain_copies()
             gc.collect()
-            rc = _lib.stk_loader_next(h, self._out_ref)
+            rc = self._wait(h)
         if rc != 1:
             if rc == 0:
                 raise StopIteration
@@ -384,16 +402,28 @@ class Loader:
             views = self._views[addr] = _SlotViews(addr, self.batch_size)
         v = views.view
         n = v.count
-        lease = _Lease(core, addr, v.data, v.data_bytes)
-        out.value = None
-        data = torch.from_numpy(np.asarray(lease))
         # One copy of the small arrays, then a tensor over each part.
         meta = np.concatenate((views.offsets[:n + 1], views.sizes[:n], views.labels[:n],
                                views.indices[:n]))
-        batch = Batch(data, torch.from_numpy(meta[:n + 1]),
-                      torch.from_numpy(meta[n + 1:2 * n + 1]),
-                      torch.from_numpy(meta[2 * n + 1:3 * n + 1]),
-                      torch.from_numpy(meta[3 * n + 1:]))
+        img = views.image
+        if img is None:
+            lease = _Lease(core, addr, v.data, v.data_bytes)
+            out.value = None
+            batch = Batch(torch.from_numpy(np.asarray(lease)), torch.from_numpy(meta[:n + 1]),
+                          torch.from_numpy(meta[n + 1:2 * n + 1]),
+                          torch.from_numpy(meta[2 * n + 1:3 * n + 1]),
+                          torch.from_numpy(meta[3 * n + 1:]))
+        else:
+            # One lease over the raw bytes and the images: every view keeps the slot.
+            off, ib, shape, dt = img
+            lease = _Lease(core, addr, v.data, off + n * ib)
+            out.value = None
+            span = np.asarray(lease)
+            images = span[off:].view(dt).reshape((n,) + shape)
+            batch = ImageBatch(torch.from_numpy(images),
+                               torch.from_numpy(meta[2 * n + 1:3 * n + 1]))
+            batch.indices = torch.from_numpy(meta[3 * n + 1:])
+            batch._raw = (span, meta, n, v.data_bytes)
         batch.epoch = v.epoch
         batch.number = v.number
         batch.slot = v.slot
@@ -403,6 +433,23 @@ class Loader:
             self._prev = lease
         return batch
 
+    def _wait(self, h):
+        """stk_loader_next, as short waits in C so that Python sees signals.
+        libstoker's wait histogram then sees only the last of them, so the
+        whole wait is recorded here too."""
+        nxt = _lib.stk_loader_next_timeout
+        if nxt is None:  # an older libstoker: one wait
+            return _lib.stk_loader_next(h, self._out_ref)
+        ref = self._out_ref
+        t0 = _now_ns()
+        rc = nxt(h, ref, _POLL_NS)
+        while rc == _ETIMEDOUT:
+            rc = nxt(h, ref, _POLL_NS)   # KeyboardInterrupt is raised between calls
+        if rc == 1:
+            hist = self._wait_hist
+            hist.add(hist.h, _now_ns() - t0)
+        return rc
+
     # --- CUDA ------------------------------------------------------------------
 
     def _to_device(self, host):
@@ -411,8 +458,9 @@ class Loader:
         the copy has finished."""
         dev = self._device
         cur = torch.cuda.current_stream(dev)
+        big = host.images if isinstance(host, ImageBatch) else host.data
         with torch.cuda.stream(self._stream):
-            data = host.data.to(dev, non_blocking=True)
+            data = big.to(dev, non_blocking=True)
             labels = host.labels.to(dev, non_blocking=True)
             ev = torch.cuda.Event()
             ev.record(self._stream)
@@ -422,7 +470,12 @@ class Loader:
         data.record_stream(cur)
         labels.record_stream(cur)
         self._pending_copies.append((ev, host))
-        batch = Batch(data, host.offsets, host.sizes, labels, host.indices)
+        if isinstance(host, ImageBatch):
+            batch = ImageBatch(data, labels)
+            batch.indices = host.indices
+            batch._raw = None  # the host slot is released once the copy is done
+        else:
+            batch = Batch(data, host.offsets, host.sizes, labels, host.indices)
         batch.epoch, batch.number, batch.slot = host.epoch, host.number, host.slot
         return batch
 
@@ -445,10 +498,11 @@ class Loader:
     def stats(self):
         """The loader's counters (struct stk_stats) as a dict, plus
         samples_per_s (samples since the last epoch start or reset_stats(),
-        divided by wall_s).  Times in seconds, *_ns latencies in nanoseconds;
-        wall_s, wait_s and stall_ratio count from the last epoch start (a new
-        iteration, set_epoch, load_state_dict) or reset_stats().  May be
-        called from any thread."""
+        divided by wall_s) and decode_images_per_s_per_core (image mode:
+        samples / decode_busy_s; 0.0 before any decode).  Times in seconds,
+        *_ns latencies in nanoseconds; wall_s, wait_s and stall_ratio count
+        from the last epoch start (a new iteration, set_epoch,
+        load_state_dict) or reset_stats().  May be called from any thread."""
         st = _lib.Stats(size=ctypes.sizeof(_lib.Stats))
         core = self._core
         if core is None:
@@ -461,8 +515,15 @@ class Loader:
             raise error_from(rc, None, self._path)
         d = {name: getattr(st, name) for name in _STATS_FIELDS}
         d["pinned"] = bool(d["pinned"])
+        hist = self._wait_hist
+        if hist is not None:  # the whole waits, not their last poll (see _wait)
+            d["wait_p50_ns"] = hist.percentile(50)
+            d["wait_p99_ns"] = hist.percentile(99)
+            d["wait_max_ns"] = hist.max()
         wall = d["wall_s"]
         d["samples_per_s"] = (d["samples"] - self._stats_base) / wall if wall > 0 else 0.0
+        busy = d.get("decode_busy_s", 0.0)
+        d["decode_images_per_s_per_core"] = d["samples"] / busy if busy > 0 else 0.0
         return d
 
     def reset_stats(self):
@@ -473,12 +534,15 @@ class Loader:
             raise NotImplementedError("this libstoker (%s) has no stk_loader_stats_reset"
                                       % _lib.lib_path)
         fn(self._handle())
+        if self._wait_hist is not None:
+            self._wait_hist.reset()
         self._stats_base = 0
 
     def close(self):
-        """Stops the loader.  Its I/O threads are joined and its memory freed now
-        if no tensor over its slots is alive, else when the last one is freed
-        (copy_free=True: now; earlier batches' tensors become invalid)."""
+        """Stops the loader: its I/O and decode threads are joined now.  Its
+        memory is freed now if no tensor over its slots is alive, else when
+        the last one is freed; until then those tensors stay valid
+        (copy_free=True: freed now; earlier batches' tensors become invalid)."""
         core = self._core
         if core is None:
             return
@@ -527,5 +591,6 @@ class Loader:
     def __repr__(self):
         if self._core is None:
             return "<stoker.Loader %r closed>" % (self._path,)
-        return "<stoker.Loader %r batch_size=%d rank=%d/%d %d batches/epoch>" % (
-            self._path, self.batch_size, self.rank, self.world_size, self._len)
+        return "<stoker.Loader %r batch_size=%d rank=%d/%d %d batches/epoch%s>" % (
+            self._path, self.batch_size, self.rank, self.world_size, self._len,
+            " image=%r" % (self.image,) if self.image is not None else "")

@@ -66,15 +66,25 @@ def write_jpegs(root, images, classes):
         Image.fromarray(px).save(os.path.join(d, "%08d.jpg" % i), quality=90)
 
 
+def gen_folder(d, images, classes):
+    """`$STOKER gen d --images N --classes K`, or PIL when the CLI is not built."""
+    cli = stoker_cli()
+    if cli is None:
+        write_jpegs(d, images, classes)
+    else:
+        subprocess.run([cli, "gen", d, "--images", str(images), "--classes", str(classes)],
+                       check=True, stdout=subprocess.DEVNULL)
+    return d
+
+
 @pytest.fixture(scope="session")
 def jpeg_folder(tmp_path_factory):
     """A dataset of real JPEGs in ImageFolder layout: 60 images, 3 classes
     (`$STOKER gen`, or PIL when the CLI is not built)."""
-    d = str(tmp_path_factory.mktemp("gen") / "ds")
-    cli = stoker_cli()
-    if cli is None:
-        write_jpegs(d, 60, 3)
-    else:
-        subprocess.run([cli, "gen", d, "--images", "60", "--classes", "3"], check=True,
-                       stdout=subprocess.DEVNULL)
-    return d
+    return gen_folder(str(tmp_path_factory.mktemp("gen") / "ds"), 60, 3)
+
+
+@pytest.fixture(scope="session")
+def image_folder(tmp_path_factory):
+    """Image mode's dataset: 40 JPEGs in 2 classes (`$STOKER gen`)."""
+    return gen_folder(str(tmp_path_factory.mktemp("img") / "ds"), 40, 2)

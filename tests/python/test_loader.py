@@ -69,7 +69,8 @@ def test_structs_match_header(tmp_path):
     if cc is None:
         pytest.skip("no C compiler to compile the layout probe")
     structs = {"stk_loader_opts": _lib.LoaderOpts, "stk_batch": _lib.BatchStruct,
-               "stk_stats": _lib.Stats, "stk_loader_state": _lib.LoaderState}
+               "stk_stats": _lib.Stats, "stk_loader_state": _lib.LoaderState,
+               "stk_image_opts": _lib.ImageOpts}
     lines = []
     for cname, cls in structs.items():
         lines.append("\tS(%s)" % cname)
@@ -382,6 +383,19 @@ def test_reset_stats(jpeg_folder):
         assert st["samples"] == 60 and st["samples_per_s"] > 0
 
 
+def test_wait_percentiles_count_the_whole_wait(jpeg_folder):
+    """The wait for a batch is polled in 100 ms steps (for Ctrl-C); the
+    percentiles still count each batch's whole wait."""
+    # 200 ms reads, and each batch's reads start only when it is asked for
+    with stoker.Loader(jpeg_folder, 2, engine="null", null_latency_ns=200_000_000,
+                       prefetch=1, copy_free=True) as l:
+        it = iter(l)
+        for _ in range(3):
+            next(it)
+        st = l.stats()
+    assert st["wait_p50_ns"] >= 190_000_000 and st["wait_max_ns"] >= 190_000_000, st
+
+
 def test_batch_repr_is_short(jpeg_folder):
     with stoker.Loader(jpeg_folder, 8) as l:
         b = next(iter(l))
@@ -396,14 +410,19 @@ def test_close_waits_for_live_tensors(jpeg_folder):
     assert thread_count() > base
     b = next(iter(l))
     want = b.data.numpy().tobytes()
+    core = l._core
     l.close()
     assert l.closed
+    if _lib.stk_loader_stop is not None:
+        assert thread_count() == base, "close() joins the I/O threads at once"
     with pytest.raises(ValueError, match="closed"):
         iter(l)
     # the batch is still readable: the C loader is destroyed with the last tensor
+    assert core.h is not None
     assert b.data.numpy().tobytes() == want
     del b
     gc.collect()
+    assert core.h is None, "destroyed (the pool unmapped) with the last tensor"
     assert thread_count() == base, "the I/O threads are joined"
 
 
@@ -461,8 +480,10 @@ def test_create_errors_name_the_path(tmp_path):
 
 
 def test_bad_arguments(folder):
-    with pytest.raises(NotImplementedError, match="image"):
-        stoker.Loader(folder, 4, image={"size": 224})
+    with pytest.raises(TypeError, match="image"):
+        stoker.Loader(folder, 4, image=224)
+    with pytest.raises(ValueError, match="size"):
+        stoker.Loader(folder, 4, image={"size": 0})
     with pytest.raises(ValueError, match="engine"):
         stoker.Loader(folder, 4, engine="aio")
     with pytest.raises(ValueError, match="on_error"):
@@ -491,53 +512,73 @@ def test_superseded_iterator(folder):
 # --- Ctrl-C -------------------------------------------------------------------
 
 CTRL_C = textwrap.dedent(r"""
-    import json, os, sys, threading, torch
+    import json, os, sys, threading, time, torch
     import stoker
     torch.zeros(4).add_(1)          # let torch start whatever threads it starts
     def tasks():
         return len(os.listdir("/proc/self/task"))
     base = tasks()
-    # 50 ms per read, 4 reads per batch in flight at queue depth 2: a slow loader
-    l = stoker.Loader(sys.argv[1], 4, engine="null", null_latency_ns=50_000_000,
+    # argv[2] ns per read; 50 ms: 4 reads per batch in flight at queue depth 2,
+    # a slow loader; 600 s: a read that hangs (a dead network filesystem)
+    l = stoker.Loader(sys.argv[1], 4, engine="null", null_latency_ns=int(sys.argv[2]),
                       queue_depth=2, prefetch=3)
     during = tasks()
-    got, interrupted = 0, False
+    got, interrupted, batch = 0, False, None
+    hung = int(sys.argv[2]) > 10**9
     try:
-        with l:
-            for batch in l:
-                got += 1
-                if got == 1:
-                    print("iterating", flush=True)
+        print("iterating", flush=True)
+        for batch in l:
+            got += 1
     except KeyboardInterrupt:
         interrupted = True
+    t_int = time.monotonic()
+    if hung:
+        # close() would wait for the hung reads (the pool may not be unmapped
+        # under them): report and leave
+        print(json.dumps({"interrupted": interrupted, "got": got, "t_interrupted": t_int}),
+              flush=True)
+        os._exit(0)
+    l.close()
     closed_with_live_batch = tasks()
     del batch
     import gc; gc.collect()
     print(json.dumps({"base": base, "during": during, "interrupted": interrupted, "got": got,
                       "len": len(l), "closed_with_live_batch": closed_with_live_batch,
-                      "after": tasks(), "py_threads": threading.active_count()}), flush=True)
+                      "after": tasks(), "py_threads": threading.active_count(),
+                      "t_interrupted": t_int}), flush=True)
 """)
 
 
-def test_ctrl_c_leaves_no_threads(jpeg_folder, tmp_path):
+@pytest.mark.parametrize("latency_ns", [50_000_000, 600_000_000_000], ids=["slow", "hung"])
+def test_ctrl_c_leaves_no_threads(jpeg_folder, tmp_path, latency_ns):
+    """Ctrl-C interrupts the wait for a batch, even one whose read does not
+    complete for 10 minutes, and close() joins the threads although a batch
+    is still referenced."""
     script = tmp_path / "ctrlc.py"
     script.write_text(CTRL_C)
     env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python"))
-    p = subprocess.Popen([sys.executable, str(script), jpeg_folder], stdout=subprocess.PIPE,
-                         stderr=subprocess.PIPE, text=True, env=env)
+    p = subprocess.Popen([sys.executable, str(script), jpeg_folder, str(latency_ns)],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     try:
         line = p.stdout.readline()
         assert line.strip() == "iterating", p.stderr.read()
-        time.sleep(0.3)
+        time.sleep(0.5)
+        t_sig = time.monotonic()
         p.send_signal(signal.SIGINT)
-        out, err = p.communicate(timeout=60)
+        out, err = p.communicate(timeout=60)   # the hung read would take 600 s
     finally:
         if p.poll() is None:
             p.kill()
     assert p.returncode == 0, err
     r = json.loads(out.strip().splitlines()[-1])
+    print("SIGINT to KeyboardInterrupt: %.0f ms" % ((r["t_interrupted"] - t_sig) * 1e3))
+    if latency_ns > 1e9:
+        assert r["interrupted"] and r["got"] == 0, r
+        return
     assert r["interrupted"] and r["got"] < r["len"], r
     assert r["during"] > r["base"], r
+    if _lib.stk_loader_stop is not None:
+        assert r["closed_with_live_batch"] == r["base"], "close() joins the threads: %r" % r
     assert r["after"] == r["base"], "threads left behind: %r" % r
     assert r["py_threads"] == 1
 
@@ -573,9 +614,9 @@ def test_cuda_batches(jpeg_folder):
 @pytest.mark.parametrize("which", ["stoker", "torch"])
 def test_example_trains_a_few_steps(jpeg_folder, which):
     import importlib.util
-    if not (importlib.util.find_spec("torchvision") or importlib.util.find_spec("PIL")):
-        pytest.skip("the example decodes JPEGs with torchvision or PIL, and neither is "
-                    "installed (Debian: apt-get install python3-torchvision)")
+    if which == "torch" and not importlib.util.find_spec("torchvision"):
+        pytest.skip("--loader torch uses torchvision's ImageFolder and transforms, which are "
+                    "not installed (Debian: apt-get install python3-torchvision)")
     ex = os.path.join(ROOT, "examples", "train_classifier.py")
     env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python"))
     p = subprocess.run([sys.executable, ex, jpeg_folder, "--loader", which, "--steps", "5",
