@@ -277,6 +277,7 @@ static uint16_t to_half(float f)
 /* Four floats, one pixel (R, G, B, unused): GCC and clang turn the arithmetic
  * on these into SSE/NEON instructions, without target-specific code. */
 typedef float v4f __attribute__((vector_size(16)));
+typedef int32_t v4i __attribute__((vector_size(16)));
 
 static inline float clamp255(float v)
 {
@@ -290,22 +291,23 @@ static void put_row(const struct stk_image_opts *o, void *out, int y, const v4f 
 	size_t W = o->width, H = o->height, plane = W * H;
 	bool nhwc = o->flags & STK_IMG_NHWC;
 	if (o->dtype == STK_DTYPE_UINT8) {
+		/* No clamp: the taps are non-negative and sum to 1, so every value
+		 * lies within its inputs' 0..255, give or take rounding, and +0.5
+		 * then truncation lands in 0..255. */
 		uint8_t *u = out;
 		for (size_t x = 0; x < W; x++) {
 			size_t dx = flip ? W - 1 - x : x;
-			uint8_t r = (uint8_t)(clamp255(px[x][0]) + 0.5f);
-			uint8_t g = (uint8_t)(clamp255(px[x][1]) + 0.5f);
-			uint8_t b = (uint8_t)(clamp255(px[x][2]) + 0.5f);
+			v4i q = __builtin_convertvector(px[x] + (v4f){0.5f, 0.5f, 0.5f, 0.5f}, v4i);
 			if (nhwc) {
 				uint8_t *d = u + ((size_t)y * W + dx) * 3;
-				d[0] = r;
-				d[1] = g;
-				d[2] = b;
+				d[0] = (uint8_t)q[0];
+				d[1] = (uint8_t)q[1];
+				d[2] = (uint8_t)q[2];
 			} else {
 				size_t i = (size_t)y * W + dx;
-				u[i] = r;
-				u[plane + i] = g;
-				u[2 * plane + i] = b;
+				u[i] = (uint8_t)q[0];
+				u[plane + i] = (uint8_t)q[1];
+				u[2 * plane + i] = (uint8_t)q[2];
 			}
 		}
 		return;
@@ -336,7 +338,7 @@ static int resample(const struct stk_image_opts *o, const uint8_t *rgb, int rw, 
 	int ow = (int)o->width, oh = (int)o->height;
 	struct taps tx = {0}, ty = {0};
 	float *tmp = NULL;
-	v4f *row = NULL;
+	v4f *row = NULL, *w4 = NULL;
 	int rc = make_taps(&tx, bx, bw, rw, ow);
 	if (!rc)
 		rc = make_taps(&ty, by, bh, rh, oh);
@@ -348,7 +350,8 @@ static int resample(const struct stk_image_opts *o, const uint8_t *rgb, int rw, 
 	size_t n3 = (size_t)(c1 - c0) * 3;
 	/* +1 float: the horizontal pass loads four floats for a three-float pixel */
 	if (!rc && (!(tmp = malloc(sizeof(float) * (n3 * (size_t)oh + 1))) ||
-		    !(row = malloc(sizeof(v4f) * (size_t)ow))))
+		    !(row = malloc(sizeof(v4f) * (size_t)ow)) ||
+		    !(w4 = malloc(sizeof(v4f) * (size_t)ow * (size_t)tx.max))))
 		rc = -ENOMEM;
 	if (rc)
 		goto out;
@@ -368,16 +371,19 @@ static int resample(const struct stk_image_opts *o, const uint8_t *rgb, int rw, 
 				acc[j] += wk * p[j];
 		}
 	}
+	/* the horizontal taps, each broadcast to a pixel's four lanes once */
+	for (size_t i = 0; i < (size_t)ow * (size_t)tx.max; i++)
+		w4[i] = (v4f){tx.w[i], tx.w[i], tx.w[i], tx.w[i]};
 	for (int y = 0; y < oh; y++) {
 		const float *src = tmp + (size_t)y * n3 - (size_t)c0 * 3;
 		for (int x = 0; x < ow; x++) {
-			const float *w = tx.w + (size_t)x * tx.max;
+			const v4f *w = w4 + (size_t)x * tx.max;
 			const float *p = src + (size_t)tx.first[x] * 3;
 			v4f acc = {0, 0, 0, 0};
 			for (int k = 0; k < tx.count[x]; k++, p += 3) {
 				v4f px;
 				memcpy(&px, p, sizeof(px));
-				acc += (v4f){w[k], w[k], w[k], w[k]} * px;
+				acc += w[k] * px;
 			}
 			row[x] = acc;
 		}
@@ -386,6 +392,7 @@ static int resample(const struct stk_image_opts *o, const uint8_t *rgb, int rw, 
 out:
 	free(tmp);
 	free(row);
+	free(w4);
 	free_taps(&tx);
 	free_taps(&ty);
 	return rc;
