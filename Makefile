@@ -130,7 +130,8 @@ install: all
 	install -m 755 $(BUILD)/stoker $(DESTDIR)$(PREFIX)/bin/stoker
 	install -m 644 $(BUILD)/libstoker.so.0 $(DESTDIR)$(PREFIX)/lib/libstoker.so.0
 	ln -sf libstoker.so.0 $(DESTDIR)$(PREFIX)/lib/libstoker.so
-	install -m 644 include/stoker/stoker.h include/stoker/sys.h $(DESTDIR)$(PREFIX)/include/stoker/
+	install -m 644 include/stoker/stoker.h include/stoker/sys.h include/stoker/metrics.h \
+		$(DESTDIR)$(PREFIX)/include/stoker/
 	install -m 644 python/stoker/*.py $(DESTDIR)$(PYSITE)/stoker/
 	[ -n "$(DESTDIR)" ] || ldconfig || true
 

@@ -14,6 +14,7 @@ static const struct {
 	{"disk", cmd_disk, "storage benchmark in training's access patterns"},
 	{"doctor", cmd_doctor, "system checks for feeding GPUs, each with the command that fixes it"},
 	{"iostat", cmd_iostat, "live per-device I/O, the figures of iostat -x"},
+	{"exporter", cmd_exporter, "Prometheus /metrics: disks, GPUs and the loaders running here"},
 };
 
 static void usage(FILE *f)

@@ -236,6 +236,10 @@ stk_loader_next_timeout = _optional("stk_loader_next_timeout", ctypes.c_int, _vp
                                     ctypes.POINTER(_vp), c_u64)
 # Joins the threads at close() while tensors over the pool are still alive.
 stk_loader_stop = _optional("stk_loader_stop", None, _vp)
+stk_metrics_serve = _optional("stk_metrics_serve", ctypes.c_int, ctypes.POINTER(_vp),
+                              ctypes.c_char_p, _vp, ctypes.c_char_p)
+stk_metrics_server_port = _optional("stk_metrics_server_port", ctypes.c_int, _vp)
+stk_metrics_server_destroy = _optional("stk_metrics_server_destroy", None, _vp)
 stk_image_bytes = _optional("stk_image_bytes", ctypes.c_size_t, ctypes.POINTER(ImageOpts))
 stk_image_decode = _optional("stk_image_decode", ctypes.c_int, ctypes.POINTER(ImageOpts),
                              ctypes.c_void_p, ctypes.c_size_t, c_u64, c_u64, c_i64,

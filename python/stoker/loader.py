@@ -538,6 +538,32 @@ class Loader:
             self._wait_hist.reset()
         self._stats_base = 0
 
+    def serve_metrics(self, port=9464, host="127.0.0.1", name="loader"):
+        """Serves this loader's metrics (with the machine's disks and GPUs) as
+        Prometheus text on http://host:port/metrics from a C thread, until
+        close().  Loopback unless told otherwise; port 0 picks a free one.
+        Returns the port.  See docs/metrics.md for the names."""
+        if _lib.stk_metrics_serve is None:
+            raise NotImplementedError("this libstoker (%s) has no stk_metrics_serve"
+                                      % _lib.lib_path)
+        if getattr(self, "_metrics_srv", None):
+            raise RuntimeError("this loader already serves its metrics")
+        listen = ("[%s]:%d" % (host, port) if ":" in host else "%s:%d" % (host, port)).encode()
+        srv = ctypes.c_void_p()
+        rc = _lib.stk_metrics_serve(ctypes.byref(srv), listen, self._handle(),
+                                    name.encode())
+        if rc < 0:
+            raise error_from(rc, "cannot serve metrics on %s: %s" % (
+                listen.decode(), _lib.strerror(rc)), self._path)
+        self._metrics_srv = srv
+        return _lib.stk_metrics_server_port(srv)
+
+    def _stop_metrics(self):
+        srv = getattr(self, "_metrics_srv", None)
+        if srv:
+            self._metrics_srv = None
+            _lib.stk_metrics_server_destroy(srv)
+
     def close(self):
         """Stops the loader: its I/O and decode threads are joined now.  Its
         memory is freed now if no tensor over its slots is alive, else when
@@ -546,6 +572,7 @@ class Loader:
         core = self._core
         if core is None:
             return
+        self._stop_metrics()  # its thread reads the loader: first
         self._core = None
         try:
             self._drain_copies()

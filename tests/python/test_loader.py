@@ -624,3 +624,23 @@ def test_example_trains_a_few_steps(jpeg_folder, which):
                        capture_output=True, text=True, env=env, timeout=300)
     assert p.returncode == 0, p.stderr
     assert "images/s" in p.stdout and "waiting for data" in p.stdout, p.stdout
+
+
+def test_serve_metrics(tmp_path):
+    """loader.serve_metrics(port): Prometheus text over HTTP on loopback."""
+    import urllib.request
+    d = tmp_path / "d"
+    d.mkdir()
+    for i in range(10):
+        (d / ("%02d.jpg" % i)).write_bytes(b"x" * (100 + i))
+    with stoker.Loader(str(d), batch_size=4, quiet=True) as loader:
+        for _ in loader:
+            pass
+        port = loader.serve_metrics(0)
+        assert port > 0
+        text = urllib.request.urlopen("http://127.0.0.1:%d/metrics" % port, timeout=10).read()
+        text = text.decode()
+        assert 'stoker_loader_samples_total{loader="loader"' in text
+        assert "stoker_loader_batch_wait_seconds_bucket" in text
+        with pytest.raises(RuntimeError):
+            loader.serve_metrics(0)
