@@ -7,7 +7,13 @@ trap 'rm -rf "$t"' EXIT
 fail() { echo "FAIL: $*"; exit 1; }
 "$STOKER" gen "$t/d" --images 24 --classes 2 --seed 3 >/dev/null || fail "gen"
 lib=$(dirname "$STOKER")/libstoker.so.0
-/usr/bin/python3 "$(dirname "$0")/image_vs_pil.py" "$lib" "$t"/d/c0000/*.jpg; rc=$?
+# a sanitizer build of the library needs its runtime first in the process
+pre=
+if ldd "$lib" | grep -q libasan; then
+	pre="$(cc -print-file-name=libasan.so) $(cc -print-file-name=libubsan.so)"
+fi
+LD_PRELOAD="$pre" ASAN_OPTIONS=detect_leaks=0 \
+	/usr/bin/python3 "$(dirname "$0")/image_vs_pil.py" "$lib" "$t"/d/c0000/*.jpg; rc=$?
 [ $rc = 0 ] || [ $rc = 77 ] || fail "centre crop differs from torchvision"
 out=$("$STOKER" bench "$t/d" --image --size 96 --batch-size 5 --json) || fail "bench --image exit $?"
 echo "$out" | /usr/bin/python3 -c '
