@@ -42,7 +42,7 @@ TEST_BIN := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
 EXAMPLE_SRC := $(sort $(wildcard examples/*.c))
 EXAMPLE_BIN := $(EXAMPLE_SRC:examples/%.c=$(BUILD)/examples/%)
 
-.PHONY: all run test test-c test-cli test-py bench deps clean install
+.PHONY: all run test test-c test-cli test-py bench deps clean install fuzz
 all: $(BUILD)/libstoker.so $(BUILD)/libstoker.a $(BUILD)/stoker
 
 $(DEPS_OK): mk/deps.sh
@@ -124,6 +124,19 @@ bench: all
 	$(Q)BUILD=$(BUILD) PYTHON=$(PYTHON) sh bench/run.sh
 
 PYSITE ?= $(shell $(PYTHON) -c 'import sysconfig; print(sysconfig.get_path("purelib"))')
+# Optional: libFuzzer on the tar header parser (needs clang).  New inputs go to
+# $(BUILD)/fuzz-corpus; add any crasher, once fixed, to tests/fuzz/tar_corpus
+# (test_tar replays that corpus in every `make test`).
+FUZZ_TIME ?= 300
+$(BUILD)/fuzz_tar: tests/fuzz/fuzz_tar.c src/tar.c src/tar.h
+	@mkdir -p $(@D)
+	$(Q)clang -g -O1 -fsanitize=fuzzer,address,undefined -std=gnu11 -D_GNU_SOURCE \
+		-Iinclude -Isrc tests/fuzz/fuzz_tar.c src/tar.c -o $@
+fuzz: $(BUILD)/fuzz_tar
+	$(Q)mkdir -p $(BUILD)/fuzz-corpus
+	$(Q)$(BUILD)/fuzz_tar -max_total_time=$(FUZZ_TIME) -max_len=65536 \
+		-artifact_prefix=$(BUILD)/ $(BUILD)/fuzz-corpus tests/fuzz/tar_corpus
+
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include/stoker \
 		$(DESTDIR)$(PYSITE)/stoker

@@ -16,8 +16,10 @@
  * the read of a shrunken file fails as a short read naming the file.
  */
 #include "internal.h"
+#include "tar.h"
 
 #include <dirent.h>
+#include <glob.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <stdarg.h>
@@ -30,10 +32,10 @@
 #include <unistd.h>
 
 #define IDX_MAGIC "STKIDX01"
-#define IDX_VERSION 1u
+#define IDX_VERSION 2u
 #define IDX_NAME ".stoker-index"
 
-enum { KIND_FOLDER = 1, KIND_FLAT = 2, KIND_LIST = 3 };
+enum { KIND_FOLDER = 1, KIND_FLAT = 2, KIND_LIST = 3, KIND_SHARDS = 4 };
 
 struct idx_header {
 	char magic[8];
@@ -145,6 +147,21 @@ static bool ext_ok(const char *exts, const char *name)
 		p = c + 1;
 	}
 	return false;
+}
+
+static int add_entry_at(struct builder *b, uint64_t name, uint64_t size, int64_t label,
+			uint64_t offset)
+{
+	if (b->n == b->cap) {
+		int64_t cap = b->cap ? b->cap * 2 : 4096;
+		struct stk_entry *e = realloc(b->e, (size_t)cap * sizeof(*e));
+		if (!e)
+			return fail(b, -ENOMEM, "%s: out of memory indexing", b->root);
+		b->e = e;
+		b->cap = cap;
+	}
+	b->e[b->n++] = (struct stk_entry){.size = size, .label = label, .name = name, .offset = offset};
+	return 0;
 }
 
 static int add_entry(struct builder *b, const char *rel, uint64_t size, int64_t label)
@@ -418,6 +435,278 @@ static int build_list(struct builder *b, const char *list_path)
 	return rc;
 }
 
+/* --- tar shards ------------------------------------------------------------
+ * WebDataset's rule: a member's key is its path up to the first dot of its
+ * base name, the rest is its extension; consecutive members with one key are
+ * one sample.  The sample's bytes are its first member that is not a label
+ * (.cls, whose text is the label); a sample with no such member is not one. */
+
+static void split_key(const char *name, size_t *keylen, const char **ext)
+{
+	const char *base = strrchr(name, '/');
+	base = base ? base + 1 : name;
+	const char *dot = strchr(base, '.');
+	*keylen = dot ? (size_t)(dot - name) : strlen(name);
+	*ext = dot ? dot + 1 : "";
+}
+
+/* A set of 64-bit key hashes, to refuse a key seen earlier in the shard. */
+struct keyset {
+	uint64_t *v;
+	size_t cap, n;
+};
+
+static int keyset_add(struct keyset *k, uint64_t h) /* 1 added, 0 present, <0 */
+{
+	if (!h)
+		h = 1;
+	if (2 * (k->n + 1) > k->cap) {
+		size_t cap = k->cap ? k->cap * 2 : 1024;
+		uint64_t *v = calloc(cap, sizeof(*v));
+		if (!v)
+			return -ENOMEM;
+		for (size_t i = 0; i < k->cap; i++)
+			for (size_t j = k->v[i] % cap; k->v[i]; j = (j + 1) % cap)
+				if (!v[j]) {
+					v[j] = k->v[i];
+					break;
+				}
+		free(k->v);
+		k->v = v;
+		k->cap = cap;
+	}
+	for (size_t j = h % k->cap;; j = (j + 1) % k->cap) {
+		if (k->v[j] == h)
+			return 0;
+		if (!k->v[j]) {
+			k->v[j] = h;
+			k->n++;
+			return 1;
+		}
+	}
+}
+
+static void warn(struct builder *b, const char *msg)
+{
+	char *w = b->o->warning;
+	if (!w || !b->o->warnlen || w[0])
+		return; /* the first is the one worth reading */
+	snprintf(w, b->o->warnlen, "%s", msg);
+}
+
+/* Indexes one shard (rel, relative to root).  A damaged shard fails the
+ * index, or under skip_bad keeps the samples before the damage. */
+static int index_shard(struct builder *b, const char *rel)
+{
+	int fd = openat(b->root_fd, rel, O_RDONLY | O_CLOEXEC);
+	struct stat st;
+	if (fd < 0 || fstat(fd, &st)) {
+		int e = errno;
+		if (fd >= 0)
+			close(fd);
+		return fail(b, -e, "%s/%s: %s", b->root, rel, strerror(e));
+	}
+	uint64_t name;
+	int rc = add_dir(b, rel, &st);
+	if (!rc && buf_add(&b->names, rel, strlen(rel), &name))
+		rc = fail(b, -ENOMEM, "%s: out of memory indexing", b->root);
+	struct stk__tar_iter *it = NULL;
+	if (!rc && (rc = stk__tar_open(&it, fd, (uint64_t)st.st_size)))
+		rc = fail(b, rc, "%s/%s: %s", b->root, rel, stk_strerror(rc));
+	struct keyset seen = {0};
+	char key[PATH_MAX] = "", why[512];
+	size_t keylen = 0;
+	bool have = false, have_data = false;
+	uint64_t data_off = 0, data_size = 0, bad_at = 0;
+	int64_t label = -1;
+	struct stk__tar_member m;
+	int more = 1;
+	while (!rc && more > 0) {
+		more = stk__tar_next(it, &m, why, sizeof(why));
+		size_t kl = 0;
+		const char *ext = "";
+		if (more > 0)
+			split_key(m.name, &kl, &ext);
+		bool same = more > 0 && have && kl == keylen && !memcmp(m.name, key, kl);
+		if (have && !same) { /* the previous sample is complete */
+			if (have_data)
+				rc = add_entry_at(b, name, data_size, label, data_off);
+			have = false;
+		}
+		if (rc || more <= 0)
+			break;
+		if (!same) {
+			if (kl >= sizeof(key)) {
+				snprintf(why, sizeof(why), "offset %llu: key longer than %zu bytes",
+					 (unsigned long long)m.header_off, sizeof(key) - 1);
+				more = STK_ECORRUPT;
+				bad_at = m.header_off;
+				break;
+			}
+			int added = keyset_add(&seen, fnv1a(0xcbf29ce484222325ull, m.name, kl));
+			if (added < 0) {
+				rc = fail(b, added, "%s: out of memory indexing", b->root);
+				break;
+			}
+			if (!added) {
+				snprintf(why, sizeof(why), "offset %llu: key '%.*s' appears again, apart "
+					 "from its first members (duplicate key)",
+					 (unsigned long long)m.header_off, (int)kl, m.name);
+				more = STK_ECORRUPT;
+				break;
+			}
+			memcpy(key, m.name, kl);
+			key[kl] = 0;
+			keylen = kl;
+			have = true;
+			have_data = false;
+			label = -1;
+		}
+		if (!strcmp(ext, "cls")) {
+			char txt[32] = "";
+			size_t n = m.size < sizeof(txt) - 1 ? (size_t)m.size : sizeof(txt) - 1;
+			char *end;
+			errno = 0;
+			long long v = pread(fd, txt, n, (off_t)m.data_off) == (ssize_t)n
+					      ? strtoll(txt, &end, 10) : (end = txt, 0);
+			while (end && (*end == ' ' || *end == '\n' || *end == '\r' || *end == '\t'))
+				end++;
+			if (end == txt || *end || errno || v < -1) {
+				snprintf(why, sizeof(why), "offset %llu: %s: label '%.*s' is not an "
+					 "integer", (unsigned long long)m.data_off, m.name, (int)n, txt);
+				more = STK_ECORRUPT;
+				break;
+			}
+			label = v;
+		} else if (!have_data) {
+			have_data = true;
+			data_off = m.data_off;
+			data_size = m.size;
+		}
+	}
+	(void)bad_at;
+	if (!rc && more < 0) {
+		char msg[PATH_MAX + 600];
+		snprintf(msg, sizeof(msg), "%s/%s: %s", b->root, rel, why);
+		if (b->o->skip_bad)
+			warn(b, msg); /* keep the samples before the damage */
+		else
+			rc = fail(b, more, "%s", msg);
+	}
+	free(seen.v);
+	stk__tar_close(it);
+	close(fd);
+	return rc;
+}
+
+static bool is_pattern(const char *p)
+{
+	return strpbrk(p, "*?[{") != NULL;
+}
+
+static bool ends_tar(const char *name)
+{
+	size_t l = strlen(name);
+	return l > 4 && !strcmp(name + l - 4, ".tar");
+}
+
+/* Expands `dir/prefix{A..B}suffix` (numbers, zero-padded to A's width) and
+ * glob characters into sorted shard paths relative to dir. */
+static int expand_pattern(struct builder *b, const char *pattern, char ***out, size_t *n)
+{
+	size_t cap = 0;
+	*out = NULL;
+	*n = 0;
+	const char *base = strrchr(pattern, '/');
+	base = base ? base + 1 : pattern;
+	const char *lb = strchr(base, '{'), *dots = lb ? strstr(lb, "..") : NULL,
+		   *rb = dots ? strchr(dots, '}') : NULL;
+	char one[PATH_MAX];
+	if (lb && dots && rb) {
+		char *end;
+		unsigned long long a = strtoull(lb + 1, &end, 10), z;
+		int width = (int)(dots - lb - 1);
+		if (end != dots || width <= 0)
+			return fail(b, -EINVAL, "%s: brace pattern wants {FIRST..LAST} numbers", pattern);
+		z = strtoull(dots + 2, &end, 10);
+		if (end != rb || z < a || z - a > 10000000)
+			return fail(b, -EINVAL, "%s: brace pattern wants {FIRST..LAST} numbers", pattern);
+		for (unsigned long long i = a; i <= z; i++) {
+			snprintf(one, sizeof(one), "%.*s%0*llu%s", (int)(lb - base), base, width, i, rb + 1);
+			if (push(out, n, &cap, one))
+				return fail(b, -ENOMEM, "out of memory");
+		}
+	} else {
+		glob_t g;
+		int grc = glob(pattern, 0, NULL, &g);
+		if (grc == GLOB_NOMATCH)
+			return fail(b, -ENOENT, "%s: no file matches", pattern);
+		if (grc)
+			return fail(b, -EINVAL, "%s: bad pattern", pattern);
+		for (size_t i = 0; i < g.gl_pathc; i++) {
+			const char *p = strrchr(g.gl_pathv[i], '/');
+			if (push(out, n, &cap, p ? p + 1 : g.gl_pathv[i])) {
+				globfree(&g);
+				return fail(b, -ENOMEM, "out of memory");
+			}
+		}
+		globfree(&g);
+	}
+	return 0;
+}
+
+/* A folder of .tar files (and no subfolders) is a shard set; so is a pattern. */
+static int list_shards(struct builder *b, char ***out, size_t *n)
+{
+	struct listing l;
+	struct stat st;
+	int rc = list_dir(b, "", &l, &st);
+	if (rc)
+		return rc;
+	size_t cap = 0;
+	*out = NULL;
+	*n = 0;
+	for (size_t i = 0; !rc && i < l.nfiles; i++)
+		if (ends_tar(l.files[i]) && push(out, n, &cap, l.files[i]))
+			rc = fail(b, -ENOMEM, "out of memory");
+	if (!rc)
+		rc = add_dir(b, "", &st); /* a shard added or removed: stale */
+	listing_free(&l);
+	return rc;
+}
+
+static bool is_shard_dir(int root_fd)
+{
+	DIR *d = fdopendir(openat(root_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+	if (!d)
+		return false;
+	bool tar = false, sub = false;
+	struct dirent *de;
+	while ((de = readdir(d)) && !sub) {
+		if (de->d_name[0] == '.')
+			continue;
+		sub |= de->d_type == DT_DIR;
+		tar |= ends_tar(de->d_name);
+	}
+	closedir(d);
+	return tar && !sub;
+}
+
+static int build_shards(struct builder *b, const char *pattern)
+{
+	char **names = NULL;
+	size_t n = 0;
+	int rc = pattern ? expand_pattern(b, pattern, &names, &n) : list_shards(b, &names, &n);
+	if (!rc && n > 1)
+		qsort(names, n, sizeof(char *), cmp_str);
+	for (size_t i = 0; !rc && i < n; i++)
+		rc = index_shard(b, names[i]);
+	for (size_t i = 0; i < n; i++)
+		free(names[i]);
+	free(names);
+	return rc;
+}
+
 /* --- the cache file ----------------------------------------------------- */
 
 static size_t pad8(size_t x)
@@ -464,7 +753,8 @@ static int write_index(const char *path, const struct idx_header *h, const struc
 	/* Renaming the cache into a folder changes that folder's mtime: when the
 	 * folder is the indexed root (dirs[0]), record its new mtime. */
 	struct stat st;
-	if (h->kind != KIND_LIST && b->ndirs && !fstatat(b->root_fd, "", &st, AT_EMPTY_PATH)) {
+	if (h->kind != KIND_LIST && b->ndirs && !b->dir_names.p[b->dirs[0].name] &&
+	    !fstatat(b->root_fd, "", &st, AT_EMPTY_PATH)) {
 		uint64_t m = mtime_ns(&st);
 		off_t at = (off_t)(pad8(sizeof(*h)) + pad8((size_t)b->n * sizeof(*b->e)) +
 				   pad8(b->names.len) + pad8(b->class_names.len));
@@ -523,7 +813,8 @@ static int load_index(const char *path, uint64_t key, int root_fd, struct stk_da
 		const char *rel = p + o_dnames + dirs[i].name;
 		struct stat ds_st;
 		if (fstatat(root_fd, rel, &ds_st, *rel ? 0 : AT_EMPTY_PATH) || mtime_ns(&ds_st) != dirs[i].mtime_ns ||
-		    (h->kind == KIND_LIST && (uint64_t)ds_st.st_size != dirs[i].size)) {
+		    ((h->kind == KIND_LIST || (h->kind == KIND_SHARDS && *rel)) &&
+		     (uint64_t)ds_st.st_size != dirs[i].size)) {
 			rc = -ESTALE;
 			goto bad;
 		}
@@ -620,13 +911,28 @@ int stk__dataset_open(struct stk_dataset **out, const struct stk__index_opts *o,
 	if (!o->path || !*o->path)
 		return fail(&b, -EINVAL, "no dataset path given");
 	char abs[PATH_MAX];
-	if (!realpath(o->path, abs))
+	const char *pattern = NULL; /* shards named by a pattern or one .tar: abs */
+	struct stat st = {0};
+	if (!realpath(o->path, abs)) {
+		int e = errno;
+		/* not a path: a shard pattern, whose folder must exist */
+		char dir[PATH_MAX];
+		const char *slash = strrchr(o->path, '/');
+		snprintf(dir, sizeof(dir), "%.*s", slash ? (int)(slash - o->path) : 1,
+			 slash ? o->path : ".");
+		if (e != ENOENT || !is_pattern(slash ? slash + 1 : o->path) || !realpath(dir, abs) ||
+		    strlen(abs) + strlen(slash ? slash : o->path) + 2 >= sizeof(abs))
+			return fail(&b, -e, "%s: %s", o->path, strerror(e));
+		size_t al = strlen(abs);
+		snprintf(abs + al, sizeof(abs) - al, "/%s", slash ? slash + 1 : o->path);
+		pattern = abs;
+	} else if (stat(abs, &st)) {
 		return fail(&b, -errno, "%s: %s", o->path, strerror(errno));
-	struct stat st;
-	if (stat(abs, &st))
-		return fail(&b, -errno, "%s: %s", o->path, strerror(errno));
-	bool is_list = S_ISREG(st.st_mode);
-	if (!is_list && !S_ISDIR(st.st_mode))
+	} else if (S_ISREG(st.st_mode) && ends_tar(abs)) {
+		pattern = abs; /* one shard */
+	}
+	bool is_list = !pattern && S_ISREG(st.st_mode);
+	if (!pattern && !is_list && !S_ISDIR(st.st_mode))
 		return fail(&b, -EINVAL, "%s: neither a folder nor a file list", o->path);
 
 	struct stk_dataset *ds = calloc(1, sizeof(*ds));
@@ -635,7 +941,7 @@ int stk__dataset_open(struct stk_dataset **out, const struct stk__index_opts *o,
 	ds->root_fd = -1;
 	char rootdir[PATH_MAX];
 	snprintf(rootdir, sizeof(rootdir), "%s", abs);
-	if (is_list) {
+	if (is_list || pattern) {
 		char *slash = strrchr(rootdir, '/');
 		if (slash == rootdir)
 			slash[1] = 0;
@@ -653,12 +959,15 @@ int stk__dataset_open(struct stk_dataset **out, const struct stk__index_opts *o,
 	b.root_fd = ds->root_fd;
 	b.root = ds->root;
 
+	bool shards = pattern || is_shard_dir(ds->root_fd);
 	uint64_t key = fnv1a(0xcbf29ce484222325ull, abs, strlen(abs) + 1);
-	key = fnv1a(key, is_list ? "L" : "F", 1);
+	key = fnv1a(key, shards ? "S" : is_list ? "L" : "F", 1);
 	key = fnv1a(key, o->extensions ? o->extensions : "", o->extensions ? strlen(o->extensions) : 0);
 
 	char beside[PATH_MAX + 32], user[PATH_MAX + 32];
 	cache_paths(o, abs, is_list, key, beside, user, sizeof(beside));
+	if (pattern)
+		beside[0] = 0; /* no file of ours beside a pattern's shards */
 	int list_fd = -1;
 	if (is_list) /* a list's cache is validated against the list itself */
 		list_fd = open(abs, O_PATH | O_CLOEXEC);
@@ -669,6 +978,7 @@ int stk__dataset_open(struct stk_dataset **out, const struct stk__index_opts *o,
 			if (!cands[i][0])
 				continue;
 			if (load_index(cands[i], key, vfd, ds) == 0) {
+				ds->shards = shards;
 				uint64_t cl = ((const struct idx_header *)ds->map)->class_names_len;
 				if (set_classes(ds, cl)) {
 					munmap(ds->map, ds->map_len);
@@ -685,8 +995,10 @@ int stk__dataset_open(struct stk_dataset **out, const struct stk__index_opts *o,
 	if (list_fd >= 0)
 		close(list_fd);
 
-	uint32_t kind = KIND_LIST;
-	int rc = is_list ? build_list(&b, abs) : build_folder(&b, &kind);
+	uint32_t kind = shards ? KIND_SHARDS : KIND_LIST;
+	int rc = shards    ? build_shards(&b, pattern)
+		 : is_list ? build_list(&b, abs)
+			   : build_folder(&b, &kind);
 	if (!rc && b.n == 0)
 		rc = fail(&b, STK_EEMPTY, "%s: no samples found%s", o->path,
 			  is_list ? "" : " (ImageFolder extensions; set extensions=\"*\" for any file)");
@@ -713,8 +1025,9 @@ int stk__dataset_open(struct stk_dataset **out, const struct stk__index_opts *o,
 			h.max_size = b.e[i].size;
 	h.total_len = pad8(sizeof(h)) + pad8((size_t)b.n * sizeof(*b.e)) + pad8(b.names.len) +
 		      pad8(b.class_names.len) + pad8(b.ndirs * sizeof(*b.dirs)) + pad8(b.dir_names.len);
-	if (!o->no_cache && write_index(beside, &h, &b) && user[0])
+	if (!o->no_cache && (!beside[0] || write_index(beside, &h, &b)) && user[0])
 		write_index(user, &h, &b); /* best effort: a failed cache only costs time */
+	ds->shards = shards;
 
 	ds->n = b.n;
 	ds->entries = b.e;

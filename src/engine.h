@@ -9,14 +9,16 @@
 
 #include <sys/uio.h>
 
-/* One whole-file read: open `path` (relative to the root descriptor), read
- * `read_len` bytes from offset 0 into buf, close. */
+/* One sample's read: open `path` (relative to the root descriptor), read
+ * `read_len` bytes from `offset` (0 for a whole file) into buf, close. */
 struct stk_io {
 	struct stk_io *next;  /* engine-private queue link */
 	const char *path;
 	uint8_t *buf;
 	uint64_t len;         /* the file's indexed size: what a good read returns */
 	uint64_t read_len;    /* bytes asked for (len rounded up under O_DIRECT) */
+	uint64_t offset;      /* where to read from (a tar member's place; aligned under O_DIRECT) */
+	uint32_t skip;        /* bytes read before the sample's first (O_DIRECT alignment) */
 	int64_t res;          /* set by the engine: bytes read, or -errno */
 	uint64_t t_submit;    /* ns, set by the loader */
 	uint32_t slot, idx;   /* which batch slot, which sample in it */

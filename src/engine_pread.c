@@ -48,7 +48,7 @@ static int64_t read_whole(int root_fd, struct stk_io *io, bool direct)
 	uint64_t got = 0;
 	int64_t res = 0;
 	while (got < io->read_len) {
-		ssize_t r = pread(fd, io->buf + got, io->read_len - got, (off_t)got);
+		ssize_t r = pread(fd, io->buf + got, io->read_len - got, (off_t)(io->offset + got));
 		if (r < 0) {
 			if (errno == EINTR)
 				continue;

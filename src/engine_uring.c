@@ -163,10 +163,10 @@ static int uring_submit(struct stk_eng *e, struct stk_io **ios, unsigned n)
 
 		sqe = io_uring_get_sqe(&e->ring);
 		if (e->fixed_bufs && io->buf_index >= 0)
-			io_uring_prep_read_fixed(sqe, (int)fs, io->buf, (unsigned)io->read_len, 0,
-						 io->buf_index);
+			io_uring_prep_read_fixed(sqe, (int)fs, io->buf, (unsigned)io->read_len,
+						 io->offset, io->buf_index);
 		else
-			io_uring_prep_read(sqe, (int)fs, io->buf, (unsigned)io->read_len, 0);
+			io_uring_prep_read(sqe, (int)fs, io->buf, (unsigned)io->read_len, io->offset);
 		sqe->flags |= IOSQE_FIXED_FILE | IOSQE_IO_HARDLINK;
 		io_uring_sqe_set_data64(sqe, p | TAG_READ);
 

@@ -41,7 +41,8 @@ static inline uint64_t stk__mix64(uint64_t x)
 struct stk_entry {
 	uint64_t size;
 	int64_t label;
-	uint64_t name; /* offset of the path (relative to root) in names */
+	uint64_t name;   /* offset of the path (relative to root) in names */
+	uint64_t offset; /* where the sample's bytes start in that file (tar shards) */
 };
 
 struct stk_dataset {
@@ -55,6 +56,7 @@ struct stk_dataset {
 	char **classes;        /* pointers into class_names */
 	char *class_names;
 	uint64_t max_size;
+	bool shards;           /* samples are members of tar shards */
 	void *map;             /* the cached index when loaded by mmap */
 	size_t map_len;
 };
@@ -64,6 +66,9 @@ struct stk__index_opts {
 	const char *extensions;
 	const char *cache_dir;
 	bool no_cache;
+	bool skip_bad;   /* a corrupt shard keeps what precedes the damage (a warning) */
+	char *warning;   /* out: what was skipped while indexing, "" if nothing */
+	size_t warnlen;
 };
 
 int stk__dataset_open(struct stk_dataset **out, const struct stk__index_opts *o, char *err,
@@ -85,6 +90,11 @@ struct stk_sampler {
 	int64_t per_rank;     /* samples this rank sees per epoch */
 	int64_t batches;      /* batches per epoch for this rank */
 	uint32_t *perm;       /* permutation of the current epoch (n entries) */
+	/* shard mode: group g is samples [group_end[g-1], group_end[g]); the
+	 * groups go in random order, their samples through a window shuffle */
+	const uint32_t *group_end;
+	uint32_t ngroups, window;
+	uint32_t *scratch;    /* ngroups + window entries */
 	uint64_t perm_epoch;
 	bool perm_valid;
 };
@@ -92,6 +102,10 @@ struct stk_sampler {
 int stk__sampler_init(struct stk_sampler *s, int64_t n, uint32_t rank, uint32_t world,
 		      uint32_t batch_size, bool shuffle, bool drop_last, uint64_t seed);
 void stk__sampler_free(struct stk_sampler *s);
+/* Shard mode (after init with shuffle): groups end at group_end[0..ngroups)
+ * (kept by the caller); window >= 1. */
+int stk__sampler_shard_mode(struct stk_sampler *s, const uint32_t *group_end, uint32_t ngroups,
+			    uint32_t window);
 void stk__sampler_set_epoch(struct stk_sampler *s, uint64_t epoch);
 /* Writes batch b's dataset indices; returns how many (0 past the end). */
 uint32_t stk__sampler_batch(const struct stk_sampler *s, int64_t b, int64_t *out);

@@ -49,9 +49,23 @@ static void notice(const struct stk_loader *l, const char *fmt, ...)
 	va_end(ap);
 }
 
+/* Room a sample takes in a slot: under O_DIRECT its read is rounded to the
+ * block size at both ends (a tar member may start anywhere in a block). */
 static uint64_t read_len_of(const struct stk_loader *l, uint64_t size)
 {
-	return l->direct ? STK_ALIGN_UP(size, STK_DIRECT_ALIGN) : size;
+	if (!l->direct)
+		return size;
+	return STK_ALIGN_UP(size + (l->ds->shards ? STK_DIRECT_ALIGN - 1 : 0), STK_DIRECT_ALIGN);
+}
+
+/* Shards: submit a batch's reads in file and offset order, so the device
+ * sees runs it can merge; the samples keep their places in the batch. */
+static int by_place(const void *a, const void *b)
+{
+	const struct stk_io *x = *(struct stk_io *const *)a, *y = *(struct stk_io *const *)b;
+	if (x->path != y->path)
+		return x->path < y->path ? -1 : 1;
+	return x->offset < y->offset ? -1 : x->offset > y->offset;
 }
 
 /* --- in-flight accounting ------------------------------------------------ */
@@ -98,7 +112,7 @@ static void compact(struct stk_loader *l, struct slot *s)
 		s->sizes[k] = s->sizes[i];
 		s->labels[k] = s->labels[i];
 		s->indices[k] = s->indices[i];
-		off += l->direct ? read_len_of(l, s->sizes[i]) : s->sizes[i];
+		off += s->sizes[i]; /* the reads are done: no alignment needed any more */
 		k++;
 	}
 	s->offsets[k] = off;
@@ -176,19 +190,33 @@ static void claim(struct stk_loader *l, struct ring *r, struct slot *s, int64_t 
 		s->sizes[i] = e->size;
 		s->offsets[i] = off;
 		*io = (struct stk_io){.path = stk__entry_path(l->ds, idx), .len = e->size,
-				      .read_len = read_len_of(l, e->size), .slot = si, .idx = i,
-				      .buf_index = (int)si};
+				      .read_len = read_len_of(l, e->size), .offset = e->offset,
+				      .slot = si, .idx = i, .buf_index = (int)si};
+		if (l->direct) {
+			io->offset = e->offset & ~(uint64_t)(STK_DIRECT_ALIGN - 1);
+			io->skip = (uint32_t)(e->offset - io->offset);
+			io->read_len = STK_ALIGN_UP(io->skip + e->size, STK_DIRECT_ALIGN);
+		}
 		if (io->read_len > l->raw_bytes - off) {
 			/* a batch far above the size bound (see slot_bytes_for) */
 			sample_error(l, s, io, STK_ETOOBIG, NULL);
 			continue;
 		}
 		io->buf = base + off;
+		s->offsets[i] = off + io->skip;
 		off += l->direct ? io->read_len : e->size;
 		r->queue[(r->qhead + r->qlen++) % r->qcap] = io;
 		queued++;
 	}
 	s->offsets[n] = off;
+	if (l->ds->shards && queued > 1) { /* sort this batch's stretch of the queue */
+		struct stk_io **tmp = l->sort_scratch;
+		for (uint32_t k = 0; k < queued; k++)
+			tmp[k] = r->queue[(r->qhead + r->qlen - queued + k) % r->qcap];
+		qsort(tmp, queued, sizeof(*tmp), by_place);
+		for (uint32_t k = 0; k < queued; k++)
+			r->queue[(r->qhead + r->qlen - queued + k) % r->qcap] = tmp[k];
+	}
 	s->pending = s->unsent = queued;
 	if (queued == 0)
 		finish_slot(l, s);
@@ -199,7 +227,7 @@ static void complete(struct stk_loader *l, struct stk_io *io, uint64_t now)
 {
 	struct slot *s = &l->slots[io->slot];
 	stk_hist_add(l->h_read, now - io->t_submit);
-	if (io->res >= 0 && (uint64_t)io->res < io->len)
+	if (io->res >= 0 && (uint64_t)io->res < io->skip + io->len)
 		io->res = STK_ESHORT;
 	if (io->res < 0)
 		sample_error(l, s, io, (int)io->res, NULL);
@@ -235,7 +263,8 @@ static void *decode_main(void *arg)
 				       (size_t)io->idx * stk__image_bytes(&l->img);
 			pthread_mutex_unlock(&l->mu);
 			uint64_t t0 = stk__now_ns();
-			rc = stk__image_decode(&l->img, io->buf, io->len, seed, out, why, sizeof(why));
+			rc = stk__image_decode(&l->img, io->buf + io->skip, io->len, seed, out, why,
+					       sizeof(why));
 			uint64_t dt = stk__now_ns() - t0;
 			stk_hist_add(l->h_decode, dt);
 			pthread_mutex_lock(&l->mu);
@@ -555,6 +584,27 @@ static int start_decoders(struct stk_loader *l)
 	return 0;
 }
 
+/* Shard shuffle: the groups are the shards, whose samples are contiguous in
+ * the index. */
+static int shard_mode(struct stk_loader *l, char *err, size_t errlen)
+{
+	if (!l->ds->shards || (l->o.flags & STK_F_NO_SHUFFLE)) {
+		snprintf(err, errlen, "%s: shuffle_mode shard needs a tar shard set and shuffling",
+			 l->path);
+		return -EINVAL;
+	}
+	int64_t n = l->ds->n;
+	uint32_t g = 0;
+	l->group_end = malloc((size_t)n * sizeof(*l->group_end));
+	if (!l->group_end)
+		return -ENOMEM;
+	for (int64_t i = 1; i <= n; i++)
+		if (i == n || l->ds->entries[i].name != l->ds->entries[i - 1].name)
+			l->group_end[g++] = (uint32_t)i;
+	return stk__sampler_shard_mode(&l->sampler, l->group_end, g,
+				       l->o.shuffle_window ? l->o.shuffle_window : 1000);
+}
+
 static int validate(const struct stk_loader_opts *o, char *err, size_t errlen)
 {
 	if (o->size && o->size < offsetof(struct stk_loader_opts, null_latency_ns)) {
@@ -572,8 +622,10 @@ static int validate(const struct stk_loader_opts *o, char *err, size_t errlen)
 			 "queue_depth <= 32768, io_threads <= 256");
 		return -ERANGE;
 	}
-	if ((unsigned)o->engine > STK_ENGINE_NULL || (unsigned)o->on_error > STK_ON_ERROR_FAIL) {
-		snprintf(err, errlen, "engine or on_error out of range");
+	if ((unsigned)o->engine > STK_ENGINE_NULL || (unsigned)o->on_error > STK_ON_ERROR_FAIL ||
+	    (o->size >= offsetof(struct stk_loader_opts, shuffle_mode) + sizeof(o->shuffle_mode) &&
+	     (unsigned)o->shuffle_mode > STK_SHUFFLE_SHARD)) {
+		snprintf(err, errlen, "engine, on_error or shuffle_mode out of range");
 		return -EINVAL;
 	}
 	return 0;
@@ -642,16 +694,28 @@ int stk_loader_create(struct stk_loader **out, const struct stk_loader_opts *opt
 		rc = -ENOMEM;
 		goto fail;
 	}
+	char warning[PATH_MAX + 600] = "";
 	struct stk__index_opts io = {.path = l->path, .extensions = l->extensions,
 				     .cache_dir = l->cache_dir,
-				     .no_cache = l->o.flags & STK_F_NO_CACHE};
+				     .no_cache = l->o.flags & STK_F_NO_CACHE,
+				     .skip_bad = l->o.on_error == STK_ON_ERROR_SKIP,
+				     .warning = warning, .warnlen = sizeof(warning)};
 	if ((rc = stk__dataset_open(&l->ds, &io, errbuf, errlen)))
 		goto fail;
+	if (warning[0]) {
+		notice(l, "%s; indexed the samples before it (on_error skip)", warning);
+		atomic_fetch_add(&l->errors, 1);
+		snprintf(l->detail, sizeof(l->detail), "%s", warning);
+	}
 	rc = stk__sampler_init(&l->sampler, l->ds->n, l->o.rank, l->o.world_size, l->o.batch_size,
 			       !(l->o.flags & STK_F_NO_SHUFFLE), l->o.flags & STK_F_DROP_LAST,
 			       l->o.seed);
+	if (!rc && l->o.shuffle_mode == STK_SHUFFLE_SHARD)
+		rc = shard_mode(l, errbuf, errlen);
 	if (rc) {
-		snprintf(errbuf, errlen, "%s: cannot set up the sampler: %s", l->path, stk_strerror(rc));
+		if (!errbuf[0])
+			snprintf(errbuf, errlen, "%s: cannot set up the sampler: %s", l->path,
+				 stk_strerror(rc));
 		goto fail;
 	}
 	if ((rc = pick_engine(l, errbuf, errlen)))
@@ -668,7 +732,8 @@ int stk_loader_create(struct stk_loader **out, const struct stk_loader_opts *opt
 	uint64_t meta = (uint64_t)l->o.batch_size;
 	l->slots = calloc(nslots, sizeof(*l->slots));
 	l->scratch_idx = calloc(meta, sizeof(int64_t));
-	if (!l->slots || !l->scratch_idx || slot_bytes == UINT64_MAX) {
+	l->sort_scratch = calloc(meta, sizeof(*l->sort_scratch));
+	if (!l->slots || !l->scratch_idx || !l->sort_scratch || slot_bytes == UINT64_MAX) {
 		snprintf(errbuf, errlen, "out of memory");
 		rc = -ENOMEM;
 		goto fail;
@@ -765,6 +830,8 @@ void stk_loader_destroy(struct stk_loader *l)
 	stk_hist_destroy(l->h_wait);
 	stk_hist_destroy(l->h_read);
 	free(l->scratch_idx);
+	free(l->sort_scratch);
+	free(l->group_end);
 	free(l->path);
 	free(l->extensions);
 	free(l->cache_dir);

@@ -57,6 +57,8 @@ struct stk_loader {
 	const struct stk_engine_ops *ops;
 	bool direct;
 	int64_t *scratch_idx;   /* batch_size indices, claim-time scratch */
+	struct stk_io **sort_scratch; /* batch_size pointers, claim-time scratch */
+	uint32_t *group_end;    /* shard shuffle: where each shard's samples end */
 	struct stk_image_opts img;
 	bool image;
 	uint64_t raw_bytes;     /* of a slot: the reads; the images follow */

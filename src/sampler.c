@@ -37,7 +37,24 @@ int stk__sampler_init(struct stk_sampler *s, int64_t n, uint32_t rank, uint32_t 
 void stk__sampler_free(struct stk_sampler *s)
 {
 	free(s->perm);
+	free(s->scratch);
 	s->perm = NULL;
+	s->scratch = NULL;
+}
+
+int stk__sampler_shard_mode(struct stk_sampler *s, const uint32_t *group_end, uint32_t ngroups,
+			    uint32_t window)
+{
+	if (!s->shuffle || !ngroups || !window || group_end[ngroups - 1] != (uint32_t)s->n)
+		return -EINVAL;
+	s->scratch = malloc(((size_t)ngroups + window) * sizeof(*s->scratch));
+	if (!s->scratch)
+		return -ENOMEM;
+	s->group_end = group_end;
+	s->ngroups = ngroups;
+	s->window = window;
+	s->perm_valid = false;
+	return 0;
 }
 
 /* A uniform integer in [0, bound) without modulo bias (Lemire's method). */
@@ -54,12 +71,54 @@ static uint32_t bounded(uint64_t *state, uint32_t bound)
 	return (uint32_t)(m >> 32);
 }
 
+static void shuffle(uint32_t *v, uint32_t n, uint64_t *state)
+{
+	for (uint32_t i = n - 1; i > 0 && n > 1; i--) { /* Fisher–Yates */
+		uint32_t j = bounded(state, i + 1);
+		uint32_t t = v[i];
+		v[i] = v[j];
+		v[j] = t;
+	}
+}
+
+/* Shard mode: the groups (shards) in random order, their samples streamed
+ * through a window of `window` samples from which each next one is drawn at
+ * random (WebDataset's shuffle buffer), then the window's rest shuffled. */
+static void shard_order(struct stk_sampler *s, uint64_t *state)
+{
+	uint32_t *order = s->scratch, *win = s->scratch + s->ngroups, k = 0, w = 0;
+	for (uint32_t g = 0; g < s->ngroups; g++)
+		order[g] = g;
+	shuffle(order, s->ngroups, state);
+	for (uint32_t gi = 0; gi < s->ngroups; gi++) {
+		uint32_t g = order[gi], i = g ? s->group_end[g - 1] : 0;
+		for (; i < s->group_end[g]; i++) {
+			if (w < s->window) {
+				win[w++] = i;
+				continue;
+			}
+			uint32_t j = bounded(state, w);
+			s->perm[k++] = win[j];
+			win[j] = i;
+		}
+	}
+	shuffle(win, w, state);
+	for (uint32_t j = 0; j < w; j++)
+		s->perm[k++] = win[j];
+}
+
 void stk__sampler_set_epoch(struct stk_sampler *s, uint64_t epoch)
 {
 	if (!s->shuffle || (s->perm_valid && s->perm_epoch == epoch))
 		return;
 	uint64_t state = stk__mix64(s->seed ^ stk__mix64(epoch + 0x5851f42d4c957f2dull));
 	uint32_t n = (uint32_t)s->n;
+	if (s->group_end) {
+		shard_order(s, &state);
+		s->perm_epoch = epoch;
+		s->perm_valid = true;
+		return;
+	}
 	for (uint32_t i = 0; i < n; i++)
 		s->perm[i] = i;
 	for (uint32_t i = n - 1; i > 0; i--) { /* Fisher–Yates */

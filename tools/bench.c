@@ -398,6 +398,8 @@ static void loader_opts(const struct bench_opts *o, struct stk_loader_opts *lo,
 		.rank = (uint32_t)o->rank, .world_size = (uint32_t)o->world,
 		.engine = (enum stk_engine)o->engine, .on_error = (enum stk_on_error)o->on_error,
 		.null_latency_ns = (uint64_t)(o->null_latency_ms * 1e6),
+		.shuffle_mode = (enum stk_shuffle)o->shuffle_mode,
+		.shuffle_window = (uint32_t)o->shuffle_window,
 		.flags = (o->direct ? STK_F_DIRECT : 0) | (o->no_shuffle ? STK_F_NO_SHUFFLE : 0) |
 			 (o->drop_last ? STK_F_DROP_LAST : 0)};
 	*img = (struct stk_image_opts){
@@ -570,6 +572,10 @@ int cmd_bench(int argc, char **argv)
 		{"cold", 0, OPT_BOOL, &o.cold, NULL, 0, 0, NULL, NULL, "same as --cache cold"},
 		{"direct", 0, OPT_BOOL, &o.direct, NULL, 0, 0, NULL, NULL, "O_DIRECT reads"},
 		{"no-shuffle", 0, OPT_BOOL, &o.no_shuffle, NULL, 0, 0, NULL, NULL, "read in index order"},
+		{"shuffle", 0, OPT_CHOICE, &o.shuffle_mode, "global", 0, 0, "global,shard", "M",
+		 "tar shards: any order, or shards in random order with samples shuffled in a window"},
+		{"shuffle-window", 0, OPT_INT, &o.shuffle_window, "1000", 1, 1 << 24, NULL, "N",
+		 "--shuffle shard: window in samples"},
 		{"drop-last", 0, OPT_BOOL, &o.drop_last, NULL, 0, 0, NULL, NULL, "drop the short last batch"},
 		{"no-baseline", 0, OPT_BOOL, &o.no_baseline, NULL, 0, 0, NULL, NULL,
 		 "skip the synchronous baseline"},

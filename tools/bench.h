@@ -22,6 +22,8 @@ struct bench_opts {
 	bool cold, direct, json, no_baseline, no_shuffle, drop_last;
 	const char *sweep, *plot;
 	double null_latency_ms;
+	int shuffle_mode;
+	int64_t shuffle_window;
 };
 
 enum { CACHE_WARM, CACHE_COLD, CACHE_AS_IS };

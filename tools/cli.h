@@ -72,5 +72,6 @@ int cmd_disk(int argc, char **argv);
 int cmd_doctor(int argc, char **argv);
 int cmd_iostat(int argc, char **argv);
 int cmd_exporter(int argc, char **argv);
+int cmd_pack(int argc, char **argv);
 
 #endif

@@ -11,6 +11,7 @@ static const struct {
 } cmds[] = {
 	{"bench", cmd_bench, "how fast this machine can feed a GPU from PATH, and what holds it back"},
 	{"gen", cmd_gen, "generate a synthetic ImageNet-like folder of real JPEGs"},
+	{"pack", cmd_pack, "pack a folder dataset into WebDataset-style tar shards"},
 	{"disk", cmd_disk, "storage benchmark in training's access patterns"},
 	{"doctor", cmd_doctor, "system checks for feeding GPUs, each with the command that fixes it"},
 	{"iostat", cmd_iostat, "live per-device I/O, the figures of iostat -x"},

@@ -165,6 +165,12 @@ struct stk_loader_opts {
 	uint64_t slot_bytes;    /* bytes per batch slot; 0 → the smaller of the batch_size
 				   largest samples and a bound no real batch reaches */
 	const struct stk_image_opts *image; /* non-NULL: image mode (copied at create) */
+	enum stk_shuffle {
+		STK_SHUFFLE_GLOBAL = 0, /* any sample after any other */
+		STK_SHUFFLE_SHARD,      /* tar shards in random order, samples shuffled
+					   within a window: near-sequential reads */
+	} shuffle_mode;
+	uint32_t shuffle_window; /* STK_SHUFFLE_SHARD: window in samples [1000] */
 };
 
 /* A batch: a read-only view owned by the loader, valid until stk_batch_release.

@@ -124,6 +124,8 @@ class LoaderOpts(ctypes.Structure):
         ("null_latency_ns", c_u64),
         ("slot_bytes", c_u64),
         ("image", ctypes.POINTER(ImageOpts)),  # NULL: raw mode
+        ("shuffle_mode", ctypes.c_int),        # enum stk_shuffle
+        ("shuffle_window", c_u32),
     ]
 
 

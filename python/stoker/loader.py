@@ -128,7 +128,10 @@ class Loader:
     (False: never read or write the index cache), pin (False: never pin the
     pool with CUDA), quiet (no notices on stderr), slot_bytes (bytes per batch
     slot; 0: sized from the dataset's sample sizes), null_latency_ns (the
-    null engine's per-read latency; tests).
+    null engine's per-read latency; tests), shuffle_mode ("global", or "shard"
+    for tar shards: shards in random order, samples shuffled within
+    shuffle_window samples).  path may also be tar shards: a folder of .tar
+    files, a glob or a brace pattern such as "train-{000000..000146}.tar".
 
     One thread iterates a loader; stats() may be called from any thread.
     """
@@ -137,7 +140,7 @@ class Loader:
                  world_size=None, prefetch=4, queue_depth=128, threads=0, engine="auto",
                  direct=False, image=None, device=None, on_error="skip", copy_free=False, *,
                  extensions=None, cache_dir=None, index_cache=True, pin=True, quiet=False,
-                 slot_bytes=0, null_latency_ns=0):
+                 slot_bytes=0, null_latency_ns=0, shuffle_mode="global", shuffle_window=1000):
         self._core = None
         if image is not None:
             image = Image._from(image)
@@ -212,6 +215,10 @@ class Loader:
         o.cache_dir = os.fsencode(cache_dir) if cache_dir is not None else None
         o.null_latency_ns = _uint("null_latency_ns", null_latency_ns, _U64)
         o.slot_bytes = _uint("slot_bytes", slot_bytes, _U64)
+        if shuffle_mode not in ("global", "shard"):
+            raise ValueError("shuffle_mode must be 'global' or 'shard', not %r" % (shuffle_mode,))
+        o.shuffle_mode = 1 if shuffle_mode == "shard" else 0
+        o.shuffle_window = _uint("shuffle_window", shuffle_window)
         if image is not None:
             self._image_opts = image._opts()  # kept alive while create reads it
             o.image = ctypes.pointer(self._image_opts)

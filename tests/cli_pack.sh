@@ -1,0 +1,117 @@
+#!/bin/sh
+# `stoker pack`: shards that GNU tar and Python's tarfile read, members in
+# WebDataset's pairs, the folder's bytes and labels, classes.txt, a seeded
+# shuffle, usage and path errors.  Run by tests/cli.sh with $STOKER.
+STOKER=${STOKER:-build/stoker}
+PY=${PYTHON:-/usr/bin/python3}
+[ -x "$STOKER" ] || { echo "no stoker binary at $STOKER"; exit 77; }
+"$STOKER" pack --help >/dev/null 2>&1 || { echo "pack not registered"; exit 77; }
+[ -x "$PY" ] || { echo "no python3 at $PY"; exit 77; }
+export STOKER_NO_PROGRESS=1
+
+T=$(mktemp -d "${TMPDIR:-/tmp}/stoker-cli-pack.XXXXXX") || exit 1
+trap 'rm -rf "$T"' EXIT
+trap 'exit 1' HUP INT TERM
+fail() { echo "FAIL: $*"; exit 1; }
+cd "$T" || exit 1
+
+"$STOKER" gen --images 30 --classes 3 --seed 1 "$T/data" >/dev/null || fail "gen exited $?"
+"$STOKER" pack "$T/data" "$T/out" --shard-size 1MiB >"$T/log" || fail "pack exited $?"
+grep -q "30 samples" "$T/log" || fail "summary: $(cat "$T/log")"
+n=$(ls "$T/out" | grep -c '^train-[0-9]\{6\}\.tar$')
+[ "$n" -ge 2 ] || fail "$n shards for 3 MB at --shard-size 1MiB: $(ls "$T/out")"
+[ -z "$(ls "$T/out" | grep '\.tmp$')" ] || fail ".tmp files left: $(ls "$T/out")"
+printf 'c0000\nc0001\nc0002\n' | cmp -s - "$T/out/classes.txt" \
+	|| fail "classes.txt: $(cat "$T/out/classes.txt")"
+
+# GNU tar lists key.jpg / key.cls pairs, keys in order across the shards.
+for s in "$T"/out/train-*.tar; do
+	tar -tf "$s" || fail "tar -tf $s exited $?"
+done >"$T/list"
+k=0
+while read -r a && read -r b; do
+	key=$(printf '%08d' "$k")
+	[ "$a" = "$key.jpg" ] && [ "$b" = "$key.cls" ] || fail "members $a $b, expected $key.jpg/.cls"
+	k=$((k + 1))
+done <"$T/list"
+[ "$k" -eq 30 ] || fail "$k samples listed"
+
+# Python reads every member: the .jpg bytes are the folder's files in
+# ImageFolder order (sorted classes, sorted files), the .cls their class index;
+# each shard is at most --shard-size.  With a seed: the same samples, reordered.
+cat >"$T/check.py" <<'EOF'
+import glob, os, sys, tarfile
+data, out, limit, shuffled = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4] == "1"
+want = []
+for label, c in enumerate(sorted(os.listdir(data))):
+    for f in sorted(os.listdir(os.path.join(data, c))):
+        want.append((open(os.path.join(data, c, f), "rb").read(), label))
+got = []
+for shard in sorted(glob.glob(os.path.join(out, "train-*.tar"))):
+    assert os.path.getsize(shard) <= limit, (shard, os.path.getsize(shard))
+    with tarfile.open(shard) as t:
+        ms = t.getmembers()
+        assert ms, shard + ": empty shard"
+        for jpg, cls in zip(ms[0::2], ms[1::2]):
+            key = jpg.name.split(".")[0]
+            assert jpg.name == key + ".jpg" and cls.name == key + ".cls", (jpg.name, cls.name)
+            assert int(key) == len(got), (key, len(got))
+            text = t.extractfile(cls).read()
+            assert text.endswith(b"\n"), text
+            got.append((t.extractfile(jpg).read(), int(text)))
+if shuffled:
+    assert got != want, "--seed kept ImageFolder order"
+    got.sort(); want.sort()
+assert len(got) == len(want), (len(got), len(want))
+assert b"".join(g[0] for g in got) == b"".join(w[0] for w in want), "bytes differ"
+assert [g[1] for g in got] == [w[1] for w in want], "labels differ"
+EOF
+"$PY" "$T/check.py" "$T/data" "$T/out" 1048576 0 || fail "python check"
+
+# A seeded shuffle: the same samples and labels, another order, reproducible.
+"$STOKER" pack --seed 5 --prefix train --json "$T/data" "$T/s1" >"$T/json" || fail "--seed exited $?"
+for key in samples shards classes bytes seed; do
+	grep -q "\"$key\"" "$T/json" || fail "--json lacks $key: $(cat "$T/json")"
+done
+"$PY" "$T/check.py" "$T/data" "$T/s1" 1073741824 1 || fail "python check, --seed"
+"$STOKER" pack --seed 5 "$T/data" "$T/s2" >/dev/null || fail "second --seed 5 exited $?"
+cmp -s "$T/s1/train-000000.tar" "$T/s2/train-000000.tar" || fail "--seed 5 twice differs"
+"$STOKER" pack --prefix val "$T/data" "$T/p" >/dev/null || fail "--prefix exited $?"
+[ -f "$T/p/val-000000.tar" ] || fail "--prefix val: $(ls "$T/p")"
+
+# Bad usage: exit 2, nothing written.
+for args in "--shard-size x" "--shard-size 1" "--seed -1" "--prefix a/b" "--bogus" "" "$T/data"; do
+	# shellcheck disable=SC2086
+	"$STOKER" pack $args ${args:+"$T/data"} "$T/e" >/dev/null 2>&1
+	rc=$?
+	[ $rc -eq 2 ] || fail "pack $args: exit $rc, expected 2"
+done
+[ ! -e "$T/e" ] || fail "a usage error created OUT"
+
+# A missing DIR, or an OUT that cannot be made: exit 1, named.
+"$STOKER" pack "$T/nope" "$T/o" >/dev/null 2>"$T/err"
+rc=$?
+[ $rc -eq 1 ] || fail "missing DIR: exit $rc, expected 1"
+grep -q "$T/nope" "$T/err" || fail "the error does not name DIR: $(cat "$T/err")"
+"$STOKER" pack "$T/data" "$T/log/x" >/dev/null 2>"$T/err"
+rc=$?
+[ $rc -eq 1 ] || fail "OUT under a file: exit $rc, expected 1"
+grep -q "$T/log" "$T/err" || fail "the error does not name OUT: $(cat "$T/err")"
+# Round trip through the loader: the shards give the folder's samples, the same
+# bytes (the C example's checksum over an epoch) whatever order each reads in.
+ex=$(dirname "$STOKER")/examples/epoch
+if [ -x "$ex" ]; then
+	a=$("$ex" "$T/data" 7) || fail "epoch over the folder"
+	b=$("$ex" "$T/out" 7) || fail "epoch over the shards"
+	[ "$a" = "$b" ] || fail "folder '$a' but shards '$b'"
+fi
+
+# A full disk names the shard (when /dev/full lets us see ENOSPC through a link).
+if [ -w /dev/full ]; then
+	mkdir "$T/full" && ln -s /dev/full "$T/full/train-000000.tar.tmp"
+	"$STOKER" pack "$T/data" "$T/full" >/dev/null 2>"$T/err"
+	rc=$?
+	[ $rc -eq 1 ] || fail "ENOSPC: exit $rc, expected 1"
+	grep -q "train-000000.tar.tmp: No space left" "$T/err" || fail "ENOSPC: $(cat "$T/err")"
+fi
+echo "ok"

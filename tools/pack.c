@@ -1,0 +1,443 @@
+/* pack.c — `stoker pack DIR OUT`: writes a folder dataset as WebDataset-style
+ * tar shards, OUT/<prefix>-000000.tar ..., plus OUT/classes.txt.
+ *
+ * The folder is indexed by the library itself (a loader over the null engine,
+ * which reads nothing), so samples, labels and class names are exactly what
+ * the loader sees: ImageFolder order, or a seeded shuffle.  Sample k becomes
+ * two adjacent members, <k>.<ext> (the file's bytes) and <k>.cls (its label
+ * in decimal), k written as %08lld: WebDataset groups members by the name up
+ * to the first dot, and the keys sort in pack order.  Headers are plain ustar
+ * (names stay under 100 bytes), with fixed owner, mode and mtime so that the
+ * same folder packs to the same bytes.  Each shard is written to .tmp,
+ * fsync'd and renamed: a shard under its final name is always complete. */
+#include "cli.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#define BLOCK 512u
+#define COPY_BUF (1u << 20)
+#define EXT_MAX 32 /* keeps "<key>.<ext>" far under ustar's 100 bytes */
+
+/* Declared in cli.h once the command is registered; repeated here so that the
+ * file builds warning-free on its own. */
+int cmd_pack(int argc, char **argv);
+
+struct pack {
+	const char *dir, *out, *prefix;
+	uint64_t shard_size;
+	struct stk_loader *loader;
+	char *buf;              /* COPY_BUF bytes */
+	FILE *f;                /* the shard being written, or NULL */
+	char tmp[4200], path[4200];
+	uint64_t shard_bytes;   /* written to f so far */
+	int64_t shard_samples;
+	int shards;
+	uint64_t bytes;         /* all shards, end blocks included */
+};
+
+/* A ustar header for a regular file.  Sizes of 8 GiB and more do not fit
+ * eleven octal digits and take GNU's base-256 form, which every reader of
+ * ustar we care about (GNU tar, Python, WebDataset) accepts. */
+static void ustar_header(unsigned char *h, const char *name, uint64_t size)
+{
+	memset(h, 0, BLOCK);
+	memcpy(h, name, strnlen(name, 99));
+	memcpy(h + 100, "0000644", 8);
+	memcpy(h + 108, "0000000", 8);
+	memcpy(h + 116, "0000000", 8);
+	if (size < (1ull << 33)) {
+		char sz[24];
+		snprintf(sz, sizeof(sz), "%011llo", (unsigned long long)size);
+		memcpy(h + 124, sz, 12);
+	} else {
+		h[124] = 0x80;
+		for (int i = 0; i < 8; i++)
+			h[135 - i] = (unsigned char)(size >> (8 * i));
+	}
+	/* mtime 0: the shards depend on the data only, not on when files were copied. */
+	memcpy(h + 136, "00000000000", 12);
+	h[156] = '0';
+	memcpy(h + 257, "ustar\0" "00", 8);
+	memset(h + 148, ' ', 8);
+	unsigned sum = 0;
+	for (unsigned i = 0; i < BLOCK; i++)
+		sum += h[i];
+	char cs[16];
+	snprintf(cs, sizeof(cs), "%06o", sum & 0777777);
+	memcpy(h + 148, cs, 7); /* six digits, NUL, and the space already there */
+}
+
+static int put(struct pack *p, const void *data, size_t len)
+{
+	if (len && fwrite(data, 1, len, p->f) != len)
+		return -1;
+	p->shard_bytes += len;
+	return 0;
+}
+
+static int pad(struct pack *p)
+{
+	static const unsigned char zero[BLOCK];
+	size_t n = (size_t)((BLOCK - p->shard_bytes % BLOCK) % BLOCK);
+	return put(p, zero, n);
+}
+
+/* The failure of a write to the shard: errno as fwrite/fclose left it. */
+static int write_failed(struct pack *p)
+{
+	fprintf(stderr, "stoker pack: cannot write %s: %s\n", p->tmp,
+		errno ? strerror(errno) : "write error");
+	return -1;
+}
+
+static int shard_open(struct pack *p)
+{
+	snprintf(p->path, sizeof(p->path), "%s/%s-%06d.tar", p->out, p->prefix, p->shards);
+	int n = snprintf(p->tmp, sizeof(p->tmp), "%s.tmp", p->path);
+	if (n < 0 || (size_t)n >= sizeof(p->tmp)) {
+		fprintf(stderr, "stoker pack: %s: path too long\n", p->out);
+		return -1;
+	}
+	p->f = fopen(p->tmp, "wbe");
+	if (!p->f) {
+		fprintf(stderr, "stoker pack: cannot create %s: %s\n", p->tmp, strerror(errno));
+		return -1;
+	}
+	p->shard_bytes = 0;
+	p->shard_samples = 0;
+	return 0;
+}
+
+/* Ends the shard with two zero blocks, makes it durable, gives it its name. */
+static int shard_close(struct pack *p)
+{
+	static const unsigned char end[2 * BLOCK];
+	errno = 0;
+	int bad = put(p, end, sizeof(end)) || fflush(p->f) || fsync(fileno(p->f));
+	int e = errno;
+	/* fclose can be the first to report ENOSPC or EIO (NFS, quotas). */
+	if (fclose(p->f) && !bad) {
+		bad = 1;
+		e = errno;
+	}
+	p->f = NULL;
+	if (bad) {
+		errno = e;
+		write_failed(p);
+		unlink(p->tmp);
+		return -1;
+	}
+	if (rename(p->tmp, p->path)) {
+		fprintf(stderr, "stoker pack: cannot rename %s to %s: %s\n", p->tmp, p->path,
+			strerror(errno));
+		unlink(p->tmp);
+		return -1;
+	}
+	p->bytes += p->shard_bytes;
+	p->shards++;
+	return 0;
+}
+
+/* The extension WebDataset will key the member by: the basename's text after
+ * its last dot, lowercased; "bin" when there is none or it is unusual. */
+static void extension(const char *path, char *ext, size_t len)
+{
+	const char *base = strrchr(path, '/');
+	base = base ? base + 1 : path;
+	const char *dot = strrchr(base, '.');
+	size_t n = dot && dot != base ? strlen(dot + 1) : 0;
+	bool ok = n > 0 && n < EXT_MAX && n < len;
+	for (size_t i = 0; ok && i < n; i++) {
+		char c = dot[1 + i];
+		ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+		     c == '_' || c == '-';
+		ext[i] = (char)(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c);
+	}
+	if (!ok)
+		snprintf(ext, len, "bin");
+	else
+		ext[n] = 0;
+}
+
+/* Appends sample idx as key k: header, the file's bytes, padding, then the
+ * .cls member.  The size comes from the index; a file that changed since is
+ * an error rather than a member whose header lies. */
+static int add_sample(struct pack *p, int64_t k, const char *path, uint64_t size,
+		      int64_t label)
+{
+	char ext[EXT_MAX], name[100], cls[32];
+	unsigned char h[BLOCK];
+	extension(path, ext, sizeof(ext));
+	if (!strcmp(ext, "cls")) {
+		fprintf(stderr, "stoker pack: %s: a .cls sample would collide with the label "
+			"member\n", path);
+		return -1;
+	}
+	snprintf(name, sizeof(name), "%08lld.%s", (long long)k, ext);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		fprintf(stderr, "stoker pack: cannot open %s: %s\n", path, strerror(errno));
+		return -1;
+	}
+	ustar_header(h, name, size);
+	if (put(p, h, BLOCK)) {
+		close(fd);
+		return write_failed(p);
+	}
+	uint64_t left = size;
+	for (;;) {
+		/* One byte more than expected at the end detects a file that grew. */
+		size_t want = left < COPY_BUF ? (size_t)left + 1 : COPY_BUF;
+		ssize_t r = read(fd, p->buf, want);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0) {
+			fprintf(stderr, "stoker pack: cannot read %s: %s\n", path, strerror(errno));
+			close(fd);
+			return -1;
+		}
+		if (r == 0 || (uint64_t)r > left) {
+			if (r == 0 && !left)
+				break;
+			fprintf(stderr, "stoker pack: %s: the file %s since it was indexed (%llu "
+				"bytes)\n", path, r ? "grew" : "shrank", (unsigned long long)size);
+			close(fd);
+			return -1;
+		}
+		if (put(p, p->buf, (size_t)r)) {
+			close(fd);
+			return write_failed(p);
+		}
+		left -= (uint64_t)r;
+	}
+	close(fd);
+	if (pad(p))
+		return write_failed(p);
+	if (label >= 0) {
+		int n = snprintf(cls, sizeof(cls), "%lld\n", (long long)label);
+		snprintf(name, sizeof(name), "%08lld.cls", (long long)k);
+		ustar_header(h, name, (uint64_t)n);
+		if (put(p, h, BLOCK) || put(p, cls, (size_t)n) || pad(p))
+			return write_failed(p);
+	}
+	p->shard_samples++;
+	return 0;
+}
+
+/* Bytes a sample adds to a shard. */
+static uint64_t sample_bytes(uint64_t size, int64_t label)
+{
+	return BLOCK + (size + BLOCK - 1) / BLOCK * BLOCK + (label >= 0 ? 2 * BLOCK : 0);
+}
+
+/* mkdir -p: 0 or -errno. */
+static int mkdirs(const char *dir)
+{
+	char p[4096];
+	int n = snprintf(p, sizeof(p), "%s", dir);
+	if (n < 0 || (size_t)n >= sizeof(p))
+		return -ENAMETOOLONG;
+	for (char *s = p + 1;; s++) {
+		if (*s != '/' && *s)
+			continue;
+		char c = *s;
+		*s = 0;
+		if (mkdir(p, 0755) && errno != EEXIST)
+			return -errno;
+		*s = c;
+		if (!c)
+			break;
+	}
+	struct stat st;
+	if (stat(p, &st))
+		return -errno;
+	return S_ISDIR(st.st_mode) ? 0 : -ENOTDIR;
+}
+
+static int write_classes(struct pack *p)
+{
+	char path[4200], tmp[4300];
+	snprintf(path, sizeof(path), "%s/classes.txt", p->out);
+	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+	FILE *f = fopen(tmp, "we");
+	if (!f) {
+		fprintf(stderr, "stoker pack: cannot create %s: %s\n", tmp, strerror(errno));
+		return -1;
+	}
+	int64_t nc = stk_loader_num_classes(p->loader);
+	int bad = 0;
+	errno = 0;
+	for (int64_t c = 0; c < nc && !bad; c++)
+		bad = fprintf(f, "%s\n", stk_loader_class_name(p->loader, c)) < 0;
+	bad |= fflush(f) || fsync(fileno(f));
+	int e = errno;
+	if (fclose(f) && !bad) {
+		bad = 1;
+		e = errno;
+	}
+	if (bad || rename(tmp, path)) {
+		fprintf(stderr, "stoker pack: cannot write %s: %s\n", bad ? tmp : path,
+			strerror(bad ? (e ? e : EIO) : errno));
+		unlink(tmp);
+		return -1;
+	}
+	return 0;
+}
+
+static int pack_all(struct pack *p, const int64_t *order, int64_t n)
+{
+	char path[4096], mb[32];
+	double t0 = now_s(), last = 0;
+	for (int64_t k = 0; k < n; k++) {
+		uint64_t size;
+		int64_t label;
+		int e = stk_loader_sample(p->loader, order[k], path, sizeof(path), &size, &label);
+		if (e) {
+			fprintf(stderr, "stoker pack: sample %lld: %s\n", (long long)order[k],
+				stk_strerror(e));
+			return -1;
+		}
+		/* A new shard when this sample would overflow the current one; a
+		 * sample larger than --shard-size still gets a shard of its own. */
+		uint64_t need = sample_bytes(size, label) + 2 * BLOCK;
+		if (p->f && p->shard_samples && p->shard_bytes + need > p->shard_size &&
+		    shard_close(p))
+			return -1;
+		if (!p->f && shard_open(p))
+			return -1;
+		if (add_sample(p, k, path, size, label))
+			return -1;
+		double t = now_s();
+		if (t - last > 0.1 || k + 1 == n) {
+			last = t;
+			progress("pack %s: %lld/%lld samples, %d shards, %s, %.0f samples/s", p->dir,
+				 (long long)(k + 1), (long long)n, p->shards + 1,
+				 fmt_bytes(mb, sizeof(mb), (double)(p->bytes + p->shard_bytes)),
+				 t > t0 ? (double)(k + 1) / (t - t0) : 0.0);
+		}
+	}
+	progress_done();
+	return p->f ? shard_close(p) : 0;
+}
+
+int cmd_pack(int argc, char **argv)
+{
+	uint64_t shard_size;
+	const char *prefix;
+	int64_t seed = -1;
+	bool json = false;
+	const struct opt opts[] = {
+		{"shard-size", 0, OPT_SIZE, &shard_size, "1GiB", 4096, 1099511627776.0, NULL, "BYTES",
+		 "largest shard (a sample larger than this gets a shard of its own)"},
+		{"prefix", 0, OPT_STR, &prefix, "train", 0, 0, NULL, "NAME",
+		 "shard names: NAME-000000.tar ..."},
+		{"seed", 's', OPT_INT, &seed, NULL, 0, 9.2e18, NULL, "S",
+		 "shuffle the samples with this seed [ImageFolder order]"},
+		{"json", 0, OPT_BOOL, &json, NULL, 0, 0, NULL, NULL, "print a JSON summary"},
+		OPT_END,
+	};
+	const struct cmd_help help = {
+		"pack", "[options] DIR OUT",
+		"Packs a folder dataset (DIR/<class>/<file>) into WebDataset-style tar shards,\n"
+		"OUT/<prefix>-000000.tar ...: sample k is <k>.<ext> with the file's bytes and\n"
+		"<k>.cls with its label; OUT/classes.txt names the labels, one per line.",
+	};
+	int first = opt_parse(&help, opts, argc, argv);
+	if (first < 0)
+		return -first;
+	if (argc - first != 2) {
+		fprintf(stderr, "stoker pack: give DIR and OUT\ntry 'stoker pack --help'\n");
+		return EXIT_USAGE;
+	}
+	size_t pl = strlen(prefix);
+	if (!pl || pl > 200 || strchr(prefix, '/')) {
+		fprintf(stderr, "stoker pack: --prefix: '%s' must be 1-200 characters without '/'\n",
+			prefix);
+		return EXIT_USAGE;
+	}
+	struct pack p = {.dir = argv[first], .out = argv[first + 1], .prefix = prefix,
+			 .shard_size = shard_size};
+
+	/* The null engine reads nothing: the loader is only the folder's index. */
+	struct stk_loader_opts lo = {
+		.size = sizeof(lo),
+		.flags = STK_F_NO_SHUFFLE | STK_F_QUIET | STK_F_NO_CACHE,
+		.path = p.dir,
+		.batch_size = 1,
+		.prefetch = 1,
+		.engine = STK_ENGINE_NULL,
+	};
+	char err[1024];
+	int e = stk_loader_create(&p.loader, &lo, err, sizeof(err));
+	if (e) {
+		fprintf(stderr, "stoker pack: %s\n", err[0] ? err : stk_strerror(e));
+		return EXIT_FAIL;
+	}
+	int rc = EXIT_FAIL;
+	int64_t n = stk_loader_num_samples(p.loader), *order = NULL;
+	e = mkdirs(p.out);
+	if (e) {
+		fprintf(stderr, "stoker pack: cannot create %s: %s\n", p.out, strerror(-e));
+		goto out;
+	}
+	order = malloc((size_t)n * sizeof(*order));
+	p.buf = malloc(COPY_BUF);
+	if (!order || !p.buf) {
+		fprintf(stderr, "stoker pack: out of memory\n");
+		goto out;
+	}
+	for (int64_t i = 0; i < n; i++)
+		order[i] = i;
+	/* Fisher-Yates under splitmix64: the order depends on the seed only. */
+	uint64_t s = (uint64_t)seed;
+	for (int64_t i = n - 1; seed >= 0 && i > 0; i--) {
+		uint64_t z = (s += 0x9e3779b97f4a7c15ull);
+		z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+		z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+		z ^= z >> 31;
+		int64_t j = (int64_t)(z % (uint64_t)(i + 1));
+		int64_t t = order[i];
+		order[i] = order[j];
+		order[j] = t;
+	}
+	double t0 = now_s();
+	if (pack_all(&p, order, n) || write_classes(&p))
+		goto out;
+	double secs = now_s() - t0;
+	if (json) {
+		json_t *o = json_pack("{s:s, s:s, s:s, s:I, s:I, s:i, s:I, s:I, s:f}", "dir", p.dir,
+				      "out", p.out, "prefix", p.prefix, "samples", (json_int_t)n,
+				      "classes", (json_int_t)stk_loader_num_classes(p.loader),
+				      "shards", p.shards, "bytes", (json_int_t)p.bytes,
+				      "shard_size", (json_int_t)p.shard_size, "seconds", secs);
+		if (o && seed >= 0)
+			json_object_set_new(o, "seed", json_integer(seed));
+		int bad = !o || json_dumpf(o, stdout, JSON_INDENT(2) | JSON_REAL_PRECISION(6));
+		json_decref(o);
+		if (bad || putchar('\n') == EOF)
+			goto out;
+	} else {
+		char mb[32];
+		printf("packed %lld samples in %lld classes into %d shards in %s: %s, %.1f s\n",
+		       (long long)n, (long long)stk_loader_num_classes(p.loader), p.shards, p.out,
+		       fmt_bytes(mb, sizeof(mb), (double)p.bytes), secs);
+	}
+	rc = fflush(stdout) ? EXIT_FAIL : EXIT_OK;
+out:
+	progress_done();
+	if (p.f) { /* a failure mid-shard: leave no .tmp behind */
+		fclose(p.f);
+		unlink(p.tmp);
+	}
+	free(p.buf);
+	free(order);
+	stk_loader_destroy(p.loader);
+	return rc;
+}
