@@ -166,19 +166,10 @@ static int add_entry_at(struct builder *b, uint64_t name, uint64_t size, int64_t
 
 static int add_entry(struct builder *b, const char *rel, uint64_t size, int64_t label)
 {
-	if (b->n == b->cap) {
-		int64_t cap = b->cap ? b->cap * 2 : 4096;
-		struct stk_entry *e = realloc(b->e, (size_t)cap * sizeof(*e));
-		if (!e)
-			return fail(b, -ENOMEM, "%s: out of memory indexing", b->root);
-		b->e = e;
-		b->cap = cap;
-	}
 	uint64_t off;
 	if (buf_add(&b->names, rel, strlen(rel), &off))
 		return fail(b, -ENOMEM, "%s: out of memory indexing", b->root);
-	b->e[b->n++] = (struct stk_entry){.size = size, .label = label, .name = off};
-	return 0;
+	return add_entry_at(b, off, size, label, 0);
 }
 
 static int add_dir(struct builder *b, const char *rel, const struct stat *st)
