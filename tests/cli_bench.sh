@@ -15,7 +15,7 @@ for want in "samples/s" "MB/s" "batch wait p50/p99/max" "reads in flight" \
 	echo "$out" | grep -qF -- "$want" || fail "missing '$want' in: $out"
 done
 
-out=$("$STOKER" bench data --batch-size 8 --compute-ms 2 --json) || fail "json exit $?"
+out=$("$STOKER" bench data --batch-size 8 --compute-ms 2 --epochs 1 --json) || fail "json exit $?"
 echo "$out" > b.json
 /usr/bin/python3 - b.json <<'PY' || fail "json content"
 import json, sys
@@ -62,9 +62,9 @@ echo "$err" | grep -q "$t/nope" || fail "missing path not named: $err"
 touch -r data/c0001 ref # keep the folder's mtime: the cached index still lists the file
 rm data/c0001/00000004.jpg
 touch -r ref data/c0001
-out=$("$STOKER" bench data --no-baseline --cache as-is 2>&1) || fail "skip policy exit $?"
+out=$("$STOKER" bench data --no-baseline --cache as-is --epochs 1 2>&1) || fail "skip policy exit $?"
 echo "$out" | grep -q "errors                     1 (last: .*00000004.jpg: No such file" || fail "skip: $out"
-err=$("$STOKER" bench data --no-baseline --cache as-is --on-error fail 2>&1); rc=$?
+err=$("$STOKER" bench data --no-baseline --cache as-is --epochs 1 --on-error fail 2>&1); rc=$?
 [ $rc = 1 ] || fail "fail policy exit $rc"
 echo "$err" | grep -q "00000004.jpg: No such file" || fail "fail policy message: $err"
 exit 0

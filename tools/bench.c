@@ -555,7 +555,8 @@ int cmd_bench(int argc, char **argv)
 		 "I/O threads (0 = auto: 2 rings for io_uring, 64 workers for pread)"},
 		{"engine", 'e', OPT_CHOICE, &o.engine, "auto", 0, 0, "auto,io_uring,pread,null", "E",
 		 "read engine"},
-		{"epochs", 'E', OPT_INT, &o.epochs, "1", 1, 1000000, NULL, "N", "epochs to run"},
+		{"epochs", 'E', OPT_INT, &o.epochs, "0", 0, 1000000, NULL, "N",
+		 "epochs to run (0: 1 with --cache cold, where later epochs would be warm; else 3)"},
 		{"seconds", 's', OPT_DOUBLE, &o.seconds, "0", 0, 1e9, NULL, "S",
 		 "stop after S seconds (0 = no limit)"},
 		{"max-samples", 0, OPT_INT, &o.max_samples, "0", 0, 1e15, NULL, "N",
@@ -630,6 +631,8 @@ int cmd_bench(int argc, char **argv)
 	sigaction(SIGTERM, &sa, NULL);
 	if (o.cold)
 		o.cache = CACHE_COLD;
+	if (!o.epochs)
+		o.epochs = o.cache == CACHE_COLD ? 1 : 3;
 	if (o.sweep)
 		return run_sweep(o);
 
