@@ -105,7 +105,7 @@ static void compact(struct stk_loader *l, struct slot *s)
 			memmove(base + off, base + s->offsets[i], s->sizes[i]);
 		if (l->image && k != i) {
 			size_t ib = stk__image_bytes(&l->img);
-			uint8_t *img = base + l->raw_bytes;
+			uint8_t *img = base + l->img_off;
 			memcpy(img + (size_t)k * ib, img + (size_t)i * ib, ib);
 		}
 		s->offsets[k] = off;
@@ -259,7 +259,7 @@ static void *decode_main(void *arg)
 		int rc = 0;
 		if (s->gen == l->gen) {
 			uint64_t seed = stk__sample_seed(l->o.seed, s->epoch, s->indices[io->idx]);
-			uint8_t *out = stk__pool_slot(&l->pool, io->slot) + l->raw_bytes +
+			uint8_t *out = stk__pool_slot(&l->pool, io->slot) + l->img_off +
 				       (size_t)io->idx * stk__image_bytes(&l->img);
 			pthread_mutex_unlock(&l->mu);
 			uint64_t t0 = stk__now_ns();
@@ -725,9 +725,9 @@ int stk_loader_create(struct stk_loader **out, const struct stk_loader_opts *opt
 		check_direct(l);
 	l->raw_bytes = slot_bytes_for(l);
 	uint64_t slot_bytes = l->raw_bytes;
+	l->img_off = STK_ALIGN_UP(l->raw_bytes, 4096);
 	if (l->image) /* the images follow the reads, page-aligned */
-		slot_bytes = STK_ALIGN_UP(l->raw_bytes, 4096) +
-			     (uint64_t)l->o.batch_size * stk__image_bytes(&l->img);
+		slot_bytes = l->img_off + (uint64_t)l->o.batch_size * stk__image_bytes(&l->img);
 	uint32_t nslots = l->o.prefetch;
 	uint64_t meta = (uint64_t)l->o.batch_size;
 	l->slots = calloc(nslots, sizeof(*l->slots));
@@ -994,7 +994,7 @@ int stk_loader_next_timeout(struct stk_loader *l, struct stk_batch **out, uint64
 			b->labels = s->labels;
 			b->indices = s->indices;
 			if (l->image) {
-				b->images = b->data + l->raw_bytes;
+				b->images = b->data + l->img_off;
 				b->image_bytes = stk__image_bytes(&l->img);
 				b->channels = 3;
 				b->height = l->img.height;

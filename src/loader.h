@@ -62,6 +62,7 @@ struct stk_loader {
 	struct stk_image_opts img;
 	bool image;
 	uint64_t raw_bytes;     /* of a slot: the reads; the images follow */
+	uint64_t img_off;       /* where the images start in a slot: page-aligned */
 	pthread_t *dthreads;
 	uint32_t ndthreads;
 	pthread_cond_t dcv;     /* decode queue not empty, or stop */

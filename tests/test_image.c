@@ -354,6 +354,8 @@ static void test_loader_image_mode(void **state)
 			assert_int_equal(b->height, 32);
 			assert_int_equal(b->channels, 3);
 			assert_int_equal(b->image_bytes, 32 * 32 * 3);
+			/* page-aligned, whatever the reads' bytes: float images need it */
+			assert_int_equal((uintptr_t)b->images % 4096, 0);
 			memcpy(all + off, b->images, b->count * b->image_bytes);
 			off += b->count * b->image_bytes;
 			samples += (int)b->count;
