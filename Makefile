@@ -78,7 +78,7 @@ $(BUILD)/libstoker.a: $(LIB_OBJ)
 # The CLI links the shared library: it sees only the public API.
 $(BUILD)/stoker: $(TOOL_OBJ) $(BUILD)/libstoker.so
 	@$(if $(Q),echo "  LD      $@")
-	$(Q)$(CC) -o $@ $(TOOL_OBJ) -L$(BUILD) -l:libstoker.so -Wl,-rpath,'$$ORIGIN' \
+	$(Q)$(CC) -o $@ $(TOOL_OBJ) -L$(BUILD) -l:libstoker.so -Wl,-rpath,'$$ORIGIN:$$ORIGIN/../lib' \
 		$(LDFLAGS_ALL) $(LIBS)
 
 # Tests link the static library so they can reach internal functions too.
@@ -146,6 +146,10 @@ install: all
 	install -m 644 include/stoker/stoker.h include/stoker/sys.h include/stoker/metrics.h \
 		$(DESTDIR)$(PREFIX)/include/stoker/
 	install -m 644 python/stoker/*.py $(DESTDIR)$(PYSITE)/stoker/
+	install -d $(DESTDIR)$(PREFIX)/lib/pkgconfig
+	printf 'prefix=%s\nlibdir=$${prefix}/lib\nincludedir=$${prefix}/include\n\nName: stoker\nDescription: keeps GPUs fed: io_uring data loader\nVersion: %s\nLibs: -L$${libdir} -lstoker\nCflags: -I$${includedir}\n' \
+		'$(PREFIX)' "$$(sed -n 's/^#define STK_VERSION_\(MAJOR\|MINOR\|PATCH\) //p' include/stoker/stoker.h | paste -sd.)" \
+		> $(DESTDIR)$(PREFIX)/lib/pkgconfig/stoker.pc
 	[ -n "$(DESTDIR)" ] || ldconfig || true
 
 clean:
