@@ -361,10 +361,25 @@ static int resample(const struct stk_image_opts *o, const uint8_t *rgb, int rw, 
 		const float *w = ty.w + (size_t)y * ty.max;
 		const uint8_t *base = rgb + (size_t)ty.first[y] * stride + (size_t)c0 * 3;
 		float *acc = tmp + (size_t)y * n3;
-		float w0 = w[0];
-		for (size_t j = 0; j < n3; j++)
-			acc[j] = w0 * base[j];
-		for (int k = 1; k < ty.count[y]; k++) {
+		float w0 = w[0], w1 = w[1], w2 = w[2]; /* tx.max >= 3: in bounds */
+		/* two and three taps in one pass each: one store per float, not one
+		 * per tap; more taps (shrinking past 2x) add passes */
+		int k = 1;
+		if (ty.count[y] >= 3) {
+			const uint8_t *p1 = base + stride, *p2 = base + 2 * stride;
+			for (size_t j = 0; j < n3; j++)
+				acc[j] = w0 * base[j] + w1 * p1[j] + w2 * p2[j];
+			k = 3;
+		} else if (ty.count[y] == 2) {
+			const uint8_t *p1 = base + stride;
+			for (size_t j = 0; j < n3; j++)
+				acc[j] = w0 * base[j] + w1 * p1[j];
+			k = 2;
+		} else {
+			for (size_t j = 0; j < n3; j++)
+				acc[j] = w0 * base[j];
+		}
+		for (; k < ty.count[y]; k++) {
 			const uint8_t *p = base + (size_t)k * stride;
 			float wk = w[k];
 			for (size_t j = 0; j < n3; j++)
@@ -379,11 +394,34 @@ static int resample(const struct stk_image_opts *o, const uint8_t *rgb, int rw, 
 		for (int x = 0; x < ow; x++) {
 			const v4f *w = w4 + (size_t)x * tx.max;
 			const float *p = src + (size_t)tx.first[x] * 3;
-			v4f acc = {0, 0, 0, 0};
-			for (int k = 0; k < tx.count[x]; k++, p += 3) {
-				v4f px;
-				memcpy(&px, p, sizeof(px));
-				acc += w[k] * px;
+			v4f a, b, c, d, acc;
+			/* the common tap counts unrolled: the loop's own bookkeeping cost
+			 * more instructions than its arithmetic */
+			switch (tx.count[x]) {
+			case 2:
+				memcpy(&a, p, sizeof(a));
+				memcpy(&b, p + 3, sizeof(b));
+				acc = w[0] * a + w[1] * b;
+				break;
+			case 3:
+				memcpy(&a, p, sizeof(a));
+				memcpy(&b, p + 3, sizeof(b));
+				memcpy(&c, p + 6, sizeof(c));
+				acc = w[0] * a + w[1] * b + w[2] * c;
+				break;
+			case 4:
+				memcpy(&a, p, sizeof(a));
+				memcpy(&b, p + 3, sizeof(b));
+				memcpy(&c, p + 6, sizeof(c));
+				memcpy(&d, p + 9, sizeof(d));
+				acc = w[0] * a + w[1] * b + w[2] * c + w[3] * d;
+				break;
+			default:
+				acc = (v4f){0, 0, 0, 0};
+				for (int k = 0; k < tx.count[x]; k++, p += 3) {
+					memcpy(&a, p, sizeof(a));
+					acc += w[k] * a;
+				}
 			}
 			row[x] = acc;
 		}
