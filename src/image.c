@@ -578,10 +578,22 @@ int stk__image_decode(const struct stk_image_opts *o, const uint8_t *src, size_t
 
 /* --- public ---------------------------------------------------------------- */
 
+int stk__image_opts(struct stk_image_opts *dst, const struct stk_image_opts *src, char *err,
+		    size_t errlen)
+{
+	char scratch[256]; /* the message is dropped; sized so it is not cut */
+	memset(dst, 0, sizeof(*dst));
+	/* the caller's struct may be older (smaller) than ours */
+	memcpy(dst, src, src->size && src->size < sizeof(*dst) ? src->size : sizeof(*dst));
+	dst->size = sizeof(*dst);
+	stk__image_defaults(dst);
+	return stk__image_check(dst, err ? err : scratch, err ? errlen : sizeof(scratch));
+}
+
 size_t stk_image_bytes(const struct stk_image_opts *opts)
 {
-	struct stk_image_opts o = *opts;
-	stk__image_defaults(&o);
+	struct stk_image_opts o;
+	stk__image_opts(&o, opts, NULL, 0);
 	return stk__image_bytes(&o);
 }
 
@@ -595,10 +607,8 @@ int stk_image_decode(const struct stk_image_opts *opts, const void *data, size_t
 		errlen = sizeof(scratch);
 	}
 	err[0] = 0;
-	struct stk_image_opts o = {0};
-	memcpy(&o, opts, opts->size && opts->size < sizeof(o) ? opts->size : sizeof(o));
-	stk__image_defaults(&o);
-	int rc = stk__image_check(&o, err, errlen);
+	struct stk_image_opts o;
+	int rc = stk__image_opts(&o, opts, err, errlen);
 	if (rc)
 		return rc;
 	return stk__image_decode(&o, data, len, stk__sample_seed(seed, epoch, index), out, err,

@@ -679,11 +679,7 @@ int stk_loader_create(struct stk_loader **out, const struct stk_loader_opts *opt
 	l->o.cache_dir = l->cache_dir;
 	if ((!opts->size || opts->size >= offsetof(struct stk_loader_opts, image) + sizeof(void *)) &&
 	    opts->image) {
-		const struct stk_image_opts *io = opts->image;
-		memcpy(&l->img, io, io->size && io->size < sizeof(l->img) ? io->size : sizeof(l->img));
-		l->img.size = sizeof(l->img);
-		stk__image_defaults(&l->img);
-		if ((rc = stk__image_check(&l->img, errbuf, errlen)))
+		if ((rc = stk__image_opts(&l->img, opts->image, errbuf, errlen)))
 			goto fail;
 		l->image = true;
 	}
