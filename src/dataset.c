@@ -508,7 +508,7 @@ static int index_shard(struct builder *b, const char *rel)
 	char key[PATH_MAX] = "", why[512];
 	size_t keylen = 0;
 	bool have = false, have_data = false;
-	uint64_t data_off = 0, data_size = 0, bad_at = 0;
+	uint64_t data_off = 0, data_size = 0;
 	int64_t label = -1;
 	struct stk__tar_member m;
 	int more = 1;
@@ -531,7 +531,6 @@ static int index_shard(struct builder *b, const char *rel)
 				snprintf(why, sizeof(why), "offset %llu: key longer than %zu bytes",
 					 (unsigned long long)m.header_off, sizeof(key) - 1);
 				more = STK_ECORRUPT;
-				bad_at = m.header_off;
 				break;
 			}
 			int added = keyset_add(&seen, fnv1a(0xcbf29ce484222325ull, m.name, kl));
@@ -575,7 +574,6 @@ static int index_shard(struct builder *b, const char *rel)
 			data_size = m.size;
 		}
 	}
-	(void)bad_at;
 	if (!rc && more < 0) {
 		char msg[PATH_MAX + 600];
 		snprintf(msg, sizeof(msg), "%s/%s: %s", b->root, rel, why);
