@@ -7,7 +7,8 @@
  * the box will be shrunk that much anyway, jpeg_crop_scanline for its columns,
  * jpeg_skip_scanlines above it, and no rows below it.  The region is resampled
  * to the output size with an antialiased bilinear (triangle) filter whose
- * support widens with the shrink factor, as PIL's BILINEAR does, in floats.
+ * support widens with the shrink factor, as PIL's BILINEAR does (fixed point
+ * vertically, floats horizontally; SSE2 where the CPU has it).
  * Randomness comes from a generator seeded by (seed, epoch, sample index), so
  * a batch is bit-identical whatever the thread count.  libjpeg's error exit
  * longjmps back here: a corrupt file is an error, never a dead process.
@@ -20,6 +21,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 #include <jpeglib.h> /* after stdio.h: it uses FILE */
 #include <jerror.h>
@@ -284,6 +288,49 @@ static inline float clamp255(float v)
 	return v < 0 ? 0 : v > 255 ? 255 : v;
 }
 
+/* Rounds eight pixels (RGB_ of px) to bytes and stores each channel's eight
+ * at r, r + plane and r + 2 * plane, mirrored if flip: the uint8 NCHW case,
+ * transposed four pixels at a time and packed with SSE2's saturating packs. */
+static inline bool put8_nchw(uint8_t *r, size_t plane, const v4f *px, bool flip)
+{
+#if defined(__SSE2__)
+	if (!stk__image_simd)
+		return false;
+	v4f h = {0.5f, 0.5f, 0.5f, 0.5f};
+	__m128i ch[2][3];
+	for (int q = 0; q < 2; q++) {
+		const v4f *p = px + (flip ? 4 - 4 * q : 4 * q);
+		v4f a = p[0], b = p[1], c = p[2], d = p[3];
+		if (flip) {
+			v4f t = a;
+			a = d;
+			d = t;
+			t = b;
+			b = c;
+			c = t;
+		}
+		v4f ab0 = __builtin_shufflevector(a, b, 0, 4, 1, 5);
+		v4f cd0 = __builtin_shufflevector(c, d, 0, 4, 1, 5);
+		v4f ab2 = __builtin_shufflevector(a, b, 2, 6, 3, 7);
+		v4f cd2 = __builtin_shufflevector(c, d, 2, 6, 3, 7);
+		ch[q][0] = _mm_cvttps_epi32((__m128)(__builtin_shufflevector(ab0, cd0, 0, 1, 4, 5) + h));
+		ch[q][1] = _mm_cvttps_epi32((__m128)(__builtin_shufflevector(ab0, cd0, 2, 3, 6, 7) + h));
+		ch[q][2] = _mm_cvttps_epi32((__m128)(__builtin_shufflevector(ab2, cd2, 0, 1, 4, 5) + h));
+	}
+	__m128i rg = _mm_packus_epi16(_mm_packs_epi32(ch[0][0], ch[1][0]),
+				      _mm_packs_epi32(ch[0][1], ch[1][1]));
+	__m128i b = _mm_packs_epi32(ch[0][2], ch[1][2]);
+	b = _mm_packus_epi16(b, b);
+	_mm_storel_epi64((__m128i *)r, rg);
+	_mm_storel_epi64((__m128i *)(r + plane), _mm_unpackhi_epi64(rg, rg));
+	_mm_storel_epi64((__m128i *)(r + 2 * plane), b);
+	return true;
+#else
+	(void)r, (void)plane, (void)px, (void)flip;
+	return false;
+#endif
+}
+
 /* Writes one output row of pixels with the layout and dtype asked; the
  * common uint8 cases get loops of their own. */
 static void put_row(const struct stk_image_opts *o, void *out, int y, const v4f *px, bool flip)
@@ -295,7 +342,12 @@ static void put_row(const struct stk_image_opts *o, void *out, int y, const v4f 
 		 * lies within its inputs' 0..255, give or take rounding, and +0.5
 		 * then truncation lands in 0..255. */
 		uint8_t *u = out;
-		for (size_t x = 0; x < W; x++) {
+		size_t x = 0;
+		if (!nhwc)
+			for (; x + 8 <= W; x += 8)
+				if (!put8_nchw(u + (size_t)y * W + (flip ? W - 8 - x : x), plane, px + x, flip))
+					break;
+		for (; x < W; x++) {
 			size_t dx = flip ? W - 1 - x : x;
 			v4i q = __builtin_convertvector(px[x] + (v4f){0.5f, 0.5f, 0.5f, 0.5f}, v4i);
 			if (nhwc) {
@@ -326,12 +378,84 @@ static void put_row(const struct stk_image_opts *o, void *out, int y, const v4f 
 	}
 }
 
+/* Vertical taps in fixed point: 1.0 is 1 << VBITS. */
+#define VBITS 14
+
+bool stk__image_simd = true;
+
+/* One row of the vertical pass: acc[j] = sum over k < n_taps of wq[k] times
+ * byte j of row k (rows stride apart from p), for j < n: exact integers,
+ * stored as floats (the horizontal taps take the 1 << VBITS off).  SSE2 does
+ * sixteen bytes at a time with the taps in pairs (pmaddwd); the rest, and
+ * other CPUs, take the plain loop: the same integers, the same result. */
+static void vpass(float *acc, const uint8_t *p, size_t stride, const int16_t *wq, int n_taps,
+		  size_t n)
+{
+	size_t j = 0;
+#if defined(__SSE2__)
+	/* the taps in pairs (the last one's partner weighted 0), each pair's two
+	 * 16-bit weights in every 32-bit lane: pmaddwd's operand */
+	const __m128i zero = _mm_setzero_si128();
+	__m128i w[8];
+	int pairs = (n_taps + 1) / 2;
+	for (int k = 0; k < pairs && k < 8; k++) {
+		int hi = 2 * k + 1 < n_taps ? (uint16_t)wq[2 * k + 1] : 0;
+		w[k] = _mm_set1_epi32((int)((uint16_t)wq[2 * k] | (uint32_t)hi << 16));
+	}
+	for (; stk__image_simd && pairs <= 8 && j + 16 <= n; j += 16) {
+		__m128i s0 = zero, s1 = zero, s2 = zero, s3 = zero;
+		for (int k = 0; k < pairs; k++) {
+			const uint8_t *a = p + (size_t)k * 2 * stride + j;
+			__m128i va = _mm_loadu_si128((const __m128i *)a);
+			__m128i vb = 2 * k + 1 < n_taps ? _mm_loadu_si128((const __m128i *)(a + stride)) : zero;
+			__m128i lo = _mm_unpacklo_epi8(va, vb), hi = _mm_unpackhi_epi8(va, vb);
+			s0 = _mm_add_epi32(s0, _mm_madd_epi16(_mm_unpacklo_epi8(lo, zero), w[k]));
+			s1 = _mm_add_epi32(s1, _mm_madd_epi16(_mm_unpackhi_epi8(lo, zero), w[k]));
+			s2 = _mm_add_epi32(s2, _mm_madd_epi16(_mm_unpacklo_epi8(hi, zero), w[k]));
+			s3 = _mm_add_epi32(s3, _mm_madd_epi16(_mm_unpackhi_epi8(hi, zero), w[k]));
+		}
+		_mm_storeu_ps(acc + j, _mm_cvtepi32_ps(s0));
+		_mm_storeu_ps(acc + j + 4, _mm_cvtepi32_ps(s1));
+		_mm_storeu_ps(acc + j + 8, _mm_cvtepi32_ps(s2));
+		_mm_storeu_ps(acc + j + 12, _mm_cvtepi32_ps(s3));
+	}
+#endif
+	for (; j < n; j++) {
+		int32_t s = 0;
+		for (int k = 0; k < n_taps; k++)
+			s += wq[k] * p[(size_t)k * stride + j];
+		acc[j] = (float)s;
+	}
+}
+
+/* One row of the horizontal pass: pixel x is the sum of K pixels of src
+ * from float offset off[x], weighted by w4[x * K ...].  Inlined with K a
+ * constant, the tap loop unrolls. */
+static inline __attribute__((always_inline)) void hpass(v4f *row, const float *src, const int *off,
+							const v4f *w4, int ow, int K)
+{
+	for (int x = 0; x < ow; x++) {
+		const float *p = src + off[x];
+		const v4f *w = w4 + (size_t)x * K;
+		v4f a, acc;
+		memcpy(&acc, p, sizeof(acc));
+		acc *= w[0];
+		for (int k = 1; k < K; k++) {
+			memcpy(&a, p + 3 * k, sizeof(a));
+			acc += w[k] * a;
+		}
+		row[x] = acc;
+	}
+}
+
 /* Resamples the box (region coordinates) of an RGB region to the output:
  * vertical pass first, over only the columns the horizontal taps reach, on
- * the row as a flat run of bytes (the compiler vectorizes it; see the
- * Makefile's -O3 for this file), then horizontal, a pixel (four floats, the
- * fourth ignored) at a time.  Float arithmetic in a fixed order: the same
- * bits whatever the thread count. */
+ * the row as a flat run of bytes, in 14-bit fixed point (vpass), then
+ * horizontal in floats, a pixel (four floats, the fourth ignored) at a time
+ * with every column's taps padded to the same count (hpass), then out in the
+ * layout and dtype asked (put_row).  Integer sums and float arithmetic in a
+ * fixed order: the same bits whatever the thread count, with or without
+ * SIMD. */
 static int resample(const struct stk_image_opts *o, const uint8_t *rgb, int rw, int rh,
 		    double bx, double by, double bw, double bh, bool flip, void *out)
 {
@@ -339,6 +463,8 @@ static int resample(const struct stk_image_opts *o, const uint8_t *rgb, int rw, 
 	struct taps tx = {0}, ty = {0};
 	float *tmp = NULL;
 	v4f *row = NULL, *w4 = NULL;
+	int *off = NULL;
+	int16_t *wq = NULL;
 	int rc = make_taps(&tx, bx, bw, rw, ow);
 	if (!rc)
 		rc = make_taps(&ty, by, bh, rh, oh);
@@ -351,79 +477,56 @@ static int resample(const struct stk_image_opts *o, const uint8_t *rgb, int rw, 
 	/* +1 float: the horizontal pass loads four floats for a three-float pixel */
 	if (!rc && (!(tmp = malloc(sizeof(float) * (n3 * (size_t)oh + 1))) ||
 		    !(row = malloc(sizeof(v4f) * (size_t)ow)) ||
-		    !(w4 = malloc(sizeof(v4f) * (size_t)ow * (size_t)tx.max))))
+		    !(w4 = malloc(sizeof(v4f) * (size_t)ow * (size_t)tx.max)) ||
+		    !(off = malloc(sizeof(int) * (size_t)ow)) ||
+		    !(wq = malloc(sizeof(int16_t) * (size_t)oh * (size_t)ty.max))))
 		rc = -ENOMEM;
 	if (rc)
 		goto out;
 	tmp[n3 * (size_t)oh] = 0;
 	size_t stride = (size_t)rw * 3;
+	/* the vertical taps in fixed point, rounded so that each row's sum to
+	 * exactly 1 << VBITS (the largest tap takes the difference) */
 	for (int y = 0; y < oh; y++) {
 		const float *w = ty.w + (size_t)y * ty.max;
-		const uint8_t *base = rgb + (size_t)ty.first[y] * stride + (size_t)c0 * 3;
-		float *acc = tmp + (size_t)y * n3;
-		float w0 = w[0], w1 = w[1], w2 = w[2]; /* tx.max >= 3: in bounds */
-		/* two and three taps in one pass each: one store per float, not one
-		 * per tap; more taps (shrinking past 2x) add passes */
-		int k = 1;
-		if (ty.count[y] >= 3) {
-			const uint8_t *p1 = base + stride, *p2 = base + 2 * stride;
-			for (size_t j = 0; j < n3; j++)
-				acc[j] = w0 * base[j] + w1 * p1[j] + w2 * p2[j];
-			k = 3;
-		} else if (ty.count[y] == 2) {
-			const uint8_t *p1 = base + stride;
-			for (size_t j = 0; j < n3; j++)
-				acc[j] = w0 * base[j] + w1 * p1[j];
-			k = 2;
-		} else {
-			for (size_t j = 0; j < n3; j++)
-				acc[j] = w0 * base[j];
+		int16_t *q = wq + (size_t)y * ty.max;
+		int sum = 0, big = 0;
+		for (int k = 0; k < ty.count[y]; k++) {
+			q[k] = (int16_t)lrintf(w[k] * (1 << VBITS));
+			sum += q[k];
+			big = q[k] > q[big] ? k : big;
 		}
-		for (; k < ty.count[y]; k++) {
-			const uint8_t *p = base + (size_t)k * stride;
-			float wk = w[k];
-			for (size_t j = 0; j < n3; j++)
-				acc[j] += wk * p[j];
-		}
+		q[big] = (int16_t)(q[big] + (1 << VBITS) - sum);
 	}
-	/* the horizontal taps, each broadcast to a pixel's four lanes once */
-	for (size_t i = 0; i < (size_t)ow * (size_t)tx.max; i++)
-		w4[i] = (v4f){tx.w[i], tx.w[i], tx.w[i], tx.w[i]};
+	for (int y = 0; y < oh; y++)
+		vpass(tmp + (size_t)y * n3, rgb + (size_t)ty.first[y] * stride + (size_t)c0 * 3, stride,
+		      wq + (size_t)y * ty.max, ty.count[y], n3);
+	/* the horizontal taps: every column gets K, the most any column has,
+	 * zero-weighted past its own (moved left where they would run off the
+	 * region), each broadcast to a pixel's four lanes once */
+	int K = 1;
+	for (int x = 0; x < ow; x++)
+		K = tx.count[x] > K ? tx.count[x] : K;
+	for (int x = 0; x < ow; x++) {
+		int f = tx.first[x] + K > c1 ? c1 - K : tx.first[x];
+		for (int k = 0; k < K; k++) {
+			int j = f + k - tx.first[x];
+			/* the vertical pass's 1 << VBITS comes off here, exactly */
+			float w = j >= 0 && j < tx.count[x] ? tx.w[(size_t)x * tx.max + j] / (1 << VBITS) : 0;
+			w4[(size_t)x * K + k] = (v4f){w, w, w, w};
+		}
+		off[x] = (f - c0) * 3;
+	}
 	for (int y = 0; y < oh; y++) {
-		const float *src = tmp + (size_t)y * n3 - (size_t)c0 * 3;
-		for (int x = 0; x < ow; x++) {
-			const v4f *w = w4 + (size_t)x * tx.max;
-			const float *p = src + (size_t)tx.first[x] * 3;
-			v4f a, b, c, d, acc;
-			/* the common tap counts unrolled: the loop's own bookkeeping cost
-			 * more instructions than its arithmetic */
-			switch (tx.count[x]) {
-			case 2:
-				memcpy(&a, p, sizeof(a));
-				memcpy(&b, p + 3, sizeof(b));
-				acc = w[0] * a + w[1] * b;
-				break;
-			case 3:
-				memcpy(&a, p, sizeof(a));
-				memcpy(&b, p + 3, sizeof(b));
-				memcpy(&c, p + 6, sizeof(c));
-				acc = w[0] * a + w[1] * b + w[2] * c;
-				break;
-			case 4:
-				memcpy(&a, p, sizeof(a));
-				memcpy(&b, p + 3, sizeof(b));
-				memcpy(&c, p + 6, sizeof(c));
-				memcpy(&d, p + 9, sizeof(d));
-				acc = w[0] * a + w[1] * b + w[2] * c + w[3] * d;
-				break;
-			default:
-				acc = (v4f){0, 0, 0, 0};
-				for (int k = 0; k < tx.count[x]; k++, p += 3) {
-					memcpy(&a, p, sizeof(a));
-					acc += w[k] * a;
-				}
-			}
-			row[x] = acc;
+		const float *src = tmp + (size_t)y * n3;
+		/* the common tap counts as constants: unrolled, no per-pixel branch */
+		switch (K) {
+		case 1: hpass(row, src, off, w4, ow, 1); break;
+		case 2: hpass(row, src, off, w4, ow, 2); break;
+		case 3: hpass(row, src, off, w4, ow, 3); break;
+		case 4: hpass(row, src, off, w4, ow, 4); break;
+		case 5: hpass(row, src, off, w4, ow, 5); break;
+		default: hpass(row, src, off, w4, ow, K);
 		}
 		put_row(o, out, y, row, flip);
 	}
@@ -431,6 +534,8 @@ out:
 	free(tmp);
 	free(row);
 	free(w4);
+	free(off);
+	free(wq);
 	free_taps(&tx);
 	free_taps(&ty);
 	return rc;
