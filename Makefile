@@ -53,7 +53,7 @@ $(DEPS_OK): mk/deps.sh
 deps: $(DEPS_OK)
 
 # The resampler's inner loops are written for the vectorizer.
-$(BUILD)/src/image.o: FILE_CFLAGS = -O3
+$(BUILD)/src/resample.o: FILE_CFLAGS = -O3
 
 $(BUILD)/src/%.o: src/%.c $(DEPS_OK)
 	@mkdir -p $(@D)

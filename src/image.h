@@ -26,9 +26,6 @@ uint64_t stk__sample_seed(uint64_t seed, uint64_t epoch, int64_t index);
 /* Draws the crop box for a W×H image. */
 void stk__image_box(const struct stk_image_opts *o, uint64_t sample_seed, int W, int H,
 		    struct stk__box *box);
-/* false: the resampler's plain-C paths instead of SSE2 (tests compare the
- * two; they give the same bytes). */
-extern bool stk__image_simd;
 /* Decodes src into out (stk__image_bytes).  0, or <0 with the reason in err
  * (STK_ECORRUPT, STK_EFORMAT, STK_ETOOBIG, -ENOMEM). */
 int stk__image_decode(const struct stk_image_opts *o, const uint8_t *src, size_t len,

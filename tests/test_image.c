@@ -4,6 +4,7 @@
 #include "testutil.h"
 
 #include "image.h"
+#include "resample.h"
 #include "stoker/stoker.h"
 
 #include <errno.h>
