@@ -255,23 +255,30 @@ static void vpass(float *acc, const uint8_t *p, size_t stride, const int16_t *wq
 	}
 }
 
-/* One row of the horizontal pass: pixel x is the sum of K pixels of src
- * from float offset off[x], weighted by w4[x * K ...].  Inlined with K a
- * constant, the tap loop unrolls. */
-static inline __attribute__((always_inline)) void hpass(v4f *row, const float *src, const int *off,
-							const v4f *w4, int ow, int K)
+/* Two rows of the horizontal pass (src and src + n floats into row and
+ * row + ow): pixel x is the sum of K pixels from float offset off[x],
+ * weighted by w4[x * K ...]; both rows share the offsets and taps.  Inlined
+ * with K a constant, the tap loop unrolls. */
+static inline __attribute__((always_inline)) void hpass(v4f *row, const float *src, size_t n,
+							const int *off, const v4f *w4, int ow,
+							int K)
 {
 	for (int x = 0; x < ow; x++) {
-		const float *p = src + off[x];
+		const float *p = src + off[x], *q = p + n;
 		const v4f *w = w4 + (size_t)x * K;
-		v4f a, acc;
+		v4f a, b, acc, acc2;
 		memcpy(&acc, p, sizeof(acc));
+		memcpy(&acc2, q, sizeof(acc2));
 		acc *= w[0];
+		acc2 *= w[0];
 		for (int k = 1; k < K; k++) {
 			memcpy(&a, p + 3 * k, sizeof(a));
+			memcpy(&b, q + 3 * k, sizeof(b));
 			acc += w[k] * a;
+			acc2 += w[k] * b;
 		}
 		row[x] = acc;
+		row[ow + x] = acc2;
 	}
 }
 
@@ -303,7 +310,7 @@ int stk__resample(const struct stk_image_opts *o, const uint8_t *rgb, int rw, in
 	size_t n3 = (size_t)(c1 - c0) * 3;
 	/* +1 float: the horizontal pass loads four floats for a three-float pixel */
 	if (!rc && (!(tmp = malloc(sizeof(float) * (n3 * (size_t)oh + 1))) ||
-		    !(row = malloc(sizeof(v4f) * (size_t)ow)) ||
+		    !(row = malloc(sizeof(v4f) * 2 * (size_t)ow)) ||
 		    !(w4 = malloc(sizeof(v4f) * (size_t)ow * (size_t)tx.max)) ||
 		    !(off = malloc(sizeof(int) * (size_t)ow)) ||
 		    !(wq = malloc(sizeof(int16_t) * (size_t)oh * (size_t)ty.max))))
@@ -344,18 +351,22 @@ int stk__resample(const struct stk_image_opts *o, const uint8_t *rgb, int rw, in
 		}
 		off[x] = (f - c0) * 3;
 	}
-	for (int y = 0; y < oh; y++) {
+	for (int y = 0; y < oh; y += 2) {
+		/* two rows at a time (an odd last one computed twice) */
+		size_t n = y + 1 < oh ? n3 : 0;
 		const float *src = tmp + (size_t)y * n3;
 		/* the common tap counts as constants: unrolled, no per-pixel branch */
 		switch (K) {
-		case 1: hpass(row, src, off, w4, ow, 1); break;
-		case 2: hpass(row, src, off, w4, ow, 2); break;
-		case 3: hpass(row, src, off, w4, ow, 3); break;
-		case 4: hpass(row, src, off, w4, ow, 4); break;
-		case 5: hpass(row, src, off, w4, ow, 5); break;
-		default: hpass(row, src, off, w4, ow, K);
+		case 1: hpass(row, src, n, off, w4, ow, 1); break;
+		case 2: hpass(row, src, n, off, w4, ow, 2); break;
+		case 3: hpass(row, src, n, off, w4, ow, 3); break;
+		case 4: hpass(row, src, n, off, w4, ow, 4); break;
+		case 5: hpass(row, src, n, off, w4, ow, 5); break;
+		default: hpass(row, src, n, off, w4, ow, K);
 		}
 		put_row(o, out, y, row, flip);
+		if (y + 1 < oh)
+			put_row(o, out, y + 1, row + ow, flip);
 	}
 out:
 	free(tmp);
