@@ -18,7 +18,7 @@
 #include <emmintrin.h>
 #endif
 
-bool stk__image_simd = true;
+int stk__image_simd = 2;
 
 /* Taps of a triangle filter for each output coordinate, as PIL's
  * precompute_coeffs: support scales with the shrink factor (antialiasing). */
@@ -123,7 +123,7 @@ static inline float clamp255(float v)
 static inline bool put8_nchw(uint8_t *r, size_t plane, const v4f *px, bool flip)
 {
 #if defined(__SSE2__)
-	if (!stk__image_simd)
+	if (stk__image_simd < 1)
 		return false;
 	v4f h = {0.5f, 0.5f, 0.5f, 0.5f};
 	__m128i ch[2][3];
@@ -210,6 +210,45 @@ static void put_row(const struct stk_image_opts *o, void *out, int y, const v4f 
 /* Vertical taps in fixed point: 1.0 is 1 << VBITS. */
 #define VBITS 14
 
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
+#define HAVE_AVX2_PATH 1
+
+/* vpass's SIMD loop with AVX2, sixteen bytes of each row zero-extended at
+ * once (vpmovzxbw), tap pairs interleaved and multiplied-added (vpmaddwd):
+ * half the instructions of SSE2's.  Returns how many bytes it did. */
+__attribute__((target("avx2"))) static size_t vpass_avx2(float *acc, const uint8_t *p,
+							 size_t stride, const int16_t *wq,
+							 int n_taps, size_t n)
+{
+	__m256i w[8];
+	int pairs = (n_taps + 1) / 2;
+	if (pairs > 8)
+		return 0;
+	for (int k = 0; k < pairs; k++) {
+		int hi = 2 * k + 1 < n_taps ? (uint16_t)wq[2 * k + 1] : 0;
+		w[k] = _mm256_set1_epi32((int)((uint16_t)wq[2 * k] | (uint32_t)hi << 16));
+	}
+	size_t j = 0;
+	for (; j + 16 <= n; j += 16) {
+		__m256i lo = _mm256_setzero_si256(), hi = lo;
+		for (int k = 0; k < pairs; k++) {
+			const uint8_t *a = p + (size_t)k * 2 * stride + j;
+			__m256i va = _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)a));
+			__m256i vb = 2 * k + 1 < n_taps
+					     ? _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)(a + stride)))
+					     : _mm256_setzero_si256();
+			/* per 128-bit lane: bytes 0-3 | 8-11 and 4-7 | 12-15 */
+			lo = _mm256_add_epi32(lo, _mm256_madd_epi16(_mm256_unpacklo_epi16(va, vb), w[k]));
+			hi = _mm256_add_epi32(hi, _mm256_madd_epi16(_mm256_unpackhi_epi16(va, vb), w[k]));
+		}
+		_mm256_storeu_ps(acc + j, _mm256_cvtepi32_ps(_mm256_permute2x128_si256(lo, hi, 0x20)));
+		_mm256_storeu_ps(acc + j + 8, _mm256_cvtepi32_ps(_mm256_permute2x128_si256(lo, hi, 0x31)));
+	}
+	return j;
+}
+#endif
+
 /* One row of the vertical pass: acc[j] = sum over k < n_taps of wq[k] times
  * byte j of row k (rows stride apart from p), for j < n: exact integers,
  * stored as floats (the horizontal taps take the 1 << VBITS off).  SSE2 does
@@ -219,6 +258,10 @@ static void vpass(float *acc, const uint8_t *p, size_t stride, const int16_t *wq
 		  size_t n)
 {
 	size_t j = 0;
+#if defined(HAVE_AVX2_PATH)
+	if (stk__image_simd >= 2 && __builtin_cpu_supports("avx2"))
+		j = vpass_avx2(acc, p, stride, wq, n_taps, n);
+#endif
 #if defined(__SSE2__)
 	/* the taps in pairs (the last one's partner weighted 0), each pair's two
 	 * 16-bit weights in every 32-bit lane: pmaddwd's operand */
@@ -229,7 +272,7 @@ static void vpass(float *acc, const uint8_t *p, size_t stride, const int16_t *wq
 		int hi = 2 * k + 1 < n_taps ? (uint16_t)wq[2 * k + 1] : 0;
 		w[k] = _mm_set1_epi32((int)((uint16_t)wq[2 * k] | (uint32_t)hi << 16));
 	}
-	for (; stk__image_simd && pairs <= 8 && j + 16 <= n; j += 16) {
+	for (; stk__image_simd >= 1 && pairs <= 8 && j + 16 <= n; j += 16) {
 		__m128i s0 = zero, s1 = zero, s2 = zero, s3 = zero;
 		for (int k = 0; k < pairs; k++) {
 			const uint8_t *a = p + (size_t)k * 2 * stride + j;

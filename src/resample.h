@@ -4,9 +4,9 @@
 
 #include "internal.h"
 
-/* false: the resampler's plain-C paths instead of SSE2 (tests compare the
- * two; they give the same bytes). */
-extern bool stk__image_simd;
+/* The most SIMD the resampler may use (as far as the CPU has it): 0 plain C,
+ * 1 SSE2, 2 AVX2 [2].  Tests compare the levels: they give the same bytes. */
+extern int stk__image_simd;
 
 /* Resamples the box (bx, by, bw, bh, in region pixels) of an rw×rh RGB
  * region (3 bytes a pixel, rows back to back) to o's output size, layout and
