@@ -55,5 +55,10 @@ int main(int argc, char **argv)
 		}
 		printf("%.0f images/s\n", n / (now() - t0));
 	}
+	for (int i = 0; i < n; i++)
+		free(data[i]);
+	free(data);
+	free(len);
+	free(out);
 	return failed;
 }
