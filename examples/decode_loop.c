@@ -26,7 +26,13 @@ int main(int argc, char **argv)
 		fprintf(stderr, "usage: decode_loop ROUNDS FILE.jpg...\n");
 		return 2;
 	}
-	int rounds = atoi(argv[1]), n = argc - 2;
+	char *end;
+	long rounds = strtol(argv[1], &end, 10);
+	int n = argc - 2;
+	if (*end || rounds < 1 || rounds > 1000000) {
+		fprintf(stderr, "decode_loop: ROUNDS must be 1..1000000, not '%s'\n", argv[1]);
+		return 2;
+	}
 	unsigned char **data = calloc((size_t)n, sizeof(*data));
 	size_t *len = calloc((size_t)n, sizeof(*len));
 	struct stk_image_opts o = {.size = sizeof(o)};
@@ -44,7 +50,7 @@ int main(int argc, char **argv)
 		fclose(f);
 	}
 	int failed = 0;
-	for (int r = 0; r < rounds; r++) {
+	for (long r = 0; r < rounds; r++) {
 		double t0 = now();
 		for (int i = 0; i < n; i++) {
 			char err[256];
