@@ -6,6 +6,8 @@
  * of sorted(os.walk()) then sorted file names, filtered by extension.  A folder
  * with no subfolders is flat (label -1).  A regular file is a list of
  * `path[<TAB>label]` lines, relative paths resolved against the list's folder.
+ * Tar shards (a folder of .tar files, a pattern, one .tar) are indexed by
+ * dataset_shards.c with the builder this file owns (dataset.h).
  *
  * Walking a million files costs a stat each, so the index is cached: beside the
  * data when it is writable (ROOT/.stoker-index, LIST.stoker-index), else in the
@@ -16,10 +18,9 @@
  * the read of a shrunken file fails as a short read naming the file.
  */
 #include "internal.h"
-#include "tar.h"
+#include "dataset.h"
 
 #include <dirent.h>
-#include <glob.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <stdarg.h>
@@ -48,20 +49,7 @@ struct idx_header {
 	uint64_t total_len;  /* of the whole file: a truncated cache is refused */
 };
 
-/* A folder (or the list file) whose change invalidates the index. */
-struct idx_dir {
-	uint64_t mtime_ns;
-	uint64_t size;       /* list file only */
-	uint64_t name;       /* offset in dir_names: path relative to root ("" = root) */
-};
-
-/* A growable byte buffer for the string arenas. */
-struct buf {
-	char *p;
-	uint64_t len, cap;
-};
-
-static int buf_add(struct buf *b, const char *s, size_t l, uint64_t *off)
+int stk__buf_add(struct buf *b, const char *s, size_t l, uint64_t *off)
 {
 	if (b->len + l + 1 > b->cap) {
 		uint64_t cap = b->cap ? b->cap * 2 : 65536;
@@ -80,22 +68,7 @@ static int buf_add(struct buf *b, const char *s, size_t l, uint64_t *off)
 	return 0;
 }
 
-/* Everything the builder accumulates. */
-struct builder {
-	const struct stk__index_opts *o;
-	int root_fd;
-	struct stk_entry *e;
-	int64_t n, cap;
-	struct buf names, class_names, dir_names;
-	struct idx_dir *dirs;
-	uint64_t ndirs, dirs_cap;
-	char *err;
-	size_t errlen;
-	const char *root;
-};
-
-static int fail(struct builder *b, int rc, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static int fail(struct builder *b, int rc, const char *fmt, ...)
+int stk__build_fail(struct builder *b, int rc, const char *fmt, ...)
 {
 	if (b->err && b->errlen) {
 		va_list ap;
@@ -106,7 +79,7 @@ static int fail(struct builder *b, int rc, const char *fmt, ...)
 	return rc;
 }
 
-static uint64_t fnv1a(uint64_t h, const void *p, size_t l)
+uint64_t stk__fnv1a(uint64_t h, const void *p, size_t l)
 {
 	const unsigned char *c = p;
 	for (size_t i = 0; i < l; i++)
@@ -149,14 +122,14 @@ static bool ext_ok(const char *exts, const char *name)
 	return false;
 }
 
-static int add_entry_at(struct builder *b, uint64_t name, uint64_t size, int64_t label,
-			uint64_t offset)
+int stk__build_add_entry(struct builder *b, uint64_t name, uint64_t size, int64_t label,
+			 uint64_t offset)
 {
 	if (b->n == b->cap) {
 		int64_t cap = b->cap ? b->cap * 2 : 4096;
 		struct stk_entry *e = realloc(b->e, (size_t)cap * sizeof(*e));
 		if (!e)
-			return fail(b, -ENOMEM, "%s: out of memory indexing", b->root);
+			return stk__build_fail(b, -ENOMEM, "%s: out of memory indexing", b->root);
 		b->e = e;
 		b->cap = cap;
 	}
@@ -167,42 +140,35 @@ static int add_entry_at(struct builder *b, uint64_t name, uint64_t size, int64_t
 static int add_entry(struct builder *b, const char *rel, uint64_t size, int64_t label)
 {
 	uint64_t off;
-	if (buf_add(&b->names, rel, strlen(rel), &off))
-		return fail(b, -ENOMEM, "%s: out of memory indexing", b->root);
-	return add_entry_at(b, off, size, label, 0);
+	if (stk__buf_add(&b->names, rel, strlen(rel), &off))
+		return stk__build_fail(b, -ENOMEM, "%s: out of memory indexing", b->root);
+	return stk__build_add_entry(b, off, size, label, 0);
 }
 
-static int add_dir(struct builder *b, const char *rel, const struct stat *st)
+int stk__build_add_dir(struct builder *b, const char *rel, const struct stat *st)
 {
 	if (b->ndirs == b->dirs_cap) {
 		uint64_t cap = b->dirs_cap ? b->dirs_cap * 2 : 64;
 		struct idx_dir *d = realloc(b->dirs, cap * sizeof(*d));
 		if (!d)
-			return fail(b, -ENOMEM, "%s: out of memory indexing", b->root);
+			return stk__build_fail(b, -ENOMEM, "%s: out of memory indexing", b->root);
 		b->dirs = d;
 		b->dirs_cap = cap;
 	}
 	uint64_t off;
-	if (buf_add(&b->dir_names, rel, strlen(rel), &off))
-		return fail(b, -ENOMEM, "%s: out of memory indexing", b->root);
+	if (stk__buf_add(&b->dir_names, rel, strlen(rel), &off))
+		return stk__build_fail(b, -ENOMEM, "%s: out of memory indexing", b->root);
 	b->dirs[b->ndirs++] = (struct idx_dir){
 		.mtime_ns = mtime_ns(st), .size = (uint64_t)st->st_size, .name = off};
 	return 0;
 }
 
-static int cmp_str(const void *a, const void *b)
+int stk__cmp_str(const void *a, const void *b)
 {
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-/* A directory's entries split into sorted subfolders and sorted files (following
- * symlinks, like os.walk(followlinks=True)).  Names are malloc'ed. */
-struct listing {
-	char **dirs, **files;
-	size_t ndirs, nfiles;
-};
-
-static void listing_free(struct listing *l)
+void stk__listing_free(struct listing *l)
 {
 	for (size_t i = 0; i < l->ndirs; i++)
 		free(l->dirs[i]);
@@ -213,7 +179,7 @@ static void listing_free(struct listing *l)
 	memset(l, 0, sizeof(*l));
 }
 
-static int push(char ***v, size_t *n, size_t *cap, const char *s)
+int stk__str_push(char ***v, size_t *n, size_t *cap, const char *s)
 {
 	if (*n == *cap) {
 		size_t c = *cap ? *cap * 2 : 64;
@@ -230,22 +196,22 @@ static int push(char ***v, size_t *n, size_t *cap, const char *s)
 }
 
 /* Lists rel (relative to root); sizes of regular files go to *sizes if wanted. */
-static int list_dir(struct builder *b, const char *rel, struct listing *l, struct stat *dst)
+int stk__build_list_dir(struct builder *b, const char *rel, struct listing *l, struct stat *dst)
 {
 	memset(l, 0, sizeof(*l));
 	int fd = openat(b->root_fd, *rel ? rel : ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0)
-		return fail(b, -errno, "%s/%s: cannot open folder: %s", b->root, rel, strerror(errno));
+		return stk__build_fail(b, -errno, "%s/%s: cannot open folder: %s", b->root, rel, strerror(errno));
 	if (fstat(fd, dst)) {
 		int e = errno;
 		close(fd);
-		return fail(b, -e, "%s/%s: %s", b->root, rel, strerror(e));
+		return stk__build_fail(b, -e, "%s/%s: %s", b->root, rel, strerror(e));
 	}
 	DIR *d = fdopendir(fd);
 	if (!d) {
 		int e = errno;
 		close(fd);
-		return fail(b, -e, "%s/%s: %s", b->root, rel, strerror(e));
+		return stk__build_fail(b, -e, "%s/%s: %s", b->root, rel, strerror(e));
 	}
 	size_t dcap = 0, fcap = 0;
 	struct dirent *de;
@@ -262,21 +228,21 @@ static int list_dir(struct builder *b, const char *rel, struct listing *l, struc
 			isreg = S_ISREG(st.st_mode);
 		}
 		if (isdir)
-			rc = push(&l->dirs, &l->ndirs, &dcap, de->d_name);
+			rc = stk__str_push(&l->dirs, &l->ndirs, &dcap, de->d_name);
 		else if (isreg)
-			rc = push(&l->files, &l->nfiles, &fcap, de->d_name);
+			rc = stk__str_push(&l->files, &l->nfiles, &fcap, de->d_name);
 		if (rc)
 			break;
 	}
 	closedir(d);
 	if (rc) {
-		listing_free(l);
-		return fail(b, rc, "%s/%s: out of memory listing", b->root, rel);
+		stk__listing_free(l);
+		return stk__build_fail(b, rc, "%s/%s: out of memory listing", b->root, rel);
 	}
 	if (l->ndirs)
-		qsort(l->dirs, l->ndirs, sizeof(char *), cmp_str);
+		qsort(l->dirs, l->ndirs, sizeof(char *), stk__cmp_str);
 	if (l->nfiles)
-		qsort(l->files, l->nfiles, sizeof(char *), cmp_str);
+		qsort(l->files, l->nfiles, sizeof(char *), stk__cmp_str);
 	return 0;
 }
 
@@ -291,7 +257,7 @@ static int add_files(struct builder *b, const char *rel, const struct listing *l
 {
 	int dfd = openat(b->root_fd, *rel ? rel : ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (dfd < 0)
-		return fail(b, -errno, "%s/%s: %s", b->root, rel, strerror(errno));
+		return stk__build_fail(b, -errno, "%s/%s: %s", b->root, rel, strerror(errno));
 	int rc = 0;
 	char path[PATH_MAX];
 	for (size_t i = 0; i < l->nfiles && !rc; i++) {
@@ -299,11 +265,11 @@ static int add_files(struct builder *b, const char *rel, const struct listing *l
 			continue;
 		struct stat st;
 		if (fstatat(dfd, l->files[i], &st, 0)) {
-			rc = fail(b, -errno, "%s/%s/%s: %s", b->root, rel, l->files[i], strerror(errno));
+			rc = stk__build_fail(b, -errno, "%s/%s/%s: %s", b->root, rel, l->files[i], strerror(errno));
 			break;
 		}
 		if (join(path, sizeof(path), rel, l->files[i]))
-			rc = fail(b, -ENAMETOOLONG, "%s/%s/%s: path too long", b->root, rel, l->files[i]);
+			rc = stk__build_fail(b, -ENAMETOOLONG, "%s/%s/%s: path too long", b->root, rel, l->files[i]);
 		else
 			rc = add_entry(b, path, (uint64_t)st.st_size, label);
 	}
@@ -317,32 +283,32 @@ static int walk_class(struct builder *b, const char *class_rel, int64_t label)
 {
 	char **todo = NULL;
 	size_t ntodo = 0, cap = 0;
-	int rc = push(&todo, &ntodo, &cap, class_rel);
+	int rc = stk__str_push(&todo, &ntodo, &cap, class_rel);
 	/* Collect the folders first: sorted(os.walk()) orders them by full path. */
 	for (size_t i = 0; !rc && i < ntodo; i++) {
 		struct listing l;
 		struct stat st;
-		if ((rc = list_dir(b, todo[i], &l, &st)))
+		if ((rc = stk__build_list_dir(b, todo[i], &l, &st)))
 			break;
-		rc = add_dir(b, todo[i], &st);
+		rc = stk__build_add_dir(b, todo[i], &st);
 		char path[PATH_MAX];
 		for (size_t j = 0; !rc && j < l.ndirs; j++) {
 			if (join(path, sizeof(path), todo[i], l.dirs[j]))
-				rc = fail(b, -ENAMETOOLONG, "%s/%s: path too long", b->root, todo[i]);
-			else if (push(&todo, &ntodo, &cap, path))
-				rc = fail(b, -ENOMEM, "%s: out of memory", b->root);
+				rc = stk__build_fail(b, -ENAMETOOLONG, "%s/%s: path too long", b->root, todo[i]);
+			else if (stk__str_push(&todo, &ntodo, &cap, path))
+				rc = stk__build_fail(b, -ENOMEM, "%s: out of memory", b->root);
 		}
-		listing_free(&l);
+		stk__listing_free(&l);
 	}
 	if (!rc)
-		qsort(todo, ntodo, sizeof(char *), cmp_str);
+		qsort(todo, ntodo, sizeof(char *), stk__cmp_str);
 	for (size_t i = 0; !rc && i < ntodo; i++) {
 		struct listing l;
 		struct stat st;
-		if ((rc = list_dir(b, todo[i], &l, &st)))
+		if ((rc = stk__build_list_dir(b, todo[i], &l, &st)))
 			break;
 		rc = add_files(b, todo[i], &l, label);
-		listing_free(&l);
+		stk__listing_free(&l);
 	}
 	for (size_t i = 0; i < ntodo; i++)
 		free(todo[i]);
@@ -354,10 +320,10 @@ static int build_folder(struct builder *b, uint32_t *kind)
 {
 	struct listing top;
 	struct stat st;
-	int rc = list_dir(b, "", &top, &st);
+	int rc = stk__build_list_dir(b, "", &top, &st);
 	if (rc)
 		return rc;
-	rc = add_dir(b, "", &st);
+	rc = stk__build_add_dir(b, "", &st);
 	if (!rc && top.ndirs == 0) {
 		*kind = KIND_FLAT;
 		rc = add_files(b, "", &top, -1);
@@ -365,13 +331,13 @@ static int build_folder(struct builder *b, uint32_t *kind)
 		*kind = KIND_FOLDER;
 		uint64_t off;
 		for (size_t i = 0; !rc && i < top.ndirs; i++) {
-			if (buf_add(&b->class_names, top.dirs[i], strlen(top.dirs[i]), &off))
-				rc = fail(b, -ENOMEM, "%s: out of memory", b->root);
+			if (stk__buf_add(&b->class_names, top.dirs[i], strlen(top.dirs[i]), &off))
+				rc = stk__build_fail(b, -ENOMEM, "%s: out of memory", b->root);
 			else
 				rc = walk_class(b, top.dirs[i], (int64_t)i);
 		}
 	}
-	listing_free(&top);
+	stk__listing_free(&top);
 	return rc;
 }
 
@@ -379,11 +345,11 @@ static int build_list(struct builder *b, const char *list_path)
 {
 	FILE *f = fopen(list_path, "re");
 	if (!f)
-		return fail(b, -errno, "%s: cannot open file list: %s", list_path, strerror(errno));
+		return stk__build_fail(b, -errno, "%s: cannot open file list: %s", list_path, strerror(errno));
 	struct stat st;
 	int rc = fstat(fileno(f), &st) ? -errno : 0;
 	if (!rc) /* the list itself is what is validated */
-		rc = add_dir(b, "", &st);
+		rc = stk__build_add_dir(b, "", &st);
 	char *line = NULL;
 	size_t cap = 0;
 	ssize_t len;
@@ -402,297 +368,27 @@ static int build_list(struct builder *b, const char *list_path)
 			errno = 0;
 			long long v = strtoll(tab + 1, &end, 10);
 			if (errno || end == tab + 1 || *end || v < -1) {
-				rc = fail(b, -EINVAL, "%s:%llu: label '%s' is not an integer >= -1",
-					  list_path, (unsigned long long)lineno, tab + 1);
+				rc = stk__build_fail(b, -EINVAL, "%s:%llu: label '%s' is not an integer >= -1",
+						     list_path, (unsigned long long)lineno, tab + 1);
 				break;
 			}
 			label = v;
 		}
 		struct stat fs;
 		if (fstatat(b->root_fd, line, &fs, 0)) {
-			rc = fail(b, -errno, "%s:%llu: %s: %s", list_path, (unsigned long long)lineno,
-				  line, strerror(errno));
+			rc = stk__build_fail(b, -errno, "%s:%llu: %s: %s", list_path, (unsigned long long)lineno,
+					     line, strerror(errno));
 			break;
 		}
 		if (!S_ISREG(fs.st_mode)) {
-			rc = fail(b, -EISDIR, "%s:%llu: %s: not a regular file", list_path,
-				  (unsigned long long)lineno, line);
+			rc = stk__build_fail(b, -EISDIR, "%s:%llu: %s: not a regular file", list_path,
+					     (unsigned long long)lineno, line);
 			break;
 		}
 		rc = add_entry(b, line, (uint64_t)fs.st_size, label);
 	}
 	free(line);
 	fclose(f);
-	return rc;
-}
-
-/* --- tar shards ------------------------------------------------------------
- * WebDataset's rule: a member's key is its path up to the first dot of its
- * base name, the rest is its extension; consecutive members with one key are
- * one sample.  The sample's bytes are its first member that is not a label
- * (.cls, whose text is the label); a sample with no such member is not one. */
-
-static void split_key(const char *name, size_t *keylen, const char **ext)
-{
-	const char *base = strrchr(name, '/');
-	base = base ? base + 1 : name;
-	const char *dot = strchr(base, '.');
-	*keylen = dot ? (size_t)(dot - name) : strlen(name);
-	*ext = dot ? dot + 1 : "";
-}
-
-/* A set of 64-bit key hashes, to refuse a key seen earlier in the shard. */
-struct keyset {
-	uint64_t *v;
-	size_t cap, n;
-};
-
-static int keyset_add(struct keyset *k, uint64_t h) /* 1 added, 0 present, <0 */
-{
-	if (!h)
-		h = 1;
-	if (2 * (k->n + 1) > k->cap) {
-		size_t cap = k->cap ? k->cap * 2 : 1024;
-		uint64_t *v = calloc(cap, sizeof(*v));
-		if (!v)
-			return -ENOMEM;
-		for (size_t i = 0; i < k->cap; i++)
-			for (size_t j = k->v[i] % cap; k->v[i]; j = (j + 1) % cap)
-				if (!v[j]) {
-					v[j] = k->v[i];
-					break;
-				}
-		free(k->v);
-		k->v = v;
-		k->cap = cap;
-	}
-	for (size_t j = h % k->cap;; j = (j + 1) % k->cap) {
-		if (k->v[j] == h)
-			return 0;
-		if (!k->v[j]) {
-			k->v[j] = h;
-			k->n++;
-			return 1;
-		}
-	}
-}
-
-static void warn(struct builder *b, const char *msg)
-{
-	char *w = b->o->warning;
-	if (!w || !b->o->warnlen || w[0])
-		return; /* the first is the one worth reading */
-	snprintf(w, b->o->warnlen, "%s", msg);
-}
-
-/* Indexes one shard (rel, relative to root).  A damaged shard fails the
- * index, or under skip_bad keeps the samples before the damage. */
-static int index_shard(struct builder *b, const char *rel)
-{
-	int fd = openat(b->root_fd, rel, O_RDONLY | O_CLOEXEC);
-	struct stat st;
-	if (fd < 0 || fstat(fd, &st)) {
-		int e = errno;
-		if (fd >= 0)
-			close(fd);
-		return fail(b, -e, "%s/%s: %s", b->root, rel, strerror(e));
-	}
-	uint64_t name;
-	int rc = add_dir(b, rel, &st);
-	if (!rc && buf_add(&b->names, rel, strlen(rel), &name))
-		rc = fail(b, -ENOMEM, "%s: out of memory indexing", b->root);
-	struct stk__tar_iter *it = NULL;
-	if (!rc && (rc = stk__tar_open(&it, fd, (uint64_t)st.st_size)))
-		rc = fail(b, rc, "%s/%s: %s", b->root, rel, stk_strerror(rc));
-	struct keyset seen = {0};
-	char key[PATH_MAX] = "", why[512];
-	size_t keylen = 0;
-	bool have = false, have_data = false;
-	uint64_t data_off = 0, data_size = 0;
-	int64_t label = -1;
-	struct stk__tar_member m;
-	int more = 1;
-	while (!rc && more > 0) {
-		more = stk__tar_next(it, &m, why, sizeof(why));
-		size_t kl = 0;
-		const char *ext = "";
-		if (more > 0)
-			split_key(m.name, &kl, &ext);
-		bool same = more > 0 && have && kl == keylen && !memcmp(m.name, key, kl);
-		if (have && !same) { /* the previous sample is complete */
-			if (have_data)
-				rc = add_entry_at(b, name, data_size, label, data_off);
-			have = false;
-		}
-		if (rc || more <= 0)
-			break;
-		if (!same) {
-			if (kl >= sizeof(key)) {
-				snprintf(why, sizeof(why), "offset %llu: key longer than %zu bytes",
-					 (unsigned long long)m.header_off, sizeof(key) - 1);
-				more = STK_ECORRUPT;
-				break;
-			}
-			int added = keyset_add(&seen, fnv1a(0xcbf29ce484222325ull, m.name, kl));
-			if (added < 0) {
-				rc = fail(b, added, "%s: out of memory indexing", b->root);
-				break;
-			}
-			if (!added) {
-				snprintf(why, sizeof(why), "offset %llu: key '%.*s' appears again, apart "
-					 "from its first members (duplicate key)",
-					 (unsigned long long)m.header_off, (int)kl, m.name);
-				more = STK_ECORRUPT;
-				break;
-			}
-			memcpy(key, m.name, kl);
-			key[kl] = 0;
-			keylen = kl;
-			have = true;
-			have_data = false;
-			label = -1;
-		}
-		if (!strcmp(ext, "cls")) {
-			char txt[32] = "";
-			size_t n = m.size < sizeof(txt) - 1 ? (size_t)m.size : sizeof(txt) - 1;
-			char *end;
-			errno = 0;
-			long long v = pread(fd, txt, n, (off_t)m.data_off) == (ssize_t)n
-					      ? strtoll(txt, &end, 10) : (end = txt, 0);
-			while (end && (*end == ' ' || *end == '\n' || *end == '\r' || *end == '\t'))
-				end++;
-			if (end == txt || *end || errno || v < -1) {
-				snprintf(why, sizeof(why), "offset %llu: %s: label '%.*s' is not an "
-					 "integer", (unsigned long long)m.data_off, m.name, (int)n, txt);
-				more = STK_ECORRUPT;
-				break;
-			}
-			label = v;
-		} else if (!have_data) {
-			have_data = true;
-			data_off = m.data_off;
-			data_size = m.size;
-		}
-	}
-	if (!rc && more < 0) {
-		char msg[PATH_MAX + 600];
-		snprintf(msg, sizeof(msg), "%s/%s: %s", b->root, rel, why);
-		if (b->o->skip_bad)
-			warn(b, msg); /* keep the samples before the damage */
-		else
-			rc = fail(b, more, "%s", msg);
-	}
-	free(seen.v);
-	stk__tar_close(it);
-	close(fd);
-	return rc;
-}
-
-static bool is_pattern(const char *p)
-{
-	return strpbrk(p, "*?[{") != NULL;
-}
-
-static bool ends_tar(const char *name)
-{
-	size_t l = strlen(name);
-	return l > 4 && !strcmp(name + l - 4, ".tar");
-}
-
-/* Expands `dir/prefix{A..B}suffix` (numbers, zero-padded to A's width) and
- * glob characters into sorted shard paths relative to dir. */
-static int expand_pattern(struct builder *b, const char *pattern, char ***out, size_t *n)
-{
-	size_t cap = 0;
-	*out = NULL;
-	*n = 0;
-	const char *base = strrchr(pattern, '/');
-	base = base ? base + 1 : pattern;
-	const char *lb = strchr(base, '{'), *dots = lb ? strstr(lb, "..") : NULL,
-		   *rb = dots ? strchr(dots, '}') : NULL;
-	char one[PATH_MAX];
-	if (lb && dots && rb) {
-		char *end;
-		unsigned long long a = strtoull(lb + 1, &end, 10), z;
-		int width = (int)(dots - lb - 1);
-		if (end != dots || width <= 0)
-			return fail(b, -EINVAL, "%s: brace pattern wants {FIRST..LAST} numbers", pattern);
-		z = strtoull(dots + 2, &end, 10);
-		if (end != rb || z < a || z - a > 10000000)
-			return fail(b, -EINVAL, "%s: brace pattern wants {FIRST..LAST} numbers", pattern);
-		for (unsigned long long i = a; i <= z; i++) {
-			snprintf(one, sizeof(one), "%.*s%0*llu%s", (int)(lb - base), base, width, i, rb + 1);
-			if (push(out, n, &cap, one))
-				return fail(b, -ENOMEM, "out of memory");
-		}
-	} else {
-		glob_t g;
-		int grc = glob(pattern, 0, NULL, &g);
-		if (grc == GLOB_NOMATCH)
-			return fail(b, -ENOENT, "%s: no file matches", pattern);
-		if (grc)
-			return fail(b, -EINVAL, "%s: bad pattern", pattern);
-		for (size_t i = 0; i < g.gl_pathc; i++) {
-			const char *p = strrchr(g.gl_pathv[i], '/');
-			if (push(out, n, &cap, p ? p + 1 : g.gl_pathv[i])) {
-				globfree(&g);
-				return fail(b, -ENOMEM, "out of memory");
-			}
-		}
-		globfree(&g);
-	}
-	return 0;
-}
-
-/* A folder of .tar files (and no subfolders) is a shard set; so is a pattern. */
-static int list_shards(struct builder *b, char ***out, size_t *n)
-{
-	struct listing l;
-	struct stat st;
-	int rc = list_dir(b, "", &l, &st);
-	if (rc)
-		return rc;
-	size_t cap = 0;
-	*out = NULL;
-	*n = 0;
-	for (size_t i = 0; !rc && i < l.nfiles; i++)
-		if (ends_tar(l.files[i]) && push(out, n, &cap, l.files[i]))
-			rc = fail(b, -ENOMEM, "out of memory");
-	if (!rc)
-		rc = add_dir(b, "", &st); /* a shard added or removed: stale */
-	listing_free(&l);
-	return rc;
-}
-
-static bool is_shard_dir(int root_fd)
-{
-	DIR *d = fdopendir(openat(root_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-	if (!d)
-		return false;
-	bool tar = false, sub = false;
-	struct dirent *de;
-	while ((de = readdir(d)) && !sub) {
-		if (de->d_name[0] == '.')
-			continue;
-		sub |= de->d_type == DT_DIR;
-		tar |= ends_tar(de->d_name);
-	}
-	closedir(d);
-	return tar && !sub;
-}
-
-static int build_shards(struct builder *b, const char *pattern)
-{
-	char **names = NULL;
-	size_t n = 0;
-	int rc = pattern ? expand_pattern(b, pattern, &names, &n) : list_shards(b, &names, &n);
-	if (!rc && n > 1)
-		qsort(names, n, sizeof(char *), cmp_str);
-	for (size_t i = 0; !rc && i < n; i++)
-		rc = index_shard(b, names[i]);
-	for (size_t i = 0; i < n; i++)
-		free(names[i]);
-	free(names);
 	return rc;
 }
 
@@ -898,7 +594,7 @@ int stk__dataset_open(struct stk_dataset **out, const struct stk__index_opts *o,
 	*out = NULL;
 	struct builder b = {.o = o, .err = err, .errlen = errlen, .root = o->path, .root_fd = -1};
 	if (!o->path || !*o->path)
-		return fail(&b, -EINVAL, "no dataset path given");
+		return stk__build_fail(&b, -EINVAL, "no dataset path given");
 	char abs[PATH_MAX];
 	const char *pattern = NULL; /* shards named by a pattern or one .tar: abs */
 	struct stat st = {0};
@@ -909,24 +605,24 @@ int stk__dataset_open(struct stk_dataset **out, const struct stk__index_opts *o,
 		const char *slash = strrchr(o->path, '/');
 		snprintf(dir, sizeof(dir), "%.*s", slash ? (int)(slash - o->path) : 1,
 			 slash ? o->path : ".");
-		if (e != ENOENT || !is_pattern(slash ? slash + 1 : o->path) || !realpath(dir, abs) ||
-		    strlen(abs) + strlen(slash ? slash : o->path) + 2 >= sizeof(abs))
-			return fail(&b, -e, "%s: %s", o->path, strerror(e));
+		if (e != ENOENT || !stk__shards_is_pattern(slash ? slash + 1 : o->path) ||
+		    !realpath(dir, abs) || strlen(abs) + strlen(slash ? slash : o->path) + 2 >= sizeof(abs))
+			return stk__build_fail(&b, -e, "%s: %s", o->path, strerror(e));
 		size_t al = strlen(abs);
 		snprintf(abs + al, sizeof(abs) - al, "/%s", slash ? slash + 1 : o->path);
 		pattern = abs;
 	} else if (stat(abs, &st)) {
-		return fail(&b, -errno, "%s: %s", o->path, strerror(errno));
-	} else if (S_ISREG(st.st_mode) && ends_tar(abs)) {
+		return stk__build_fail(&b, -errno, "%s: %s", o->path, strerror(errno));
+	} else if (S_ISREG(st.st_mode) && stk__shards_is_tar(abs)) {
 		pattern = abs; /* one shard */
 	}
 	bool is_list = !pattern && S_ISREG(st.st_mode);
 	if (!pattern && !is_list && !S_ISDIR(st.st_mode))
-		return fail(&b, -EINVAL, "%s: neither a folder nor a file list", o->path);
+		return stk__build_fail(&b, -EINVAL, "%s: neither a folder nor a file list", o->path);
 
 	struct stk_dataset *ds = calloc(1, sizeof(*ds));
 	if (!ds)
-		return fail(&b, -ENOMEM, "out of memory");
+		return stk__build_fail(&b, -ENOMEM, "out of memory");
 	ds->root_fd = -1;
 	char rootdir[PATH_MAX];
 	snprintf(rootdir, sizeof(rootdir), "%s", abs);
@@ -940,18 +636,19 @@ int stk__dataset_open(struct stk_dataset **out, const struct stk__index_opts *o,
 	ds->root = strdup(rootdir);
 	ds->root_fd = open(rootdir, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (!ds->root || ds->root_fd < 0) {
-		int rc = fail(&b, ds->root ? -errno : -ENOMEM, "%s: %s", rootdir,
-			      strerror(ds->root ? errno : ENOMEM));
+		int rc = stk__build_fail(&b, ds->root ? -errno : -ENOMEM, "%s: %s", rootdir,
+					 strerror(ds->root ? errno : ENOMEM));
 		stk__dataset_close(ds);
 		return rc;
 	}
 	b.root_fd = ds->root_fd;
 	b.root = ds->root;
 
-	bool shards = pattern || is_shard_dir(ds->root_fd);
-	uint64_t key = fnv1a(0xcbf29ce484222325ull, abs, strlen(abs) + 1);
-	key = fnv1a(key, shards ? "S" : is_list ? "L" : "F", 1);
-	key = fnv1a(key, o->extensions ? o->extensions : "", o->extensions ? strlen(o->extensions) : 0);
+	bool shards = pattern || stk__shards_is_dir(ds->root_fd);
+	uint64_t key = stk__fnv1a(0xcbf29ce484222325ull, abs, strlen(abs) + 1);
+	key = stk__fnv1a(key, shards ? "S" : is_list ? "L" : "F", 1);
+	key = stk__fnv1a(key, o->extensions ? o->extensions : "",
+			 o->extensions ? strlen(o->extensions) : 0);
 
 	char beside[PATH_MAX + 32], user[PATH_MAX + 32];
 	cache_paths(o, abs, is_list, key, beside, user, sizeof(beside));
@@ -985,14 +682,14 @@ int stk__dataset_open(struct stk_dataset **out, const struct stk__index_opts *o,
 		close(list_fd);
 
 	uint32_t kind = shards ? KIND_SHARDS : KIND_LIST;
-	int rc = shards    ? build_shards(&b, pattern)
+	int rc = shards    ? stk__shards_build(&b, pattern)
 		 : is_list ? build_list(&b, abs)
 			   : build_folder(&b, &kind);
 	if (!rc && b.n == 0)
-		rc = fail(&b, STK_EEMPTY, "%s: no samples found%s", o->path,
-			  is_list ? "" : " (ImageFolder extensions; set extensions=\"*\" for any file)");
+		rc = stk__build_fail(&b, STK_EEMPTY, "%s: no samples found%s", o->path,
+				     is_list ? "" : " (ImageFolder extensions; set extensions=\"*\" for any file)");
 	if (!rc && b.n > (int64_t)UINT32_MAX)
-		rc = fail(&b, -E2BIG, "%s: more than 2^32 samples", o->path);
+		rc = stk__build_fail(&b, -E2BIG, "%s: more than 2^32 samples", o->path);
 	if (rc) {
 		free(b.e);
 		free(b.names.p);
@@ -1029,7 +726,7 @@ int stk__dataset_open(struct stk_dataset **out, const struct stk__index_opts *o,
 	free(b.dir_names.p);
 	if (set_classes(ds, b.class_names.len)) {
 		stk__dataset_close(ds);
-		return fail(&b, -ENOMEM, "out of memory");
+		return stk__build_fail(&b, -ENOMEM, "out of memory");
 	}
 	*out = ds;
 	return 0;
