@@ -1,5 +1,6 @@
-/* loader.h — the loader's state, shared by loader.c (the pipeline) and
- * loader_stats.c (queries and statistics).  Internal. */
+/* loader.h — the loader's state, shared by loader.c (the pipeline),
+ * loader_create.c (create, stop, destroy) and loader_stats.c (queries and
+ * statistics).  Internal. */
 #ifndef STK_LOADER_H
 #define STK_LOADER_H
 
@@ -87,5 +88,19 @@ struct stk_loader {
 	uint64_t t_start, wait_ns;
 	uint64_t poll_t0;       /* start of a wait spread over timed-out polls */
 };
+
+/* loader.c: the threads' bodies and the helpers loader_create.c shares. */
+void *stk__loader_ring_main(void *ring);
+void *stk__loader_decode_main(void *loader);
+/* Wakes every I/O thread (a slot freed, a stop). */
+void stk__loader_wake_rings(struct stk_loader *l);
+/* Room a sample of `size` bytes takes in a slot (O_DIRECT rounds it). */
+uint64_t stk__loader_read_len(const struct stk_loader *l, uint64_t size);
+/* The detail stk_last_error gives. */
+void stk__loader_detail(struct stk_loader *l, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+/* A one-line note on stderr, unless STK_F_QUIET. */
+void stk__loader_notice(const struct stk_loader *l, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
 
 #endif

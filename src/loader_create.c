@@ -1,0 +1,467 @@
+/*
+ * loader_create.c — a loader's birth and death: options checked, the index
+ * opened, slots sized (the batch_size largest samples, or a bound from the
+ * sizes' mean and spread), the read engine picked (io_uring, else the pread
+ * pool, said once), I/O and decode threads started; stop and destroy join
+ * them.  The pipeline those threads run is loader.c's.
+ */
+#include "loader.h"
+#include "image.h"
+
+#include <fcntl.h>
+#include <limits.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* The most bytes any batch can need: the batch_size largest samples. */
+static uint64_t worst_batch_bytes(const struct stk_loader *l)
+{
+	uint32_t k = l->o.batch_size;
+	if ((int64_t)k > l->ds->n)
+		k = (uint32_t)l->ds->n;
+	uint64_t *heap = calloc(k, sizeof(*heap)); /* min-heap of the k largest */
+	if (!heap)
+		return UINT64_MAX;
+	uint32_t len = 0;
+	for (int64_t i = 0; i < l->ds->n; i++) {
+		uint64_t v = stk__loader_read_len(l, l->ds->entries[i].size);
+		if (len < k) {
+			uint32_t j = len++;
+			heap[j] = v;
+			while (j && heap[(j - 1) / 2] > heap[j]) {
+				uint64_t t = heap[j];
+				heap[j] = heap[(j - 1) / 2];
+				heap[(j - 1) / 2] = t;
+				j = (j - 1) / 2;
+			}
+		} else if (v > heap[0]) {
+			heap[0] = v;
+			for (uint32_t j = 0;;) {
+				uint32_t c = 2 * j + 1;
+				if (c >= len)
+					break;
+				if (c + 1 < len && heap[c + 1] < heap[c])
+					c++;
+				if (heap[j] <= heap[c])
+					break;
+				uint64_t t = heap[j];
+				heap[j] = heap[c];
+				heap[c] = t;
+				j = c;
+			}
+		}
+	}
+	uint64_t sum = 0;
+	for (uint32_t i = 0; i < len; i++)
+		sum += heap[i];
+	free(heap);
+	return sum;
+}
+
+/* The slot size.  The worst case (the batch_size largest samples together)
+ * can be far above any real batch when a few files are huge, and slots are
+ * fixed (and pinned) memory; so the slot is the smaller of the worst case and
+ * a bound no real batch reaches: batch_size × mean + 8 σ √batch_size + the
+ * largest sample.  A batch beyond it anyway loses the samples that do not
+ * fit (STK_ETOOBIG, by the error policy); opts.slot_bytes overrides. */
+static uint64_t slot_bytes_for(const struct stk_loader *l)
+{
+	if (l->o.slot_bytes)
+		return l->o.slot_bytes;
+	uint64_t worst = worst_batch_bytes(l);
+	double sum = 0, sq = 0, mx = 0, n = (double)l->ds->n, b = l->o.batch_size;
+	for (int64_t i = 0; i < l->ds->n; i++) {
+		double v = (double)stk__loader_read_len(l, l->ds->entries[i].size);
+		sum += v;
+		sq += v * v;
+		if (v > mx)
+			mx = v;
+	}
+	double mean = sum / n, var = sq / n - mean * mean;
+	double bound = b * mean + 8 * sqrt(var > 0 ? var : 0) * sqrt(b) + mx;
+	return bound < (double)worst ? (uint64_t)bound : worst;
+}
+
+static char *dup_opt(const char *s, bool *oom)
+{
+	if (!s)
+		return NULL;
+	char *d = strdup(s);
+	if (!d)
+		*oom = true;
+	return d;
+}
+
+/* O_DIRECT is a property of the filesystem: try it on the first sample. */
+static void check_direct(struct stk_loader *l)
+{
+	int fd = openat(l->ds->root_fd, stk__entry_path(l->ds, 0), O_RDONLY | O_DIRECT | O_CLOEXEC);
+	if (fd >= 0) {
+		close(fd);
+		return;
+	}
+	if (errno == EINVAL) {
+		stk__loader_notice(l, "%s: the filesystem refuses O_DIRECT; using buffered reads",
+				   l->ds->root);
+		l->direct = false;
+	}
+}
+
+static int pick_engine(struct stk_loader *l, char *err, size_t errlen)
+{
+	char why[256];
+	switch (l->o.engine) {
+	case STK_ENGINE_NULL:
+		l->ops = &stk__engine_null;
+		return 0;
+	case STK_ENGINE_PREAD:
+		l->ops = &stk__engine_pread;
+		return 0;
+	case STK_ENGINE_URING:
+		if (stk__uring_probe(why, sizeof(why)) < 0) {
+			snprintf(err, errlen, "engine io_uring: %s", why);
+			return -EOPNOTSUPP;
+		}
+		l->ops = &stk__engine_uring;
+		return 0;
+	case STK_ENGINE_AUTO:
+		if (getenv("STOKER_NO_URING")) {
+			snprintf(why, sizeof(why), "STOKER_NO_URING is set");
+		} else if (stk__uring_probe(why, sizeof(why)) == 0) {
+			l->ops = &stk__engine_uring;
+			return 0;
+		}
+		stk__loader_notice(l, "io_uring is unavailable (%s); using the pread thread pool", why);
+		l->ops = &stk__engine_pread;
+		return 0;
+	}
+	snprintf(err, errlen, "engine %d is not one of auto, io_uring, pread, null", l->o.engine);
+	return -EINVAL;
+}
+
+static int start_rings(struct stk_loader *l)
+{
+	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+	bool uring = l->ops == &stk__engine_uring;
+	/* io_uring: a ring per thread; each copies page-cache hits on its own core.
+	 * pread and null: one scheduling thread; pread's workers do the reads. */
+	l->nrings = 1;
+	if (uring)
+		l->nrings = l->o.io_threads ? l->o.io_threads : (ncpu >= 2 ? 2 : 1);
+	if (l->nrings > l->o.queue_depth)
+		l->nrings = l->o.queue_depth;
+	if (!uring && !l->o.io_threads)
+		l->o.io_threads = l->o.queue_depth < 64 ? l->o.queue_depth : 64;
+	l->rings = calloc(l->nrings, sizeof(*l->rings));
+	if (!l->rings)
+		return -ENOMEM;
+	uint32_t per_ring_ios = l->o.batch_size * l->pool.nslots;
+	for (uint32_t i = 0; i < l->nrings; i++) {
+		struct ring *r = &l->rings[i];
+		r->l = l;
+		r->id = i;
+		r->ops = l->ops;
+		r->qd = l->o.queue_depth / l->nrings + (i < l->o.queue_depth % l->nrings);
+		if (!uring)
+			r->qd = l->o.queue_depth;
+		r->qcap = per_ring_ios + r->qd;
+		r->queue = calloc(r->qcap, sizeof(*r->queue));
+		r->done = calloc(r->qd, sizeof(*r->done));
+		r->batch = calloc(r->qd, sizeof(*r->batch));
+		if (!r->queue || !r->done || !r->batch)
+			return -ENOMEM;
+	}
+	int rc = 0;
+	pthread_mutex_lock(&l->mu);
+	for (uint32_t i = 0; i < l->nrings; i++) {
+		if ((rc = -pthread_create(&l->rings[i].tid, NULL, stk__loader_ring_main, &l->rings[i]))) {
+			l->nrings = i;
+			break;
+		}
+	}
+	for (uint32_t i = 0; i < l->nrings; i++) {
+		while (!l->rings[i].init_done)
+			pthread_cond_wait(&l->cv, &l->mu);
+		if (l->rings[i].init_rc && !rc) {
+			rc = l->rings[i].init_rc;
+			stk__loader_detail(l, "%s engine: %s", l->ops->name, stk_strerror(rc));
+		}
+	}
+	pthread_mutex_unlock(&l->mu);
+	return rc;
+}
+
+static int start_decoders(struct stk_loader *l)
+{
+	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+	uint32_t n = l->img.decode_threads ? l->img.decode_threads : (ncpu > 1 ? (uint32_t)ncpu - 1 : 1);
+	l->dq_cap = l->pool.nslots * l->o.batch_size;
+	l->dq = calloc(l->dq_cap, sizeof(*l->dq));
+	l->dthreads = calloc(n, sizeof(*l->dthreads));
+	if (!l->dq || !l->dthreads)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < n; i++) {
+		int rc = -pthread_create(&l->dthreads[i], NULL, stk__loader_decode_main, l);
+		if (rc)
+			return rc;
+		l->ndthreads++;
+	}
+	return 0;
+}
+
+/* Shard shuffle: the groups are the shards, whose samples are contiguous in
+ * the index. */
+static int shard_mode(struct stk_loader *l, char *err, size_t errlen)
+{
+	if (!l->ds->shards || (l->o.flags & STK_F_NO_SHUFFLE)) {
+		snprintf(err, errlen, "%s: shuffle_mode shard needs a tar shard set and shuffling",
+			 l->path);
+		return -EINVAL;
+	}
+	int64_t n = l->ds->n;
+	uint32_t g = 0;
+	l->group_end = malloc((size_t)n * sizeof(*l->group_end));
+	if (!l->group_end)
+		return -ENOMEM;
+	for (int64_t i = 1; i <= n; i++)
+		if (i == n || l->ds->entries[i].name != l->ds->entries[i - 1].name)
+			l->group_end[g++] = (uint32_t)i;
+	return stk__sampler_shard_mode(&l->sampler, l->group_end, g,
+				       l->o.shuffle_window ? l->o.shuffle_window : 1000);
+}
+
+static int validate(const struct stk_loader_opts *o, char *err, size_t errlen)
+{
+	if (o->size && o->size < offsetof(struct stk_loader_opts, null_latency_ns)) {
+		snprintf(err, errlen, "options struct too small (%u bytes)", o->size);
+		return -EINVAL;
+	}
+	if (o->world_size && o->rank >= o->world_size) {
+		snprintf(err, errlen, "rank %u is not below world_size %u", o->rank, o->world_size);
+		return -EINVAL;
+	}
+	if (o->batch_size > (1u << 20) || o->prefetch > 1024 || o->queue_depth > 32768 ||
+	    o->io_threads > 256) {
+		snprintf(err, errlen,
+			 "option out of range: batch_size <= 1048576, prefetch <= 1024, "
+			 "queue_depth <= 32768, io_threads <= 256");
+		return -ERANGE;
+	}
+	if ((unsigned)o->engine > STK_ENGINE_NULL || (unsigned)o->on_error > STK_ON_ERROR_FAIL ||
+	    (o->size >= offsetof(struct stk_loader_opts, shuffle_mode) + sizeof(o->shuffle_mode) &&
+	     (unsigned)o->shuffle_mode > STK_SHUFFLE_SHARD)) {
+		snprintf(err, errlen, "engine, on_error or shuffle_mode out of range");
+		return -EINVAL;
+	}
+	return 0;
+}
+
+int stk_loader_create(struct stk_loader **out, const struct stk_loader_opts *opts, char *errbuf,
+		      size_t errlen)
+{
+	char scratch[8];
+	if (!errbuf || !errlen) {
+		errbuf = scratch;
+		errlen = sizeof(scratch);
+	}
+	errbuf[0] = 0;
+	*out = NULL;
+	struct stk_loader_opts zero = {0};
+	if (!opts)
+		opts = &zero;
+	int rc = validate(opts, errbuf, errlen);
+	if (rc)
+		return rc;
+	struct stk_loader *l = calloc(1, sizeof(*l));
+	if (!l) {
+		snprintf(errbuf, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	pthread_mutex_init(&l->mu, NULL);
+	pthread_condattr_t ca; /* stk_loader_next_timeout's deadline is CLOCK_MONOTONIC */
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&l->cv, &ca);
+	pthread_condattr_destroy(&ca);
+	pthread_cond_init(&l->dcv, NULL);
+	size_t osz = opts->size && opts->size < sizeof(l->o) ? opts->size : sizeof(l->o);
+	memcpy(&l->o, opts, osz);
+	l->o.size = sizeof(l->o);
+	if (!l->o.batch_size)
+		l->o.batch_size = 32;
+	if (!l->o.prefetch)
+		l->o.prefetch = 4;
+	if (!l->o.queue_depth)
+		l->o.queue_depth = 128;
+	if (!l->o.world_size)
+		l->o.world_size = 1;
+	bool oom = false;
+	l->path = dup_opt(opts->path, &oom);
+	l->extensions = dup_opt(opts->extensions, &oom);
+	l->cache_dir = dup_opt(opts->cache_dir, &oom);
+	l->o.path = l->path;
+	l->o.extensions = l->extensions;
+	l->o.cache_dir = l->cache_dir;
+	if ((!opts->size || opts->size >= offsetof(struct stk_loader_opts, image) + sizeof(void *)) &&
+	    opts->image) {
+		if ((rc = stk__image_opts(&l->img, opts->image, errbuf, errlen)))
+			goto fail;
+		l->image = true;
+	}
+	l->o.image = NULL;
+	if (oom || stk_hist_create(&l->h_wait) || stk_hist_create(&l->h_read) ||
+	    stk_hist_create(&l->h_decode)) {
+		snprintf(errbuf, errlen, "out of memory");
+		rc = -ENOMEM;
+		goto fail;
+	}
+	char warning[PATH_MAX + 600] = "";
+	struct stk__index_opts io = {.path = l->path, .extensions = l->extensions,
+				     .cache_dir = l->cache_dir,
+				     .no_cache = l->o.flags & STK_F_NO_CACHE,
+				     .skip_bad = l->o.on_error == STK_ON_ERROR_SKIP,
+				     .warning = warning, .warnlen = sizeof(warning)};
+	if ((rc = stk__dataset_open(&l->ds, &io, errbuf, errlen)))
+		goto fail;
+	if (warning[0]) {
+		stk__loader_notice(l, "%s; indexed the samples before it (on_error skip)", warning);
+		atomic_fetch_add(&l->errors, 1);
+		snprintf(l->detail, sizeof(l->detail), "%s", warning);
+	}
+	rc = stk__sampler_init(&l->sampler, l->ds->n, l->o.rank, l->o.world_size, l->o.batch_size,
+			       !(l->o.flags & STK_F_NO_SHUFFLE), l->o.flags & STK_F_DROP_LAST,
+			       l->o.seed);
+	if (!rc && l->o.shuffle_mode == STK_SHUFFLE_SHARD)
+		rc = shard_mode(l, errbuf, errlen);
+	if (rc) {
+		if (!errbuf[0])
+			snprintf(errbuf, errlen, "%s: cannot set up the sampler: %s", l->path,
+				 stk_strerror(rc));
+		goto fail;
+	}
+	if ((rc = pick_engine(l, errbuf, errlen)))
+		goto fail;
+	l->direct = (l->o.flags & STK_F_DIRECT) && l->ops != &stk__engine_null;
+	if (l->direct)
+		check_direct(l);
+	l->raw_bytes = slot_bytes_for(l);
+	uint64_t slot_bytes = l->raw_bytes;
+	l->img_off = STK_ALIGN_UP(l->raw_bytes, 4096);
+	if (l->image) /* the images follow the reads, page-aligned */
+		slot_bytes = l->img_off + (uint64_t)l->o.batch_size * stk__image_bytes(&l->img);
+	uint32_t nslots = l->o.prefetch;
+	uint64_t meta = (uint64_t)l->o.batch_size;
+	l->slots = calloc(nslots, sizeof(*l->slots));
+	l->scratch_idx = calloc(meta, sizeof(int64_t));
+	l->sort_scratch = calloc(meta, sizeof(*l->sort_scratch));
+	if (!l->slots || !l->scratch_idx || !l->sort_scratch || slot_bytes == UINT64_MAX) {
+		snprintf(errbuf, errlen, "out of memory");
+		rc = -ENOMEM;
+		goto fail;
+	}
+	if ((rc = stk__pool_init(&l->pool, nslots, slot_bytes, !(l->o.flags & STK_F_NO_PIN)))) {
+		snprintf(errbuf, errlen, "cannot map the batch pool (%u slots of %llu bytes): %s",
+			 nslots, (unsigned long long)slot_bytes, stk_strerror(rc));
+		goto fail;
+	}
+	for (uint32_t i = 0; i < nslots; i++) {
+		struct slot *s = &l->slots[i];
+		s->offsets = calloc(meta + 1, sizeof(uint64_t));
+		s->sizes = calloc(meta, sizeof(uint64_t));
+		s->labels = calloc(meta, sizeof(int64_t));
+		s->indices = calloc(meta, sizeof(int64_t));
+		s->ios = calloc(meta, sizeof(struct stk_io));
+		if (!s->offsets || !s->sizes || !s->labels || !s->indices || !s->ios) {
+			snprintf(errbuf, errlen, "out of memory");
+			rc = -ENOMEM;
+			goto fail;
+		}
+	}
+	if (l->image && (rc = start_decoders(l))) {
+		snprintf(errbuf, errlen, "cannot start the decode threads: %s", stk_strerror(rc));
+		goto fail;
+	}
+	l->epoch = l->o.epoch;
+	l->next_start = l->next_out = (int64_t)l->o.start_batch;
+	stk__sampler_set_epoch(&l->sampler, l->epoch);
+	l->t_start = stk__now_ns();
+	l->draining = true; /* rings wait until stk_loader_start below */
+	if ((rc = start_rings(l))) {
+		snprintf(errbuf, errlen, "%s", l->detail);
+		goto fail;
+	}
+	if ((rc = stk_loader_start(l, l->o.epoch, l->o.start_batch))) {
+		snprintf(errbuf, errlen, "%s", l->last_error);
+		goto fail;
+	}
+	*out = l;
+	return 0;
+fail:
+	stk_loader_destroy(l);
+	return rc;
+}
+
+void stk_loader_stop(struct stk_loader *l)
+{
+	pthread_mutex_lock(&l->mu);
+	bool joined = l->joined;
+	l->stop = l->joined = true;
+	pthread_cond_broadcast(&l->dcv);
+	pthread_cond_broadcast(&l->cv);
+	pthread_mutex_unlock(&l->mu);
+	if (joined)
+		return;
+	stk__loader_wake_rings(l);
+	for (uint32_t i = 0; i < l->nrings; i++) {
+		struct ring *r = &l->rings[i];
+		pthread_join(r->tid, NULL);
+		if (r->eng)
+			r->ops->exit(r->eng); /* waits for the reads still in flight */
+		r->eng = NULL;
+	}
+	for (uint32_t i = 0; i < l->ndthreads; i++)
+		pthread_join(l->dthreads[i], NULL);
+}
+
+void stk_loader_destroy(struct stk_loader *l)
+{
+	if (!l)
+		return;
+	stk_loader_stop(l);
+	free(l->dthreads);
+	free(l->dq);
+	stk_hist_destroy(l->h_decode);
+	for (uint32_t i = 0; l->rings && i < l->nrings; i++) {
+		free(l->rings[i].queue);
+		free(l->rings[i].done);
+		free(l->rings[i].batch);
+	}
+	free(l->rings);
+	for (uint32_t i = 0; l->slots && i < l->o.prefetch; i++) {
+		free(l->slots[i].offsets);
+		free(l->slots[i].sizes);
+		free(l->slots[i].labels);
+		free(l->slots[i].indices);
+		free(l->slots[i].ios);
+	}
+	free(l->slots);
+	stk__pool_free(&l->pool);
+	stk__sampler_free(&l->sampler);
+	stk__dataset_close(l->ds);
+	stk_hist_destroy(l->h_wait);
+	stk_hist_destroy(l->h_read);
+	free(l->scratch_idx);
+	free(l->sort_scratch);
+	free(l->group_end);
+	free(l->path);
+	free(l->extensions);
+	free(l->cache_dir);
+	pthread_mutex_destroy(&l->mu);
+	pthread_cond_destroy(&l->cv);
+	pthread_cond_destroy(&l->dcv);
+	free(l);
+}
