@@ -17,6 +17,10 @@
 #if defined(__SSE2__)
 #include <emmintrin.h>
 #endif
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
+#define HAVE_AVX2_PATH 1 /* functions built for AVX2, called where the CPU has it */
+#endif
 
 int stk__image_simd = 2;
 
@@ -160,6 +164,40 @@ static inline bool put8_nchw(uint8_t *r, size_t plane, const v4f *px, bool flip)
 #endif
 }
 
+#if defined(HAVE_AVX2_PATH)
+/* put8_nchw with AVX2: the eight pixels rounded to integers first, packed to
+ * bytes (RGBX in lane order), each channel's bytes gathered with one byte
+ * shuffle and the two lanes interleaved: a third of SSE2's instructions, the
+ * same bytes (same rounding, same saturation). */
+__attribute__((target("avx2"))) static void put8_nchw_avx2(uint8_t *r, size_t plane,
+							   const v4f *px, bool flip)
+{
+	const __m256 h = _mm256_set1_ps(0.5f);
+	const float *f = (const float *)px;
+	__m256i q0 = _mm256_cvttps_epi32(_mm256_add_ps(_mm256_loadu_ps(f), h));      /* 0 1 */
+	__m256i q1 = _mm256_cvttps_epi32(_mm256_add_ps(_mm256_loadu_ps(f + 8), h));  /* 2 3 */
+	__m256i q2 = _mm256_cvttps_epi32(_mm256_add_ps(_mm256_loadu_ps(f + 16), h)); /* 4 5 */
+	__m256i q3 = _mm256_cvttps_epi32(_mm256_add_ps(_mm256_loadu_ps(f + 24), h)); /* 6 7 */
+	/* bytes, lane 0: pixels 0 2 4 6, lane 1: 1 3 5 7, each R G B X */
+	__m256i b = _mm256_packus_epi16(_mm256_packs_epi32(q0, q1), _mm256_packs_epi32(q2, q3));
+	/* each lane: its four pixels' R, then G, B, X */
+	b = _mm256_shuffle_epi8(b, _mm256_setr_epi8(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11,
+						    15, 0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3,
+						    7, 11, 15));
+	__m128i even = _mm256_castsi256_si128(b), odd = _mm256_extracti128_si256(b, 1);
+	__m128i rg = _mm_unpacklo_epi8(even, odd); /* R0..R7 G0..G7 */
+	__m128i bx = _mm_unpackhi_epi8(even, odd); /* B0..B7 X0..X7 */
+	if (flip) {
+		const __m128i rev = _mm_setr_epi8(7, 6, 5, 4, 3, 2, 1, 0, 15, 14, 13, 12, 11, 10, 9, 8);
+		rg = _mm_shuffle_epi8(rg, rev);
+		bx = _mm_shuffle_epi8(bx, rev);
+	}
+	_mm_storel_epi64((__m128i *)r, rg);
+	_mm_storel_epi64((__m128i *)(r + plane), _mm_unpackhi_epi64(rg, rg));
+	_mm_storel_epi64((__m128i *)(r + 2 * plane), bx);
+}
+#endif
+
 /* Writes one output row of pixels with the layout and dtype asked; the
  * common uint8 cases get loops of their own. */
 static void put_row(const struct stk_image_opts *o, void *out, int y, const v4f *px, bool flip)
@@ -172,6 +210,12 @@ static void put_row(const struct stk_image_opts *o, void *out, int y, const v4f 
 		 * then truncation lands in 0..255. */
 		uint8_t *u = out;
 		size_t x = 0;
+#if defined(HAVE_AVX2_PATH)
+		if (!nhwc && stk__image_simd >= 2 && __builtin_cpu_supports("avx2"))
+			for (; x + 8 <= W; x += 8)
+				put8_nchw_avx2(u + (size_t)y * W + (flip ? W - 8 - x : x), plane, px + x,
+					       flip);
+#endif
 		if (!nhwc)
 			for (; x + 8 <= W; x += 8)
 				if (!put8_nchw(u + (size_t)y * W + (flip ? W - 8 - x : x), plane, px + x, flip))
@@ -210,10 +254,7 @@ static void put_row(const struct stk_image_opts *o, void *out, int y, const v4f 
 /* Vertical taps in fixed point: 1.0 is 1 << VBITS. */
 #define VBITS 14
 
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-#include <immintrin.h>
-#define HAVE_AVX2_PATH 1
-
+#if defined(HAVE_AVX2_PATH)
 /* vpass's SIMD loop with AVX2, sixteen bytes of each row zero-extended at
  * once (vpmovzxbw), tap pairs interleaved and multiplied-added (vpmaddwd):
  * half the instructions of SSE2's.  Returns how many bytes it did. */
@@ -325,6 +366,43 @@ static inline __attribute__((always_inline)) void hpass(v4f *row, const float *s
 	}
 }
 
+#if defined(HAVE_AVX2_PATH)
+/* hpass with AVX2: the two rows in the two 128-bit lanes, each tap's weight
+ * broadcast to both; the same multiplications and additions in the same
+ * order as hpass, so the same bits. */
+__attribute__((target("avx2"), always_inline)) static inline void
+hpass_avx2_k(v4f *row, const float *src, size_t n, const int *off, const v4f *w4, int ow, int K)
+{
+	for (int x = 0; x < ow; x++) {
+		const float *p = src + off[x];
+		const float *w = (const float *)(w4 + (size_t)x * K);
+		__m256 a = _mm256_insertf128_ps(_mm256_castps128_ps256(_mm_loadu_ps(p)),
+						_mm_loadu_ps(p + n), 1);
+		__m256 acc = _mm256_mul_ps(a, _mm256_broadcast_ps((const __m128 *)w));
+		for (int k = 1; k < K; k++) {
+			a = _mm256_insertf128_ps(_mm256_castps128_ps256(_mm_loadu_ps(p + 3 * k)),
+						 _mm_loadu_ps(p + n + 3 * k), 1);
+			acc = _mm256_add_ps(acc, _mm256_mul_ps(_mm256_broadcast_ps((const __m128 *)(w + 4 * k)), a));
+		}
+		_mm_store_ps((float *)&row[x], _mm256_castps256_ps128(acc));
+		_mm_store_ps((float *)&row[ow + x], _mm256_extractf128_ps(acc, 1));
+	}
+}
+
+__attribute__((target("avx2"))) static void hpass_avx2(v4f *row, const float *src, size_t n,
+						       const int *off, const v4f *w4, int ow, int K)
+{
+	switch (K) {
+	case 1: hpass_avx2_k(row, src, n, off, w4, ow, 1); break;
+	case 2: hpass_avx2_k(row, src, n, off, w4, ow, 2); break;
+	case 3: hpass_avx2_k(row, src, n, off, w4, ow, 3); break;
+	case 4: hpass_avx2_k(row, src, n, off, w4, ow, 4); break;
+	case 5: hpass_avx2_k(row, src, n, off, w4, ow, 5); break;
+	default: hpass_avx2_k(row, src, n, off, w4, ow, K);
+	}
+}
+#endif
+
 /* Resamples the box (region coordinates) of an RGB region to the output:
  * vertical pass first, over only the columns the horizontal taps reach, on
  * the row as a flat run of bytes, in 14-bit fixed point (vpass), then
@@ -394,10 +472,18 @@ int stk__resample(const struct stk_image_opts *o, const uint8_t *rgb, int rw, in
 		}
 		off[x] = (f - c0) * 3;
 	}
+#if defined(HAVE_AVX2_PATH)
+	bool avx2 = stk__image_simd >= 2 && __builtin_cpu_supports("avx2");
+#endif
 	for (int y = 0; y < oh; y += 2) {
 		/* two rows at a time (an odd last one computed twice) */
 		size_t n = y + 1 < oh ? n3 : 0;
 		const float *src = tmp + (size_t)y * n3;
+#if defined(HAVE_AVX2_PATH)
+		if (avx2)
+			hpass_avx2(row, src, n, off, w4, ow, K);
+		else
+#endif
 		/* the common tap counts as constants: unrolled, no per-pixel branch */
 		switch (K) {
 		case 1: hpass(row, src, n, off, w4, ow, 1); break;
