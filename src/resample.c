@@ -339,6 +339,20 @@ static void vpass(float *acc, const uint8_t *p, size_t stride, const int16_t *wq
 	}
 }
 
+/* Calls fn(args..., K) with K a constant for the common tap counts, so that
+ * an always-inline pass unrolls its tap loop: no per-pixel branch. */
+#define WITH_TAPS(fn, K, ...)                          \
+	do {                                           \
+		switch (K) {                           \
+		case 1: fn(__VA_ARGS__, 1); break;     \
+		case 2: fn(__VA_ARGS__, 2); break;     \
+		case 3: fn(__VA_ARGS__, 3); break;     \
+		case 4: fn(__VA_ARGS__, 4); break;     \
+		case 5: fn(__VA_ARGS__, 5); break;     \
+		default: fn(__VA_ARGS__, K);           \
+		}                                      \
+	} while (0)
+
 /* Two rows of the horizontal pass (src and src + n floats into row and
  * row + ow): pixel x is the sum of K pixels from float offset off[x],
  * weighted by w4[x * K ...]; both rows share the offsets and taps.  Inlined
@@ -392,14 +406,7 @@ hpass_avx2_k(v4f *row, const float *src, size_t n, const int *off, const v4f *w4
 __attribute__((target("avx2"))) static void hpass_avx2(v4f *row, const float *src, size_t n,
 						       const int *off, const v4f *w4, int ow, int K)
 {
-	switch (K) {
-	case 1: hpass_avx2_k(row, src, n, off, w4, ow, 1); break;
-	case 2: hpass_avx2_k(row, src, n, off, w4, ow, 2); break;
-	case 3: hpass_avx2_k(row, src, n, off, w4, ow, 3); break;
-	case 4: hpass_avx2_k(row, src, n, off, w4, ow, 4); break;
-	case 5: hpass_avx2_k(row, src, n, off, w4, ow, 5); break;
-	default: hpass_avx2_k(row, src, n, off, w4, ow, K);
-	}
+	WITH_TAPS(hpass_avx2_k, K, row, src, n, off, w4, ow);
 }
 #endif
 
@@ -484,15 +491,7 @@ int stk__resample(const struct stk_image_opts *o, const uint8_t *rgb, int rw, in
 			hpass_avx2(row, src, n, off, w4, ow, K);
 		else
 #endif
-		/* the common tap counts as constants: unrolled, no per-pixel branch */
-		switch (K) {
-		case 1: hpass(row, src, n, off, w4, ow, 1); break;
-		case 2: hpass(row, src, n, off, w4, ow, 2); break;
-		case 3: hpass(row, src, n, off, w4, ow, 3); break;
-		case 4: hpass(row, src, n, off, w4, ow, 4); break;
-		case 5: hpass(row, src, n, off, w4, ow, 5); break;
-		default: hpass(row, src, n, off, w4, ow, K);
-		}
+			WITH_TAPS(hpass, K, row, src, n, off, w4, ow);
 		put_row(o, out, y, row, flip);
 		if (y + 1 < oh)
 			put_row(o, out, y + 1, row + ow, flip);
