@@ -9,12 +9,12 @@
  * Tar shards (a folder of .tar files, a pattern, one .tar) are indexed by
  * dataset_shards.c with the builder this file owns (dataset.h).
  *
- * Walking a million files costs a stat each, so the index is cached: beside the
- * data when it is writable (ROOT/.stoker-index, LIST.stoker-index), else in the
- * user's cache folder.  The cache is one file mapped read-only; it is reused
- * while every indexed folder's mtime (and, for a list, the list's mtime and
- * size) is unchanged: adding, removing or renaming a file changes its folder's
- * mtime.  Rewriting a file in place with a new size is not noticed until then;
+ * Walking a million files costs a stat each, so the index is cached
+ * (dataset_cache.c): beside the data when it is writable (ROOT/.stoker-index,
+ * LIST.stoker-index), else in the user's cache folder.  The cache is one file
+ * mapped read-only; it is reused while every indexed folder's mtime (and, for
+ * a list, the list's mtime and size) is unchanged: adding, removing or
+ * renaming a file changes its folder's mtime.  Rewriting a file in place with a new size is not noticed until then;
  * the read of a shrunken file fails as a short read naming the file.
  */
 #include "internal.h"
@@ -31,23 +31,6 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-#define IDX_MAGIC "STKIDX01"
-#define IDX_VERSION 2u
-#define IDX_NAME ".stoker-index"
-
-enum { KIND_FOLDER = 1, KIND_FLAT = 2, KIND_LIST = 3, KIND_SHARDS = 4 };
-
-struct idx_header {
-	char magic[8];
-	uint32_t version;
-	uint32_t kind;
-	uint64_t key;        /* hash of the absolute root, kind and extensions */
-	uint64_t n, nclasses, ndirs;
-	uint64_t names_len, class_names_len, dir_names_len;
-	uint64_t max_size;
-	uint64_t total_len;  /* of the whole file: a truncated cache is refused */
-};
 
 int stk__buf_add(struct buf *b, const char *s, size_t l, uint64_t *off)
 {
@@ -85,11 +68,6 @@ uint64_t stk__fnv1a(uint64_t h, const void *p, size_t l)
 	for (size_t i = 0; i < l; i++)
 		h = (h ^ c[i]) * 0x100000001b3ull;
 	return h;
-}
-
-static uint64_t mtime_ns(const struct stat *st)
-{
-	return (uint64_t)st->st_mtim.tv_sec * 1000000000ull + (uint64_t)st->st_mtim.tv_nsec;
 }
 
 static const char *const default_exts[] = {".jpg", ".jpeg", ".png", ".ppm", ".bmp",
@@ -159,7 +137,7 @@ int stk__build_add_dir(struct builder *b, const char *rel, const struct stat *st
 	if (stk__buf_add(&b->dir_names, rel, strlen(rel), &off))
 		return stk__build_fail(b, -ENOMEM, "%s: out of memory indexing", b->root);
 	b->dirs[b->ndirs++] = (struct idx_dir){
-		.mtime_ns = mtime_ns(st), .size = (uint64_t)st->st_size, .name = off};
+		.mtime_ns = stk__mtime_ns(st), .size = (uint64_t)st->st_size, .name = off};
 	return 0;
 }
 
@@ -392,137 +370,6 @@ static int build_list(struct builder *b, const char *list_path)
 	return rc;
 }
 
-/* --- the cache file ----------------------------------------------------- */
-
-static size_t pad8(size_t x)
-{
-	return (x + 7) & ~(size_t)7;
-}
-
-static int write_index(const char *path, const struct idx_header *h, const struct builder *b)
-{
-	char tmp[PATH_MAX];
-	if (snprintf(tmp, sizeof(tmp), "%s.tmp.%d", path, (int)getpid()) >= (int)sizeof(tmp))
-		return -ENAMETOOLONG;
-	FILE *f = fopen(tmp, "we");
-	if (!f)
-		return -errno;
-	static const char zeros[8];
-	const struct {
-		const void *p;
-		size_t l;
-	} parts[] = {
-		{h, sizeof(*h)},
-		{b->e, (size_t)b->n * sizeof(*b->e)},
-		{b->names.p, b->names.len},
-		{b->class_names.p, b->class_names.len},
-		{b->dirs, b->ndirs * sizeof(*b->dirs)},
-		{b->dir_names.p, b->dir_names.len},
-	};
-	int rc = 0;
-	for (size_t i = 0; i < STK_ARRAY_SIZE(parts) && !rc; i++) {
-		if (parts[i].l && fwrite(parts[i].p, 1, parts[i].l, f) != parts[i].l)
-			rc = -EIO;
-		size_t pad = pad8(parts[i].l) - parts[i].l;
-		if (!rc && pad && fwrite(zeros, 1, pad, f) != pad)
-			rc = -EIO;
-	}
-	if (fclose(f) && !rc)
-		rc = -errno;
-	if (!rc && rename(tmp, path))
-		rc = -errno;
-	if (rc) {
-		unlink(tmp);
-		return rc;
-	}
-	/* Renaming the cache into a folder changes that folder's mtime: when the
-	 * folder is the indexed root (dirs[0]), record its new mtime. */
-	struct stat st;
-	if (h->kind != KIND_LIST && b->ndirs && !b->dir_names.p[b->dirs[0].name] &&
-	    !fstatat(b->root_fd, "", &st, AT_EMPTY_PATH)) {
-		uint64_t m = mtime_ns(&st);
-		off_t at = (off_t)(pad8(sizeof(*h)) + pad8((size_t)b->n * sizeof(*b->e)) +
-				   pad8(b->names.len) + pad8(b->class_names.len));
-		int fd = open(path, O_WRONLY | O_CLOEXEC);
-		if (fd >= 0) {
-			if (pwrite(fd, &m, sizeof(m), at) != (ssize_t)sizeof(m))
-				rc = -EIO;
-			close(fd);
-		}
-	}
-	return rc;
-}
-
-/* Maps a cache file and checks it against the data; 0 and fills ds, or <0. */
-static int load_index(const char *path, uint64_t key, int root_fd, struct stk_dataset *ds)
-{
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	struct stat st;
-	if (fstat(fd, &st) || (size_t)st.st_size < sizeof(struct idx_header)) {
-		close(fd);
-		return STK_EINDEX;
-	}
-	size_t len = (size_t)st.st_size;
-	void *map = mmap(NULL, len, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
-	close(fd);
-	if (map == MAP_FAILED)
-		return -errno;
-	const struct idx_header *h = map;
-	const char *p = map;
-	int rc = STK_EINDEX;
-	if (memcmp(h->magic, IDX_MAGIC, 8) || h->version != IDX_VERSION || h->key != key ||
-	    h->total_len != len || h->n > len / sizeof(struct stk_entry) ||
-	    h->ndirs > len / sizeof(struct idx_dir))
-		goto bad;
-	size_t off = pad8(sizeof(*h));
-	size_t o_entries = off;
-	off += pad8(h->n * sizeof(struct stk_entry));
-	size_t o_names = off;
-	off += pad8(h->names_len);
-	size_t o_cnames = off;
-	off += pad8(h->class_names_len);
-	size_t o_dirs = off;
-	off += pad8(h->ndirs * sizeof(struct idx_dir));
-	size_t o_dnames = off;
-	off += pad8(h->dir_names_len);
-	if (off != len || h->names_len == 0 || p[o_names + h->names_len - 1] ||
-	    (h->class_names_len && p[o_cnames + h->class_names_len - 1]) ||
-	    (h->dir_names_len && p[o_dnames + h->dir_names_len - 1]))
-		goto bad;
-	const struct idx_dir *dirs = (const void *)(p + o_dirs);
-	for (uint64_t i = 0; i < h->ndirs; i++) {
-		if (dirs[i].name >= h->dir_names_len)
-			goto bad;
-		const char *rel = p + o_dnames + dirs[i].name;
-		struct stat ds_st;
-		if (fstatat(root_fd, rel, &ds_st, *rel ? 0 : AT_EMPTY_PATH) || mtime_ns(&ds_st) != dirs[i].mtime_ns ||
-		    ((h->kind == KIND_LIST || (h->kind == KIND_SHARDS && *rel)) &&
-		     (uint64_t)ds_st.st_size != dirs[i].size)) {
-			rc = -ESTALE;
-			goto bad;
-		}
-	}
-	const struct stk_entry *e = (const void *)(p + o_entries);
-	for (uint64_t i = 0; i < h->n; i++)
-		if (e[i].name >= h->names_len)
-			goto bad;
-	ds->map = map;
-	ds->map_len = len;
-	ds->n = (int64_t)h->n;
-	ds->entries = (struct stk_entry *)e;
-	ds->names = (char *)p + o_names;
-	ds->names_len = h->names_len;
-	ds->max_size = h->max_size;
-	ds->nclasses = (int64_t)h->nclasses;
-	ds->class_names = (char *)p + o_cnames;
-	return 0;
-bad:
-	munmap(map, len);
-	return rc;
-}
-
 static int set_classes(struct stk_dataset *ds, uint64_t class_names_len)
 {
 	if (!ds->nclasses)
@@ -538,54 +385,6 @@ static int set_classes(struct stk_dataset *ds, uint64_t class_names_len)
 		off += strlen(ds->classes[i]) + 1;
 	}
 	return 0;
-}
-
-int stk_cache_dir(char *buf, size_t len)
-{
-	const char *x = getenv("XDG_CACHE_HOME");
-	const char *home = getenv("HOME");
-	int n;
-	if (x && *x == '/')
-		n = snprintf(buf, len, "%s/stoker", x);
-	else if (home && *home)
-		n = snprintf(buf, len, "%s/.cache/stoker", home);
-	else
-		n = snprintf(buf, len, "/tmp/stoker-cache-%d", (int)getuid());
-	if (n < 0 || (size_t)n >= len)
-		return -ENAMETOOLONG;
-	/* mkdir -p */
-	for (char *p = buf + 1; *p; p++) {
-		if (*p != '/')
-			continue;
-		*p = 0;
-		if (mkdir(buf, 0755) && errno != EEXIST) {
-			int e = errno;
-			*p = '/';
-			return -e;
-		}
-		*p = '/';
-	}
-	if (mkdir(buf, 0755) && errno != EEXIST)
-		return -errno;
-	return n;
-}
-
-/* The two places a cache may be: beside the data, and in the cache folder. */
-static void cache_paths(const struct stk__index_opts *o, const char *abs, bool is_list,
-			uint64_t key, char *beside, char *user, size_t len)
-{
-	if (is_list)
-		snprintf(beside, len, "%s%s", abs, IDX_NAME);
-	else
-		snprintf(beside, len, "%s/%s", abs, IDX_NAME);
-	char dir[PATH_MAX];
-	user[0] = 0;
-	if (o->cache_dir)
-		snprintf(dir, sizeof(dir), "%s", o->cache_dir);
-	else if (stk_cache_dir(dir, sizeof(dir)) < 0)
-		return;
-	mkdir(dir, 0755);
-	snprintf(user, len, "%s/index-%016llx", dir, (unsigned long long)key);
 }
 
 int stk__dataset_open(struct stk_dataset **out, const struct stk__index_opts *o, char *err,
@@ -651,7 +450,7 @@ int stk__dataset_open(struct stk_dataset **out, const struct stk__index_opts *o,
 			 o->extensions ? strlen(o->extensions) : 0);
 
 	char beside[PATH_MAX + 32], user[PATH_MAX + 32];
-	cache_paths(o, abs, is_list, key, beside, user, sizeof(beside));
+	stk__index_paths(o, abs, is_list, key, beside, user, sizeof(beside));
 	if (pattern)
 		beside[0] = 0; /* no file of ours beside a pattern's shards */
 	int list_fd = -1;
@@ -663,7 +462,7 @@ int stk__dataset_open(struct stk_dataset **out, const struct stk__index_opts *o,
 		for (size_t i = 0; i < 2; i++) {
 			if (!cands[i][0])
 				continue;
-			if (load_index(cands[i], key, vfd, ds) == 0) {
+			if (stk__index_load(cands[i], key, vfd, ds) == 0) {
 				ds->shards = shards;
 				uint64_t cl = ((const struct idx_header *)ds->map)->class_names_len;
 				if (set_classes(ds, cl)) {
@@ -699,20 +498,10 @@ int stk__dataset_open(struct stk_dataset **out, const struct stk__index_opts *o,
 		stk__dataset_close(ds);
 		return rc;
 	}
-	struct idx_header h = {.version = IDX_VERSION, .kind = kind, .key = key, .n = (uint64_t)b.n,
-			       .ndirs = b.ndirs, .names_len = b.names.len,
-			       .class_names_len = b.class_names.len,
-			       .dir_names_len = b.dir_names.len};
-	memcpy(h.magic, IDX_MAGIC, 8);
-	for (uint64_t off = 0; off < b.class_names.len; off += strlen(b.class_names.p + off) + 1)
-		h.nclasses++;
-	for (int64_t i = 0; i < b.n; i++)
-		if (b.e[i].size > h.max_size)
-			h.max_size = b.e[i].size;
-	h.total_len = pad8(sizeof(h)) + pad8((size_t)b.n * sizeof(*b.e)) + pad8(b.names.len) +
-		      pad8(b.class_names.len) + pad8(b.ndirs * sizeof(*b.dirs)) + pad8(b.dir_names.len);
-	if (!o->no_cache && (!beside[0] || write_index(beside, &h, &b)) && user[0])
-		write_index(user, &h, &b); /* best effort: a failed cache only costs time */
+	struct idx_header h;
+	stk__index_header(&h, kind, key, &b);
+	if (!o->no_cache && (!beside[0] || stk__index_write(beside, &h, &b)) && user[0])
+		stk__index_write(user, &h, &b); /* best effort: a failed cache only costs time */
 	ds->shards = shards;
 
 	ds->n = b.n;

@@ -1,12 +1,36 @@
-/* dataset.h — the index builder, shared by dataset.c (folders, file lists,
- * the cache file) and dataset_shards.c (tar shards).  Single-threaded: one
- * builder per index build. */
+/* dataset.h — the index builder and the cache file's layout, shared by
+ * dataset.c (folders, file lists), dataset_cache.c (the cache file) and
+ * dataset_shards.c (tar shards).  Single-threaded: one builder per index
+ * build. */
 #ifndef STK_DATASET_H
 #define STK_DATASET_H
 
 #include "internal.h"
 
 #include <sys/stat.h>
+
+#define IDX_MAGIC "STKIDX01"
+#define IDX_VERSION 2u
+#define IDX_NAME ".stoker-index"
+
+enum { KIND_FOLDER = 1, KIND_FLAT = 2, KIND_LIST = 3, KIND_SHARDS = 4 };
+
+/* The cache file's header (dataset_cache.c). */
+struct idx_header {
+	char magic[8];
+	uint32_t version;
+	uint32_t kind;
+	uint64_t key;        /* hash of the absolute root, kind and extensions */
+	uint64_t n, nclasses, ndirs;
+	uint64_t names_len, class_names_len, dir_names_len;
+	uint64_t max_size;
+	uint64_t total_len;  /* of the whole file: a truncated cache is refused */
+};
+
+static inline uint64_t stk__mtime_ns(const struct stat *st)
+{
+	return (uint64_t)st->st_mtim.tv_sec * 1000000000ull + (uint64_t)st->st_mtim.tv_nsec;
+}
 
 /* A folder (or the list file) whose change invalidates the index. */
 struct idx_dir {
@@ -61,6 +85,19 @@ int stk__cmp_str(const void *a, const void *b);
 /* Lists rel (relative to the root) into l, sorted; its stat into *dst. */
 int stk__build_list_dir(struct builder *b, const char *rel, struct listing *l, struct stat *dst);
 void stk__listing_free(struct listing *l);
+
+/* dataset_cache.c.  The header of the index b holds (counts, the largest
+ * sample, the file's length). */
+void stk__index_header(struct idx_header *h, uint32_t kind, uint64_t key, const struct builder *b);
+/* Writes the index to path (atomically: a temporary file renamed).  0 or <0. */
+int stk__index_write(const char *path, const struct idx_header *h, const struct builder *b);
+/* Maps the cache file at path and checks it against the data under root_fd:
+ * 0 and fills ds, STK_EINDEX (malformed), -ESTALE (the data changed) or <0. */
+int stk__index_load(const char *path, uint64_t key, int root_fd, struct stk_dataset *ds);
+/* The two places a cache may be: beside the data, and in the cache folder
+ * (user[0] = 0 when there is none). */
+void stk__index_paths(const struct stk__index_opts *o, const char *abs, bool is_list,
+		      uint64_t key, char *beside, char *user, size_t len);
 
 /* dataset_shards.c.  Whether a path has glob or brace characters. */
 bool stk__shards_is_pattern(const char *p);
