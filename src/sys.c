@@ -195,15 +195,9 @@ int stk_sys_diskstat_parse(const char *line, struct stk_diskstat *out)
 
 int stk_sys_diskstats(const char *root, struct stk_diskstat *out, size_t max)
 {
-	size_t stride = sizeof(*out);
-	if (max) {
-		if (!out)
-			return -EINVAL;
-		if (out[0].size)
-			stride = out[0].size;
-		if (stride < offsetof(struct stk_diskstat, name))
-			return -EINVAL;
-	}
+	long stride = stk__sys_stride(out, max, sizeof(*out), offsetof(struct stk_diskstat, name));
+	if (stride < 0)
+		return (int)stride;
 	char *buf;
 	int rc = read_big(root, "/proc/diskstats", &buf);
 	if (rc < 0)
@@ -216,11 +210,8 @@ int stk_sys_diskstats(const char *root, struct stk_diskstat *out, size_t max)
 		struct stk_diskstat d = {.size = sizeof(d)};
 		if (stk_sys_diskstat_parse(line, &d) < 0)
 			continue;
-		if ((size_t)count < max) {
-			struct stk_diskstat *o = (void *)((char *)out + (size_t)count * stride);
-			memcpy(o, &d, stride < sizeof(d) ? stride : sizeof(d));
-			o->size = (uint32_t)(stride < sizeof(d) ? stride : sizeof(d));
-		}
+		if ((size_t)count < max)
+			stk__sys_out_at(out, (size_t)stride, (size_t)count, &d, sizeof(d));
 		if (count == INT32_MAX)
 			break;
 		count++;

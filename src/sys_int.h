@@ -32,6 +32,33 @@ static inline void stk__sys_out(void *dst, void *src, size_t srclen)
 	memcpy(dst, src, n);
 }
 
+/* The stride of a caller's array of versioned structs (each starting with its
+ * uint32_t size): out[0]'s size, 0 meaning ours; at least `least` bytes.
+ * -EINVAL for a missing array or a size below that.  No array needed when
+ * max is 0. */
+static inline long stk__sys_stride(const void *out, size_t max, size_t ours, size_t least)
+{
+	uint32_t want = 0;
+	if (!max)
+		return (long)ours;
+	if (!out)
+		return -EINVAL;
+	memcpy(&want, out, sizeof(want));
+	size_t stride = want ? want : ours;
+	return stride < least ? -EINVAL : (long)stride;
+}
+
+/* Copies the filled struct `src` (srclen bytes) into element i of the
+ * caller's array, no more than its stride, recording the bytes written in
+ * the element's size field. */
+static inline void stk__sys_out_at(void *out, size_t stride, size_t i, void *src, size_t srclen)
+{
+	size_t n = stride < srclen ? stride : srclen;
+	uint32_t n32 = (uint32_t)n;
+	memcpy(src, &n32, sizeof(n32));
+	memcpy((char *)out + i * stride, src, n);
+}
+
 /* Parses a /proc/mounts field in place, undoing the kernel's octal escapes
  * (\040 space, \011 tab, \012 newline, \134 backslash). */
 void stk__sys_unescape(char *s);

@@ -235,15 +235,9 @@ static int nvml_open(struct nvml *n, char *why, size_t len)
 
 int stk_sys_gpus(struct stk_gpu *out, size_t max, char *why, size_t len)
 {
-	size_t stride = sizeof(*out);
-	if (max) {
-		if (!out)
-			return -EINVAL;
-		if (out[0].size)
-			stride = out[0].size;
-		if (stride < sizeof(uint32_t))
-			return -EINVAL;
-	}
+	long stride = stk__sys_stride(out, max, sizeof(*out), sizeof(uint32_t));
+	if (stride < 0)
+		return (int)stride;
 	struct nvml n;
 	int rc = nvml_open(&n, why, len);
 	if (rc < 0)
@@ -298,10 +292,7 @@ int stk_sys_gpus(struct stk_gpu *out, size_t max, char *why, size_t len)
 		if (g.pcie_width > 0 && g.pcie_width < width)
 			width = g.pcie_width;
 		g.h2d_gbps = stk_sys_pcie_gbps(gen, width);
-		struct stk_gpu *o = (void *)((char *)out + (size_t)i * stride);
-		size_t c = stride < sizeof(g) ? stride : sizeof(g);
-		g.size = (uint32_t)c;
-		memcpy(o, &g, c);
+		stk__sys_out_at(out, (size_t)stride, i, &g, sizeof(g));
 	}
 	say(why, len, "%u GPU%s through NVML", count, count == 1 ? "" : "s");
 	n.shutdown();
