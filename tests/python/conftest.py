@@ -29,6 +29,24 @@ def sample_bytes(c, i):
     return bytes((k * 31 + c * 7 + i) & 0xFF for k in range(n))
 
 
+def assert_labels_equal_imagefolder(folder, *args, **kwargs):
+    """stoker.Loader(folder, *args, **kwargs) gives every file of the folder
+    the label (and the class list) torchvision's ImageFolder gives it."""
+    import stoker
+    datasets = pytest.importorskip(
+        "torchvision.datasets",
+        reason="torchvision is not installed (Debian: apt-get install python3-torchvision)")
+    ref = datasets.ImageFolder(folder)
+    want = {os.path.realpath(p): lab for p, lab in ref.samples}
+    with stoker.Loader(folder, *args, **kwargs) as l:
+        assert l.classes == ref.classes
+        got = {}
+        for b in l:
+            for i, lab in zip(b.indices.tolist(), b.labels.tolist()):
+                got[os.path.realpath(l.sample(i)[0])] = lab
+    assert got == want
+
+
 def write_folder(root):
     """An ImageFolder-layout folder of 51 small files of known content, plus
     files that are not samples (another extension; a file beside the classes)."""

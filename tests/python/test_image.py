@@ -17,6 +17,8 @@ import torch
 import stoker
 from stoker import _lib
 
+from conftest import assert_labels_equal_imagefolder
+
 N = 40  # the image_folder fixture: `stoker gen DIR --images 40 --classes 2`
 
 pytestmark = pytest.mark.skipif(_lib.stk_image_decode is None,
@@ -71,18 +73,7 @@ def test_images_are_the_slot_memory(image_folder):
 
 
 def test_labels_equal_imagefolder(image_folder):
-    datasets = pytest.importorskip(
-        "torchvision.datasets",
-        reason="torchvision is not installed (Debian: apt-get install python3-torchvision)")
-    ref = datasets.ImageFolder(image_folder)
-    want = {os.path.realpath(p): lab for p, lab in ref.samples}
-    with stoker.Loader(image_folder, 16, image=stoker.Image(32, crop="center")) as l:
-        assert l.classes == ref.classes
-        got = {}
-        for b in l:
-            for i, lab in zip(b.indices.tolist(), b.labels.tolist()):
-                got[os.path.realpath(l.sample(i)[0])] = lab
-    assert got == want
+    assert_labels_equal_imagefolder(image_folder, 16, image=stoker.Image(32, crop="center"))
 
 
 def test_raw_bytes_ride_along(image_folder):

@@ -21,7 +21,7 @@ import torch
 import stoker
 from stoker import _lib
 
-from conftest import CLASSES, PER_CLASS, ROOT, sample_bytes
+from conftest import CLASSES, PER_CLASS, ROOT, assert_labels_equal_imagefolder, sample_bytes
 
 N = len(CLASSES) * PER_CLASS
 
@@ -207,18 +207,7 @@ def test_unpacks_and_raw_view(jpeg_folder):
 
 
 def test_labels_equal_imagefolder(jpeg_folder):
-    datasets = pytest.importorskip(
-        "torchvision.datasets",
-        reason="torchvision is not installed (Debian: apt-get install python3-torchvision)")
-    ref = datasets.ImageFolder(jpeg_folder)
-    want = {os.path.realpath(p): lab for p, lab in ref.samples}
-    with stoker.Loader(jpeg_folder, 16) as l:
-        assert l.classes == ref.classes
-        got = {}
-        for b in l:
-            for i, lab in zip(b.indices.tolist(), b.labels.tolist()):
-                got[os.path.realpath(l.sample(i)[0])] = lab
-    assert got == want
+    assert_labels_equal_imagefolder(jpeg_folder, 16)
 
 
 # --- resume -------------------------------------------------------------------
