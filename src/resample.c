@@ -24,6 +24,24 @@
 
 int stk__image_simd = 2;
 
+/* The SIMD level one resample uses: stk__image_simd, as far as this CPU and
+ * this build have it (asked once per image, passed down). */
+static int simd_level(void)
+{
+	int level = stk__image_simd;
+#if defined(HAVE_AVX2_PATH)
+	if (level >= 2 && !__builtin_cpu_supports("avx2"))
+		level = 1;
+#else
+	if (level >= 2)
+		level = 1;
+#endif
+#if !defined(__SSE2__)
+	level = 0;
+#endif
+	return level;
+}
+
 /* Taps of a triangle filter for each output coordinate, as PIL's
  * precompute_coeffs: support scales with the shrink factor (antialiasing). */
 struct taps {
@@ -124,11 +142,9 @@ static inline float clamp255(float v)
 /* Rounds eight pixels (RGB_ of px) to bytes and stores each channel's eight
  * at r, r + plane and r + 2 * plane, mirrored if flip: the uint8 NCHW case,
  * transposed four pixels at a time and packed with SSE2's saturating packs. */
-static inline bool put8_nchw(uint8_t *r, size_t plane, const v4f *px, bool flip)
-{
 #if defined(__SSE2__)
-	if (stk__image_simd < 1)
-		return false;
+static inline void put8_nchw(uint8_t *r, size_t plane, const v4f *px, bool flip)
+{
 	v4f h = {0.5f, 0.5f, 0.5f, 0.5f};
 	__m128i ch[2][3];
 	for (int q = 0; q < 2; q++) {
@@ -157,12 +173,8 @@ static inline bool put8_nchw(uint8_t *r, size_t plane, const v4f *px, bool flip)
 	_mm_storel_epi64((__m128i *)r, rg);
 	_mm_storel_epi64((__m128i *)(r + plane), _mm_unpackhi_epi64(rg, rg));
 	_mm_storel_epi64((__m128i *)(r + 2 * plane), b);
-	return true;
-#else
-	(void)r, (void)plane, (void)px, (void)flip;
-	return false;
-#endif
 }
+#endif
 
 #if defined(HAVE_AVX2_PATH)
 /* put8_nchw with AVX2: the eight pixels rounded to integers first, packed to
@@ -200,7 +212,8 @@ __attribute__((target("avx2"))) static void put8_nchw_avx2(uint8_t *r, size_t pl
 
 /* Writes one output row of pixels with the layout and dtype asked; the
  * common uint8 cases get loops of their own. */
-static void put_row(const struct stk_image_opts *o, void *out, int y, const v4f *px, bool flip)
+static void put_row(const struct stk_image_opts *o, void *out, int y, const v4f *px, bool flip,
+		    int simd)
 {
 	size_t W = o->width, H = o->height, plane = W * H;
 	bool nhwc = o->flags & STK_IMG_NHWC;
@@ -211,15 +224,16 @@ static void put_row(const struct stk_image_opts *o, void *out, int y, const v4f 
 		uint8_t *u = out;
 		size_t x = 0;
 #if defined(HAVE_AVX2_PATH)
-		if (!nhwc && stk__image_simd >= 2 && __builtin_cpu_supports("avx2"))
+		if (!nhwc && simd >= 2)
 			for (; x + 8 <= W; x += 8)
 				put8_nchw_avx2(u + (size_t)y * W + (flip ? W - 8 - x : x), plane, px + x,
 					       flip);
 #endif
-		if (!nhwc)
+#if defined(__SSE2__)
+		if (!nhwc && simd >= 1)
 			for (; x + 8 <= W; x += 8)
-				if (!put8_nchw(u + (size_t)y * W + (flip ? W - 8 - x : x), plane, px + x, flip))
-					break;
+				put8_nchw(u + (size_t)y * W + (flip ? W - 8 - x : x), plane, px + x, flip);
+#endif
 		for (; x < W; x++) {
 			size_t dx = flip ? W - 1 - x : x;
 			v4i q = __builtin_convertvector(px[x] + (v4f){0.5f, 0.5f, 0.5f, 0.5f}, v4i);
@@ -296,11 +310,11 @@ __attribute__((target("avx2"))) static size_t vpass_avx2(float *acc, const uint8
  * sixteen bytes at a time with the taps in pairs (pmaddwd); the rest, and
  * other CPUs, take the plain loop: the same integers, the same result. */
 static void vpass(float *acc, const uint8_t *p, size_t stride, const int16_t *wq, int n_taps,
-		  size_t n)
+		  size_t n, int simd)
 {
 	size_t j = 0;
 #if defined(HAVE_AVX2_PATH)
-	if (stk__image_simd >= 2 && __builtin_cpu_supports("avx2"))
+	if (simd >= 2)
 		j = vpass_avx2(acc, p, stride, wq, n_taps, n);
 #endif
 #if defined(__SSE2__)
@@ -313,7 +327,7 @@ static void vpass(float *acc, const uint8_t *p, size_t stride, const int16_t *wq
 		int hi = 2 * k + 1 < n_taps ? (uint16_t)wq[2 * k + 1] : 0;
 		w[k] = _mm_set1_epi32((int)((uint16_t)wq[2 * k] | (uint32_t)hi << 16));
 	}
-	for (; stk__image_simd >= 1 && pairs <= 8 && j + 16 <= n; j += 16) {
+	for (; simd >= 1 && pairs <= 8 && j + 16 <= n; j += 16) {
 		__m128i s0 = zero, s1 = zero, s2 = zero, s3 = zero;
 		for (int k = 0; k < pairs; k++) {
 			const uint8_t *a = p + (size_t)k * 2 * stride + j;
@@ -421,7 +435,7 @@ __attribute__((target("avx2"))) static void hpass_avx2(v4f *row, const float *sr
 int stk__resample(const struct stk_image_opts *o, const uint8_t *rgb, int rw, int rh,
 		  double bx, double by, double bw, double bh, bool flip, void *out)
 {
-	int ow = (int)o->width, oh = (int)o->height;
+	int ow = (int)o->width, oh = (int)o->height, simd = simd_level();
 	struct taps tx = {0}, ty = {0};
 	float *tmp = NULL;
 	v4f *row = NULL, *w4 = NULL;
@@ -462,7 +476,7 @@ int stk__resample(const struct stk_image_opts *o, const uint8_t *rgb, int rw, in
 	}
 	for (int y = 0; y < oh; y++)
 		vpass(tmp + (size_t)y * n3, rgb + (size_t)ty.first[y] * stride + (size_t)c0 * 3, stride,
-		      wq + (size_t)y * ty.max, ty.count[y], n3);
+		      wq + (size_t)y * ty.max, ty.count[y], n3, simd);
 	/* the horizontal taps: every column gets K, the most any column has,
 	 * zero-weighted past its own (moved left where they would run off the
 	 * region), each broadcast to a pixel's four lanes once */
@@ -479,22 +493,19 @@ int stk__resample(const struct stk_image_opts *o, const uint8_t *rgb, int rw, in
 		}
 		off[x] = (f - c0) * 3;
 	}
-#if defined(HAVE_AVX2_PATH)
-	bool avx2 = stk__image_simd >= 2 && __builtin_cpu_supports("avx2");
-#endif
 	for (int y = 0; y < oh; y += 2) {
 		/* two rows at a time (an odd last one computed twice) */
 		size_t n = y + 1 < oh ? n3 : 0;
 		const float *src = tmp + (size_t)y * n3;
 #if defined(HAVE_AVX2_PATH)
-		if (avx2)
+		if (simd >= 2)
 			hpass_avx2(row, src, n, off, w4, ow, K);
 		else
 #endif
 			WITH_TAPS(hpass, K, row, src, n, off, w4, ow);
-		put_row(o, out, y, row, flip);
+		put_row(o, out, y, row, flip, simd);
 		if (y + 1 < oh)
-			put_row(o, out, y + 1, row + ow, flip);
+			put_row(o, out, y + 1, row + ow, flip, simd);
 	}
 out:
 	free(tmp);
