@@ -61,6 +61,16 @@ const char *fmt_bytes(char *buf, size_t len, double bytes);
 const char *fmt_ns(char *buf, size_t len, double ns);
 double now_s(void);
 
+/* splitmix64's output function: a well-mixed 64-bit value from x (stoker
+ * gen's pictures, stoker disk's offset permutation). */
+static inline uint64_t mix64(uint64_t x)
+{
+	x += 0x9e3779b97f4a7c15ull;
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+	x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+	return x ^ (x >> 31);
+}
+
 /* Drops the page cache (sync; echo 3 > /proc/sys/vm/drop_caches).  0, or <0
  * with the reason in why. */
 int drop_caches(char *why, size_t len);

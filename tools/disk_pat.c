@@ -24,14 +24,6 @@
 
 #define MiB (1024ull * 1024)
 
-static uint64_t mix64(uint64_t x)
-{
-	x += 0x9e3779b97f4a7c15ull;
-	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-	x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-	return x ^ (x >> 31);
-}
-
 static uint32_t buf_align(const struct dk_target *t)
 {
 	return t->dio_align > 4096 ? t->dio_align : 4096;

@@ -70,10 +70,9 @@ static void fail(struct gen *g, const char *fmt, ...)
 
 static uint64_t splitmix64(uint64_t *s)
 {
-	uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-	return z ^ (z >> 31);
+	uint64_t x = *s;
+	*s += 0x9e3779b97f4a7c15ull;
+	return mix64(x);
 }
 
 /* Uniform in [0, 1). */

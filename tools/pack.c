@@ -398,10 +398,8 @@ int cmd_pack(int argc, char **argv)
 	/* Fisher-Yates under splitmix64: the order depends on the seed only. */
 	uint64_t s = (uint64_t)seed;
 	for (int64_t i = n - 1; seed >= 0 && i > 0; i--) {
-		uint64_t z = (s += 0x9e3779b97f4a7c15ull);
-		z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-		z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-		z ^= z >> 31;
+		uint64_t z = mix64(s);
+		s += 0x9e3779b97f4a7c15ull;
 		int64_t j = (int64_t)(z % (uint64_t)(i + 1));
 		int64_t t = order[i];
 		order[i] = order[j];
