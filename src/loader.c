@@ -145,7 +145,7 @@ static void sample_error(struct stk_loader *l, struct slot *s, struct stk_io *io
 	io->res = rc;
 	if (s->gen != l->gen)
 		return; /* from before a restart: nobody will see it */
-	atomic_fetch_add(&l->errors, 1);
+	s->nerr++;
 	if (why)
 		stk__loader_detail(l, "%s%s%s: %s", root, sep, io->path, why);
 	else if (rc == STK_ESHORT)
@@ -177,6 +177,7 @@ static void claim(struct stk_loader *l, struct ring *r, struct slot *s, int64_t 
 	s->ring = r->id;
 	s->epoch = l->epoch;
 	s->err_idx = UINT32_MAX;
+	s->nerr = 0;
 	s->decoding = 0;
 	s->nios = n;
 	for (uint32_t i = 0; i < n; i++) {
@@ -517,6 +518,7 @@ int stk_loader_next_timeout(struct stk_loader *l, struct stk_batch **out, uint64
 	uint64_t whole = l->poll_t0 ? now - l->poll_t0 : waited;
 	l->poll_t0 = rc == -ETIMEDOUT ? (l->poll_t0 ? l->poll_t0 : t0) : 0;
 	if (rc == 0 && s && s->state == SLOT_READY) {
+		atomic_fetch_add(&l->errors, s->nerr);
 		/* fail policy: the batch's first failed sample ends the epoch */
 		if (l->o.on_error == STK_ON_ERROR_FAIL && s->err_idx != UINT32_MAX) {
 			rc = (int)s->ios[s->err_idx].res;

@@ -21,6 +21,7 @@ struct slot {
 	uint32_t nios, pending, unsent, decoding;
 	uint64_t epoch;
 	uint32_t err_idx;       /* the first failed sample, for the fail policy's message */
+	uint32_t nerr;          /* failed samples: counted when the batch is handed out */
 	char err[PATH_MAX + 256];
 	uint64_t *offsets, *sizes;
 	int64_t *labels, *indices;
@@ -83,7 +84,10 @@ struct stk_loader {
 	char last_error[PATH_MAX + 256]; /* the consumer's copy */
 
 	struct stk_hist *h_wait, *h_read;
+	/* Counted when a batch is handed out (errors too: a reset or a restart
+	 * never drops the count of a batch the consumer then gets). */
 	_Atomic uint64_t samples, bytes, batches, errors;
+	uint64_t index_errors;  /* left out of the index by the error policy: kept by resets */
 	_Atomic uint32_t inflight, inflight_max;
 	uint64_t t_start, wait_ns;
 	uint64_t poll_t0;       /* start of a wait spread over timed-out polls */

@@ -329,7 +329,7 @@ int stk_loader_create(struct stk_loader **out, const struct stk_loader_opts *opt
 		goto fail;
 	if (warning[0]) {
 		stk__loader_notice(l, "%s; indexed the samples before it (on_error skip)", warning);
-		atomic_fetch_add(&l->errors, 1);
+		l->index_errors = 1;
 		snprintf(l->detail, sizeof(l->detail), "%s", warning);
 	}
 	rc = stk__sampler_init(&l->sampler, l->ds->n, l->o.rank, l->o.world_size, l->o.batch_size,

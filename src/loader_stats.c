@@ -95,7 +95,8 @@ int stk_loader_stats(const struct stk_loader *cl, struct stk_stats *out)
 	s.samples = atomic_load(&l->samples);
 	s.bytes = atomic_load(&l->bytes);
 	s.batches = atomic_load(&l->batches);
-	s.errors = atomic_load(&l->errors);
+	s.errors = atomic_load(&l->errors) + l->index_errors;
+	s.index_errors = l->index_errors;
 	s.pool_bytes = l->pool.bytes;
 	s.pinned = l->pool.pinned;
 	s.inflight_max = atomic_load(&l->inflight_max);

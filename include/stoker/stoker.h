@@ -248,13 +248,16 @@ STK_API const char *stk_loader_class_name(const struct stk_loader *loader, int64
 /* The engine in use: "io_uring", "pread" or "null". */
 STK_API const char *stk_loader_engine(const struct stk_loader *loader);
 
-/* A snapshot of the loader's counters.  Times in seconds, latencies in ns. */
+/* A snapshot of the loader's counters.  Times in seconds, latencies in ns.
+ * samples, bytes, batches and errors count the batches handed out by
+ * stk_loader_next: a batch's failed samples are counted with it, so a reset
+ * or a restart never loses the errors of a batch the consumer then gets. */
 struct stk_stats {
 	uint32_t size;         /* set by the caller: sizeof(struct stk_stats) */
 	uint64_t samples;      /* delivered to the consumer */
 	uint64_t bytes;        /* of those samples */
 	uint64_t batches;
-	uint64_t errors;       /* samples that failed (skipped or fatal) */
+	uint64_t errors;       /* samples that failed (skipped or fatal), plus index_errors */
 	uint64_t pool_bytes;   /* fixed pool memory: slots × slot size */
 	uint32_t pinned;       /* 1 when the pool is registered with CUDA */
 	uint32_t inflight_max; /* most reads in flight at once */
@@ -267,12 +270,17 @@ struct stk_stats {
 	uint32_t decode_threads;  /* image mode */
 	double decode_busy_s;     /* time decode threads spent decoding */
 	uint64_t decode_p50_ns, decode_p99_ns;
+	uint64_t index_errors;    /* files or shards the index left out by the error policy
+				     (unreadable when indexed, damaged shards): counted once, at
+				     create, and kept by stk_loader_stats_reset */
 };
 STK_API int stk_loader_stats(const struct stk_loader *loader, struct stk_stats *out);
 
-/* Zeroes the counters and histograms (e.g. after a warm-up pass).  The time
- * base (wall_s, wait_s, the in-flight mean) restarts at every stk_loader_start
- * and at this call. */
+/* Zeroes the counters and histograms (e.g. after a warm-up pass), except
+ * index_errors.  Any time, before or after stk_loader_start: what is counted
+ * afterwards is exactly the batches handed out afterwards.  The time base
+ * (wall_s, wait_s, the in-flight mean) restarts at every stk_loader_start and
+ * at this call. */
 STK_API void stk_loader_stats_reset(struct stk_loader *loader);
 
 enum stk_hist_kind {

@@ -178,6 +178,7 @@ class Stats(ctypes.Structure):
         ("decode_busy_s", ctypes.c_double),
         ("decode_p50_ns", c_u64),
         ("decode_p99_ns", c_u64),
+        ("index_errors", c_u64),       # left out of the index; kept by resets
     ]
 
 

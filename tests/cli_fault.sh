@@ -1,0 +1,37 @@
+#!/bin/sh
+# The fault suite's command-line half (tests/test_fault.c is the library's):
+# errors counted exactly by `stoker bench` run after run, bad usage exiting 2,
+# hints naming the CLI's own options, `stoker pack` interrupted leaving nothing.
+# Run by tests/cli.sh with $STOKER.
+set -u
+STOKER=${STOKER:-build/stoker}
+PY=${PYTHON:-/usr/bin/python3}
+[ -x "$STOKER" ] || { echo "no stoker binary at $STOKER"; exit 77; }
+export STOKER_NO_PROGRESS=1
+t=$(mktemp -d "${TMPDIR:-/tmp}/stoker-cli-fault.XXXXXX") || exit 1
+trap 'rm -rf "$t"' EXIT
+trap 'exit 1' HUP INT TERM
+cd "$t" || exit 1
+fail() { echo "FAIL: $*"; exit 1; }
+
+"$STOKER" gen data --images 60 --classes 3 --seed 1 >/dev/null || fail "gen"
+"$STOKER" bench data --epochs 1 --no-baseline >/dev/null || fail "first bench (indexes)"
+
+# Class 5: one file short on disk (its folder's mtime unchanged, so the cached
+# index still has it): every epoch of every run counts exactly one error,
+# whatever the warm-up's reads and the counters' reset raced to.  The file is
+# the first of the epoch (--no-shuffle): its read lands right after the start.
+victim=$(ls data/c0000 | head -n 1)
+truncate -s 10 "data/c0000/$victim"
+i=0
+while [ $i -lt 8 ]; do
+	"$STOKER" bench data --batch-size 8 --epochs 2 --no-shuffle --json >b.json 2>err.txt \
+		|| fail "bench run $i exited $?: $(cat err.txt)"
+	"$PY" - b.json <<'PY' || fail "run $i: errors not counted exactly: $(cat b.json)"
+import json, sys
+s = json.load(open(sys.argv[1]))["stoker"]
+assert s["errors"] == 2, s["errors"]
+assert s["samples"] == 2 * 59, s["samples"]
+PY
+	i=$((i + 1))
+done
