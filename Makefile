@@ -21,6 +21,9 @@ Q :=
 endif
 
 PKGS := liburing libjpeg jansson libmicrohttpd
+# One owner: the version is include/stoker/stoker.h's STK_VERSION_*.
+VERSION := $(shell sed -n 's/^\#define STK_VERSION_\(MAJOR\|MINOR\|PATCH\) \([0-9]*\)$$/\2/p' \
+	include/stoker/stoker.h | paste -sd.)
 DEPS_OK := $(BUILD)/.deps-ok
 
 WARN := -Wall -Wextra -Wshadow -Wno-unused-parameter -Wstrict-prototypes -Wmissing-prototypes
@@ -42,7 +45,7 @@ TEST_BIN := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
 EXAMPLE_SRC := $(sort $(wildcard examples/*.c))
 EXAMPLE_BIN := $(EXAMPLE_SRC:examples/%.c=$(BUILD)/examples/%)
 
-.PHONY: all run test test-c test-cli test-py bench deps clean install fuzz
+.PHONY: all run test test-c test-cli test-py bench deps clean install uninstall man fuzz
 all: $(BUILD)/libstoker.so $(BUILD)/libstoker.a $(BUILD)/stoker
 
 $(DEPS_OK): mk/deps.sh
@@ -108,7 +111,7 @@ test-c: $(TEST_BIN) $(EXAMPLE_BIN)
 	$(Q)sh tests/run_c.sh $(BUILD) $(TEST_BIN)
 
 test-cli: all $(EXAMPLE_BIN)
-	$(Q)BUILD=$(BUILD) sh tests/cli.sh
+	$(Q)BUILD=$(BUILD) SANITIZE=$(SANITIZE) sh tests/cli.sh
 
 # Python tests (pytest under Debian's interpreter, where python3-torch lives).
 # Under ASan the runtime must come first in the process: preload it.
@@ -125,7 +128,6 @@ bench: all
 	$(Q)PYTHON=$(PYTHON) sh mk/deps.sh bench
 	$(Q)BUILD=$(BUILD) PYTHON=$(PYTHON) sh bench/run.sh
 
-PYSITE ?= $(shell $(PYTHON) -c 'import sysconfig; print(sysconfig.get_path("purelib"))')
 # Optional: libFuzzer on the tar header parser (needs clang).  New inputs go to
 # $(BUILD)/fuzz-corpus; add any crasher, once fixed, to tests/fuzz/tar_corpus
 # (test_tar replays that corpus in every `make test`).
@@ -139,20 +141,31 @@ fuzz: $(BUILD)/fuzz_tar
 	$(Q)$(BUILD)/fuzz_tar -max_total_time=$(FUZZ_TIME) -max_len=65536 \
 		-artifact_prefix=$(BUILD)/ $(BUILD)/fuzz-corpus tests/fuzz/tar_corpus
 
-install: all
-	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include/stoker \
-		$(DESTDIR)$(PYSITE)/stoker
-	install -m 755 $(BUILD)/stoker $(DESTDIR)$(PREFIX)/bin/stoker
-	install -m 644 $(BUILD)/libstoker.so.0 $(DESTDIR)$(PREFIX)/lib/libstoker.so.0
-	ln -sf libstoker.so.0 $(DESTDIR)$(PREFIX)/lib/libstoker.so
-	install -m 644 include/stoker/stoker.h include/stoker/sys.h include/stoker/metrics.h \
-		$(DESTDIR)$(PREFIX)/include/stoker/
-	install -m 644 python/stoker/*.py $(DESTDIR)$(PYSITE)/stoker/
-	install -d $(DESTDIR)$(PREFIX)/lib/pkgconfig
-	printf 'prefix=%s\nlibdir=$${prefix}/lib\nincludedir=$${prefix}/include\n\nName: stoker\nDescription: keeps GPUs fed: io_uring data loader\nVersion: %s\nLibs: -L$${libdir} -lstoker\nCflags: -I$${includedir}\n' \
-		'$(PREFIX)' "$$(sed -n 's/^#define STK_VERSION_\(MAJOR\|MINOR\|PATCH\) //p' include/stoker/stoker.h | paste -sd.)" \
-		> $(DESTDIR)$(PREFIX)/lib/pkgconfig/stoker.pc
-	[ -n "$(DESTDIR)" ] || ldconfig || true
+# --- installing: `make install`, `make uninstall` (mk/install.sh keeps a manifest),
+# `make deb` (debian/), the Python package for pip (python/setup.py) --------------
+BINDIR ?= $(PREFIX)/bin
+LIBDIR ?= $(PREFIX)/lib
+INCLUDEDIR ?= $(PREFIX)/include
+MANDIR ?= $(PREFIX)/share/man
+PKGCONFIGDIR ?= $(LIBDIR)/pkgconfig
+PYDIR ?= $(shell $(PYTHON) mk/pydir.py '$(PREFIX)')
+INSTALL_ENV = BUILD='$(BUILD)' PREFIX='$(PREFIX)' DESTDIR='$(DESTDIR)' BINDIR='$(BINDIR)' \
+	LIBDIR='$(LIBDIR)' INCLUDEDIR='$(INCLUDEDIR)' MANDIR='$(MANDIR)' \
+	PKGCONFIGDIR='$(PKGCONFIGDIR)' PYDIR='$(PYDIR)' VERSION='$(VERSION)' \
+	LIBS_PRIVATE='$(strip $(LIBS))' MAKEARGS='$(MAKEOVERRIDES)'
+
+# Man pages from each subcommand's --help (help2man).
+man: $(BUILD)/man/stoker.1
+$(BUILD)/man/stoker.1: $(BUILD)/stoker mk/man.sh
+	$(Q)PYTHON=$(PYTHON) sh mk/deps.sh install
+	@$(if $(Q),echo "  MAN     $(@D)")
+	$(Q)sh mk/man.sh $(BUILD)/stoker $(@D) $(VERSION)
+
+install: all man
+	$(Q)$(INSTALL_ENV) sh mk/install.sh install
+
+uninstall:
+	$(Q)$(INSTALL_ENV) sh mk/install.sh uninstall
 
 clean:
 	rm -rf build build-*

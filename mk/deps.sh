@@ -1,15 +1,18 @@
 #!/bin/sh
 # Checks the Debian packages a step needs.  As root, installs what is missing;
-# otherwise stops with the exact apt-get line.   usage: deps.sh build|test|bench
+# otherwise stops with the exact apt-get line.
+# usage: deps.sh build|install|test|bench
 set -e
 build="gcc make pkg-config liburing-dev libjpeg62-turbo-dev libjansson-dev libmicrohttpd-dev"
-test="$build g++ libcmocka-dev python3-pytest python3-numpy python3-torch python3-torchvision"
+install="$build help2man"
+test="$install g++ libcmocka-dev python3-pytest python3-numpy python3-torch python3-torchvision"
 bench="$test fio sysstat"
 case "$1" in
 build) want=$build ;;
+install) want=$install ;;
 test) want=$test ;;
 bench) want=$bench ;;
-*) echo "usage: $0 build|test|bench" >&2; exit 2 ;;
+*) echo "usage: $0 build|install|test|bench" >&2; exit 2 ;;
 esac
 missing=
 for p in $want; do

@@ -12,8 +12,9 @@
     for images, labels in loader:   # images: uint8 (256, 3, 224, 224), no copy
         ...
 
-See docs/python.md.  The library is found through $STOKER_LIB, else the build
-tree beside this package (build/libstoker.so.0), else the system's libstoker.
+See docs/python.md.  The library is found through $STOKER_LIB, else beside this
+file (pip), where make install put it, the build tree (build/libstoker.so.0),
+else the system's libstoker; it must be this package's version.
 """
 
 from . import _lib
@@ -25,7 +26,8 @@ from .loader import Loader
 __all__ = ["Loader", "Batch", "Image", "ImageBatch", "Error", "NoSlotError", "IMAGENET_MEAN",
            "IMAGENET_STD", "version", "lib_version", "lib_path"]
 
-__version__ = "0.1.0"
+# The version this package was made for: include/stoker/stoker.h's, one owner.
+__version__ = _lib.PACKAGE_VERSION or _lib.version()
 
 lib_path = _lib.lib_path
 

@@ -9,14 +9,45 @@ here needs a compiler at run time.
 import ctypes
 import ctypes.util
 import os
+import re
 
 # --- finding the library -----------------------------------------------------
+#
+# Where this package came from decides where its library is:
+#   pip (python/setup.py)   libstoker.so.0 carried beside this file; _build.BUNDLED
+#   make install / the deb  _build.LIBDIR, the folder make install put it in
+#   the source tree         build/libstoker.so.0 beside python/ (no _build module)
+# then the system's (ld.so's search).  $STOKER_LIB overrides all of them.  The
+# structs below mirror one version's header, so the library must be the
+# version the package was built with (include/stoker/stoker.h in the source
+# tree): any other, or a bundled library gone missing, fails the import, naming
+# both versions.
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
-# python/stoker/ in the source tree -> build/libstoker.so.0
-_BUILD_TREE = os.path.normpath(os.path.join(_HERE, "..", "..", "build", "libstoker.so.0"))
-# <prefix>/lib/python3.X/dist-packages/stoker/ after `make install` -> <prefix>/lib/
-_INSTALLED = os.path.normpath(os.path.join(_HERE, "..", "..", "..", "libstoker.so.0"))
+_SONAME = "libstoker.so.0"
+_BESIDE = os.path.join(_HERE, _SONAME)
+_TREE = os.path.normpath(os.path.join(_HERE, "..", ".."))
+
+try:
+    from . import _build  # written by python/setup.py or make install, never in the tree
+except ImportError:
+    _build = None
+
+
+def _tree_version():
+    """STK_VERSION_* from the source tree's header, or None outside a tree."""
+    try:
+        with open(os.path.join(_TREE, "include", "stoker", "stoker.h")) as f:
+            text = f.read()
+    except OSError:
+        return None
+    parts = [re.search(r"^#define STK_VERSION_%s (\d+)\s*$" % k, text, re.M)
+             for k in ("MAJOR", "MINOR", "PATCH")]
+    return ".".join(m.group(1) for m in parts) if all(parts) else None
+
+
+# The version this package was made for (None: a package copied by hand).
+PACKAGE_VERSION = _build.VERSION if _build else _tree_version()
 
 
 def _candidates():
@@ -24,15 +55,29 @@ def _candidates():
     if env:
         # An explicit choice: do not silently fall back to another build.
         return [env]
-    names = [p for p in (_BUILD_TREE, _INSTALLED) if os.path.exists(p)]
+    if _build is not None and _build.BUNDLED:
+        return [_BESIDE]
+    names = [_BESIDE] if os.path.exists(_BESIDE) else []
+    if _build is not None and _build.LIBDIR:
+        names.append(os.path.join(_build.LIBDIR, _SONAME))
+    elif _build is None:
+        tree = os.path.join(_TREE, "build", _SONAME)
+        if os.path.exists(tree):
+            names.append(tree)
     found = ctypes.util.find_library("stoker")
     if found:
         names.append(found)
-    names.append("libstoker.so.0")
+    names.append(_SONAME)
     return names
 
 
 def _load():
+    if _build is not None and _build.BUNDLED and not os.environ.get("STOKER_LIB") \
+            and not os.path.exists(_BESIDE):
+        raise ImportError(
+            "stoker %s: its bundled library %s is missing (libstoker %s expected there). "
+            "Reinstall the package: pip install --force-reinstall --no-build-isolation "
+            "./python (from the source tree)." % (PACKAGE_VERSION, _BESIDE, PACKAGE_VERSION))
     errors = []
     for name in _candidates():
         try:
@@ -45,7 +90,25 @@ def _load():
         "libstoker.so.0." % "; ".join(errors))
 
 
+def _check_version(lib, path):
+    fn = getattr(lib, "stk_version", None)
+    if fn is None:
+        raise ImportError("stoker %s: %s is not libstoker (no stk_version)"
+                          % (PACKAGE_VERSION, path))
+    fn.restype = ctypes.c_char_p
+    fn.argtypes = []
+    found = fn().decode("ascii", "replace")
+    if PACKAGE_VERSION is not None and found != PACKAGE_VERSION:
+        raise ImportError(
+            "stoker: the Python package is version %s but %s is libstoker %s; the two "
+            "must be the same version (its ctypes structs mirror libstoker %s). Install the "
+            "matching pair (make install, or pip install ./python from the same tree), "
+            "or point STOKER_LIB at libstoker %s." % (PACKAGE_VERSION, path, found,
+                                                       PACKAGE_VERSION, PACKAGE_VERSION))
+
+
 lib, lib_path = _load()
+_check_version(lib, lib_path)
 
 # --- constants (stoker.h) ----------------------------------------------------
 
