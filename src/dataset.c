@@ -370,6 +370,25 @@ static int build_list(struct builder *b, const char *list_path)
 	return rc;
 }
 
+/* The "no samples" error: for a folder, which names were looked for and the
+ * option that widens them (named as the options struct and the option table
+ * name it; front ends add their own spelling). */
+static int no_samples(struct builder *b, const struct stk__index_opts *o, bool not_folder)
+{
+	if (not_folder)
+		return stk__build_fail(b, STK_EEMPTY, "%s: no samples found", o->path);
+	if (o->extensions)
+		return stk__build_fail(b, STK_EEMPTY, "%s: no samples found: no file ends in one "
+				       "of the extensions \"%s\"", o->path, o->extensions);
+	char list[256] = "";
+	for (size_t i = 0, at = 0; i < STK_ARRAY_SIZE(default_exts) && at < sizeof(list); i++)
+		at += (size_t)snprintf(list + at, sizeof(list) - at, "%s%s", i ? " " : "",
+				       default_exts[i]);
+	return stk__build_fail(b, STK_EEMPTY, "%s: no samples found: no file has an ImageFolder "
+			       "extension (%s); the extensions option takes others, \"*\" any file",
+			       o->path, list);
+}
+
 static int set_classes(struct stk_dataset *ds, uint64_t class_names_len)
 {
 	if (!ds->nclasses)
@@ -485,8 +504,7 @@ int stk__dataset_open(struct stk_dataset **out, const struct stk__index_opts *o,
 		 : is_list ? build_list(&b, abs)
 			   : build_folder(&b, &kind);
 	if (!rc && b.n == 0)
-		rc = stk__build_fail(&b, STK_EEMPTY, "%s: no samples found%s", o->path,
-				     is_list ? "" : " (ImageFolder extensions; set extensions=\"*\" for any file)");
+		rc = no_samples(&b, o, shards || is_list);
 	if (!rc && b.n > (int64_t)UINT32_MAX)
 		rc = stk__build_fail(&b, -E2BIG, "%s: more than 2^32 samples", o->path);
 	if (rc) {

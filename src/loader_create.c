@@ -234,6 +234,14 @@ static int shard_mode(struct stk_loader *l, char *err, size_t errlen)
 				       l->o.shuffle_window ? l->o.shuffle_window : 1000);
 }
 
+/* An option outside its range, named as the options struct names it. */
+static int out_of_range(char *err, size_t errlen, const char *name, uint64_t v, uint64_t hi)
+{
+	snprintf(err, errlen, "%s %llu is out of range (at most %llu)", name,
+		 (unsigned long long)v, (unsigned long long)hi);
+	return -ERANGE;
+}
+
 static int validate(const struct stk_loader_opts *o, char *err, size_t errlen)
 {
 	if (o->size && o->size < offsetof(struct stk_loader_opts, null_latency_ns)) {
@@ -244,13 +252,14 @@ static int validate(const struct stk_loader_opts *o, char *err, size_t errlen)
 		snprintf(err, errlen, "rank %u is not below world_size %u", o->rank, o->world_size);
 		return -EINVAL;
 	}
-	if (o->batch_size > (1u << 20) || o->prefetch > 1024 || o->queue_depth > 32768 ||
-	    o->io_threads > 256) {
-		snprintf(err, errlen,
-			 "option out of range: batch_size <= 1048576, prefetch <= 1024, "
-			 "queue_depth <= 32768, io_threads <= 256");
-		return -ERANGE;
-	}
+	if (o->batch_size > (1u << 20))
+		return out_of_range(err, errlen, "batch_size", o->batch_size, 1u << 20);
+	if (o->prefetch > 1024)
+		return out_of_range(err, errlen, "prefetch", o->prefetch, 1024);
+	if (o->queue_depth > 32768)
+		return out_of_range(err, errlen, "queue_depth", o->queue_depth, 32768);
+	if (o->io_threads > 256)
+		return out_of_range(err, errlen, "io_threads", o->io_threads, 256);
 	if ((unsigned)o->engine > STK_ENGINE_NULL || (unsigned)o->on_error > STK_ON_ERROR_FAIL ||
 	    (o->size >= offsetof(struct stk_loader_opts, shuffle_mode) + sizeof(o->shuffle_mode) &&
 	     (unsigned)o->shuffle_mode > STK_SHUFFLE_SHARD)) {
@@ -258,6 +267,29 @@ static int validate(const struct stk_loader_opts *o, char *err, size_t errlen)
 		return -EINVAL;
 	}
 	return 0;
+}
+
+/* Options the index shows cannot work are refused here rather than giving an
+ * epoch of errors: a slot smaller than the largest sample could never hold
+ * it.  0 or -ERANGE naming the sample. */
+static int check_fits(struct stk_loader *l, char *err, size_t errlen)
+{
+	uint64_t need = stk__loader_read_len(l, l->ds->max_size);
+	if (need <= l->raw_bytes)
+		return 0;
+	int64_t big = 0;
+	for (int64_t i = 0; i < l->ds->n; i++)
+		if (l->ds->entries[i].size == l->ds->max_size) {
+			big = i;
+			break;
+		}
+	const char *p = stk__entry_path(l->ds, big);
+	snprintf(err, errlen, "slot_bytes %llu is smaller than the largest sample, %s%s%s (%llu bytes "
+		 "to read): it could never be loaded; raise slot_bytes to at least %llu, or 0 to "
+		 "size slots from the data", (unsigned long long)l->raw_bytes,
+		 p[0] == '/' ? "" : l->ds->root, p[0] == '/' ? "" : "/", p,
+		 (unsigned long long)need, (unsigned long long)need);
+	return -ERANGE;
 }
 
 int stk_loader_create(struct stk_loader **out, const struct stk_loader_opts *opts, char *errbuf,
@@ -349,6 +381,8 @@ int stk_loader_create(struct stk_loader **out, const struct stk_loader_opts *opt
 	if (l->direct)
 		check_direct(l);
 	l->raw_bytes = slot_bytes_for(l);
+	if ((rc = check_fits(l, errbuf, errlen)))
+		goto fail;
 	uint64_t slot_bytes = l->raw_bytes;
 	l->img_off = STK_ALIGN_UP(l->raw_bytes, 4096);
 	if (l->image) /* the images follow the reads, page-aligned */

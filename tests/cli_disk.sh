@@ -54,7 +54,7 @@ for o in --pattern --all --bs --qd --threads --engine --direct --buffered --read
 	grep -q -- "$o" "$tmp/help" || fail "--help does not mention $o"
 done
 "$S" disk /nonexistent-stoker-path >/dev/null 2>"$tmp/err"
-[ $? = 1 ] || fail "a missing PATH should exit 1"
+[ $? = 2 ] || fail "a missing PATH is bad usage: exit 2 (docs/disk.md)"
 grep -q nonexistent-stoker-path "$tmp/err" || fail "the message does not name the path"
 
 # --- 2. a tiny run: every pattern, exit 0, nothing left ---------------------------

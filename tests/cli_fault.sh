@@ -35,3 +35,18 @@ assert s["samples"] == 2 * 59, s["samples"]
 PY
 	i=$((i + 1))
 done
+
+# Class 8: a PATH that does not exist is bad usage (exit 2), as documented.
+"$STOKER" disk "$t/no/such/folder" >/dev/null 2>err.txt
+rc=$?
+[ $rc = 2 ] || fail "stoker disk on a missing path exited $rc: $(cat err.txt)"
+grep -q "no/such/folder" err.txt || fail "disk error does not name the path: $(cat err.txt)"
+# "no samples" names the CLI's option, and that option works.
+mkdir -p txt/a && echo one >txt/a/x.txt && echo two >txt/a/y.txt
+"$STOKER" bench txt --no-baseline >/dev/null 2>err.txt && fail "bench on a folder of .txt passed"
+grep -q -- "--extensions" err.txt || fail "no-samples hint: $(cat err.txt)"
+grep -q 'extensions="' err.txt && fail "CLI hint names a Python argument: $(cat err.txt)"
+"$STOKER" bench txt --extensions '*' --no-baseline --json >b.json 2>err.txt \
+	|| fail "--extensions '*': $(cat err.txt)"
+"$PY" -c 'import json,sys; s=json.load(open("b.json"))["stoker"]; assert s["samples"] == 3 * 2, s' \
+	|| fail "--extensions '*' did not take the .txt files"

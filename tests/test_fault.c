@@ -155,10 +155,57 @@ static void test_reset_keeps_errors(void **state)
 	drop_dataset(d);
 }
 
+/* Class 8: options the index shows cannot work are refused at create, and an
+ * option out of range is named. */
+static void test_refused_options(void **state)
+{
+	(void)state;
+	char *d = make_dataset();
+	struct stk_loader *l = NULL;
+	char err[PATH_MAX + 256];
+	/* the largest file: c?/0??.jpg of MAXLEN - 1 bytes at most */
+	uint64_t biggest = 0;
+	int bc = 0, bi = 0;
+	uint8_t buf[MAXLEN];
+	for (int c = 0; c < NCLASS; c++)
+		for (int i = 0; i < PER_CLASS; i++)
+			if (fill(buf, c, i) > biggest) {
+				biggest = fill(buf, c, i);
+				bc = c;
+				bi = i;
+			}
+	char want[64];
+	snprintf(want, sizeof(want), "c%d/%03d.jpg", bc, bi);
+	assert_int_equal(try_make(&l, (struct stk_loader_opts){.path = d, .slot_bytes = biggest - 1},
+				  err, sizeof(err)), -ERANGE);
+	assert_null(l);
+	assert_non_null(strstr(err, "slot_bytes"));
+	assert_non_null(strstr(err, want));
+	l = make((struct stk_loader_opts){.path = d, .slot_bytes = biggest});
+	stk_loader_destroy(l);
+	static const struct {
+		struct stk_loader_opts o;
+		const char *name;
+	} bad[] = {
+		{{.queue_depth = 1000000000}, "queue_depth"},
+		{{.batch_size = 1u << 21}, "batch_size"},
+		{{.prefetch = 5000}, "prefetch"},
+		{{.io_threads = 1000}, "io_threads"},
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		struct stk_loader_opts o = bad[i].o;
+		o.path = d;
+		assert_int_equal(try_make(&l, o, err, sizeof(err)), -ERANGE);
+		assert_non_null(strstr(err, bad[i].name));
+	}
+	drop_dataset(d);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_reset_keeps_errors),
+		cmocka_unit_test(test_refused_options),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -399,7 +399,7 @@ static void loader_opts(const struct bench_opts *o, struct stk_loader_opts *lo,
 		.engine = (enum stk_engine)o->engine, .on_error = (enum stk_on_error)o->on_error,
 		.null_latency_ns = (uint64_t)(o->null_latency_ms * 1e6),
 		.shuffle_mode = (enum stk_shuffle)o->shuffle_mode,
-		.shuffle_window = (uint32_t)o->shuffle_window,
+		.shuffle_window = (uint32_t)o->shuffle_window, .extensions = o->extensions,
 		.flags = (o->direct ? STK_F_DIRECT : 0) | (o->no_shuffle ? STK_F_NO_SHUFFLE : 0) |
 			 (o->drop_last ? STK_F_DROP_LAST : 0)};
 	*img = (struct stk_image_opts){
@@ -577,6 +577,9 @@ int cmd_bench(int argc, char **argv)
 		 "tar shards: any order, or shards in random order with samples shuffled in a window"},
 		{"shuffle-window", 0, OPT_INT, &o.shuffle_window, "1000", 1, 1 << 24, NULL, "N",
 		 "--shuffle shard: window in samples"},
+		{"extensions", 0, OPT_STR, &o.extensions, NULL, 0, 0, NULL, "LIST",
+		 "folders: file endings that are samples, \".jpg,.png\", or '*' for every file "
+		 "[ImageFolder's]"},
 		{"drop-last", 0, OPT_BOOL, &o.drop_last, NULL, 0, 0, NULL, NULL, "drop the short last batch"},
 		{"no-baseline", 0, OPT_BOOL, &o.no_baseline, NULL, 0, 0, NULL, NULL,
 		 "skip the synchronous baseline"},
@@ -644,6 +647,9 @@ int cmd_bench(int argc, char **argv)
 	double create_s = now_s() - tc;
 	if (rc < 0) {
 		fprintf(stderr, "stoker bench: %s (%s)\n", err, stk_err_name(rc));
+		if (rc == STK_EEMPTY && strstr(err, "extension"))
+			fprintf(stderr, "try: --extensions '*' for every file, or --extensions "
+					".EXT,... for some\n");
 		return EXIT_FAIL;
 	}
 	struct run s = {0}, b = {0};

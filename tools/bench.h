@@ -24,6 +24,7 @@ struct bench_opts {
 	double null_latency_ms;
 	int shuffle_mode;
 	int64_t shuffle_window;
+	const char *extensions;
 };
 
 enum { CACHE_WARM, CACHE_COLD, CACHE_AS_IS };

@@ -244,7 +244,8 @@ int cmd_disk(int argc, char **argv)
 				       a.readonly, why, sizeof(why));
 		if (r) {
 			fprintf(stderr, "stoker disk: %s\n", why);
-			rc = r == DK_REFUSED ? EXIT_USAGE : EXIT_FAIL;
+			/* a PATH that is not there is bad usage, like one refused */
+			rc = r == DK_REFUSED || r == -ENOENT || r == -ENOTDIR ? EXIT_USAGE : EXIT_FAIL;
 			break;
 		}
 	}

@@ -18,13 +18,13 @@ else the system's libstoker; it must be this package's version.
 """
 
 from . import _lib
-from .errors import Error, NoSlotError
+from .errors import Error, NoSlotError, OptionError
 from .batch import Batch, ImageBatch
 from .image import IMAGENET_MEAN, IMAGENET_STD, Image
 from .loader import Loader
 
-__all__ = ["Loader", "Batch", "Image", "ImageBatch", "Error", "NoSlotError", "IMAGENET_MEAN",
-           "IMAGENET_STD", "version", "lib_version", "lib_path"]
+__all__ = ["Loader", "Batch", "Image", "ImageBatch", "Error", "NoSlotError", "OptionError",
+           "IMAGENET_MEAN", "IMAGENET_STD", "version", "lib_version", "lib_path"]
 
 # The version this package was made for: include/stoker/stoker.h's, one owner.
 __version__ = _lib.PACKAGE_VERSION or _lib.version()

@@ -46,6 +46,24 @@ class NoSlotError(Error):
     """
 
 
+class OptionError(Error, ValueError):
+    """An option the library refused as out of range (-ERANGE at create): a
+    ValueError whose message names the argument, and still a stoker.Error."""
+
+
+# The library names options as struct stk_loader_opts does; where a keyword
+# argument is spelled otherwise, the message uses the argument's name.
+_KWARG_NAMES = {"io_threads": "threads"}
+
+
+def option_error(code, detail):
+    """The exception for an option the library refused (-ERANGE at create)."""
+    for c_name, kwarg in _KWARG_NAMES.items():
+        if detail and detail.startswith(c_name + " "):
+            detail = kwarg + detail[len(c_name):]
+    return OptionError(code, detail)
+
+
 def _split_detail(detail, root=None):
     """Splits "<path>: <reason>" (the C library's format) into its parts.
 

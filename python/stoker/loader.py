@@ -29,7 +29,7 @@ import torch
 from . import _lib
 from ._slots import _Core, _Hist, _Lease, _SlotViews, _closed_message
 from .batch import Batch, ImageBatch
-from .errors import error_from
+from .errors import error_from, option_error
 from .image import Image
 
 _ENGINES = {"auto": _lib.ENGINE_AUTO, "io_uring": _lib.ENGINE_URING,
@@ -227,7 +227,10 @@ class Loader:
         err = ctypes.create_string_buffer(4096)
         rc = _lib.stk_loader_create(ctypes.byref(h), ctypes.byref(o), err, len(err))
         if rc < 0:
-            raise error_from(rc, err.value.decode("utf-8", "replace") or None, self._path)
+            detail = err.value.decode("utf-8", "replace") or None
+            if rc == -errno.ERANGE:  # an option out of range, named by the library
+                raise option_error(rc, detail)
+            raise error_from(rc, detail, self._path)
         self._core = _Core(h.value)
         self.batch_size = batch_size
         self.seed = seed

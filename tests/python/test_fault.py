@@ -1,0 +1,32 @@
+"""The fault suite's Python half (tests/test_fault.c is the library's): bad
+options are ValueErrors naming the argument, errors are counted exactly and
+named, and the index cache is never trusted blindly."""
+
+import errno
+
+import pytest
+
+import stoker
+
+
+@pytest.mark.parametrize("kwargs, name", [
+    (dict(queue_depth=10**9), "queue_depth"),
+    (dict(queue_depth=2**40), "queue_depth"),
+    (dict(prefetch=5000), "prefetch"),
+    (dict(threads=1000), "threads"),
+    (dict(batch_size=2**21), "batch_size"),
+])
+def test_out_of_range_option_is_a_value_error_naming_it(folder, kwargs, name):
+    with pytest.raises(ValueError, match=name) as ei:
+        stoker.Loader(folder, **dict(dict(batch_size=4), **kwargs))
+    if isinstance(ei.value, stoker.Error):  # refused by the library, not the binding
+        assert ei.value.errno == errno.ERANGE
+
+
+def test_slot_smaller_than_the_largest_sample_is_refused(folder):
+    with pytest.raises(ValueError, match="slot_bytes") as ei:
+        stoker.Loader(folder, 4, slot_bytes=1000)
+    assert "largest sample" in str(ei.value) and folder in str(ei.value)
+    # a slot that holds the largest sample is fine (some batches may not fit)
+    with stoker.Loader(folder, 4, slot_bytes=20000, quiet=True) as l:
+        assert sum(b.count for b in l) + l.stats()["errors"] == l.num_samples
