@@ -1,7 +1,10 @@
 /* engine.h — the read engines behind one small ops table, like fio's
  * ioengines.h: io_uring (default), a pread thread pool, and null (tests).
- * An engine instance belongs to one I/O thread, which calls init, submit and
- * reap; only wake may be called from other threads. */
+ * An engine instance belongs to one thread, which calls init, submit, reap
+ * and exit; only wake may be called from other threads.  The loader's I/O
+ * threads and the public stk_ioengine_* (engine.c: `stoker disk`) both run
+ * them, so the storage benchmark measures the loader's read path.  The I/O
+ * itself is the public struct stk_io. */
 #ifndef STK_ENGINE_H
 #define STK_ENGINE_H
 
@@ -9,31 +12,12 @@
 
 #include <sys/uio.h>
 
-/* One sample's read: open `path` (relative to the root descriptor), read
- * `read_len` bytes from `offset` (0 for a whole file) into buf, close. */
-struct stk_io {
-	struct stk_io *next;  /* engine-private queue link */
-	const char *path;
-	uint8_t *buf;
-	uint64_t len;         /* the file's indexed size: what a good read returns */
-	uint64_t read_len;    /* bytes asked for (len rounded up under O_DIRECT) */
-	uint64_t offset;      /* where to read from (a tar member's place; aligned under O_DIRECT) */
-	uint32_t skip;        /* bytes read before the sample's first (O_DIRECT alignment) */
-	int64_t res;          /* set by the engine: bytes read, or -errno */
-	uint64_t t_submit;    /* ns, set by the loader */
-	uint32_t slot, idx;   /* which batch slot, which sample in it */
-	int buf_index;        /* registered buffer holding buf, or -1 */
-	/* io_uring engine's bookkeeping */
-	uint32_t file_slot;
-	uint8_t cqes;
-};
-
 struct stk_engine_cfg {
-	int root_fd;
-	unsigned queue_depth;     /* reads in flight at most (this engine) */
+	int root_fd;              /* READ_FILE paths are relative to it */
+	unsigned queue_depth;     /* I/Os in flight at most (this engine) */
 	unsigned workers;         /* pread: threads */
-	bool direct;
-	const struct iovec *bufs; /* pool slots, for fixed buffers (may be NULL) */
+	bool direct;              /* READ_FILE opens with O_DIRECT; fixed buffers */
+	const struct iovec *bufs; /* buffers to register (may be NULL) */
 	unsigned nbufs;
 	uint64_t null_latency_ns;
 };
@@ -43,14 +27,17 @@ struct stk_eng;
 struct stk_engine_ops {
 	const char *name;
 	int (*init)(struct stk_eng **out, const struct stk_engine_cfg *cfg);
-	/* Queues ios and hands them to the kernel/workers; the caller keeps the
-	 * number in flight within queue_depth.  0 or <0 (engine broken). */
+	/* Queues ios; they go to the kernel (or the workers) at the latest in
+	 * the next reap.  The caller keeps the number in flight within
+	 * queue_depth.  0 or <0 (engine broken). */
 	int (*submit)(struct stk_eng *e, struct stk_io **ios, unsigned n);
-	/* Collects finished ios into done (room for queue_depth).  With wait, blocks
-	 * until one finishes or wake is called.  Returns how many, or <0. */
+	/* Submits what is queued and collects finished ios into done (room for
+	 * max).  With wait, blocks until one finishes or wake is called.
+	 * Returns how many, or <0. */
 	int (*reap)(struct stk_eng *e, struct stk_io **done, unsigned max, bool wait);
 	/* Makes a blocked (or the next) reap return.  Any thread. */
 	void (*wake)(struct stk_eng *e);
+	/* Waits for what is in flight, frees. */
 	void (*exit)(struct stk_eng *e);
 };
 
@@ -60,5 +47,12 @@ extern const struct stk_engine_ops stk__engine_null;
 
 /* 0 when io_uring can run this engine here, else <0 with the reason in why. */
 int stk__uring_probe(char *why, size_t len);
+
+/* The ops for `want`: AUTO takes io_uring where the probe passes (and
+ * STOKER_NO_URING is unset), else pread with the reason in note ("" when
+ * nothing to say).  An explicit io_uring that cannot run is an error (<0,
+ * reason in err). */
+int stk__engine_pick(enum stk_engine want, const struct stk_engine_ops **ops, char *note,
+		     size_t notelen, char *err, size_t errlen);
 
 #endif

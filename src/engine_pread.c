@@ -1,7 +1,7 @@
 /*
  * engine_pread.c — the fallback where io_uring is unavailable (seccomp,
- * kernel.io_uring_disabled): a pool of threads doing open/pread/close, and the
- * null engine for tests.
+ * kernel.io_uring_disabled): a pool of threads doing open/pread/close (or
+ * pread/pwrite on an open descriptor), and the null engine for tests.
  *
  * Submitted ios go on one queue that the workers take from; finished ones on
  * a done list the I/O thread reaps.  The queue depth is the number of workers
@@ -32,28 +32,36 @@ struct stk_eng {
 
 static void push(struct stk_io **head, struct stk_io **tail, struct stk_io *io)
 {
-	io->next = NULL;
+	io->priv.next = NULL;
 	if (*tail)
-		(*tail)->next = io;
+		(*tail)->priv.next = io;
 	else
 		*head = io;
 	*tail = io;
 }
 
-static int64_t read_whole(int root_fd, struct stk_io *io, bool direct)
+static struct stk_io *pop(struct stk_io **head, struct stk_io **tail)
 {
-	int fd = openat(root_fd, io->path, O_RDONLY | O_CLOEXEC | (direct ? O_DIRECT : 0));
-	if (fd < 0)
-		return -errno;
+	struct stk_io *io = *head;
+	*head = io->priv.next;
+	if (!*head)
+		*tail = NULL;
+	return io;
+}
+
+/* pread/pwrite until len bytes, end of file, or (O_DIRECT) a short block. */
+static int64_t transfer(int fd, struct stk_io *io, bool direct)
+{
 	uint64_t got = 0;
-	int64_t res = 0;
-	while (got < io->read_len) {
-		ssize_t r = pread(fd, io->buf + got, io->read_len - got, (off_t)(io->offset + got));
+	uint8_t *buf = io->buf;
+	while (got < io->len) {
+		ssize_t r = io->op == STK_IO_WRITE
+				    ? pwrite(fd, buf + got, io->len - got, (off_t)(io->offset + got))
+				    : pread(fd, buf + got, io->len - got, (off_t)(io->offset + got));
 		if (r < 0) {
 			if (errno == EINTR)
 				continue;
-			res = -errno;
-			break;
+			return -errno;
 		}
 		if (r == 0)
 			break;
@@ -61,8 +69,19 @@ static int64_t read_whole(int root_fd, struct stk_io *io, bool direct)
 		if (direct && got % STK_DIRECT_ALIGN)
 			break; /* a short direct read is end of file */
 	}
+	return (int64_t)got;
+}
+
+static int64_t do_io(int root_fd, struct stk_io *io, bool direct)
+{
+	if (io->op != STK_IO_READ_FILE)
+		return transfer(io->fd, io, false);
+	int fd = openat(root_fd, io->path, O_RDONLY | O_CLOEXEC | (direct ? O_DIRECT : 0));
+	if (fd < 0)
+		return -errno;
+	int64_t res = transfer(fd, io, direct);
 	close(fd);
-	return res < 0 ? res : (int64_t)got;
+	return res;
 }
 
 static void *worker(void *arg)
@@ -74,12 +93,9 @@ static void *worker(void *arg)
 			pthread_cond_wait(&e->work_cv, &e->mu);
 		if (e->stop)
 			break;
-		struct stk_io *io = e->todo_head;
-		e->todo_head = io->next;
-		if (!e->todo_head)
-			e->todo_tail = NULL;
+		struct stk_io *io = pop(&e->todo_head, &e->todo_tail);
 		pthread_mutex_unlock(&e->mu);
-		int64_t res = read_whole(e->root_fd, io, e->direct);
+		int64_t res = do_io(e->root_fd, io, e->direct);
 		pthread_mutex_lock(&e->mu);
 		io->res = res;
 		push(&e->done_head, &e->done_tail, io);
@@ -160,12 +176,8 @@ static int pool_submit(struct stk_eng *e, struct stk_io **ios, unsigned n)
 static int take_done(struct stk_eng *e, struct stk_io **done, unsigned max)
 {
 	unsigned n = 0;
-	while (e->done_head && n < max) {
-		done[n++] = e->done_head;
-		e->done_head = e->done_head->next;
-	}
-	if (!e->done_head)
-		e->done_tail = NULL;
+	while (e->done_head && n < max)
+		done[n++] = pop(&e->done_head, &e->done_tail);
 	return (int)n;
 }
 
@@ -202,8 +214,10 @@ const struct stk_engine_ops stk__engine_pread = {
 static int null_submit(struct stk_eng *e, struct stk_io **ios, unsigned n)
 {
 	pthread_mutex_lock(&e->mu);
+	uint64_t now = stk__now_ns();
 	for (unsigned i = 0; i < n; i++) {
 		ios[i]->res = (int64_t)ios[i]->len;
+		ios[i]->priv.t = now;
 		push(&e->todo_head, &e->todo_tail, ios[i]);
 	}
 	pthread_mutex_unlock(&e->mu);
@@ -216,19 +230,15 @@ static int null_reap(struct stk_eng *e, struct stk_io **done, unsigned max, bool
 	pthread_mutex_lock(&e->mu);
 	for (;;) {
 		uint64_t now = stk__now_ns();
-		while (e->todo_head && n < max && e->todo_head->t_submit + e->latency_ns <= now) {
-			done[n++] = e->todo_head;
-			e->todo_head = e->todo_head->next;
-			if (!e->todo_head)
-				e->todo_tail = NULL;
-		}
+		while (e->todo_head && n < max && e->todo_head->priv.t + e->latency_ns <= now)
+			done[n++] = pop(&e->todo_head, &e->todo_tail);
 		if (n || !wait || e->woken)
 			break;
 		if (!e->todo_head) {
 			pthread_cond_wait(&e->done_cv, &e->mu);
 			continue;
 		}
-		uint64_t due = e->todo_head->t_submit + e->latency_ns;
+		uint64_t due = e->todo_head->priv.t + e->latency_ns;
 		struct timespec ts = {.tv_sec = (time_t)(due / 1000000000ull),
 				      .tv_nsec = (long)(due % 1000000000ull)};
 		pthread_cond_timedwait(&e->done_cv, &e->mu, &ts);

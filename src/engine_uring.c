@@ -1,15 +1,18 @@
 /*
- * engine_uring.c — whole-file reads through io_uring (liburing).
+ * engine_uring.c — reads and writes through io_uring (liburing).
  *
- * Each sample is one linked chain of three requests on a direct descriptor:
- * openat (into a file-table slot we own) → read → close.  Open posts a CQE
- * only on failure (CQE_SKIP_SUCCESS), and then the kernel posts nothing for
- * the read and close it cancels; otherwise read and close post one each, and
- * the read is hard-linked to the close so a failed read still frees its slot.  The
- * slot is reused only after its close completes.  Under O_DIRECT the pool
- * slots are registered as fixed buffers, so reads skip the page pinning.
- * A poll on an eventfd kept armed in the ring lets other threads wake a reap
- * (a poll, not a read, so the kernel never writes into engine memory).
+ * A whole-file read (STK_IO_READ_FILE, a sample) is one linked chain of three
+ * requests on a direct descriptor: openat (into a file-table slot we own) →
+ * read → close.  Open posts a CQE only on failure (CQE_SKIP_SUCCESS), and
+ * then the kernel posts nothing for the read and close it cancels; otherwise
+ * read and close post one each, and the read is hard-linked to the close so
+ * a failed read still frees its slot.  The slot is reused only after its
+ * close completes.  A read or write on an open descriptor is one request.
+ * Under O_DIRECT the caller's buffers are registered, so reads skip the page
+ * pinning.  submit only fills SQEs; reap submits them and collects in one
+ * io_uring_enter, as fio's engine does per I/O.  A poll on an eventfd kept
+ * armed in the ring lets other threads wake a reap (a poll, not a read, so
+ * the kernel never writes into engine memory).
  */
 #include "engine.h"
 
@@ -34,6 +37,7 @@ struct stk_eng {
 	bool fixed_bufs;
 	bool direct;
 	unsigned qd;
+	unsigned inflight;    /* ios submitted and not yet handed back */
 	uint32_t *free_slots; /* file-table slots not in use */
 	unsigned nfree;
 };
@@ -50,8 +54,9 @@ int stk__uring_probe(char *why, size_t len)
 	struct io_uring_probe *p = io_uring_get_probe_ring(&ring);
 	if (!p || !io_uring_opcode_supported(p, IORING_OP_OPENAT) ||
 	    !io_uring_opcode_supported(p, IORING_OP_READ) ||
+	    !io_uring_opcode_supported(p, IORING_OP_WRITE) ||
 	    !io_uring_opcode_supported(p, IORING_OP_CLOSE)) {
-		snprintf(why, len, "io_uring lacks openat/read/close (kernel too old)");
+		snprintf(why, len, "io_uring lacks openat/read/write/close (kernel too old)");
 		rc = -EOPNOTSUPP;
 	} else if ((rc = io_uring_register_files_sparse(&ring, 4)) < 0) {
 		snprintf(why, len, "io_uring cannot register a sparse file table: %s", strerror(-rc));
@@ -94,13 +99,15 @@ static int arm_wake(struct stk_eng *e)
 	return 0;
 }
 
+static void uring_exit(struct stk_eng *e);
+
 static int uring_init(struct stk_eng **out, const struct stk_engine_cfg *cfg)
 {
 	struct stk_eng *e = calloc(1, sizeof(*e));
 	if (!e)
 		return -ENOMEM;
 	e->root_fd = cfg->root_fd;
-	e->qd = cfg->queue_depth;
+	e->qd = cfg->queue_depth ? cfg->queue_depth : 1;
 	e->direct = cfg->direct;
 	e->efd = -1;
 	int rc = ring_init(&e->ring, e->qd * 3 + 8);
@@ -135,26 +142,55 @@ static int uring_init(struct stk_eng **out, const struct stk_engine_cfg *cfg)
 	*out = e;
 	return 0;
 fail:
-	if (e->efd >= 0)
-		close(e->efd);
-	free(e->free_slots);
-	io_uring_queue_exit(&e->ring);
-	free(e);
+	uring_exit(e);
 	return rc;
+}
+
+static void prep_rw(struct stk_eng *e, struct io_uring_sqe *sqe, struct stk_io *io, int fd,
+		    bool fixed_file)
+{
+	bool fixed_buf = e->fixed_bufs && io->buf_index >= 0;
+	if (io->op == STK_IO_WRITE) {
+		if (fixed_buf)
+			io_uring_prep_write_fixed(sqe, fd, io->buf, (unsigned)io->len, io->offset,
+						  io->buf_index);
+		else
+			io_uring_prep_write(sqe, fd, io->buf, (unsigned)io->len, io->offset);
+	} else if (fixed_buf) {
+		io_uring_prep_read_fixed(sqe, fd, io->buf, (unsigned)io->len, io->offset,
+					 io->buf_index);
+	} else {
+		io_uring_prep_read(sqe, fd, io->buf, (unsigned)io->len, io->offset);
+	}
+	if (fixed_file)
+		sqe->flags |= IOSQE_FIXED_FILE;
 }
 
 static int uring_submit(struct stk_eng *e, struct stk_io **ios, unsigned n)
 {
 	for (unsigned i = 0; i < n; i++) {
 		struct stk_io *io = ios[i];
-		if (!e->nfree || io_uring_sq_space_left(&e->ring) < 3)
-			return -EBUSY; /* the loader keeps within queue_depth: a bug */
-		uint32_t fs = e->free_slots[--e->nfree];
-		io->file_slot = fs;
-		io->cqes = 2; /* read + close */
-		io->res = 0;
 		uintptr_t p = (uintptr_t)io;
+		io->res = 0;
+		if (io->op != STK_IO_READ_FILE) {
+			struct io_uring_sqe *sqe = io_uring_get_sqe(&e->ring);
+			if (!sqe)
+				return -EBUSY; /* the caller keeps within queue_depth: a bug */
+			prep_rw(e, sqe, io, io->fd, false);
+			io_uring_sqe_set_data64(sqe, p | TAG_READ);
+			io->priv.pending = 1;
+			e->inflight++;
+			continue;
+		}
+		if (!e->nfree || io_uring_sq_space_left(&e->ring) < 3)
+			return -EBUSY;
+		uint32_t fs = e->free_slots[--e->nfree];
+		io->priv.file_slot = fs;
+		io->priv.pending = 2; /* read + close */
+		e->inflight++;
 
+		/* no O_CLOEXEC: a direct descriptor has no fd to inherit, and
+		 * io_uring refuses the flag for one */
 		struct io_uring_sqe *sqe = io_uring_get_sqe(&e->ring);
 		io_uring_prep_openat_direct(sqe, e->root_fd, io->path,
 					    O_RDONLY | (e->direct ? O_DIRECT : 0), 0, fs);
@@ -162,20 +198,15 @@ static int uring_submit(struct stk_eng *e, struct stk_io **ios, unsigned n)
 		io_uring_sqe_set_data64(sqe, p | TAG_OPEN);
 
 		sqe = io_uring_get_sqe(&e->ring);
-		if (e->fixed_bufs && io->buf_index >= 0)
-			io_uring_prep_read_fixed(sqe, (int)fs, io->buf, (unsigned)io->read_len,
-						 io->offset, io->buf_index);
-		else
-			io_uring_prep_read(sqe, (int)fs, io->buf, (unsigned)io->read_len, io->offset);
-		sqe->flags |= IOSQE_FIXED_FILE | IOSQE_IO_HARDLINK;
+		prep_rw(e, sqe, io, (int)fs, true);
+		sqe->flags |= IOSQE_IO_HARDLINK;
 		io_uring_sqe_set_data64(sqe, p | TAG_READ);
 
 		sqe = io_uring_get_sqe(&e->ring);
 		io_uring_prep_close_direct(sqe, fs);
 		io_uring_sqe_set_data64(sqe, p | TAG_CLOSE);
 	}
-	int rc = io_uring_submit(&e->ring);
-	return rc < 0 ? rc : 0;
+	return 0;
 }
 
 static int uring_reap(struct stk_eng *e, struct stk_io **done, unsigned max, bool wait)
@@ -183,7 +214,7 @@ static int uring_reap(struct stk_eng *e, struct stk_io **done, unsigned max, boo
 	int rc;
 	if (!e->efd_armed && (rc = arm_wake(e)) < 0)
 		return rc;
-	if (wait)
+	if (wait && !io_uring_cq_ready(&e->ring))
 		rc = io_uring_submit_and_wait(&e->ring, 1);
 	else
 		rc = io_uring_submit_and_get_events(&e->ring);
@@ -193,6 +224,8 @@ static int uring_reap(struct stk_eng *e, struct stk_io **done, unsigned max, boo
 	struct io_uring_cqe *cqe;
 	io_uring_for_each_cqe(&e->ring, head, cqe)
 	{
+		if (n == max)
+			break; /* the rest waits for the next reap */
 		seen++;
 		uint64_t ud = io_uring_cqe_get_data64(cqe);
 		if (ud == WAKE_DATA) {
@@ -207,20 +240,22 @@ static int uring_reap(struct stk_eng *e, struct stk_io **done, unsigned max, boo
 		case TAG_OPEN:
 			/* Only a failed open posts, and then the kernel posts nothing for
 			 * the read and close it cancels (the head skipped success): the
-			 * sample is done and its file slot was never filled. */
+			 * io is done and its file slot was never filled. */
 			io->res = cqe->res;
-			io->cqes = 1;
-			e->free_slots[e->nfree++] = io->file_slot;
+			io->priv.pending = 1;
+			e->free_slots[e->nfree++] = io->priv.file_slot;
 			break;
 		case TAG_READ:
 			io->res = cqe->res;
 			break;
 		case TAG_CLOSE:
-			e->free_slots[e->nfree++] = io->file_slot;
+			e->free_slots[e->nfree++] = io->priv.file_slot;
 			break;
 		}
-		if (--io->cqes == 0 && n < max)
+		if (--io->priv.pending == 0) {
 			done[n++] = io;
+			e->inflight--;
+		}
 	}
 	io_uring_cq_advance(&e->ring, seen);
 	return (int)n;
@@ -233,12 +268,42 @@ static void uring_wake(struct stk_eng *e)
 	(void)w; /* a full counter already means "wake" */
 }
 
+/* The kernel may still write into the caller's buffers until every request
+ * has completed: cancel what is in flight and reap it before the ring goes. */
 static void uring_exit(struct stk_eng *e)
 {
 	if (!e)
 		return;
+	if (e->inflight) {
+		struct io_uring_sqe *sqe = io_uring_get_sqe(&e->ring);
+		if (sqe) {
+			io_uring_prep_cancel64(sqe, 0, IORING_ASYNC_CANCEL_ANY);
+			io_uring_sqe_set_data64(sqe, WAKE_DATA);
+		}
+		for (unsigned tries = 0; e->inflight && tries < 100000; tries++) {
+			int rc = io_uring_submit_and_wait(&e->ring, 1);
+			if (rc < 0 && rc != -EINTR && rc != -EAGAIN && rc != -EBUSY && rc != -ETIME)
+				break;
+			unsigned head, seen = 0;
+			struct io_uring_cqe *cqe;
+			io_uring_for_each_cqe(&e->ring, head, cqe)
+			{
+				seen++;
+				uint64_t ud = io_uring_cqe_get_data64(cqe);
+				struct stk_io *io = (struct stk_io *)(uintptr_t)(ud & ~TAG_MASK);
+				if (!io)
+					continue; /* the wake poll, the cancel */
+				if ((ud & TAG_MASK) == TAG_OPEN)
+					io->priv.pending = 1;
+				if (--io->priv.pending == 0)
+					e->inflight--;
+			}
+			io_uring_cq_advance(&e->ring, seen);
+		}
+	}
 	io_uring_queue_exit(&e->ring);
-	close(e->efd);
+	if (e->efd >= 0)
+		close(e->efd);
 	free(e->free_slots);
 	free(e);
 }

@@ -60,7 +60,7 @@ uint64_t stk__loader_read_len(const struct stk_loader *l, uint64_t size)
  * sees runs it can merge; the samples keep their places in the batch. */
 static int by_place(const void *a, const void *b)
 {
-	const struct stk_io *x = *(struct stk_io *const *)a, *y = *(struct stk_io *const *)b;
+	const struct stk_io *x = &(*(struct sio *const *)a)->io, *y = &(*(struct sio *const *)b)->io;
 	if (x->path != y->path)
 		return x->path < y->path ? -1 : 1;
 	return x->offset < y->offset ? -1 : x->offset > y->offset;
@@ -97,7 +97,7 @@ static void compact(struct stk_loader *l, struct slot *s)
 	uint32_t k = 0;
 	uint64_t off = 0;
 	for (uint32_t i = 0; i < s->nios; i++) {
-		if (s->ios[i].res < 0)
+		if (s->ios[i].io.res < 0)
 			continue;
 		if (off != s->offsets[i])
 			memmove(base + off, base + s->offsets[i], s->sizes[i]);
@@ -125,7 +125,7 @@ static void finish_slot(struct stk_loader *l, struct slot *s)
 	} else {
 		bool bad = false;
 		for (uint32_t i = 0; i < s->nios; i++)
-			bad |= s->ios[i].res < 0;
+			bad |= s->ios[i].io.res < 0;
 		if (bad && l->o.on_error == STK_ON_ERROR_SKIP)
 			compact(l, s);
 		s->state = SLOT_READY;
@@ -137,9 +137,10 @@ static void finish_slot(struct stk_loader *l, struct slot *s)
  * detail and, if it is the slot's first, the slot's (the fail policy reports
  * the batch's first failure when the consumer reaches it).  why may be NULL.
  * Under mu. */
-static void sample_error(struct stk_loader *l, struct slot *s, struct stk_io *io, int rc,
+static void sample_error(struct stk_loader *l, struct slot *s, struct sio *x, int rc,
 			 const char *why)
 {
+	struct stk_io *io = &x->io;
 	const char *root = io->path[0] == '/' ? "" : l->ds->root;
 	const char *sep = io->path[0] == '/' ? "" : "/";
 	io->res = rc;
@@ -150,15 +151,15 @@ static void sample_error(struct stk_loader *l, struct slot *s, struct stk_io *io
 		stk__loader_detail(l, "%s%s%s: %s", root, sep, io->path, why);
 	else if (rc == STK_ESHORT)
 		stk__loader_detail(l, "%s%s%s: short read: indexed %llu bytes, the file has fewer",
-				   root, sep, io->path, (unsigned long long)io->len);
+				   root, sep, io->path, (unsigned long long)x->size);
 	else if (rc == STK_ETOOBIG)
 		stk__loader_detail(l, "%s%s%s: %llu bytes do not fit in what is left of the batch slot "
 				   "(%llu bytes); raise slot_bytes", root, sep, io->path,
-				   (unsigned long long)io->len, (unsigned long long)l->raw_bytes);
+				   (unsigned long long)x->size, (unsigned long long)l->raw_bytes);
 	else
 		stk__loader_detail(l, "%s%s%s: %s", root, sep, io->path, stk_strerror(rc));
-	if (io->idx < s->err_idx) {
-		s->err_idx = io->idx;
+	if (x->idx < s->err_idx) {
+		s->err_idx = x->idx;
 		snprintf(s->err, sizeof(s->err), "%s", l->detail);
 	}
 }
@@ -183,33 +184,35 @@ static void claim(struct stk_loader *l, struct ring *r, struct slot *s, int64_t 
 	for (uint32_t i = 0; i < n; i++) {
 		int64_t idx = l->scratch_idx[i];
 		const struct stk_entry *e = &l->ds->entries[idx];
-		struct stk_io *io = &s->ios[i];
+		struct sio *x = &s->ios[i];
+		struct stk_io *io = &x->io;
 		s->indices[i] = idx;
 		s->labels[i] = e->label;
 		s->sizes[i] = e->size;
 		s->offsets[i] = off;
-		*io = (struct stk_io){.path = stk__entry_path(l->ds, idx), .len = e->size,
-				      .read_len = stk__loader_read_len(l, e->size), .offset = e->offset,
-				      .slot = si, .idx = i, .buf_index = (int)si};
+		*x = (struct sio){.io = {.op = STK_IO_READ_FILE, .path = stk__entry_path(l->ds, idx),
+					 .len = stk__loader_read_len(l, e->size), .offset = e->offset,
+					 .buf_index = (int)si},
+				  .size = e->size, .slot = si, .idx = i};
 		if (l->direct) {
 			io->offset = e->offset & ~(uint64_t)(STK_DIRECT_ALIGN - 1);
-			io->skip = (uint32_t)(e->offset - io->offset);
-			io->read_len = STK_ALIGN_UP(io->skip + e->size, STK_DIRECT_ALIGN);
+			x->skip = (uint32_t)(e->offset - io->offset);
+			io->len = STK_ALIGN_UP(x->skip + e->size, STK_DIRECT_ALIGN);
 		}
-		if (io->read_len > l->raw_bytes - off) {
+		if (io->len > l->raw_bytes - off) {
 			/* a batch far above the size bound (see slot_bytes_for) */
-			sample_error(l, s, io, STK_ETOOBIG, NULL);
+			sample_error(l, s, x, STK_ETOOBIG, NULL);
 			continue;
 		}
 		io->buf = base + off;
-		s->offsets[i] = off + io->skip;
-		off += l->direct ? io->read_len : e->size;
-		r->queue[(r->qhead + r->qlen++) % r->qcap] = io;
+		s->offsets[i] = off + x->skip;
+		off += l->direct ? io->len : e->size;
+		r->queue[(r->qhead + r->qlen++) % r->qcap] = x;
 		queued++;
 	}
 	s->offsets[n] = off;
 	if (l->ds->shards && queued > 1) { /* sort this batch's stretch of the queue */
-		struct stk_io **tmp = l->sort_scratch;
+		struct sio **tmp = l->sort_scratch;
 		for (uint32_t k = 0; k < queued; k++)
 			tmp[k] = r->queue[(r->qhead + r->qlen - queued + k) % r->qcap];
 		qsort(tmp, queued, sizeof(*tmp), by_place);
@@ -222,17 +225,18 @@ static void claim(struct stk_loader *l, struct ring *r, struct slot *s, int64_t 
 }
 
 /* One read finished.  Under mu. */
-static void complete(struct stk_loader *l, struct stk_io *io, uint64_t now)
+static void complete(struct stk_loader *l, struct sio *x, uint64_t now)
 {
-	struct slot *s = &l->slots[io->slot];
-	stk_hist_add(l->h_read, now - io->t_submit);
-	if (io->res >= 0 && (uint64_t)io->res < io->skip + io->len)
+	struct slot *s = &l->slots[x->slot];
+	struct stk_io *io = &x->io;
+	stk_hist_add(l->h_read, now - x->t_submit);
+	if (io->res >= 0 && (uint64_t)io->res < x->skip + x->size)
 		io->res = STK_ESHORT;
 	if (io->res < 0)
-		sample_error(l, s, io, (int)io->res, NULL);
+		sample_error(l, s, x, (int)io->res, NULL);
 	else if (l->image && s->gen == l->gen) {
 		s->decoding++;
-		l->dq[(l->dq_head + l->dq_len++) % l->dq_cap] = io;
+		l->dq[(l->dq_head + l->dq_len++) % l->dq_cap] = x;
 		pthread_cond_signal(&l->dcv);
 	}
 	if (--s->pending == 0 && s->unsent == 0 && s->decoding == 0)
@@ -251,26 +255,26 @@ void *stk__loader_decode_main(void *arg)
 			pthread_cond_wait(&l->dcv, &l->mu);
 		if (l->stop)
 			break;
-		struct stk_io *io = l->dq[l->dq_head];
+		struct sio *x = l->dq[l->dq_head];
 		l->dq_head = (l->dq_head + 1) % l->dq_cap;
 		l->dq_len--;
-		struct slot *s = &l->slots[io->slot];
+		struct slot *s = &l->slots[x->slot];
 		int rc = 0;
 		if (s->gen == l->gen) {
-			uint64_t seed = stk__sample_seed(l->o.seed, s->epoch, s->indices[io->idx]);
-			uint8_t *out = stk__pool_slot(&l->pool, io->slot) + l->img_off +
-				       (size_t)io->idx * stk__image_bytes(&l->img);
+			uint64_t seed = stk__sample_seed(l->o.seed, s->epoch, s->indices[x->idx]);
+			uint8_t *out = stk__pool_slot(&l->pool, x->slot) + l->img_off +
+				       (size_t)x->idx * stk__image_bytes(&l->img);
 			pthread_mutex_unlock(&l->mu);
 			uint64_t t0 = stk__now_ns();
-			rc = stk__image_decode(&l->img, io->buf + io->skip, io->len, seed, out, why,
-					       sizeof(why));
+			rc = stk__image_decode(&l->img, (uint8_t *)x->io.buf + x->skip, x->size, seed,
+					       out, why, sizeof(why));
 			uint64_t dt = stk__now_ns() - t0;
 			stk_hist_add(l->h_decode, dt);
 			pthread_mutex_lock(&l->mu);
 			l->decode_ns += dt;
 		}
 		if (rc)
-			sample_error(l, s, io, rc, why);
+			sample_error(l, s, x, rc, why);
 		if (--s->decoding == 0 && s->pending == 0 && s->unsent == 0)
 			finish_slot(l, s);
 	}
@@ -322,9 +326,9 @@ void *stk__loader_ring_main(void *arg)
 		if ((l->draining || l->stop) && r->qlen) {
 			/* drop what was never sent; its slot is freed once idle */
 			for (uint32_t i = 0; i < r->qlen; i++) {
-				struct stk_io *io = r->queue[(r->qhead + i) % r->qcap];
-				l->slots[io->slot].unsent--;
-				l->slots[io->slot].pending--;
+				struct sio *x = r->queue[(r->qhead + i) % r->qcap];
+				l->slots[x->slot].unsent--;
+				l->slots[x->slot].pending--;
 			}
 			r->qlen = 0;
 		}
@@ -340,12 +344,12 @@ void *stk__loader_ring_main(void *arg)
 		unsigned n = 0;
 		uint64_t now = stk__now_ns();
 		while (r->qlen && r->inflight + n < r->qd) {
-			struct stk_io *io = r->queue[r->qhead];
+			struct sio *x = r->queue[r->qhead];
 			r->qhead = (r->qhead + 1) % r->qcap;
 			r->qlen--;
-			io->t_submit = now;
-			l->slots[io->slot].unsent--;
-			r->batch[n++] = io;
+			x->t_submit = now;
+			l->slots[x->slot].unsent--;
+			r->batch[n++] = &x->io;
 		}
 		if (n)
 			inflight_change(l, r, (int)n);
@@ -362,7 +366,7 @@ void *stk__loader_ring_main(void *arg)
 		pthread_mutex_lock(&l->mu);
 		now = stk__now_ns();
 		for (int i = 0; i < got; i++)
-			complete(l, r->done[i], now);
+			complete(l, (struct sio *)r->done[i], now);
 		if (got)
 			inflight_change(l, r, -got);
 	}
@@ -521,7 +525,7 @@ int stk_loader_next_timeout(struct stk_loader *l, struct stk_batch **out, uint64
 		atomic_fetch_add(&l->errors, s->nerr);
 		/* fail policy: the batch's first failed sample ends the epoch */
 		if (l->o.on_error == STK_ON_ERROR_FAIL && s->err_idx != UINT32_MAX) {
-			rc = (int)s->ios[s->err_idx].res;
+			rc = (int)s->ios[s->err_idx].io.res;
 			snprintf(l->detail, sizeof(l->detail), "%s", s->err);
 			l->fatal = rc;
 			s->state = SLOT_FREE;

@@ -13,6 +13,15 @@
 
 enum slot_state { SLOT_FREE, SLOT_FILLING, SLOT_READY, SLOT_HELD };
 
+/* One sample's read: the engine's I/O and what the loader knows of it. */
+struct sio {
+	struct stk_io io;     /* first: the engines hand back &sio->io */
+	uint64_t size;        /* the indexed size: what a good read returns */
+	uint32_t skip;        /* bytes read before the sample's first (O_DIRECT alignment) */
+	uint32_t slot, idx;   /* which batch slot, which sample in it */
+	uint64_t t_submit;    /* ns */
+};
+
 struct slot {
 	struct stk_batch batch; /* first: the public view's address is the slot's */
 	enum slot_state state;
@@ -25,7 +34,7 @@ struct slot {
 	char err[PATH_MAX + 256];
 	uint64_t *offsets, *sizes;
 	int64_t *labels, *indices;
-	struct stk_io *ios;
+	struct sio *ios;
 	uint32_t ring;
 };
 
@@ -37,7 +46,7 @@ struct ring {
 	struct stk_eng *eng;
 	unsigned qd;
 	unsigned inflight;
-	struct stk_io **queue; /* claimed, not yet submitted (FIFO) */
+	struct sio **queue;    /* claimed, not yet submitted (FIFO) */
 	uint32_t qhead, qlen, qcap;
 	struct stk_io **done;
 	struct stk_io **batch; /* scratch for one submit call */
@@ -59,7 +68,7 @@ struct stk_loader {
 	const struct stk_engine_ops *ops;
 	bool direct;
 	int64_t *scratch_idx;   /* batch_size indices, claim-time scratch */
-	struct stk_io **sort_scratch; /* batch_size pointers, claim-time scratch */
+	struct sio **sort_scratch; /* batch_size pointers, claim-time scratch */
 	uint32_t *group_end;    /* shard shuffle: where each shard's samples end */
 	struct stk_image_opts img;
 	bool image;
@@ -68,7 +77,7 @@ struct stk_loader {
 	pthread_t *dthreads;
 	uint32_t ndthreads;
 	pthread_cond_t dcv;     /* decode queue not empty, or stop */
-	struct stk_io **dq;     /* decode queue (FIFO) */
+	struct sio **dq;        /* decode queue (FIFO) */
 	uint32_t dq_head, dq_len, dq_cap;
 	struct stk_hist *h_decode;
 	uint64_t decode_ns;

@@ -113,34 +113,11 @@ static void check_direct(struct stk_loader *l)
 
 static int pick_engine(struct stk_loader *l, char *err, size_t errlen)
 {
-	char why[256];
-	switch (l->o.engine) {
-	case STK_ENGINE_NULL:
-		l->ops = &stk__engine_null;
-		return 0;
-	case STK_ENGINE_PREAD:
-		l->ops = &stk__engine_pread;
-		return 0;
-	case STK_ENGINE_URING:
-		if (stk__uring_probe(why, sizeof(why)) < 0) {
-			snprintf(err, errlen, "engine io_uring: %s", why);
-			return -EOPNOTSUPP;
-		}
-		l->ops = &stk__engine_uring;
-		return 0;
-	case STK_ENGINE_AUTO:
-		if (getenv("STOKER_NO_URING")) {
-			snprintf(why, sizeof(why), "STOKER_NO_URING is set");
-		} else if (stk__uring_probe(why, sizeof(why)) == 0) {
-			l->ops = &stk__engine_uring;
-			return 0;
-		}
-		stk__loader_notice(l, "io_uring is unavailable (%s); using the pread thread pool", why);
-		l->ops = &stk__engine_pread;
-		return 0;
-	}
-	snprintf(err, errlen, "engine %d is not one of auto, io_uring, pread, null", l->o.engine);
-	return -EINVAL;
+	char note[320];
+	int rc = stk__engine_pick(l->o.engine, &l->ops, note, sizeof(note), err, errlen);
+	if (!rc && note[0])
+		stk__loader_notice(l, "%s", note);
+	return rc;
 }
 
 static int start_rings(struct stk_loader *l)
@@ -408,7 +385,7 @@ int stk_loader_create(struct stk_loader **out, const struct stk_loader_opts *opt
 		s->sizes = calloc(meta, sizeof(uint64_t));
 		s->labels = calloc(meta, sizeof(int64_t));
 		s->indices = calloc(meta, sizeof(int64_t));
-		s->ios = calloc(meta, sizeof(struct stk_io));
+		s->ios = calloc(meta, sizeof(struct sio));
 		if (!s->offsets || !s->sizes || !s->labels || !s->indices || !s->ios) {
 			snprintf(errbuf, errlen, "out of memory");
 			rc = -ENOMEM;

@@ -2,7 +2,7 @@
  *
  *   disk.c       the command: options, the list of cases, output (table, JSON)
  *   disk_pat.c   the patterns: data files, small files, checkpoint, the cache
- *   disk_io.c    the job runner: engines (io_uring, psync), threads, latency
+ *   disk_io.c    the job runner: threads on the library's engines, latency
  *   disk_safe.c  safety: what a PATH is, files created and their removal, signals
  */
 #ifndef STK_DISK_H
@@ -93,8 +93,9 @@ struct dk_result {
 
 enum dk_job_kind { DK_JOB_BLOCK, DK_JOB_FILES };
 
-/* A job: `threads` threads each keep `qd` I/Os in flight (psync: threads × qd
- * workers, one I/O each), each recording latency into its own histogram. */
+/* A job: `threads` threads each keep `qd` I/Os in flight through one of the
+ * library's engines (psync: the pread pool, qd workers per thread), each
+ * recording latency into its own histogram. */
 struct dk_job {
 	enum dk_job_kind kind;
 	const char *label;  /* progress line */
@@ -109,9 +110,9 @@ struct dk_job {
 			       a second pass would read the page cache) */
 	uint64_t bs, span;  /* offsets in [0, span), multiples of bs */
 	uint64_t seed;
+	bool direct;        /* O_DIRECT: fd was opened with it; files are opened with it */
 	/* DK_JOB_FILES: read whole files dirfd/name(i) in the order given */
 	int dirfd;
-	bool direct;        /* open the files with O_DIRECT */
 	uint32_t nfiles;
 	const uint32_t *order;
 	const uint64_t *sizes;

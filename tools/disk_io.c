@@ -1,16 +1,17 @@
-/* disk_io.c — the job runner of `stoker disk`, fio-style.
+/* disk_io.c — the job runner of `stoker disk`, fio-style, on the loader's
+ * own read engines (stk_ioengine_*: one io_uring stack in the project).
  *
- * A job is `threads` threads; each keeps `qd` I/Os in flight and records
- * every I/O's latency (from just before the submit call to the completion,
- * ns: fio's "lat" less fio's own preparation) into its own histogram; the
- * histograms are merged once the threads end.
- * Two engines behind one loop shape (init, submit, reap, exit):
- *   io_uring  one ring per thread, one I/O per io_uring_enter that also
- *             collects completions (see uring_block); small files are read
- *             as linked openat → read → close chains on direct descriptors,
- *             the way the loader reads samples;
- *   psync     pread/pwrite; a synchronous call holds one I/O, so a queue
- *             depth of q runs q workers per thread (a pread thread pool).
+ * A job is `threads` threads; each drives one engine with `qd` I/Os in
+ * flight and records every I/O's latency (from just before the submit call
+ * to the completion, ns: fio's "lat" less fio's own preparation) into its
+ * own histogram; the histograms are merged once the threads end.
+ *   io_uring  one ring per thread.  Each new I/O goes in with the reap that
+ *             also collects completions: one io_uring_enter per I/O, as fio's
+ *             engine with its default iodepth_batch of 1 (see run_loop);
+ *             small files are the loader's linked openat → read → close
+ *             chains on direct descriptors;
+ *   psync     the loader's pread pool: a synchronous call holds one I/O, so
+ *             a queue depth of q runs q workers per thread.
  * Sequential threads own equal slices of the file; random ones roam all of it.
  * Time-based jobs wrap around; runtime 0 means one pass.  Completions before
  * the ramp ends are left out, as fio's ramp_time.
@@ -19,7 +20,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <liburing.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -153,6 +153,7 @@ static void *alloc_bufs(struct worker *w, uint32_t n, uint64_t each)
 		fail(w, -ENOMEM, "buffers");
 		return NULL;
 	}
+
 	/* random bytes, so storage that compresses or dedupes sees real data */
 	uint64_t s = mix64(j->seed ^ w->idx);
 	for (size_t i = 0; i + 8 <= (size_t)(n * each); i += 8) {
@@ -162,294 +163,138 @@ static void *alloc_bufs(struct worker *w, uint32_t n, uint64_t each)
 	return p;
 }
 
-/* --- psync -------------------------------------------------------------------- */
+/* --- the loop: one engine per thread ------------------------------------------ */
 
-static void psync_block(struct worker *w)
+/* Fills io with the next I/O for buffer b (bufs + b * each); false when the
+ * job has handed out all it has. */
+static bool next_io(struct worker *w, struct stk_io *io, uint8_t *buf, char *name, size_t nlen)
 {
 	const struct dk_job *j = w->run->j;
-	char *buf = alloc_bufs(w, 1, j->bs);
-	if (!buf)
-		return;
-	uint64_t off, t = now_ns();
-	while (!should_stop(w, t) && next_offset(w, &off)) {
-		uint64_t t0 = now_ns();
-		ssize_t n = j->write ? pwrite(j->fd, buf, j->bs, (off_t)off)
-				     : pread(j->fd, buf, j->bs, (off_t)off);
-		t = now_ns();
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n != (ssize_t)j->bs) {
-			fail(w, n < 0 ? -errno : -EIO, j->write ? "write" : "read");
-			break;
-		}
-		account(w, t, t0, (uint64_t)n);
+	*io = (struct stk_io){.buf = buf, .buf_index = io->buf_index};
+	if (j->kind == DK_JOB_FILES) {
+		uint32_t f;
+		if (!next_file(w, &f))
+			return false;
+		dk_small_name(name, nlen, f);
+		io->op = STK_IO_READ_FILE;
+		io->path = name;
+		io->len = j->direct ? ALIGN_UP(j->sizes[f], j->align) : j->sizes[f];
+		io->user_data = f;
+		return true;
 	}
-	free(buf);
-}
-
-static int read_whole(const struct dk_job *j, uint32_t f, char *buf, uint64_t *got)
-{
-	char name[32];
-	dk_small_name(name, sizeof(name), f);
-	int fd = openat(j->dirfd, name, O_RDONLY | O_CLOEXEC | (j->direct ? O_DIRECT : 0));
-	if (fd < 0)
-		return -errno;
-	uint64_t want = j->sizes[f], len = j->direct ? ALIGN_UP(want, j->align) : want, done = 0;
-	while (done < want) {
-		ssize_t n = pread(fd, buf + done, (size_t)(len - done), (off_t)done);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0) {
-			int e = n < 0 ? -errno : STK_ESHORT;
-			close(fd);
-			return e;
-		}
-		done += (uint64_t)n;
-	}
-	close(fd);
-	*got = done;
-	return 0;
-}
-
-static void psync_files(struct worker *w)
-{
-	const struct dk_job *j = w->run->j;
-	char *buf = alloc_bufs(w, 1, ALIGN_UP(j->max_size, j->align) + j->align);
-	if (!buf)
-		return;
-	uint32_t f;
-	uint64_t t = now_ns();
-	while (!should_stop(w, t) && next_file(w, &f)) {
-		uint64_t t0 = now_ns(), got = 0;
-		int r = read_whole(j, f, buf, &got);
-		t = now_ns();
-		if (r) {
-			fail(w, r, "small file");
-			break;
-		}
-		account(w, t, t0, got);
-	}
-	free(buf);
-}
-
-/* --- io_uring ------------------------------------------------------------------ */
-
-static int ring_init(struct io_uring *ring, unsigned entries)
-{
-	/* the flags fio and the loader use when the kernel has them; the ring is
-	 * created by the thread that drives it, as SINGLE_ISSUER requires */
-	static const unsigned try[] = {
-		IORING_SETUP_COOP_TASKRUN | IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN,
-		IORING_SETUP_COOP_TASKRUN, 0};
-	int r = -EINVAL;
-	for (size_t i = 0; i < 3 && r == -EINVAL; i++)
-		r = io_uring_queue_init(entries, ring, try[i]);
-	return r;
-}
-
-/* Like fio's io_uring engine with its default iodepth_batch of 1: each new
- * I/O goes in with its own io_uring_enter, which also collects whatever
- * completed; the thread sleeps only when all qd are in flight.  Refilling a
- * whole reaped batch with one submit instead makes the I/Os travel in convoys
- * (all issued together, all completing together) and keeps fewer in flight:
- * 10-20 % fewer IOPS than fio on the same device at qd 32. */
-/* A failed submit is counted and stops new I/O, but the loop goes on reaping:
- * buffers must outlive the I/Os still in flight.  True after 1,000 failures,
- * when the loop gives up.  (Interrupted or busy submits are not failures.) */
-static bool submit_failed(struct worker *w, int r, bool *stopping, uint32_t *errs)
-{
-	if (r >= 0 || r == -EINTR || r == -EAGAIN || r == -EBUSY || r == -ETIME)
+	uint64_t off;
+	if (!next_offset(w, &off))
 		return false;
-	fail(w, r, "io_uring submit");
-	*stopping = true;
-	return ++*errs > 1000;
+	io->op = j->write ? STK_IO_WRITE : STK_IO_READ;
+	io->fd = j->fd;
+	io->len = j->bs;
+	io->offset = off;
+	return true;
 }
 
-static void uring_block(struct worker *w)
+/* What a good I/O returns: the whole block, or the small file's size. */
+static uint64_t want_bytes(const struct dk_job *j, const struct stk_io *io)
+{
+	return j->kind == DK_JOB_FILES ? j->sizes[io->user_data] : j->bs;
+}
+
+/* Each new I/O is submitted and then reaped without waiting: the engine
+ * sends it in the io_uring_enter that also collects whatever completed, and
+ * the thread sleeps only when all qd are in flight.  Refilling a whole
+ * reaped batch with one submit instead makes the I/Os travel in convoys (all
+ * issued together, all completing together) and keeps fewer in flight:
+ * 10-20 % fewer IOPS than fio on the same device at qd 32.  A failed reap
+ * stops new I/O; the engine's destroy waits for what is still in flight
+ * before the buffers go. */
+static void run_loop(struct worker *w)
 {
 	const struct dk_job *j = w->run->j;
-	struct io_uring ring;
-	int r = ring_init(&ring, w->qd);
-	if (r) {
-		fail(w, r, "io_uring setup");
-		return;
-	}
-	char *bufs = alloc_bufs(w, w->qd, j->bs);
+	uint64_t each = j->kind == DK_JOB_FILES ? ALIGN_UP(j->max_size, j->align) + j->align : j->bs;
+	uint8_t *bufs = alloc_bufs(w, w->qd, each);
+	struct stk_io *ios = calloc(w->qd, sizeof(*ios));
+	struct stk_io **freel = calloc(w->qd, sizeof(*freel)), **done = calloc(w->qd, sizeof(*done));
 	uint64_t *t0 = calloc(w->qd, sizeof(*t0));
-	uint32_t *freel = calloc(w->qd, sizeof(*freel));
-	if (!bufs || !t0 || !freel) {
+	char (*names)[32] = calloc(w->qd, sizeof(*names));
+	struct stk_ioengine *e = NULL;
+	if (!bufs || !ios || !freel || !done || !t0 || !names) {
 		fail(w, -ENOMEM, "buffers");
 		goto out;
 	}
+	struct stk_ioengine_opts eo = {
+		.size = sizeof(eo), .engine = w->run->engine == DK_PSYNC ? STK_ENGINE_PREAD
+									  : STK_ENGINE_URING,
+		.flags = j->direct ? STK_IOENG_DIRECT : 0, .queue_depth = w->qd,
+		.dir_fd = j->kind == DK_JOB_FILES ? j->dirfd : 0,
+		.buf_area = bufs, .buf_bytes = each, .nbufs = w->qd};
+	char why[sizeof(w->errmsg)];
+	int r = stk_ioengine_create(&e, &eo, why, sizeof(why));
+	if (r) {
+		if (!w->err) {
+			w->err = r;
+			snprintf(w->errmsg, sizeof(w->errmsg), "%s", why);
+			atomic_store(&w->run->fail, 1);
+		}
+		goto out;
+	}
 	uint32_t nfree = w->qd, inflight = 0;
-	for (uint32_t i = 0; i < w->qd; i++)
-		freel[i] = i;
+	for (uint32_t i = 0; i < w->qd; i++) {
+		ios[i].buf_index = (int32_t)i;
+		freel[i] = &ios[i];
+	}
 	bool stopping = false;
-	uint32_t errs = 0;
-	uint64_t t = now_ns(), off;
+	uint64_t t = now_ns();
+	const char *what = j->kind == DK_JOB_FILES ? "small file" : j->write ? "write" : "read";
 	for (;;) {
 		if (!stopping && should_stop(w, t))
 			stopping = true;
-		if (!stopping && nfree && !next_offset(w, &off))
-			stopping = true;
+		int got;
 		if (!stopping && nfree) {
-			uint32_t s = freel[--nfree];
-			struct io_uring_sqe *sqe = io_uring_get_sqe(&ring);
-			if (j->write)
-				io_uring_prep_write(sqe, j->fd, bufs + (size_t)s * j->bs,
-						    (unsigned)j->bs, off);
-			else
-				io_uring_prep_read(sqe, j->fd, bufs + (size_t)s * j->bs,
-						   (unsigned)j->bs, off);
-			io_uring_sqe_set_data64(sqe, s);
+			struct stk_io *io = freel[--nfree];
+			size_t b = (size_t)(io - ios);
+			if (!next_io(w, io, bufs + b * each, names[b], sizeof(names[b]))) {
+				freel[nfree++] = io;
+				stopping = true;
+				continue;
+			}
+			t0[b] = now_ns(); /* issue time, as fio's */
+			if ((r = stk_ioengine_submit(e, &io, 1)) < 0) {
+				fail(w, r, "submit");
+				freel[nfree++] = io;
+				stopping = true;
+				continue;
+			}
 			inflight++;
-			t0[s] = now_ns(); /* issue time, as fio's */
-			r = io_uring_submit_and_get_events(&ring);
+			got = stk_ioengine_reap(e, done, w->qd, 0);
 		} else if (inflight) {
-			r = io_uring_submit_and_wait(&ring, 1);
+			got = stk_ioengine_reap(e, done, w->qd, 1);
 		} else {
 			break;
 		}
-		if (submit_failed(w, r, &stopping, &errs))
-			break;
-		struct io_uring_cqe *cqe;
-		unsigned head, n = 0;
 		t = now_ns();
-		io_uring_for_each_cqe(&ring, head, cqe) {
-			uint32_t s = (uint32_t)cqe->user_data;
-			if (cqe->res != (int)j->bs)
-				fail(w, cqe->res < 0 ? cqe->res : -EIO, j->write ? "write" : "read");
-			else
-				account(w, t, t0[s], j->bs);
-			freel[nfree++] = s;
-			inflight--;
-			n++;
+		if (got < 0) {
+			fail(w, got, "reap");
+			break;
 		}
-		io_uring_cq_advance(&ring, n);
+		for (int i = 0; i < got; i++) {
+			struct stk_io *io = done[i];
+			uint64_t want = want_bytes(j, io);
+			if (io->res < 0 || (uint64_t)io->res != want)
+				fail(w, io->res < 0 ? (int)io->res : j->kind == DK_JOB_FILES ? STK_ESHORT : -EIO,
+				     what);
+			else
+				account(w, t, t0[io - ios], want);
+			freel[nfree++] = io;
+			inflight--;
+		}
 	}
 out:
-	io_uring_queue_exit(&ring);
+	stk_ioengine_destroy(e); /* waits for what is in flight: then the buffers may go */
 	free(bufs);
+	free(ios);
+	free(freel);
+	free(done);
 	free(t0);
-	free(freel);
-}
-
-/* Small files: per file an openat → read → close chain on the direct
- * descriptor `slot`; the read is hard-linked to the close so that a short
- * read (O_DIRECT reads a rounded-up length) still closes the file. */
-struct fslot {
-	uint64_t t0;
-	uint32_t file, pending;
-	int err;
-	uint64_t got;
-	char name[32];
-};
-
-static void uring_files(struct worker *w)
-{
-	const struct dk_job *j = w->run->j;
-	struct io_uring ring;
-	int r = ring_init(&ring, w->qd * 4);
-	if (r) {
-		fail(w, r, "io_uring setup");
-		return;
-	}
-	uint64_t each = ALIGN_UP(j->max_size, j->align) + j->align;
-	char *bufs = NULL;
-	struct fslot *sl = calloc(w->qd, sizeof(*sl));
-	uint32_t *freel = calloc(w->qd, sizeof(*freel)), *queued = calloc(w->qd, sizeof(*queued));
-	if (!sl || !freel || !queued) {
-		fail(w, -ENOMEM, "buffers");
-		goto out;
-	}
-	if ((r = io_uring_register_files_sparse(&ring, w->qd)) < 0) {
-		fail(w, r, "io_uring file table");
-		goto out;
-	}
-	if (!(bufs = alloc_bufs(w, w->qd, each)))
-		goto out;
-	uint32_t nfree = w->qd, inflight = 0;
-	for (uint32_t i = 0; i < w->qd; i++)
-		freel[i] = i;
-	bool stopping = false;
-	uint32_t errs = 0;
-	uint64_t t = now_ns();
-	/* no O_CLOEXEC: a direct descriptor has no fd to inherit, and io_uring
-	 * refuses the flag for one */
-	int oflags = O_RDONLY | (j->direct ? O_DIRECT : 0);
-	for (;;) {
-		if (!stopping && should_stop(w, t))
-			stopping = true;
-		uint32_t nq = 0, f = 0;
-		/* one file per io_uring_enter, as uring_block does, for the same reason */
-		bool more = !stopping && nfree && io_uring_sq_space_left(&ring) >= 3;
-		if (more && !next_file(w, &f)) {
-			stopping = true;
-			more = false;
-		}
-		if (more) {
-			uint32_t s = freel[--nfree];
-			struct fslot *x = &sl[s];
-			x->file = f;
-			x->pending = 3;
-			x->err = 0;
-			x->got = 0;
-			dk_small_name(x->name, sizeof(x->name), f);
-			uint64_t len = j->direct ? ALIGN_UP(j->sizes[f], j->align) : j->sizes[f];
-			struct io_uring_sqe *sqe = io_uring_get_sqe(&ring);
-			io_uring_prep_openat_direct(sqe, j->dirfd, x->name, oflags, 0, s);
-			io_uring_sqe_set_flags(sqe, IOSQE_IO_LINK);
-			io_uring_sqe_set_data64(sqe, (uint64_t)s << 2);
-			sqe = io_uring_get_sqe(&ring);
-			io_uring_prep_read(sqe, (int)s, bufs + (size_t)s * each, (unsigned)len, 0);
-			io_uring_sqe_set_flags(sqe, IOSQE_FIXED_FILE | IOSQE_IO_HARDLINK);
-			io_uring_sqe_set_data64(sqe, (uint64_t)s << 2 | 1);
-			sqe = io_uring_get_sqe(&ring);
-			io_uring_prep_close_direct(sqe, s);
-			io_uring_sqe_set_data64(sqe, (uint64_t)s << 2 | 2);
-			queued[nq++] = s;
-			inflight++;
-		}
-		if (!inflight)
-			break;
-		uint64_t ti = now_ns();
-		for (uint32_t i = 0; i < nq; i++)
-			sl[queued[i]].t0 = ti;
-		r = nq ? io_uring_submit_and_get_events(&ring) : io_uring_submit_and_wait(&ring, 1);
-		if (submit_failed(w, r, &stopping, &errs))
-			break;
-		struct io_uring_cqe *cqe;
-		unsigned head, n = 0;
-		t = now_ns();
-		io_uring_for_each_cqe(&ring, head, cqe) {
-			uint32_t s = (uint32_t)(cqe->user_data >> 2), op = cqe->user_data & 3;
-			struct fslot *x = &sl[s];
-			if (op == 0 && cqe->res < 0)
-				x->err = cqe->res;
-			else if (op == 1 && !x->err && cqe->res < 0)
-				x->err = cqe->res;
-			else if (op == 1 && !x->err)
-				x->got = (uint64_t)cqe->res;
-			n++;
-			if (--x->pending)
-				continue;
-			if (!x->err && x->got != j->sizes[x->file])
-				x->err = STK_ESHORT;
-			if (x->err)
-				fail(w, x->err, "small file");
-			else
-				account(w, t, x->t0, x->got);
-			freel[nfree++] = s;
-			inflight--;
-		}
-		io_uring_cq_advance(&ring, n);
-	}
-out:
-	io_uring_queue_exit(&ring);
-	free(bufs);
-	free(sl);
-	free(freel);
-	free(queued);
+	free(names);
 }
 
 /* --- the threads ------------------------------------------------------------------ */
@@ -470,10 +315,7 @@ static void *worker_main(void *arg)
 		/* a ramp belongs to time-based jobs: one pass has nothing to spare */
 		w->ramp_end = start + (run->one_pass ? 0 : (uint64_t)(j->ramp * 1e9));
 		w->deadline = j->runtime > 0 ? w->ramp_end + (uint64_t)(j->runtime * 1e9) : UINT64_MAX;
-		if (j->kind == DK_JOB_FILES)
-			run->engine == DK_URING ? uring_files(w) : psync_files(w);
-		else
-			run->engine == DK_URING ? uring_block(w) : psync_block(w);
+		run_loop(w);
 		w->t_begin = w->ramp_end;
 		w->t_end = now_ns();
 	}
@@ -485,21 +327,24 @@ static void *worker_main(void *arg)
 }
 
 /* io_uring may be compiled out of the kernel or blocked by seccomp: then
- * psync, said once. */
+ * psync (the pread pool), said once. */
 static enum dk_engine pick_engine(enum dk_engine want)
 {
 	static int uring_ok = -1;
 	if (want != DK_URING)
 		return want;
 	if (uring_ok < 0) {
-		struct io_uring ring;
-		int r = io_uring_queue_init(2, &ring, 0);
-		uring_ok = r == 0;
+		struct stk_ioengine *e;
+		char why[300];
+		struct stk_ioengine_opts o = {.size = sizeof(o), .engine = STK_ENGINE_AUTO,
+					      .queue_depth = 2};
+		int r = stk_ioengine_create(&e, &o, why, sizeof(why));
+		uring_ok = r == 0 && !strcmp(stk_ioengine_name(e), "io_uring");
 		if (r == 0)
-			io_uring_queue_exit(&ring);
-		else
-			fprintf(stderr, "stoker disk: io_uring is unavailable (%s): using psync\n",
-				stk_strerror(r));
+			stk_ioengine_destroy(e);
+		if (!uring_ok)
+			fprintf(stderr, "stoker disk: %s: using psync\n",
+				why[0] ? why : "io_uring is unavailable");
 	}
 	return uring_ok ? DK_URING : DK_PSYNC;
 }
@@ -526,13 +371,12 @@ int dk_run(const struct dk_job *j, struct dk_job_out *out)
 	run.one_pass = j->one_pass || j->runtime <= 0;
 	run.engine = pick_engine(j->engine);
 	out->engine = run.engine;
-	uint32_t per = run.engine == DK_PSYNC ? j->qd : 1; /* workers per thread */
 	run.ngroups = j->threads;
-	run.nw = j->threads * per;
-	if (run.nw > 4096) {
+	run.nw = j->threads;
+	if (run.engine == DK_PSYNC && (uint64_t)j->threads * j->qd > 4096) {
 		snprintf(out->errmsg, sizeof(out->errmsg),
-			 "psync needs a thread per I/O in flight: threads x qd = %u is too many",
-			 run.nw);
+			 "psync needs a thread per I/O in flight: threads x qd = %llu is too many",
+			 (unsigned long long)j->threads * j->qd);
 		return out->err = -EINVAL;
 	}
 	if (j->kind == DK_JOB_BLOCK) {
@@ -558,8 +402,8 @@ int dk_run(const struct dk_job *j, struct dk_job_out *out)
 		struct worker *w = &run.w[i];
 		w->run = &run;
 		w->idx = i;
-		w->group = i / per;
-		w->qd = run.engine == DK_PSYNC ? 1 : j->qd;
+		w->group = i;
+		w->qd = j->qd;
 		if ((err = stk_hist_create(&w->hist)))
 			break;
 		if ((err = -pthread_create(&w->tid, NULL, worker_main, w))) {

@@ -216,6 +216,7 @@ static int layout(struct dk_target *t, const struct dk_conf *cf, struct dk_resul
 	fill_job(&j, &c, cf, label);
 	j.fd = fd;
 	j.write = true;
+	j.direct = direct;
 	j.span = size;
 	j.align = buf_align(t);
 	struct dk_job_out o = {0};
@@ -308,6 +309,7 @@ static int block_case(struct dk_target *t, const struct dk_case *c, const struct
 	j.fd = fd;
 	j.write = write;
 	j.random = c->pat == DK_RANDREAD;
+	j.direct = direct;
 	j.one_pass = !direct;
 	j.span = size;
 	j.align = buf_align(t);
@@ -373,6 +375,7 @@ static int ckpt_case(struct dk_target *t, const struct dk_case *c, const struct 
 	fill_job(&j, &cc, cf, label);
 	j.fd = fd;
 	j.write = true;
+	j.direct = direct;
 	j.span = size;
 	j.align = buf_align(t);
 	struct dk_job_out o = {.hist = r->hist};

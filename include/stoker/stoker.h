@@ -292,6 +292,75 @@ enum stk_hist_kind {
 STK_API int stk_loader_hist(const struct stk_loader *loader, enum stk_hist_kind kind,
 			    struct stk_hist *dst);
 
+/* ------------------------------------------------------------------------ */
+/* Raw I/O through the loader's own read engines (io_uring, the pread pool,
+ * null): what `stoker disk` measures with, so a storage figure is the read
+ * path the loader uses.  An engine belongs to one thread, which calls
+ * submit and reap; stk_ioengine_wake may be called from any thread.        */
+
+struct stk_ioengine;
+
+enum stk_io_op {
+	STK_IO_READ_FILE = 0, /* open path (relative to dir_fd), read len bytes at offset, close */
+	STK_IO_READ,          /* read len bytes at offset of fd */
+	STK_IO_WRITE,         /* write len bytes at offset of fd */
+};
+
+/* One I/O.  The caller owns it and keeps it, its path and its buffer alive
+ * until reap hands it back. */
+struct stk_io {
+	uint32_t op;          /* enum stk_io_op */
+	int32_t fd;           /* STK_IO_READ, STK_IO_WRITE: an open descriptor */
+	const char *path;     /* STK_IO_READ_FILE */
+	void *buf;
+	uint64_t len;         /* bytes asked for (O_DIRECT: a multiple of the block size) */
+	uint64_t offset;
+	int32_t buf_index;    /* the registered buffer (opts.buf_area) holding buf, or -1 */
+	uint32_t reserved;
+	int64_t res;          /* at completion: bytes transferred (fewer at end of file), or -errno */
+	uint64_t user_data;   /* the caller's */
+	struct {              /* the engine's bookkeeping: leave alone */
+		struct stk_io *next;
+		uint64_t t;
+		uint32_t file_slot, pending;
+	} priv;
+};
+
+#define STK_IOENG_DIRECT (1u << 0) /* READ_FILE opens with O_DIRECT; buffers get registered */
+
+struct stk_ioengine_opts {
+	uint32_t size;            /* sizeof(struct stk_ioengine_opts); 0 is taken as current */
+	uint32_t flags;           /* STK_IOENG_* */
+	enum stk_engine engine;   /* AUTO: io_uring, else the pread pool */
+	uint32_t queue_depth;     /* I/Os in flight at most; 0 → 32 */
+	uint32_t workers;         /* pread: threads; 0 → queue_depth */
+	int32_t dir_fd;           /* READ_FILE paths are relative to it; 0 → the working folder */
+	void *buf_area;           /* optional: nbufs buffers of buf_bytes each, back to back, */
+	uint64_t buf_bytes;       /*   registered with io_uring under STK_IOENG_DIRECT (fewer */
+	uint32_t nbufs;           /*   page pins per read); buf_index counts in them */
+	uint64_t null_latency_ns; /* STK_ENGINE_NULL: each I/O completes after this long */
+};
+
+/* Creates an engine.  0, or <0 with the reason in errbuf.  With engine AUTO
+ * and io_uring unavailable it falls back to the pread pool, and errbuf says
+ * why (stk_ioengine_name tells which one runs).  errbuf may be NULL. */
+STK_API int stk_ioengine_create(struct stk_ioengine **out, const struct stk_ioengine_opts *opts,
+				char *errbuf, size_t errlen);
+/* Queues n I/Os; the caller keeps the number in flight within queue_depth.
+ * They reach the kernel at the latest in the next reap, which submits and
+ * collects in one system call (as fio's io_uring engine does).  0 or <0. */
+STK_API int stk_ioengine_submit(struct stk_ioengine *e, struct stk_io **ios, unsigned n);
+/* Hands finished I/Os back into done (room for max).  With wait != 0 it
+ * blocks until one finishes or stk_ioengine_wake is called.  Count or <0. */
+STK_API int stk_ioengine_reap(struct stk_ioengine *e, struct stk_io **done, unsigned max,
+			      int wait);
+/* Makes a blocked (or the next) reap return.  Any thread. */
+STK_API void stk_ioengine_wake(struct stk_ioengine *e);
+/* "io_uring", "pread" or "null". */
+STK_API const char *stk_ioengine_name(const struct stk_ioengine *e);
+/* Waits for the I/Os still in flight, then frees the engine. */
+STK_API void stk_ioengine_destroy(struct stk_ioengine *e);
+
 /* Per-user cache folder ($XDG_CACHE_HOME/stoker, else ~/.cache/stoker), written
  * to buf; created if missing.  Returns the length or <0. */
 STK_API int stk_cache_dir(char *buf, size_t len);
