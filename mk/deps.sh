@@ -5,7 +5,9 @@
 set -e
 build="gcc make pkg-config liburing-dev libjpeg62-turbo-dev libjansson-dev libmicrohttpd-dev"
 install="$build help2man"
-test="$install g++ libcmocka-dev python3-pytest python3-numpy python3-torch python3-torchvision"
+# the tests also make a venv and pip-install the Python package into it
+test="$install g++ libcmocka-dev python3-pytest python3-numpy python3-torch python3-torchvision \
+	python3-venv python3-pip python3-setuptools python3-wheel"
 bench="$test fio sysstat"
 case "$1" in
 build) want=$build ;;
