@@ -50,3 +50,49 @@ grep -q 'extensions="' err.txt && fail "CLI hint names a Python argument: $(cat 
 	|| fail "--extensions '*': $(cat err.txt)"
 "$PY" -c 'import json,sys; s=json.load(open("b.json"))["stoker"]; assert s["samples"] == 3 * 2, s' \
 	|| fail "--extensions '*' did not take the .txt files"
+
+# Class 6: `stoker pack` interrupted mid-shard leaves no .tmp.  Caught with a
+# .tmp on disk (stopped, checked), then SIGINT (Ctrl-C) or SIGTERM: it dies of
+# the signal and the .tmp is gone; finished shards stay whole.  A script's
+# background job ignores SIGINT: the wrapper gives it back its default.
+mkdir -p big/a
+i=0
+while [ $i -lt 120 ]; do
+	head -c 400000 /dev/urandom >"big/a/$(printf '%04d' $i).jpg"
+	i=$((i + 1))
+done
+for sig in INT:2 TERM:15; do
+	num=${sig#*:}
+	sig=${sig%:*}
+	caught=0
+	try=0
+	while [ $caught = 0 ] && [ $try -lt 20 ]; do
+		rm -rf packed
+		"$PY" -c 'import os, signal, sys
+signal.signal(signal.SIGINT, signal.SIG_DFL)
+os.execv(sys.argv[1], sys.argv[1:])' "$STOKER" pack big packed --shard-size 4MiB >/dev/null 2>&1 &
+		pid=$!
+		while kill -0 $pid 2>/dev/null; do
+			if ls packed/*.tmp >/dev/null 2>&1; then
+				kill -STOP $pid
+				if ls packed/*.tmp >/dev/null 2>&1; then
+					caught=1
+					kill -$sig $pid
+				fi
+				kill -CONT $pid
+				[ $caught = 1 ] && break
+			fi
+		done
+		wait $pid
+		rc=$?
+		try=$((try + 1))
+	done
+	[ $caught = 1 ] || fail "never caught stoker pack with a .tmp in 20 tries"
+	want=$((128 + num))
+	[ $rc = $want ] || fail "stoker pack on SIG$sig exited $rc, not $want"
+	[ -z "$(ls packed | grep '\.tmp$')" ] || fail "pack interrupted by SIG$sig left: $(ls packed)"
+	for s in packed/*.tar; do
+		[ -e "$s" ] || continue
+		tar -tf "$s" >/dev/null || fail "a finished shard is not a whole tar: $s"
+	done
+done

@@ -9,11 +9,15 @@
  * to the first dot, and the keys sort in pack order.  Headers are plain ustar
  * (names stay under 100 bytes), with fixed owner, mode and mtime so that the
  * same folder packs to the same bytes.  Each shard is written to .tmp,
- * fsync'd and renamed: a shard under its final name is always complete. */
+ * fsync'd and renamed: a shard under its final name is always complete.  On
+ * SIGINT, SIGTERM or SIGHUP the handler unlinks the .tmp being written and
+ * ends the process by the signal: an interrupted pack leaves nothing behind. */
 #include "cli.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -41,6 +45,50 @@ struct pack {
 	int shards;
 	uint64_t bytes;         /* all shards, end blocks included */
 };
+
+/* The temporary file being written, for the signal handler: the name is
+ * complete before `armed` is set, and unlinking a name already renamed
+ * away is harmless. */
+static char tmp_name[4300];
+static volatile sig_atomic_t tmp_armed;
+
+static void tmp_arm(const char *path)
+{
+	tmp_armed = 0;
+	atomic_signal_fence(memory_order_seq_cst);
+	snprintf(tmp_name, sizeof(tmp_name), "%s", path);
+	atomic_signal_fence(memory_order_seq_cst);
+	tmp_armed = 1;
+}
+
+static void tmp_disarm(void)
+{
+	tmp_armed = 0;
+	atomic_signal_fence(memory_order_seq_cst);
+}
+
+static void on_signal(int sig)
+{
+	if (tmp_armed)
+		unlink(tmp_name); /* async-signal-safe */
+	signal(sig, SIG_DFL);
+	raise(sig); /* dies of the signal, as the caller expects of Ctrl-C */
+}
+
+static void install_cleanup(void)
+{
+	struct sigaction sa = {.sa_handler = on_signal};
+	sigemptyset(&sa.sa_mask);
+	static const int sigs[] = {SIGINT, SIGTERM, SIGHUP};
+	for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
+		sigaddset(&sa.sa_mask, sigs[i]);
+	for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++) {
+		struct sigaction old;
+		/* a signal the caller ignores (nohup, a script's background job) stays so */
+		if (sigaction(sigs[i], NULL, &old) == 0 && old.sa_handler != SIG_IGN)
+			sigaction(sigs[i], &sa, NULL);
+	}
+}
 
 /* A ustar header for a regular file.  Sizes of 8 GiB and more do not fit
  * eleven octal digits and take GNU's base-256 form, which every reader of
@@ -105,8 +153,10 @@ static int shard_open(struct pack *p)
 		fprintf(stderr, "stoker pack: %s: path too long\n", p->out);
 		return -1;
 	}
+	tmp_arm(p->tmp);
 	p->f = fopen(p->tmp, "wbe");
 	if (!p->f) {
+		tmp_disarm();
 		fprintf(stderr, "stoker pack: cannot create %s: %s\n", p->tmp, strerror(errno));
 		return -1;
 	}
@@ -132,14 +182,17 @@ static int shard_close(struct pack *p)
 		errno = e;
 		write_failed(p);
 		unlink(p->tmp);
+		tmp_disarm();
 		return -1;
 	}
 	if (rename(p->tmp, p->path)) {
 		fprintf(stderr, "stoker pack: cannot rename %s to %s: %s\n", p->tmp, p->path,
 			strerror(errno));
 		unlink(p->tmp);
+		tmp_disarm();
 		return -1;
 	}
+	tmp_disarm();
 	p->bytes += p->shard_bytes;
 	p->shards++;
 	return 0;
@@ -266,8 +319,10 @@ static int write_classes(struct pack *p)
 	char path[4200], tmp[4300];
 	snprintf(path, sizeof(path), "%s/classes.txt", p->out);
 	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+	tmp_arm(tmp);
 	FILE *f = fopen(tmp, "we");
 	if (!f) {
+		tmp_disarm();
 		fprintf(stderr, "stoker pack: cannot create %s: %s\n", tmp, strerror(errno));
 		return -1;
 	}
@@ -286,8 +341,10 @@ static int write_classes(struct pack *p)
 		fprintf(stderr, "stoker pack: cannot write %s: %s\n", bad ? tmp : path,
 			strerror(bad ? (e ? e : EIO) : errno));
 		unlink(tmp);
+		tmp_disarm();
 		return -1;
 	}
+	tmp_disarm();
 	return 0;
 }
 
@@ -405,6 +462,7 @@ int cmd_pack(int argc, char **argv)
 		order[i] = order[j];
 		order[j] = t;
 	}
+	install_cleanup();
 	double t0 = now_s();
 	if (pack_all(&p, order, n) || write_classes(&p))
 		goto out;
@@ -433,6 +491,7 @@ out:
 	if (p.f) { /* a failure mid-shard: leave no .tmp behind */
 		fclose(p.f);
 		unlink(p.tmp);
+		tmp_disarm();
 	}
 	free(p.buf);
 	free(order);
