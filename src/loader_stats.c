@@ -60,6 +60,15 @@ int stk_loader_sample(const struct stk_loader *l, int64_t i, char *path, size_t 
 	return 0;
 }
 
+int stk_loader_sample_extent(const struct stk_loader *l, int64_t i, char *path, size_t pathlen,
+			     uint64_t *offset, uint64_t *size)
+{
+	int rc = stk_loader_sample(l, i, path, pathlen, size, NULL);
+	if (rc == 0 && offset)
+		*offset = l->ds->entries[i].offset;
+	return rc;
+}
+
 int64_t stk_loader_num_classes(const struct stk_loader *l)
 {
 	return l->ds->nclasses;

@@ -96,3 +96,30 @@ os.execv(sys.argv[1], sys.argv[1:])' "$STOKER" pack big packed --shard-size 4MiB
 		tar -tf "$s" >/dev/null || fail "a finished shard is not a whole tar: $s"
 	done
 done
+
+# Class 7 (and issue 13): `stoker bench` on one shard of >= 300 MB holding
+# thousands of samples, default mode (warm cache, 3 epochs, baseline).  The
+# warm-up and the baseline read each member, not the whole shard per member
+# (which took hours here): a 120 s bound catches that again.  Hard links make
+# the folder in no time; the classes are counted from the labels.
+mkdir -p many
+head -c 100000 /dev/urandom >many/src.jpg
+"$PY" -c 'import os
+for i in range(3300):
+    d = "many/%s" % "abc"[i // 1100]
+    os.makedirs(d, exist_ok=True)
+    os.link("many/src.jpg", "%s/%05d.jpg" % (d, i))' || fail "links"
+rm many/src.jpg
+"$STOKER" pack many shards >/dev/null || fail "pack of 3300 samples"
+rm -rf many
+size=$(stat -c %s shards/train-000000.tar)
+[ "$size" -ge 300000000 ] || fail "the shard is $size bytes, not >= 300 MB"
+[ ! -e shards/train-000001.tar ] || fail "more than one shard"
+timeout 120 "$STOKER" bench shards >out.txt 2>err.txt
+rc=$?
+[ $rc = 124 ] && fail "stoker bench on one 330 MB shard took over 120 s (O(samples x shard) again?)"
+[ $rc = 0 ] || fail "bench on one shard exited $rc: $(cat err.txt)"
+grep -q "3300 samples, 3 classes" out.txt || fail "header: $(head -n 2 out.txt)"
+grep -q "errors                     0" out.txt || fail "errors: $(cat out.txt)"
+grep -q "baseline" out.txt || fail "no baseline: $(cat out.txt)"
+rm -rf shards

@@ -197,48 +197,128 @@ static int run_loader(struct stk_loader *l, const struct bench_opts *o, struct r
 	return rc;
 }
 
-/* The naive baseline: one thread, open/read/close per file in the same order,
- * holding each batch for compute_ms as the loader run did. */
+/* Shards kept open while their members are read one by one: a member costs
+ * one pread, as in the loader, not an open of its shard each time. */
+#define SHARD_FDS 16
+struct shard_fds {
+	char path[SHARD_FDS][PATH_MAX];
+	int fd[SHARD_FDS];
+	unsigned next;
+};
+
+static struct shard_fds *shard_fds_new(void)
+{
+	struct shard_fds *c = calloc(1, sizeof(*c));
+	for (unsigned i = 0; c && i < SHARD_FDS; i++)
+		c->fd[i] = -1;
+	return c;
+}
+
+static void shard_fds_free(struct shard_fds *c)
+{
+	for (unsigned i = 0; c && i < SHARD_FDS; i++)
+		if (c->fd[i] >= 0)
+			close(c->fd[i]);
+	free(c);
+}
+
+static int shard_fd(struct shard_fds *c, const char *path)
+{
+	for (unsigned i = 0; i < SHARD_FDS; i++)
+		if (c->fd[i] >= 0 && !strcmp(c->path[i], path))
+			return c->fd[i];
+	unsigned k = c->next++ % SHARD_FDS;
+	if (c->fd[k] >= 0)
+		close(c->fd[k]);
+	snprintf(c->path[k], sizeof(c->path[k]), "%s", path);
+	c->fd[k] = open(path, O_RDONLY | O_CLOEXEC);
+	return c->fd[k];
+}
+
+static bool grow(char **buf, size_t *cap, size_t want)
+{
+	if (want <= *cap)
+		return true;
+	char *nb = realloc(*buf, want);
+	if (!nb)
+		return false;
+	*buf = nb;
+	*cap = want;
+	return true;
+}
+
+/* Reads sample i's bytes the way the loader does: a sample that is a whole
+ * file with open, read to its end and close (what DataLoader does); a tar
+ * member with a pread of its (offset, size) from its shard, never the whole
+ * shard.  The bytes read, or -1 when the file cannot be opened or read. */
+static ssize_t read_sample(struct stk_loader *l, int64_t i, struct shard_fds *c, char **buf,
+			   size_t *cap)
+{
+	char path[PATH_MAX];
+	uint64_t off, size;
+	if (stk_loader_sample_extent(l, i, path, sizeof(path), &off, &size))
+		return -1;
+	if (off > 0) { /* a member of a tar shard */
+		int fd = shard_fd(c, path);
+		if (fd < 0 || !grow(buf, cap, (size_t)size + 1))
+			return -1;
+		size_t have = 0;
+		while (have < size) {
+			ssize_t got = pread(fd, *buf + have, (size_t)size - have, (off_t)(off + have));
+			if (got < 0 && errno == EINTR)
+				continue;
+			if (got <= 0)
+				return got < 0 ? -1 : (ssize_t)have;
+			have += (size_t)got;
+		}
+		return (ssize_t)have;
+	}
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	struct stat st;
+	if (fstat(fd, &st) == 0)
+		grow(buf, cap, (size_t)st.st_size + 1);
+	ssize_t got;
+	size_t have = 0;
+	while ((got = read(fd, *buf + have, *cap - have)) > 0) {
+		have += (size_t)got;
+		if (have == *cap && !grow(buf, cap, *cap * 2))
+			break;
+	}
+	close(fd);
+	return (ssize_t)have;
+}
+
+/* The naive baseline: one thread, in the loader run's order, holding each
+ * batch for compute_ms as the loader run did.  A folder's sample is an
+ * open/read/close of its file; a shard's, a pread of its member. */
 static int run_baseline(struct stk_loader *l, const struct bench_opts *o, const int64_t *order,
 			uint64_t n, struct run *r, const struct stk_image_opts *img)
 {
 	size_t cap = 1 << 20;
 	char *buf = malloc(cap);
 	void *pixels = img ? malloc(stk_image_bytes(img)) : NULL;
-	if (!buf || (img && !pixels)) {
+	struct shard_fds *fds = shard_fds_new();
+	if (!buf || (img && !pixels) || !fds) {
 		free(buf);
 		free(pixels);
+		shard_fds_free(fds);
 		return -ENOMEM;
 	}
 	double cpu0 = cpu_seconds(), t0 = now_s();
 	for (uint64_t i = 0; i < n && !interrupted; i++) {
-		char path[PATH_MAX];
-		if (stk_loader_sample(l, order[i], path, sizeof(path), NULL, NULL))
-			continue;
-		int fd = open(path, O_RDONLY | O_CLOEXEC);
-		if (fd < 0) {
+		ssize_t have = read_sample(l, order[i], fds, &buf, &cap);
+		if (have < 0) {
 			r->errors++;
 			continue;
 		}
-		struct stat st;
-		if (fstat(fd, &st) == 0 && (size_t)st.st_size + 1 > cap) {
-			char *nb = realloc(buf, (size_t)st.st_size + 1);
-			if (nb) {
-				buf = nb;
-				cap = (size_t)st.st_size + 1;
-			}
-		}
-		ssize_t got;
-		size_t have = 0;
-		while ((got = read(fd, buf + have, cap - have)) > 0)
-			have += (size_t)got;
-		r->bytes += have;
-		close(fd);
+		r->bytes += (uint64_t)have;
 		if (img) { /* decode as the loader does, on this one thread */
 			char why[256];
 			double td = now_s();
-			if (stk_image_decode(img, buf, have, (uint64_t)o->seed, 0, order[i], pixels, why,
-					     sizeof(why)))
+			if (stk_image_decode(img, buf, (size_t)have, (uint64_t)o->seed, 0, order[i],
+					     pixels, why, sizeof(why)))
 				r->errors++;
 			r->decode_s += now_s() - td;
 		}
@@ -257,12 +337,15 @@ static int run_baseline(struct stk_loader *l, const struct bench_opts *o, const 
 	progress_done();
 	free(buf);
 	free(pixels);
+	shard_fds_free(fds);
 	return 0;
 }
 
 /* Puts the page cache in the state asked for before a timed run, so the
  * loader and the baseline start from the same one.  Warm: one untimed pass
- * over the epoch's files (when they fit in half of the available memory). */
+ * over the epoch's samples, each read as the loader reads it (a shard's
+ * members, not the shard per member), when they fit in half of the
+ * available memory. */
 static void set_cache(struct stk_loader *l, const struct bench_opts *o, const int64_t *order,
 		      uint64_t n, const char **state)
 {
@@ -291,26 +374,24 @@ static void set_cache(struct stk_loader *l, const struct bench_opts *o, const in
 		*state = "as found (the dataset does not fit in half of free memory)";
 		return;
 	}
-	char *buf = malloc(1 << 20);
-	if (!buf)
+	size_t cap = 1 << 20;
+	char *buf = malloc(cap);
+	struct shard_fds *fds = shard_fds_new();
+	if (!buf || !fds) {
+		free(buf);
+		shard_fds_free(fds);
 		return;
+	}
 	uint64_t want = order ? n : (uint64_t)total;
 	for (uint64_t i = 0; i < want && !interrupted; i++) {
-		char path[PATH_MAX];
-		if (stk_loader_sample(l, order ? order[i] : (int64_t)i, path, sizeof(path), NULL, NULL))
-			continue;
-		int fd = open(path, O_RDONLY | O_CLOEXEC);
-		if (fd < 0)
-			continue;
-		while (read(fd, buf, 1 << 20) > 0)
-			;
-		close(fd);
+		read_sample(l, order ? order[i] : (int64_t)i, fds, &buf, &cap);
 		if (i % 1024 == 0)
-			progress("warming the page cache: %llu/%llu files", (unsigned long long)i,
+			progress("warming the page cache: %llu/%llu samples", (unsigned long long)i,
 				 (unsigned long long)want);
 	}
 	progress_done();
 	free(buf);
+	shard_fds_free(fds);
 	*state = "warm (files read once before each run)";
 }
 
@@ -326,6 +407,31 @@ static json_t *run_json(const struct run *r)
 			 (json_int_t)r->errors);
 }
 
+static int cmp_i64(const void *a, const void *b)
+{
+	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+/* Classes: the folder's class folders, or for shards and file lists (which
+ * name no classes) the distinct labels of the samples. */
+static int64_t count_classes(struct stk_loader *l)
+{
+	int64_t k = stk_loader_num_classes(l), n = stk_loader_num_samples(l);
+	int64_t *v = k > 0 || n <= 0 ? NULL : malloc((size_t)n * sizeof(*v));
+	if (!v)
+		return k;
+	int64_t m = 0;
+	for (int64_t i = 0; i < n; i++)
+		if (stk_loader_sample(l, i, NULL, 0, NULL, &v[m]) == 0 && v[m] >= 0)
+			m++;
+	qsort(v, (size_t)m, sizeof(*v), cmp_i64);
+	for (int64_t i = 0; i < m; i++)
+		k += i == 0 || v[i] != v[i - 1];
+	free(v);
+	return k;
+}
+
 static void print_human(struct stk_loader *l, const struct bench_opts *o, const struct run *s,
 			const struct run *b, const char *cache, double cached, double create_s)
 {
@@ -334,7 +440,7 @@ static void print_human(struct stk_loader *l, const struct bench_opts *o, const 
 	double bps = b && b->wall > 0 ? (double)b->samples / b->wall : 0;
 	printf("stoker bench: %s\n", o->path);
 	printf("  %lld samples, %lld classes; engine %s, queue depth %lld, batch %lld, prefetch %lld%s\n",
-	       (long long)stk_loader_num_samples(l), (long long)stk_loader_num_classes(l),
+	       (long long)stk_loader_num_samples(l), (long long)count_classes(l),
 	       stk_loader_engine(l), (long long)o->qd, (long long)o->batch_size,
 	       (long long)o->prefetch, o->direct ? ", O_DIRECT" : "");
 	printf("  loader ready in %.3f s (index, pool, threads); page cache: %s (%.0f %% of sampled\n"

@@ -242,6 +242,12 @@ STK_API int64_t stk_loader_rank_samples(const struct stk_loader *loader);
 STK_API int64_t stk_loader_num_samples(const struct stk_loader *loader);
 STK_API int stk_loader_sample(const struct stk_loader *loader, int64_t index, char *path,
 			      size_t pathlen, uint64_t *size, int64_t *label);
+/* Where sample `index`'s bytes lie, as the loader reads them: its file (as
+ * stk_loader_sample gives it), the offset in that file (a tar shard's member
+ * starts past its header; 0 for a sample that is a whole file) and the size.
+ * Any out pointer may be NULL.  0, -ERANGE or -ENAMETOOLONG. */
+STK_API int stk_loader_sample_extent(const struct stk_loader *loader, int64_t index, char *path,
+				     size_t pathlen, uint64_t *offset, uint64_t *size);
 /* Number of classes (folder mode) and a class name (static until destroy). */
 STK_API int64_t stk_loader_num_classes(const struct stk_loader *loader);
 STK_API const char *stk_loader_class_name(const struct stk_loader *loader, int64_t label);

@@ -306,6 +306,10 @@ stk_metrics_serve = _optional("stk_metrics_serve", ctypes.c_int, ctypes.POINTER(
                               ctypes.c_char_p, _vp, ctypes.c_char_p)
 stk_metrics_server_port = _optional("stk_metrics_server_port", ctypes.c_int, _vp)
 stk_metrics_server_destroy = _optional("stk_metrics_server_destroy", None, _vp)
+# Where a sample's bytes lie (a tar member's offset in its shard).
+stk_loader_sample_extent = _optional("stk_loader_sample_extent", ctypes.c_int, _vp, c_i64,
+                                     ctypes.c_char_p, ctypes.c_size_t, ctypes.POINTER(c_u64),
+                                     ctypes.POINTER(c_u64))
 stk_image_bytes = _optional("stk_image_bytes", ctypes.c_size_t, ctypes.POINTER(ImageOpts))
 stk_image_decode = _optional("stk_image_decode", ctypes.c_int, ctypes.POINTER(ImageOpts),
                              ctypes.c_void_p, ctypes.c_size_t, c_u64, c_u64, c_i64,

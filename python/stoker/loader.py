@@ -300,6 +300,25 @@ class Loader:
             raise error_from(rc, None, self._path)
         return os.fsdecode(buf.value), size.value, label.value
 
+    def sample_extent(self, index):
+        """(path, offset, size): where sample `index`'s bytes lie in its file, as
+        the loader reads them (a tar shard's member starts at `offset`; a
+        sample that is a whole file at 0)."""
+        fn = _lib.stk_loader_sample_extent
+        if fn is None:
+            raise NotImplementedError("this libstoker (%s) has no stk_loader_sample_extent"
+                                      % _lib.lib_path)
+        buf = ctypes.create_string_buffer(4096 + 256)
+        off = ctypes.c_uint64()
+        size = ctypes.c_uint64()
+        rc = fn(self._handle(), index, buf, len(buf), ctypes.byref(off), ctypes.byref(size))
+        if rc < 0:
+            if rc == -errno.ERANGE:
+                raise IndexError("sample index %d out of range 0..%d"
+                                 % (index, self.num_samples - 1))
+            raise error_from(rc, None, self._path)
+        return os.fsdecode(buf.value), off.value, size.value
+
     # --- epochs and resume -----------------------------------------------------
 
     def set_epoch(self, epoch):

@@ -3,10 +3,13 @@ options are ValueErrors naming the argument, errors are counted exactly and
 named, and the index cache is never trusted blindly."""
 
 import errno
+import os
+import subprocess
 
 import pytest
 
 import stoker
+from conftest import stoker_cli
 
 
 @pytest.mark.parametrize("kwargs, name", [
@@ -30,3 +33,25 @@ def test_slot_smaller_than_the_largest_sample_is_refused(folder):
     # a slot that holds the largest sample is fine (some batches may not fit)
     with stoker.Loader(folder, 4, slot_bytes=20000, quiet=True) as l:
         assert sum(b.count for b in l) + l.stats()["errors"] == l.num_samples
+
+
+def test_sample_extent_points_at_the_member(folder, tmp_path):
+    cli = stoker_cli()
+    if cli is None:
+        pytest.skip("needs the stoker CLI (stoker pack): set STOKER or run `make`")
+    out = str(tmp_path / "shards")
+    subprocess.run([cli, "pack", folder, out], check=True, stdout=subprocess.DEVNULL)
+    with stoker.Loader(folder, 4, shuffle=False) as f, stoker.Loader(out, 4, shuffle=False) as l:
+        assert l.num_samples == f.num_samples
+        for i in range(l.num_samples):
+            path, off, size = l.sample_extent(i)
+            assert off > 0 and path.endswith(".tar")
+            with open(path, "rb") as t:
+                t.seek(off)
+                member = t.read(size)
+            fpath, foff, fsize = f.sample_extent(i)
+            assert foff == 0 and fsize == size
+            with open(fpath, "rb") as src:
+                assert member == src.read()
+        with pytest.raises(IndexError):
+            l.sample_extent(l.num_samples)
