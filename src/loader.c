@@ -407,6 +407,12 @@ static void restart_clock(struct stk_loader *l)
 
 int stk_loader_start(struct stk_loader *l, uint64_t epoch, uint64_t start_batch)
 {
+	return stk__loader_restart(l, epoch, NULL, 0, start_batch);
+}
+
+int stk__loader_restart(struct stk_loader *l, uint64_t epoch, const struct stk__segment *prev,
+			uint32_t nprev, uint64_t skip)
+{
 	pthread_mutex_lock(&l->mu);
 	if (l->stop) {
 		pthread_mutex_unlock(&l->mu);
@@ -428,9 +434,19 @@ int stk_loader_start(struct stk_loader *l, uint64_t epoch, uint64_t start_batch)
 			break;
 		pthread_cond_wait(&l->cv, &l->mu);
 	}
+	int rc = stk__sampler_start(&l->sampler, epoch, prev, nprev); /* checked by the caller */
+	if (rc) { /* the old layout stands, but its batches were dropped */
+		stk__loader_detail(l, "cannot lay out epoch %llu: %s", (unsigned long long)epoch,
+				   stk_strerror(rc));
+		l->fatal = rc;
+		pthread_mutex_unlock(&l->mu);
+		return rc;
+	}
 	l->epoch = epoch;
-	stk__sampler_set_epoch(&l->sampler, epoch);
-	l->next_start = l->next_out = (int64_t)start_batch;
+	if (nprev)
+		memcpy(l->prev, prev, (size_t)nprev * sizeof(*prev));
+	l->nprev = nprev;
+	l->next_start = l->next_out = l->sampler.first + (int64_t)skip;
 	l->fatal = 0;
 	l->draining = false;
 	restart_clock(l);

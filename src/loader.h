@@ -87,6 +87,9 @@ struct stk_loader {
 	bool stop, draining;
 	bool joined;            /* stk_loader_stop has joined the threads */
 	uint64_t gen, epoch;
+	struct stk__segment prev[STK_RESUME_SEGMENTS]; /* the epoch's segments before this one */
+	uint32_t nprev;
+	_Atomic uint64_t fingerprint; /* of the index, 0 until first asked for */
 	int64_t next_start, next_out;
 	int fatal;
 	char detail[PATH_MAX + 256];   /* written under mu */
@@ -103,6 +106,10 @@ struct stk_loader {
 };
 
 /* loader.c: the threads' bodies and the helpers loader_create.c shares. */
+/* stk_loader_start's body: `epoch` after the segments prev[0..nprev) (checked
+ * with stk__sampler_check), skipping `skip` batches of this rank's share. */
+int stk__loader_restart(struct stk_loader *l, uint64_t epoch, const struct stk__segment *prev,
+			uint32_t nprev, uint64_t skip);
 void *stk__loader_ring_main(void *ring);
 void *stk__loader_decode_main(void *loader);
 /* Wakes every I/O thread (a slot freed, a stop). */

@@ -207,6 +207,12 @@ static int shard_mode(struct stk_loader *l, char *err, size_t errlen)
 	for (int64_t i = 1; i <= n; i++)
 		if (i == n || l->ds->entries[i].name != l->ds->entries[i - 1].name)
 			l->group_end[g++] = (uint32_t)i;
+	if (g < l->o.world_size) {
+		snprintf(err, errlen, "%s: %u shards for %u ranks: shuffle_mode shard gives every "
+			 "rank whole shards; pack into at least %u shards, or use shuffle_mode global",
+			 l->path, g, l->o.world_size, l->o.world_size);
+		return -EINVAL;
+	}
 	return stk__sampler_shard_mode(&l->sampler, l->group_end, g,
 				       l->o.shuffle_window ? l->o.shuffle_window : 1000);
 }
@@ -397,8 +403,12 @@ int stk_loader_create(struct stk_loader **out, const struct stk_loader_opts *opt
 		goto fail;
 	}
 	l->epoch = l->o.epoch;
+	if ((rc = stk__sampler_start(&l->sampler, l->epoch, NULL, 0))) {
+		snprintf(errbuf, errlen, "%s: cannot lay out epoch %llu: %s", l->path,
+			 (unsigned long long)l->epoch, stk_strerror(rc));
+		goto fail;
+	}
 	l->next_start = l->next_out = (int64_t)l->o.start_batch;
-	stk__sampler_set_epoch(&l->sampler, l->epoch);
 	l->t_start = stk__now_ns();
 	l->draining = true; /* rings wait until stk_loader_start below */
 	if ((rc = start_rings(l))) {

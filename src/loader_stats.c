@@ -1,21 +1,12 @@
 /*
- * loader_stats.c — what the loader tells about itself: the resume point,
- * the last error, the dataset, and the counters and histograms.  Any thread:
- * everything mutable is read under the loader's mutex or atomically.
+ * loader_stats.c — what the loader tells about itself: the last error, the
+ * dataset, and the counters and histograms.  Any thread: everything mutable
+ * is read under the loader's mutex or atomically.
  */
 #include "loader.h"
 
 #include <stdio.h>
 #include <string.h>
-
-void stk_loader_state(const struct stk_loader *cl, struct stk_loader_state *out)
-{
-	struct stk_loader *l = (struct stk_loader *)cl;
-	pthread_mutex_lock(&l->mu);
-	*out = (struct stk_loader_state){.seed = l->o.seed, .epoch = l->epoch,
-					 .batches = (uint64_t)l->next_out};
-	pthread_mutex_unlock(&l->mu);
-}
 
 const char *stk_last_error(const struct stk_loader *cl)
 {

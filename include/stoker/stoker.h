@@ -231,6 +231,45 @@ struct stk_loader_state {
 };
 STK_API void stk_loader_state(const struct stk_loader *loader, struct stk_loader_state *out);
 
+/* The resume point of an epoch, for any number of ranks (elastic resume).  An
+ * epoch may run in segments, each on its own world size; ranks step together,
+ * so segment i is segments[i].batches batches on each of its world_size
+ * ranks, and every rank's resume point is the same: save any rank's.  The
+ * fingerprint identifies the dataset (every sample's path, size, offset and
+ * label); the order options are kept so that a point is only ever applied to
+ * the order it was taken in. */
+#define STK_RESUME_SEGMENTS 16
+struct stk_resume_segment {
+	uint32_t world_size;
+	uint32_t reserved;   /* 0 */
+	uint64_t batches;    /* on each rank */
+};
+struct stk_resume {
+	uint32_t size;       /* sizeof(struct stk_resume) */
+	uint32_t nsegments;  /* 1..STK_RESUME_SEGMENTS; the last one is the current */
+	uint64_t fingerprint;
+	uint64_t seed;
+	uint64_t epoch;
+	uint32_t batch_size;
+	uint32_t flags;      /* the saver's STK_F_NO_SHUFFLE and STK_F_DROP_LAST */
+	uint32_t shuffle_mode; /* enum stk_shuffle */
+	uint32_t shuffle_window; /* shard shuffle's window; 0 for global */
+	struct stk_resume_segment segments[STK_RESUME_SEGMENTS];
+};
+/* Fills *out (out->size set by the caller, or 0) with where the loader is:
+ * 0, or <0.  Any thread.  The first call hashes the index (about 30 ns a
+ * sample). */
+STK_API int stk_loader_resume_point(const struct stk_loader *loader, struct stk_resume *out);
+/* Restarts at a resume point saved by any number of ranks: the rest of its
+ * epoch is split over this loader's world_size (whole shards under shard
+ * shuffle), so every sample not yet read is read once across the new ranks,
+ * repeated only for the padding equal shares need.  The same world size
+ * continues exactly as the uninterrupted run.  0; or -EINVAL (another
+ * dataset, seed, batch size or order options), -ERANGE (more batches than the
+ * epoch had), -E2BIG (STK_RESUME_SEGMENTS world sizes in one epoch), with the
+ * reason in stk_last_error; the loader is then unchanged. */
+STK_API int stk_loader_resume(struct stk_loader *loader, const struct stk_resume *point);
+
 /* Detail of the last error: "<path>: <reason>".  Owned by the loader; valid
  * until the next call on it. */
 STK_API const char *stk_last_error(const struct stk_loader *loader);

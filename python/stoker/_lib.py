@@ -250,6 +250,30 @@ class LoaderState(ctypes.Structure):
     _fields_ = [("seed", c_u64), ("epoch", c_u64), ("batches", c_u64)]
 
 
+RESUME_SEGMENTS = 16  # STK_RESUME_SEGMENTS
+
+
+class ResumeSegment(ctypes.Structure):
+    """struct stk_resume_segment."""
+    _fields_ = [("world_size", c_u32), ("reserved", c_u32), ("batches", c_u64)]
+
+
+class Resume(ctypes.Structure):
+    """struct stk_resume: a resume point for any number of ranks."""
+    _fields_ = [
+        ("size", c_u32),
+        ("nsegments", c_u32),
+        ("fingerprint", c_u64),
+        ("seed", c_u64),
+        ("epoch", c_u64),
+        ("batch_size", c_u32),
+        ("flags", c_u32),
+        ("shuffle_mode", c_u32),
+        ("shuffle_window", c_u32),
+        ("segments", ResumeSegment * RESUME_SEGMENTS),
+    ]
+
+
 # --- prototypes --------------------------------------------------------------
 
 _vp = ctypes.c_void_p  # struct stk_loader * and struct stk_batch * are opaque here
@@ -310,6 +334,9 @@ stk_metrics_server_destroy = _optional("stk_metrics_server_destroy", None, _vp)
 stk_loader_sample_extent = _optional("stk_loader_sample_extent", ctypes.c_int, _vp, c_i64,
                                      ctypes.c_char_p, ctypes.c_size_t, ctypes.POINTER(c_u64),
                                      ctypes.POINTER(c_u64))
+stk_loader_resume_point = _optional("stk_loader_resume_point", ctypes.c_int, _vp,
+                                    ctypes.POINTER(Resume))
+stk_loader_resume = _optional("stk_loader_resume", ctypes.c_int, _vp, ctypes.POINTER(Resume))
 stk_image_bytes = _optional("stk_image_bytes", ctypes.c_size_t, ctypes.POINTER(ImageOpts))
 stk_image_decode = _optional("stk_image_decode", ctypes.c_int, ctypes.POINTER(ImageOpts),
                              ctypes.c_void_p, ctypes.c_size_t, c_u64, c_u64, c_i64,

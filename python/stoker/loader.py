@@ -26,7 +26,7 @@ import time
 import numpy as np
 import torch
 
-from . import _lib
+from . import _lib, _resume
 from ._slots import _Core, _Hist, _Lease, _SlotViews, _closed_message
 from .batch import Batch, ImageBatch
 from .errors import error_from, option_error
@@ -257,7 +257,9 @@ class Loader:
     # --- dataset queries -------------------------------------------------------
 
     def __len__(self):
-        """Batches per epoch for this rank."""
+        """Batches per epoch for this rank (shard shuffle: of the epoch last
+        started, as shares follow the shards dealt to each rank; after an
+        elastic resume: those before it plus this rank's share of the rest)."""
         return self._len
 
     @property
@@ -334,41 +336,57 @@ class Loader:
         self._want = (epoch, 0)
 
     def state_dict(self):
-        """The resume point: {"seed", "epoch", "batches"} (batches handed out
-        so far in the epoch)."""
-        if self._want is not None:
-            return {"seed": self.seed, "epoch": self._want[0], "batches": self._want[1]}
-        st = _lib.LoaderState()
-        _lib.stk_loader_state(self._handle(), ctypes.byref(st))
-        return {"seed": st.seed, "epoch": st.epoch, "batches": st.batches}
+        """The resume point, valid on any number of ranks (every rank's is the
+        same: save any one); see _resume.py and docs/python.md for its keys.
+        Plain ints, strings and bools: torch.save and json both keep it."""
+        p = _lib.Resume(size=ctypes.sizeof(_lib.Resume))
+        rc = _lib.stk_loader_resume_point(self._handle(), ctypes.byref(p))
+        if rc < 0:
+            raise error_from(rc, None, self._path)
+        want = self._want  # set_epoch() not yet acted on: that epoch's start
+        return _resume.to_dict(p, self.world_size, want)
 
     def load_state_dict(self, state):
-        """Resumes at a state_dict(): the next iteration yields the rest of that
-        epoch, the same batches in the same order as an uninterrupted run."""
-        seed = int(state.get("seed", self.seed))
-        if seed != self.seed:
-            raise ValueError("state has seed %d but this loader was created with seed=%d; "
-                             "create it with seed=%d" % (seed, self.seed, seed))
-        epoch = _uint("epoch", state["epoch"], _U64)
-        batches = _uint("batches", state["batches"], _U64)
-        if self._fresh and self._want is None and self._pos == (epoch, batches):
-            return
-        self._want = (epoch, batches)
-
-    def _start(self, epoch, batch):
+        """Resumes at a state_dict() saved by any number of ranks: the next
+        iteration yields this rank's share of the rest of that epoch.  On the
+        same world size that is the same batches in the same order as an
+        uninterrupted run; on another, the rest is split over the new ranks so
+        that every sample not yet read is read once (shard shuffle: whole
+        shards per rank).  A state from another dataset, seed, batch size or
+        order options raises ValueError saying what differs."""
+        p = _resume.from_dict(state)
         h = self._handle()
+        self._before_restart()
+        rc = _lib.stk_loader_resume(h, ctypes.byref(p))
+        if rc < 0:
+            detail = _lib.stk_last_error(h).decode("utf-8", "replace")
+            if rc in (-errno.EINVAL, -errno.ERANGE, -errno.E2BIG):
+                raise ValueError("cannot resume %s: %s" % (self._path, detail))
+            raise error_from(rc, detail, self._path)
+        self._after_restart(p.epoch, sum(p.segments[i].batches for i in range(p.nsegments)))
+        self._want = None
+
+    def _before_restart(self):
         self._drain_copies()
         if self._prev is not None:
             self._prev.release()
             self._prev = None
-        rc = _lib.stk_loader_start(h, epoch, batch)
-        if rc < 0:
-            raise error_from(rc, _lib.stk_last_error(h).decode("utf-8", "replace"), self._path)
+
+    def _after_restart(self, epoch, batch):
+        self._len = _lib.stk_loader_len(self._handle())
         self._pos = (epoch, batch)
         self._fresh = True
         st = _lib.Stats(size=ctypes.sizeof(_lib.Stats))
-        if _lib.stk_loader_stats(h, ctypes.byref(st)) == 0:
+        if _lib.stk_loader_stats(self._handle(), ctypes.byref(st)) == 0:
             self._stats_base = st.samples
+
+    def _start(self, epoch, batch):
+        h = self._handle()
+        self._before_restart()
+        rc = _lib.stk_loader_start(h, epoch, batch)
+        if rc < 0:
+            raise error_from(rc, _lib.stk_last_error(h).decode("utf-8", "replace"), self._path)
+        self._after_restart(epoch, batch)
 
     def __iter__(self):
         self._handle()

@@ -123,12 +123,12 @@ def check_epochs(results, n, world):
 
 
 def test_torchrun_contract(tmp_path, jpeg_folder, shards):
-    """3 ranks with torchrun's environment, a DDP loop over image mode (folder)
-    and raw mode (tar shards, shard shuffle), two epochs each."""
+    """3 ranks with torchrun's environment, a DDP loop over image mode (folder,
+    two epochs) and raw mode (tar shards, shard shuffle, three epochs)."""
     world = 3
     runs = [dict(name="folder", path=jpeg_folder, batch_size=8, seed=5, epochs=2, image=True,
                  shuffle_mode="global"),
-            dict(name="shards", path=shards, batch_size=4, seed=7, epochs=2, image=False,
+            dict(name="shards", path=shards, batch_size=4, seed=7, epochs=3, image=False,
                  shuffle_mode="shard")]
     got = launch(tmp_path, world, runs)
     for run in runs:
@@ -140,6 +140,7 @@ def test_torchrun_contract(tmp_path, jpeg_folder, shards):
             mine = [(b["epoch"], b["number"], b["indices"]) for b in res["record"]]
             assert mine == single_process(run, r, world), \
                 "rank %d under the launcher equals one process computing rank %d" % (r, r)
+    check_whole_shards(got["shards"], shards, 3)
     # the folder run: 60 samples over 3 ranks split evenly, disjoint
     folder = [by_epoch(r["record"]) for r in got["folder"]]
     for epoch in (0, 1):
@@ -165,3 +166,142 @@ def test_real_torchrun_with_the_workaround(tmp_path, jpeg_folder):
     for r, res in enumerate(results):
         mine = [(b["epoch"], b["number"], b["indices"]) for b in res["record"]]
         assert mine == single_process(run, r, 2)
+
+
+def shards_of(results, epoch, path_of):
+    return [{path_of(i) for b in r["record"] if b["epoch"] == epoch for i in b["indices"]}
+            for r in results]
+
+
+def check_whole_shards(results, path, epochs):
+    """Shard shuffle deals whole shards: no shard is read by two ranks in an
+    epoch, every shard is read, and the deal changes with the epoch."""
+    path_of = path_lookup(path)
+    world, deals = len(results), []
+    for epoch in range(epochs):
+        sets = [{path_of[i] for b in r["record"] if b["epoch"] == epoch for i in b["indices"]}
+                for r in results]
+        for a in range(world):
+            for b in range(a + 1, world):
+                assert not sets[a] & sets[b], "epoch %d: ranks %d and %d share a shard" % (
+                    epoch, a, b)
+        assert len(set.union(*sets)) == len(set(path_of))
+        deals.append(sets)
+    assert any(d != deals[0] for d in deals[1:]), "the deal changes with the epoch"
+
+
+# --- elastic resume -------------------------------------------------------------
+
+def run_ranks(path, world, batch_size, shuffle_mode, state=None, stop=None, epoch=1):
+    """Every rank of `world` in lockstep (as DDP runs them), in this process:
+    each reads `stop` batches (None: to the end) from `state` (None: the start
+    of `epoch`).  Returns each rank's indices and state_dict()."""
+    got, states = [], []
+    loaders = [stoker.Loader(path, batch_size, seed=3, rank=r, world_size=world, quiet=True,
+                             shuffle_mode=shuffle_mode) for r in range(world)]
+    try:
+        for l in loaders:
+            if state is not None:
+                l.load_state_dict(state)
+            l.set_epoch(state["epoch"] if state else epoch)
+            mine, k = [], 0
+            for b in l:
+                mine += b.indices.tolist()
+                k += 1
+                if k == stop:
+                    break
+            got.append(mine)
+            states.append(l.state_dict())
+    finally:
+        for l in loaders:
+            l.close()
+    assert all(s == states[0] for s in states), "every rank's state_dict is the same"
+    return got, states[0]
+
+
+def path_lookup(path):
+    with stoker.Loader(path, 4, quiet=True) as l:
+        return [l.sample(i)[0] for i in range(l.num_samples)]
+
+
+@pytest.mark.parametrize("n_old,k,m_new", [(4, 2, 2), (2, 3, 3)], ids=["4to2", "2to3"])
+@pytest.mark.parametrize("kind", ["folder", "shards"])
+def test_elastic_resume(kind, n_old, k, m_new, jpeg_folder, shards):
+    """A state_dict saved by n_old ranks, loaded by m_new ranks: the rest of
+    the epoch is read once across the new ranks, nothing repeated or lost
+    (but for the padding equal shares need, within a rank's own shards)."""
+    path, mode = (jpeg_folder, "global") if kind == "folder" else (shards, "shard")
+    before, state = run_ranks(path, n_old, 4, mode, stop=k)
+    assert state["segments"] == [[n_old, k]] and state["batches"] == k
+    after, end = run_ranks(path, m_new, 4, mode, state=state)
+    assert end["segments"][0] == [n_old, k] and end["segments"][1][0] == m_new
+    read_before = [i for r in before for i in r]
+    assert len(read_before) == n_old * k * 4 == len(set(read_before))
+    left = set(range(N_IMAGES)) - set(read_before)
+    per_rank = len(after[0])
+    assert all(len(a) == per_rank for a in after), "equal shares on the new ranks"
+    read_after = [i for a in after for i in a]
+    assert set(read_after) == left, "the rest of the epoch is read, nothing read again"
+    if kind == "folder":
+        assert sorted(read_before + read_after) == list(range(N_IMAGES)), "exactly once"
+        return
+    # shards: each new rank reads whole shards of what was left, its own only;
+    # a short share repeats its own samples
+    path_of = path_lookup(path)
+    owners = {}
+    for r, a in enumerate(after):
+        for i in a:
+            assert owners.setdefault(path_of[i], r) == r, "a shard on two new ranks"
+    assert len(read_after) - len(left) == m_new * per_rank - len(left)
+    for a in after:
+        assert len(a) - len(set(a)) <= per_rank, "padding repeats the rank's own samples"
+
+
+def test_elastic_resume_under_the_launcher(tmp_path, jpeg_folder, shards):
+    """4 ranks under the launcher save a state_dict at batch 2; 2 ranks started
+    afresh resume from it: every sample of the epoch once (folder: 60 = 32 +
+    28, even over 2 ranks), DDP in lockstep on both sides."""
+    runs = [dict(name=kind, path=path, batch_size=4, seed=5, epochs=1, image=False,
+                 shuffle_mode=mode, stop_after=2)
+            for kind, path, mode in (("folder", jpeg_folder, "global"),
+                                     ("shards", shards, "shard"))]
+    first = launch(tmp_path, 4, runs, name="four")
+    for run in runs:
+        states = [r["state"] for r in first[run["name"]]]
+        assert all(s == states[0] for s in states)
+        run.update(state=states[0], stop_after=None)
+    second = launch(tmp_path, 2, runs, name="two")
+    for run in runs:
+        before = [i for r in first[run["name"]] for b in r["record"] for i in b["indices"]]
+        after = [i for r in second[run["name"]] for b in r["record"] for i in b["indices"]]
+        assert len(before) == 32 == len(set(before))
+        assert set(before).isdisjoint(after) and set(before) | set(after) == \
+            set(range(N_IMAGES))
+        numbers = [b["number"] for b in second[run["name"]][0]["record"]]
+        assert numbers[0] == 2, "batch numbers go on from the state's"
+    folder_after = [i for r in second["folder"] for b in r["record"] for i in b["indices"]]
+    assert len(folder_after) == 28
+
+
+def test_state_dict_refused(tmp_path, jpeg_folder):
+    """A state_dict from another dataset, seed, batch size or order is refused,
+    saying what differs; a pre-elastic one (no fingerprint) too."""
+    _, state = run_ranks(jpeg_folder, 2, 4, "global", stop=1)
+    other = tmp_path / "other"
+    shutil.copytree(jpeg_folder, other)
+    victim = sorted(os.listdir(other / "c0000"))[0]
+    os.remove(other / "c0000" / victim)
+    cases = [(dict(path=str(other)), "another dataset"), (dict(seed=4), "seed 3"),
+             (dict(batch_size=8), "batch_size 4"), (dict(drop_last=True), "drop_last off")]
+    for change, words in cases:
+        kw = dict(path=jpeg_folder, batch_size=4, seed=3)
+        kw.update(change)
+        with stoker.Loader(kw.pop("path"), kw.pop("batch_size"), quiet=True, **kw) as l:
+            with pytest.raises(ValueError, match=words):
+                l.load_state_dict(state)
+    with stoker.Loader(jpeg_folder, 4, seed=3, quiet=True) as l:
+        with pytest.raises(ValueError, match="fingerprint"):
+            l.load_state_dict({"seed": 3, "epoch": 1, "batches": 1})
+        bad = dict(state, segments=[[2, 1000]])
+        with pytest.raises(ValueError, match="more than epoch 1 had"):
+            l.load_state_dict(bad)

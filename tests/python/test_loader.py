@@ -70,7 +70,8 @@ def test_structs_match_header(tmp_path):
         pytest.skip("no C compiler to compile the layout probe")
     structs = {"stk_loader_opts": _lib.LoaderOpts, "stk_batch": _lib.BatchStruct,
                "stk_stats": _lib.Stats, "stk_loader_state": _lib.LoaderState,
-               "stk_image_opts": _lib.ImageOpts}
+               "stk_image_opts": _lib.ImageOpts, "stk_resume": _lib.Resume,
+               "stk_resume_segment": _lib.ResumeSegment}
     lines = []
     for cname, cls in structs.items():
         lines.append("\tS(%s)" % cname)
@@ -225,13 +226,14 @@ def test_resume_equals_uninterrupted(jpeg_folder):
         head = [next(it) for _ in range(3)]
         state = l.state_dict()
         del head, it
-    assert state == {"seed": 9, "epoch": 2, "batches": 3}
+    assert {k: state[k] for k in ("seed", "epoch", "batches", "segments", "world_size")} == \
+        {"seed": 9, "epoch": 2, "batches": 3, "segments": [[1, 3]], "world_size": 1}
     with stoker.Loader(jpeg_folder, 7, seed=9) as l:
         l.load_state_dict(state)
         assert l.state_dict() == state
         l.set_epoch(2)  # a training loop's set_epoch keeps the resume point
         rest = run(l)
-        assert l.state_dict() == {"seed": 9, "epoch": 2, "batches": len(l)}
+        assert l.state_dict() == dict(state, batches=len(l), segments=[[1, len(l)]])
         nxt = epoch_indices(l)
     assert rest == full[3:]
     with stoker.Loader(jpeg_folder, 7, seed=9) as l:
