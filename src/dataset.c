@@ -200,10 +200,14 @@ int stk__build_list_dir(struct builder *b, const char *rel, struct listing *l, s
 		bool isdir = de->d_type == DT_DIR, isreg = de->d_type == DT_REG;
 		if (de->d_type == DT_UNKNOWN || de->d_type == DT_LNK) {
 			struct stat st;
-			if (fstatat(dirfd(d), de->d_name, &st, 0))
-				continue; /* dangling symlink: not a sample */
-			isdir = S_ISDIR(st.st_mode);
-			isreg = S_ISREG(st.st_mode);
+			if (fstatat(dirfd(d), de->d_name, &st, 0)) {
+				/* a dangling symlink, or gone since readdir: listed as a
+				 * file, whose stat then fails by the error policy */
+				isreg = true;
+			} else {
+				isdir = S_ISDIR(st.st_mode);
+				isreg = S_ISREG(st.st_mode);
+			}
 		}
 		if (isdir)
 			rc = stk__str_push(&l->dirs, &l->ndirs, &dcap, de->d_name);
@@ -234,22 +238,27 @@ static int join(char *out, size_t len, const char *a, const char *b)
 static int add_files(struct builder *b, const char *rel, const struct listing *l, int64_t label)
 {
 	int dfd = openat(b->root_fd, *rel ? rel : ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (dfd < 0)
-		return stk__build_fail(b, -errno, "%s/%s: %s", b->root, rel, strerror(errno));
+	if (dfd < 0) {
+		int e = errno;
+		return stk__build_bad(b, BAD_OPEN, *rel ? rel : ".", -e, "%s/%s: cannot open folder: %s",
+				      b->root, rel, strerror(e));
+	}
 	int rc = 0;
 	char path[PATH_MAX];
 	for (size_t i = 0; i < l->nfiles && !rc; i++) {
 		if (!ext_ok(b->o->extensions, l->files[i]))
 			continue;
 		struct stat st;
-		if (fstatat(dfd, l->files[i], &st, 0)) {
-			rc = stk__build_fail(b, -errno, "%s/%s/%s: %s", b->root, rel, l->files[i], strerror(errno));
-			break;
-		}
-		if (join(path, sizeof(path), rel, l->files[i]))
+		if (join(path, sizeof(path), rel, l->files[i])) {
 			rc = stk__build_fail(b, -ENAMETOOLONG, "%s/%s/%s: path too long", b->root, rel, l->files[i]);
-		else
+		} else if (fstatat(dfd, l->files[i], &st, 0)) {
+			/* a dangling symlink, a file gone: by the policy, like a read */
+			int e = errno;
+			rc = stk__build_bad(b, BAD_STAT, path, -e, "%s/%s: cannot index: %s", b->root,
+					    path, strerror(e));
+		} else {
 			rc = add_entry(b, path, (uint64_t)st.st_size, label);
+		}
 	}
 	close(dfd);
 	return rc;
@@ -266,8 +275,16 @@ static int walk_class(struct builder *b, const char *class_rel, int64_t label)
 	for (size_t i = 0; !rc && i < ntodo; i++) {
 		struct listing l;
 		struct stat st;
-		if ((rc = stk__build_list_dir(b, todo[i], &l, &st)))
-			break;
+		if ((rc = stk__build_list_dir(b, todo[i], &l, &st))) {
+			/* a folder that cannot be listed: by the policy (left out) */
+			if ((rc = stk__build_bad(b, BAD_OPEN, todo[i], rc, "%s/%s: cannot list folder: %s",
+						 b->root, todo[i], stk_strerror(rc))))
+				break;
+			free(todo[i]);
+			todo[i] = todo[--ntodo]; /* the last one takes its place: visit i again */
+			i--; /* may wrap; the loop's i++ brings it back (size_t arithmetic) */
+			continue;
+		}
 		rc = stk__build_add_dir(b, todo[i], &st);
 		char path[PATH_MAX];
 		for (size_t j = 0; !rc && j < l.ndirs; j++) {
@@ -283,8 +300,11 @@ static int walk_class(struct builder *b, const char *class_rel, int64_t label)
 	for (size_t i = 0; !rc && i < ntodo; i++) {
 		struct listing l;
 		struct stat st;
-		if ((rc = stk__build_list_dir(b, todo[i], &l, &st)))
-			break;
+		if ((rc = stk__build_list_dir(b, todo[i], &l, &st))) {
+			rc = stk__build_bad(b, BAD_OPEN, todo[i], rc, "%s/%s: cannot list folder: %s",
+					    b->root, todo[i], stk_strerror(rc));
+			continue;
+		}
 		rc = add_files(b, todo[i], &l, label);
 		stk__listing_free(&l);
 	}
@@ -354,16 +374,15 @@ static int build_list(struct builder *b, const char *list_path)
 		}
 		struct stat fs;
 		if (fstatat(b->root_fd, line, &fs, 0)) {
-			rc = stk__build_fail(b, -errno, "%s:%llu: %s: %s", list_path, (unsigned long long)lineno,
-					     line, strerror(errno));
-			break;
+			int e = errno;
+			rc = stk__build_bad(b, BAD_STAT, line, -e, "%s:%llu: %s: %s", list_path,
+					    (unsigned long long)lineno, line, strerror(e));
+		} else if (!S_ISREG(fs.st_mode)) {
+			rc = stk__build_bad(b, BAD_STAT, line, -EISDIR, "%s:%llu: %s: not a regular file",
+					    list_path, (unsigned long long)lineno, line);
+		} else {
+			rc = add_entry(b, line, (uint64_t)fs.st_size, label);
 		}
-		if (!S_ISREG(fs.st_mode)) {
-			rc = stk__build_fail(b, -EISDIR, "%s:%llu: %s: not a regular file", list_path,
-					     (unsigned long long)lineno, line);
-			break;
-		}
-		rc = add_entry(b, line, (uint64_t)fs.st_size, label);
 	}
 	free(line);
 	fclose(f);
@@ -387,6 +406,14 @@ static int no_samples(struct builder *b, const struct stk__index_opts *o, bool n
 	return stk__build_fail(b, STK_EEMPTY, "%s: no samples found: no file has an ImageFolder "
 			       "extension (%s); the extensions option takes others, \"*\" any file",
 			       o->path, list);
+}
+
+/* Everything was left out (skip policy): the first reason. */
+static int no_samples_left(struct builder *b, const struct stk__index_opts *o)
+{
+	const char *rel = b->bad.p + strlen(b->bad.p) + 1, *msg = rel + strlen(rel) + 1;
+	return stk__build_fail(b, STK_EEMPTY, "%s: no sample could be indexed; the first: %s",
+			       o->path, msg);
 }
 
 static int set_classes(struct stk_dataset *ds, uint64_t class_names_len)
@@ -476,24 +503,40 @@ int stk__dataset_open(struct stk_dataset **out, const struct stk__index_opts *o,
 	if (is_list) /* a list's cache is validated against the list itself */
 		list_fd = open(abs, O_PATH | O_CLOEXEC);
 	int vfd = is_list ? list_fd : ds->root_fd;
+	bool said = false; /* a damaged cache is said once */
 	if (!o->no_cache && vfd >= 0) {
 		const char *cands[] = {beside, user};
 		for (size_t i = 0; i < 2; i++) {
 			if (!cands[i][0])
 				continue;
-			if (stk__index_load(cands[i], key, vfd, ds) == 0) {
-				ds->shards = shards;
-				uint64_t cl = ((const struct idx_header *)ds->map)->class_names_len;
-				if (set_classes(ds, cl)) {
-					munmap(ds->map, ds->map_len);
-					ds->map = NULL;
-					continue;
-				}
-				if (list_fd >= 0)
-					close(list_fd);
-				*out = ds;
-				return 0;
+			char why[256] = "";
+			int lr = stk__index_load(cands[i], key, vfd, ds->root_fd, ds, why, sizeof(why));
+			if (lr == STK_EINDEX && !said && o->notice && o->noticelen) {
+				snprintf(o->notice, o->noticelen, "index cache %s is damaged (%s): "
+					 "not used, the index is built again", cands[i], why);
+				said = true;
 			}
+			if (lr != 0)
+				continue;
+			ds->shards = shards;
+			uint64_t cl = ((const struct idx_header *)ds->map)->class_names_len;
+			if (set_classes(ds, cl)) {
+				munmap(ds->map, ds->map_len);
+				ds->map = NULL;
+				free(ds->classes);
+				ds->classes = NULL;
+				continue;
+			}
+			if (list_fd >= 0)
+				close(list_fd);
+			ds->cache_path = strdup(cands[i]);
+			int rc = stk__index_bad_report(ds, o, cands[i], err, errlen);
+			if (rc) {
+				stk__dataset_close(ds);
+				return rc;
+			}
+			*out = ds;
+			return 0;
 		}
 	}
 	if (list_fd >= 0)
@@ -504,7 +547,7 @@ int stk__dataset_open(struct stk_dataset **out, const struct stk__index_opts *o,
 		 : is_list ? build_list(&b, abs)
 			   : build_folder(&b, &kind);
 	if (!rc && b.n == 0)
-		rc = no_samples(&b, o, shards || is_list);
+		rc = b.nbad ? no_samples_left(&b, o) : no_samples(&b, o, shards || is_list);
 	if (!rc && b.n > (int64_t)UINT32_MAX)
 		rc = stk__build_fail(&b, -E2BIG, "%s: more than 2^32 samples", o->path);
 	if (rc) {
@@ -513,13 +556,17 @@ int stk__dataset_open(struct stk_dataset **out, const struct stk__index_opts *o,
 		free(b.class_names.p);
 		free(b.dirs);
 		free(b.dir_names.p);
+		free(b.bad.p);
 		stk__dataset_close(ds);
 		return rc;
 	}
 	struct idx_header h;
 	stk__index_header(&h, kind, key, &b);
-	if (!o->no_cache && (!beside[0] || stk__index_write(beside, &h, &b)) && user[0])
-		stk__index_write(user, &h, &b); /* best effort: a failed cache only costs time */
+	if (!o->no_cache) { /* best effort: a failed cache only costs time */
+		const char *at = beside[0] && !stk__index_write(beside, &h, &b) ? beside
+				 : user[0] && !stk__index_write(user, &h, &b) ? user : NULL;
+		ds->cache_path = at ? strdup(at) : NULL;
+	}
 	ds->shards = shards;
 
 	ds->n = b.n;
@@ -529,12 +576,16 @@ int stk__dataset_open(struct stk_dataset **out, const struct stk__index_opts *o,
 	ds->max_size = h.max_size;
 	ds->class_names = b.class_names.p;
 	ds->nclasses = (int64_t)h.nclasses;
+	ds->nbad = b.nbad;
+	ds->bad = b.bad.p;
+	ds->bad_len = b.bad.len;
 	free(b.dirs);
 	free(b.dir_names.p);
 	if (set_classes(ds, b.class_names.len)) {
 		stk__dataset_close(ds);
 		return stk__build_fail(&b, -ENOMEM, "out of memory");
 	}
+	stk__index_bad_report(ds, o, NULL, err, errlen); /* the warning (skip_bad) */
 	*out = ds;
 	return 0;
 }
@@ -549,8 +600,10 @@ void stk__dataset_close(struct stk_dataset *ds)
 		free(ds->entries);
 		free(ds->names);
 		free(ds->class_names);
+		free((char *)ds->bad);
 	}
 	free(ds->classes);
+	free(ds->cache_path);
 	if (ds->root_fd >= 0)
 		close(ds->root_fd);
 	free(ds->root);

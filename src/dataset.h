@@ -10,7 +10,7 @@
 #include <sys/stat.h>
 
 #define IDX_MAGIC "STKIDX01"
-#define IDX_VERSION 2u
+#define IDX_VERSION 3u
 #define IDX_NAME ".stoker-index"
 
 enum { KIND_FOLDER = 1, KIND_FLAT = 2, KIND_LIST = 3, KIND_SHARDS = 4 };
@@ -25,7 +25,18 @@ struct idx_header {
 	uint64_t names_len, class_names_len, dir_names_len;
 	uint64_t max_size;
 	uint64_t total_len;  /* of the whole file: a truncated cache is refused */
+	uint64_t nbad, bad_len; /* what the index left out (bad records, below) */
+	uint64_t checksum;   /* stk__index_checksum of the file: last, see there */
 };
+
+/* A bad record: a file, folder or shard the index left out under the skip
+ * policy, remembered so that a later run under the fail policy still fails
+ * and every run counts it.  Three strings: "<kind><code>" (kind: 'S' stat
+ * failed or not a regular file, 'O' open failed: both checked again at load,
+ * and the cache is stale once the check passes; 'D' damaged content, which
+ * the shard's recorded size and mtime cover; code: the error, in decimal),
+ * the path relative to the root, and the message. */
+enum { BAD_STAT = 'S', BAD_OPEN = 'O', BAD_DAMAGE = 'D' };
 
 static inline uint64_t stk__mtime_ns(const struct stat *st)
 {
@@ -52,6 +63,8 @@ struct builder {
 	struct stk_entry *e;
 	int64_t n, cap;
 	struct buf names, class_names, dir_names;
+	struct buf bad;      /* bad records */
+	uint64_t nbad;
 	struct idx_dir *dirs;
 	uint64_t ndirs, dirs_cap;
 	char *err;
@@ -68,6 +81,11 @@ struct listing {
 
 /* Appends l bytes of s and a NUL to b; *off is where they start.  0 or -ENOMEM. */
 int stk__buf_add(struct buf *b, const char *s, size_t l, uint64_t *off);
+/* A file, folder or shard that cannot be indexed (kind BAD_*, rel to the
+ * root, rc its error): under skip_bad a bad record (0: go on), else the
+ * build fails with the message (rc). */
+int stk__build_bad(struct builder *b, char kind, const char *rel, int rc, const char *fmt, ...)
+	__attribute__((format(printf, 5, 6)));
 /* Formats the error into the builder's buffer and returns rc. */
 int stk__build_fail(struct builder *b, int rc, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
@@ -86,14 +104,27 @@ int stk__cmp_str(const void *a, const void *b);
 int stk__build_list_dir(struct builder *b, const char *rel, struct listing *l, struct stat *dst);
 void stk__listing_free(struct listing *l);
 
-/* dataset_cache.c.  The header of the index b holds (counts, the largest
+/* dataset_cache.c.  The checksum a cache file of len bytes at p (its header
+ * first) must carry (tests and the fuzzer forge valid ones with it). */
+uint64_t stk__index_file_checksum(const void *p, size_t len);
+/* The header of the index b holds (counts, the largest
  * sample, the file's length). */
 void stk__index_header(struct idx_header *h, uint32_t kind, uint64_t key, const struct builder *b);
 /* Writes the index to path (atomically: a temporary file renamed).  0 or <0. */
 int stk__index_write(const char *path, const struct idx_header *h, const struct builder *b);
-/* Maps the cache file at path and checks it against the data under root_fd:
- * 0 and fills ds, STK_EINDEX (malformed), -ESTALE (the data changed) or <0. */
-int stk__index_load(const char *path, uint64_t key, int root_fd, struct stk_dataset *ds);
+/* Maps the cache file at path, checks its integrity (checksum, every entry
+ * against the header and the folders) and checks it against the data: the
+ * folders' mtimes under vfd, the bad records under data_fd.  0 and fills ds;
+ * 1 when it is another version's or another dataset's (rebuilt silently);
+ * STK_EINDEX when damaged, with the reason in why; -ESTALE when the data
+ * changed; or -errno. */
+int stk__index_load(const char *path, uint64_t key, int vfd, int data_fd, struct stk_dataset *ds,
+		    char *why, size_t whylen);
+/* What the index left out (ds->nbad records): under skip_bad the first is
+ * named in o->warning (0); else, from a cache that a skip run wrote, the
+ * error naming it (its code, the message in err). */
+int stk__index_bad_report(const struct stk_dataset *ds, const struct stk__index_opts *o,
+			  const char *cache, char *err, size_t errlen);
 /* The two places a cache may be: beside the data, and in the cache folder
  * (user[0] = 0 when there is none). */
 void stk__index_paths(const struct stk__index_opts *o, const char *abs, bool is_list,

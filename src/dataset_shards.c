@@ -66,14 +66,6 @@ static int keyset_add(struct keyset *k, uint64_t h) /* 1 added, 0 present, <0 */
 	}
 }
 
-static void warn(struct builder *b, const char *msg)
-{
-	char *w = b->o->warning;
-	if (!w || !b->o->warnlen || w[0])
-		return; /* the first is the one worth reading */
-	snprintf(w, b->o->warnlen, "%s", msg);
-}
-
 /* Indexes one shard (rel, relative to root).  A damaged shard fails the
  * index, or under skip_bad keeps the samples before the damage. */
 static int index_shard(struct builder *b, const char *rel)
@@ -84,7 +76,8 @@ static int index_shard(struct builder *b, const char *rel)
 		int e = errno;
 		if (fd >= 0)
 			close(fd);
-		return stk__build_fail(b, -e, "%s/%s: %s", b->root, rel, strerror(e));
+		/* a shard that cannot be opened: by the policy, like a sample */
+		return stk__build_bad(b, BAD_OPEN, rel, -e, "%s/%s: %s", b->root, rel, strerror(e));
 	}
 	uint64_t name;
 	int rc = stk__build_add_dir(b, rel, &st);
@@ -163,14 +156,8 @@ static int index_shard(struct builder *b, const char *rel)
 			data_size = m.size;
 		}
 	}
-	if (!rc && more < 0) {
-		char msg[PATH_MAX + 600];
-		snprintf(msg, sizeof(msg), "%s/%s: %s", b->root, rel, why);
-		if (b->o->skip_bad)
-			warn(b, msg); /* keep the samples before the damage */
-		else
-			rc = stk__build_fail(b, more, "%s", msg);
-	}
+	if (!rc && more < 0) /* under skip the samples before the damage stay */
+		rc = stk__build_bad(b, BAD_DAMAGE, rel, more, "%s/%s: %s", b->root, rel, why);
 	free(seen.v);
 	stk__tar_close(it);
 	close(fd);

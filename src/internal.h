@@ -59,6 +59,10 @@ struct stk_dataset {
 	bool shards;           /* samples are members of tar shards */
 	void *map;             /* the cached index when loaded by mmap */
 	size_t map_len;
+	uint64_t nbad;         /* files, folders or shards left out (skip policy) */
+	const char *bad;       /* their records (dataset.h), bad_len bytes */
+	uint64_t bad_len;
+	char *cache_path;      /* the cache file loaded or written, NULL if none */
 };
 
 struct stk__index_opts {
@@ -66,9 +70,12 @@ struct stk__index_opts {
 	const char *extensions;
 	const char *cache_dir;
 	bool no_cache;
-	bool skip_bad;   /* a corrupt shard keeps what precedes the damage (a warning) */
-	char *warning;   /* out: what was skipped while indexing, "" if nothing */
+	bool skip_bad;   /* what cannot be indexed is left out and counted (a warning);
+			    else it fails the index */
+	char *warning;   /* out: what was left out ("" if nothing), the first named */
 	size_t warnlen;
+	char *notice;    /* out: a damaged cache rebuilt, said once ("" if nothing) */
+	size_t noticelen;
 };
 
 int stk__dataset_open(struct stk_dataset **out, const struct stk__index_opts *o, char *err,

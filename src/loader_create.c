@@ -334,17 +334,22 @@ int stk_loader_create(struct stk_loader **out, const struct stk_loader_opts *opt
 		rc = -ENOMEM;
 		goto fail;
 	}
-	char warning[PATH_MAX + 600] = "";
+	char warning[PATH_MAX + 600] = "", notice[PATH_MAX + 400] = "";
 	struct stk__index_opts io = {.path = l->path, .extensions = l->extensions,
 				     .cache_dir = l->cache_dir,
 				     .no_cache = l->o.flags & STK_F_NO_CACHE,
-				     .skip_bad = l->o.on_error == STK_ON_ERROR_SKIP,
-				     .warning = warning, .warnlen = sizeof(warning)};
-	if ((rc = stk__dataset_open(&l->ds, &io, errbuf, errlen)))
+				     .skip_bad = l->o.on_error != STK_ON_ERROR_FAIL,
+				     .warning = warning, .warnlen = sizeof(warning),
+				     .notice = notice, .noticelen = sizeof(notice)};
+	rc = stk__dataset_open(&l->ds, &io, errbuf, errlen);
+	if (notice[0])
+		stk__loader_notice(l, "%s", notice);
+	if (rc)
 		goto fail;
-	if (warning[0]) {
-		stk__loader_notice(l, "%s; indexed the samples before it (on_error skip)", warning);
-		l->index_errors = 1;
+	if (l->ds->nbad) { /* left out of the index: named once, counted in every stats */
+		stk__loader_notice(l, "%s; left out of the index (on_error %s)", warning,
+				   l->o.on_error == STK_ON_ERROR_SKIP ? "skip" : "replace");
+		l->index_errors = l->ds->nbad;
 		snprintf(l->detail, sizeof(l->detail), "%s", warning);
 	}
 	rc = stk__sampler_init(&l->sampler, l->ds->n, l->o.rank, l->o.world_size, l->o.batch_size,

@@ -5,10 +5,12 @@
  * the binding. */
 #include "testutil.h"
 
+#include "dataset.h"
 #include "stoker/stoker.h"
 
 #include <errno.h>
 #include <limits.h>
+#include <sys/mman.h>
 #include <time.h>
 
 #define NCLASS 3
@@ -114,6 +116,236 @@ static void sample_path(struct stk_loader *l, int64_t i, char *path, size_t len)
 	assert_int_equal(stk_loader_sample(l, i, path, len, NULL, NULL), 0);
 }
 
+
+/* stk_loader_create with the notices on (not STK_F_QUIET) and stderr caught:
+ * returns what it printed (free it). */
+static char *create_said(struct stk_loader **l, struct stk_loader_opts o, int *rc, char *err,
+			 size_t errlen)
+{
+	o.size = sizeof(o);
+	FILE *tmp = tmpfile();
+	assert_non_null(tmp);
+	fflush(stderr);
+	int saved = dup(2);
+	assert_true(saved >= 0);
+	assert_true(dup2(fileno(tmp), 2) >= 0);
+	*rc = stk_loader_create(l, &o, err, errlen);
+	fflush(stderr);
+	dup2(saved, 2);
+	close(saved);
+	long n = ftell(tmp) >= 0 ? (long)lseek(fileno(tmp), 0, SEEK_END) : 0;
+	char *text = calloc(1, (size_t)n + 1);
+	assert_non_null(text);
+	assert_int_equal(pread(fileno(tmp), text, (size_t)n, 0), n);
+	fclose(tmp);
+	return text;
+}
+
+static int count_of(const char *hay, const char *needle)
+{
+	int k = 0;
+	for (const char *p = hay; (p = strstr(p, needle)); p += strlen(needle))
+		k++;
+	return k;
+}
+
+static uint64_t index_errors(struct stk_loader *l)
+{
+	struct stk_stats st = {.size = sizeof(st)};
+	assert_int_equal(stk_loader_stats(l, &st), 0);
+	return st.index_errors;
+}
+
+/* Maps the cache file beside dataset d for writing (length in *len). */
+static uint8_t *map_cache(const char *d, size_t *len)
+{
+	char p[PATH_MAX];
+	snprintf(p, sizeof(p), "%s/.stoker-index", d);
+	int fd = open(p, O_RDWR);
+	assert_true(fd >= 0);
+	struct stat st;
+	assert_int_equal(fstat(fd, &st), 0);
+	*len = (size_t)st.st_size;
+	void *m = mmap(NULL, *len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	close(fd);
+	assert_true(m != MAP_FAILED);
+	return m;
+}
+
+/* Class 1: a cache with one entry's size or label changed (header intact) is
+ * not trusted: the checksum refuses it, it is rebuilt and that is said once;
+ * every sample is then right.  One with a valid checksum but an entry out of
+ * range for its header is refused too. */
+static void test_index_cache_integrity(void **state)
+{
+	(void)state;
+	char *d = make_dataset();
+	struct stk_loader_opts o = {.path = d, .batch_size = 8, .flags = STK_F_NO_SHUFFLE};
+	stk_loader_destroy(make(o)); /* indexes and caches */
+	char err[PATH_MAX + 256];
+	for (int what = 0; what < 4; what++) {
+		size_t len;
+		uint8_t *m = map_cache(d, &len);
+		struct idx_header *h = (void *)m;
+		struct stk_entry *e = (void *)(m + STK_ALIGN_UP(sizeof(*h), 8));
+		assert_true(h->n == N);
+		if (what == 0)
+			e[7].size -= 100; /* 100 bytes short, header intact */
+		else if (what == 1)
+			e[7].label = (e[7].label + 1) % NCLASS; /* another class */
+		else if (what == 2)
+			m[len - 3] ^= 0x55; /* a byte of the last part */
+		else { /* checksum made right: the entry check refuses the label */
+			e[7].label = NCLASS + 4;
+			h->checksum = stk__index_file_checksum(m, len);
+		}
+		munmap(m, len);
+		struct stk_loader *l;
+		int rc;
+		char *said = create_said(&l, o, &rc, err, sizeof(err));
+		assert_int_equal(rc, 0);
+		if (count_of(said, "is damaged") != 1)
+			fail_msg("case %d: the rebuild is not said once: '%s'", what, said);
+		assert_non_null(strstr(said, ".stoker-index"));
+		free(said);
+		struct epoch ep = run_epoch(l);
+		assert_int_equal(ep.wrong, 0);
+		assert_int_equal(ep.samples, N);
+		assert_int_equal(ep.errors, 0);
+		stk_loader_destroy(l);
+		/* the cache was written again, whole: nothing more to say */
+		said = create_said(&l, o, &rc, err, sizeof(err));
+		assert_int_equal(rc, 0);
+		assert_string_equal(said, "");
+		free(said);
+		stk_loader_destroy(l);
+	}
+	drop_dataset(d);
+}
+
+/* Class 3: a dangling symlink (or a file that cannot be stat'ed) in a class
+ * folder follows the error policy like a file that disappears later: skip
+ * leaves it out, named and counted; fail refuses, naming it.  The cache
+ * remembers it; restoring the target makes the cache stale. */
+static void test_dangling_symlink(void **state)
+{
+	(void)state;
+	char *d = make_dataset();
+	char link[PATH_MAX], target[PATH_MAX], err[PATH_MAX + 256];
+	snprintf(link, sizeof(link), "%s/c1/050.jpg", d);
+	snprintf(target, sizeof(target), "%s/elsewhere.bin", d); /* not a sample: no extension */
+	assert_int_equal(symlink(target, link), 0);
+	for (int round = 0; round < 2; round++) { /* built, then from the cache */
+		struct stk_loader *l;
+		int rc;
+		char *said = create_said(&l, (struct stk_loader_opts){.path = d}, &rc, err, sizeof(err));
+		assert_int_equal(rc, 0);
+		assert_int_equal(count_of(said, "c1/050.jpg"), 1);
+		free(said);
+		assert_int_equal(stk_loader_num_samples(l), N);
+		assert_int_equal(index_errors(l), 1);
+		assert_non_null(strstr(stk_last_error(l), "c1/050.jpg"));
+		struct epoch e = run_epoch(l);
+		assert_int_equal(e.wrong, 0);
+		assert_int_equal(e.samples, N);
+		assert_int_equal(e.errors, 1); /* the index's, kept with the epoch's */
+		stk_loader_stats_reset(l);
+		assert_int_equal(index_errors(l), 1);
+		stk_loader_destroy(l);
+		/* fail: refused, naming it, built or from the skip run's cache */
+		assert_int_equal(try_make(&l, (struct stk_loader_opts){
+					      .path = d, .on_error = STK_ON_ERROR_FAIL}, err, sizeof(err)),
+				 -ENOENT);
+		assert_null(l);
+		assert_non_null(strstr(err, "c1/050.jpg"));
+	}
+	/* the target appears: the sample is indexed (the folder's mtime did not
+	 * change, the remembered record says it is stale) */
+	uint8_t buf[MAXLEN];
+	tu_write(target, buf, fill(buf, 1, 50));
+	struct stk_loader *l = make((struct stk_loader_opts){.path = d, .on_error = STK_ON_ERROR_FAIL});
+	assert_int_equal(stk_loader_num_samples(l), N + 1);
+	assert_int_equal(index_errors(l), 0);
+	stk_loader_destroy(l);
+	drop_dataset(d);
+}
+
+/* Tar shards of dataset d's files (key c<c>_<i>, label c), `per` samples
+ * each, written with Python's tarfile; returns the folder (free it). */
+static char *make_shards(const char *d, int per)
+{
+	char *out = tu_mkdtemp();
+	char cmd[3 * PATH_MAX];
+	snprintf(cmd, sizeof(cmd),
+		 "/usr/bin/python3 -c '\n"
+		 "import io, os, sys, tarfile\n"
+		 "d, out, per = sys.argv[1], sys.argv[2], int(sys.argv[3])\n"
+		 "files = [(c, f) for c in sorted(os.listdir(d)) for f in sorted(os.listdir(d + \"/\" + c))]\n"
+		 "for s in range(0, len(files), per):\n"
+		 "  with tarfile.open(\"%%s/train-%%06d.tar\" %% (out, s // per), \"w\", format=tarfile.USTAR_FORMAT) as t:\n"
+		 "    for c, f in files[s:s + per]:\n"
+		 "      key = \"%%s_%%s\" %% (c, f.split(\".\")[0])\n"
+		 "      for name, b in ((key + \".jpg\", open(d + \"/\" + c + \"/\" + f, \"rb\").read()),\n"
+		 "                      (key + \".cls\", c[1:].encode())):\n"
+		 "        ti = tarfile.TarInfo(name); ti.size = len(b); t.addfile(ti, io.BytesIO(b))\n"
+		 "' '%s' '%s' %d",
+		 d, out, per);
+	assert_int_equal(system(cmd), 0);
+	return out;
+}
+
+/* Class 4: a damaged shard indexed under skip is remembered by the cache: a
+ * later fail run still fails on it, naming the shard; skip runs count it. */
+static void test_damaged_shard_remembered(void **state)
+{
+	(void)state;
+	char *d = make_dataset();
+	char *sh = make_shards(d, 20);
+	char p[PATH_MAX], err[PATH_MAX + 256];
+	snprintf(p, sizeof(p), "%s/train-000001.tar", sh);
+	/* the 5th sample's header: its checksum no longer matches */
+	int fd = open(p, O_RDWR);
+	assert_true(fd >= 0);
+	struct stat st;
+	assert_int_equal(fstat(fd, &st), 0);
+	off_t at = 0;
+	for (int k = 0; k < 8; k++) { /* members: header + data padded to 512 */
+		char h[512];
+		assert_int_equal(pread(fd, h, 512, at), 512);
+		unsigned long size = strtoul(h + 124, NULL, 8);
+		at += 512 + (off_t)((size + 511) / 512 * 512);
+	}
+	assert_int_equal(pwrite(fd, "Z", 1, at + 10), 1);
+	close(fd);
+	struct stk_loader *l;
+	for (int round = 0; round < 2; round++) {
+		int rc;
+		char *said = create_said(&l, (struct stk_loader_opts){.path = sh}, &rc, err,
+					 sizeof(err));
+		assert_int_equal(rc, 0);
+		assert_int_equal(count_of(said, "train-000001.tar"), 1);
+		free(said);
+		assert_int_equal(stk_loader_num_samples(l), 20 + 4 + 20);
+		assert_int_equal(index_errors(l), 1);
+		stk_loader_destroy(l);
+		assert_int_equal(try_make(&l, (struct stk_loader_opts){
+					      .path = sh, .on_error = STK_ON_ERROR_FAIL}, err, sizeof(err)),
+				 STK_ECORRUPT);
+		assert_non_null(strstr(err, "train-000001.tar"));
+		assert_non_null(strstr(err, "offset"));
+	}
+	/* the shard repaired (rewritten: new mtime): whole again, for both */
+	tu_rmrf(sh);
+	free(sh);
+	sh = make_shards(d, 20);
+	l = make((struct stk_loader_opts){.path = sh, .on_error = STK_ON_ERROR_FAIL});
+	assert_int_equal(stk_loader_num_samples(l), N);
+	stk_loader_destroy(l);
+	tu_rmrf(sh);
+	free(sh);
+	drop_dataset(d);
+}
+
 /* Class 5: a reset of the counters next to a (re)start never loses an error.
  * The bad file is the first read of every epoch, so its error lands while the
  * caller is between start and reset; any order, any delay, many times. */
@@ -204,6 +436,9 @@ static void test_refused_options(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_index_cache_integrity),
+		cmocka_unit_test(test_dangling_symlink),
+		cmocka_unit_test(test_damaged_shard_remembered),
 		cmocka_unit_test(test_reset_keeps_errors),
 		cmocka_unit_test(test_refused_options),
 	};

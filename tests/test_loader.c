@@ -440,15 +440,26 @@ static void test_flat_and_list(void **state)
 	stk_batch_release(l, b);
 	(void)got;
 	stk_loader_destroy(l);
-	/* a list naming a missing file is refused, naming the line */
+	/* a list naming a missing file: refused under the fail policy, naming the
+	 * line; left out and counted under skip */
 	snprintf(text, sizeof(text), "f0.JPG\nmissing.jpg\n");
 	tu_write(p, text, strlen(text));
-	struct stk_loader_opts o = {.size = sizeof(o), .path = p};
+	struct stk_loader_opts o = {.size = sizeof(o), .path = p, .on_error = STK_ON_ERROR_FAIL};
 	char err[512];
 	assert_int_equal(stk_loader_create(&l, &o, err, sizeof(err)), -ENOENT);
 	assert_null(l);
 	assert_non_null(strstr(err, "list.txt:2"));
 	assert_non_null(strstr(err, "missing.jpg"));
+	o.on_error = STK_ON_ERROR_SKIP;
+	o.flags = STK_F_QUIET;
+	assert_int_equal(stk_loader_create(&l, &o, err, sizeof(err)), 0);
+	assert_int_equal(stk_loader_num_samples(l), 1);
+	struct stk_stats st = {.size = sizeof(st)};
+	stk_loader_stats(l, &st);
+	assert_int_equal(st.index_errors, 1);
+	assert_int_equal(st.errors, 1);
+	assert_non_null(strstr(stk_last_error(l), "missing.jpg"));
+	stk_loader_destroy(l);
 	tu_rmrf(d);
 	free(d);
 }
