@@ -55,7 +55,7 @@ def main():
     files = sorted(glob.glob(os.path.join(a.shards, "*.tar")))
     folder = bench(a.stoker, a.data)
     glob_ = bench(a.stoker, a.shards)
-    shard = bench(a.stoker, a.shards, "--shuffle", "shard", "--shuffle-window", str(a.window))
+    shard = bench(a.stoker, a.shards, "--shuffle-mode", "shard", "--shuffle-window", str(a.window))
     seq = fio_seq(files)
     print("cold page cache; %s (folder) and %s (%d shards)" % (a.data, a.shards, len(files)))
     print("%-44s %10s %10s" % ("", "samples/s", "MB/s"))

@@ -26,54 +26,42 @@
 #include <jpeglib.h> /* after stdio.h: it uses FILE */
 #include <jerror.h>
 
-#define DEFAULT_SIZE 224
-#define DEFAULT_MAX_PIXELS 100000000ull
-
-void stk__image_defaults(struct stk_image_opts *o)
+int stk__image_defaults(struct stk_image_opts *o, char *err, size_t errlen)
 {
-	if (!o->width)
-		o->width = o->height ? o->height : DEFAULT_SIZE;
+	/* one side given: the image is square */
 	if (!o->height)
 		o->height = o->width;
-	if (o->scale_min <= 0 && o->scale_max <= 0) {
-		o->scale_min = 0.08f;
-		o->scale_max = 1.0f;
-	}
-	if (o->ratio_min <= 0 && o->ratio_max <= 0) {
-		o->ratio_min = 3.0f / 4.0f;
-		o->ratio_max = 4.0f / 3.0f;
-	}
-	if (o->crop_frac <= 0)
-		o->crop_frac = 0.875f;
-	if (!o->max_pixels)
-		o->max_pixels = DEFAULT_MAX_PIXELS;
+	if (!o->width)
+		o->width = o->height;
+	int rc = stk__opts_apply(STK_OPT_IMAGE, o, err, errlen);
+	if (rc < 0)
+		return rc;
 	if (!(o->flags & STK_IMG_NORMALIZE))
 		for (int c = 0; c < 3; c++) {
 			o->mean[c] = 0;
 			o->std[c] = 1;
 		}
+	return 0;
 }
 
+/* What the table's ranges cannot say: the order of the bounds and std > 0. */
 int stk__image_check(const struct stk_image_opts *o, char *err, size_t errlen)
 {
-	if (o->width > 8192 || o->height > 8192) {
-		snprintf(err, errlen, "image size %ux%u is above 8192", o->width, o->height);
+	if (!(o->scale_min <= o->scale_max) || !(o->ratio_min <= o->ratio_max)) {
+		snprintf(err, errlen, "image crop parameters out of order: scale_min %g > scale_max "
+				      "%g, or ratio_min %g > ratio_max %g",
+			 o->scale_min, o->scale_max, o->ratio_min, o->ratio_max);
 		return -ERANGE;
 	}
-	if (!(o->scale_min > 0 && o->scale_min <= o->scale_max && o->scale_max <= 1) ||
-	    !(o->ratio_min > 0 && o->ratio_min <= o->ratio_max) || o->crop_frac > 1) {
-		snprintf(err, errlen, "image crop parameters out of range: scale %g..%g (0..1], "
-				      "ratio %g..%g, crop_frac %g (0..1]",
-			 o->scale_min, o->scale_max, o->ratio_min, o->ratio_max, o->crop_frac);
-		return -ERANGE;
-	}
-	if ((unsigned)o->crop > STK_CROP_CENTER || (unsigned)o->dtype > STK_DTYPE_FLOAT16) {
-		snprintf(err, errlen, "image crop or dtype out of range");
+	if ((o->flags & STK_IMG_NORMALIZE) && o->dtype == STK_DTYPE_UINT8) {
+		snprintf(err, errlen, "normalize: needs dtype float32 or float16 (uint8 images hold "
+				      "0..255)");
 		return -EINVAL;
 	}
 	for (int c = 0; c < 3; c++)
 		if ((o->flags & STK_IMG_NORMALIZE) && !(o->std[c] > 0)) {
-			snprintf(err, errlen, "image std[%d] must be > 0", c);
+			snprintf(err, errlen, "std: each value must be > 0, not %g (channel %d)",
+				 o->std[c], c);
 			return -ERANGE;
 		}
 	return 0;
@@ -337,8 +325,18 @@ int stk__image_opts(struct stk_image_opts *dst, const struct stk_image_opts *src
 	/* the caller's struct may be older (smaller) than ours */
 	memcpy(dst, src, src->size && src->size < sizeof(*dst) ? src->size : sizeof(*dst));
 	dst->size = sizeof(*dst);
-	stk__image_defaults(dst);
-	return stk__image_check(dst, err ? err : scratch, err ? errlen : sizeof(scratch));
+	if (!err) {
+		err = scratch;
+		errlen = sizeof(scratch);
+	}
+	int rc = stk__image_defaults(dst, err, errlen);
+	return rc < 0 ? rc : stk__image_check(dst, err, errlen);
+}
+
+int stk_image_opts_check(const struct stk_image_opts *opts, char *err, size_t errlen)
+{
+	struct stk_image_opts o;
+	return stk__image_opts(&o, opts, err, errlen);
 }
 
 size_t stk_image_bytes(const struct stk_image_opts *opts)

@@ -10,14 +10,14 @@ struct stk__box {
 	bool flip;
 };
 
-/* Fills the zero fields of o with the defaults (224×224, torchvision's scale
- * and ratio, crop fraction 0.875, 100 megapixels). */
-void stk__image_defaults(struct stk_image_opts *o);
+/* Fills the zero fields of o with the option table's defaults and checks the
+ * table's ranges: 0, or <0 with the option named in err. */
+int stk__image_defaults(struct stk_image_opts *o, char *err, size_t errlen);
 /* Copies the caller's options (of any older, smaller size) into dst, fills
  * the defaults and checks them: 0, or <0 with the reason in err (may be NULL). */
 int stk__image_opts(struct stk_image_opts *dst, const struct stk_image_opts *src, char *err,
 		    size_t errlen);
-/* 0, or <0 with the out-of-range option named in err. */
+/* The checks across options (bounds in order, std > 0): 0, or <0 naming them. */
 int stk__image_check(const struct stk_image_opts *o, char *err, size_t errlen);
 /* Bytes of one output image. */
 size_t stk__image_bytes(const struct stk_image_opts *o);

@@ -36,6 +36,13 @@ static inline uint64_t stk__mix64(uint64_t x)
 	return x ^ (x >> 31);
 }
 
+/* --- options.c ---------------------------------------------------------- */
+
+/* Gives each zero field of `opts` (a struct stk_loader_opts or stk_image_opts,
+ * as group says) its row's default and checks every option's range.  0, or
+ * <0 with "name: reason" in err. */
+int stk__opts_apply(enum stk_opt_group group, void *opts, char *err, size_t errlen);
+
 /* --- dataset.c ---------------------------------------------------------- */
 
 struct stk_entry {

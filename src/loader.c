@@ -392,26 +392,31 @@ void stk__loader_wake_rings(struct stk_loader *l)
 
 /* --- the consumer's side ------------------------------------------------- */
 
-/* Restarts the time base of the rates.  Under mu. */
-static void restart_clock(struct stk_loader *l)
+/* Starts a new stats window: the mark moves to now, the window's histograms
+ * and in-flight maximum restart.  Under mu; the device's counters are read
+ * by the caller after unlocking (stk__loader_snap_disk). */
+static void new_window(struct stk_loader *l)
 {
-	uint64_t now = stk__now_ns();
-	l->t_start = now;
-	l->wait_ns = 0;
-	l->poll_t0 = 0;
-	for (uint32_t i = 0; i < l->nrings; i++) {
-		l->rings[i].area = 0;
-		l->rings[i].area_t = now;
-	}
+	stk__loader_snap(l, &l->mark);
+	stk_hist_reset(l->h_wait);
+	stk_hist_reset(l->h_read);
+	stk_hist_reset(l->h_decode);
+	atomic_store(&l->inflight_max, atomic_load(&l->inflight));
 }
 
 int stk_loader_start(struct stk_loader *l, uint64_t epoch, uint64_t start_batch)
 {
-	return stk__loader_restart(l, epoch, NULL, 0, start_batch);
+	return stk__loader_restart(l, epoch, NULL, 0, start_batch, 0);
+}
+
+int stk_loader_restart(struct stk_loader *l, uint64_t epoch, uint64_t start_batch,
+		       uint32_t flags)
+{
+	return stk__loader_restart(l, epoch, NULL, 0, start_batch, flags);
 }
 
 int stk__loader_restart(struct stk_loader *l, uint64_t epoch, const struct stk__segment *prev,
-			uint32_t nprev, uint64_t skip)
+			uint32_t nprev, uint64_t skip, uint32_t flags)
 {
 	pthread_mutex_lock(&l->mu);
 	if (l->stop) {
@@ -448,8 +453,13 @@ int stk__loader_restart(struct stk_loader *l, uint64_t epoch, const struct stk__
 	l->nprev = nprev;
 	l->next_start = l->next_out = l->sampler.first + (int64_t)skip;
 	l->fatal = 0;
+	l->poll_t0 = 0;
+	if (flags & STK_START_RESET_STATS) {
+		new_window(l);
+		/* the device's counters before the new epoch's first read */
+		stk__loader_snap_disk(l, &l->mark);
+	}
 	l->draining = false;
-	restart_clock(l);
 	pthread_mutex_unlock(&l->mu);
 	stk__loader_wake_rings(l);
 	return 0;
@@ -457,17 +467,12 @@ int stk__loader_restart(struct stk_loader *l, uint64_t epoch, const struct stk__
 
 void stk_loader_stats_reset(struct stk_loader *l)
 {
+	struct stk__snap disk;
+	stk__loader_snap_disk(l, &disk);
 	pthread_mutex_lock(&l->mu);
-	restart_clock(l);
-	stk_hist_reset(l->h_wait);
-	stk_hist_reset(l->h_read);
-	stk_hist_reset(l->h_decode);
-	l->decode_ns = 0;
-	atomic_store(&l->samples, 0);
-	atomic_store(&l->bytes, 0);
-	atomic_store(&l->batches, 0);
-	atomic_store(&l->errors, 0);
-	atomic_store(&l->inflight_max, atomic_load(&l->inflight));
+	new_window(l);
+	l->mark.disk_ok = disk.disk_ok;
+	l->mark.disk = disk.disk;
 	pthread_mutex_unlock(&l->mu);
 }
 
@@ -584,8 +589,10 @@ int stk_loader_next_timeout(struct stk_loader *l, struct stk_batch **out, uint64
 	if (rc < 0 && rc != -ETIMEDOUT)
 		snprintf(l->last_error, sizeof(l->last_error), "%s", l->detail);
 	pthread_mutex_unlock(&l->mu);
-	if (rc == 1)
+	if (rc == 1) {
 		stk__loader_wake_rings(l); /* the window moved */
+		stk__loader_tick(l, now);
+	}
 	return rc;
 }
 

@@ -7,6 +7,7 @@
 #include "internal.h"
 #include "engine.h"
 #include "pool.h"
+#include "stoker/sys.h"
 
 #include <limits.h>
 #include <pthread.h>
@@ -21,6 +22,18 @@ struct sio {
 	uint32_t slot, idx;   /* which batch slot, which sample in it */
 	uint64_t t_submit;    /* ns */
 };
+
+/* The loader's counters at one moment (all since create), and the device
+ * behind the data then: two of them make a window (stats, diagnosis). */
+struct stk__snap {
+	uint64_t t;
+	uint64_t samples, bytes, batches, errors;
+	uint64_t wait_ns, decode_ns, copy_ns;
+	double area;              /* in-flight reads × ns */
+	bool disk_ok;
+	struct stk_diskstat disk;
+};
+#define STK__SNAPS 64             /* one a second: a minute of history */
 
 struct slot {
 	struct stk_batch batch; /* first: the public view's address is the slot's */
@@ -95,21 +108,29 @@ struct stk_loader {
 	char detail[PATH_MAX + 256];   /* written under mu */
 	char last_error[PATH_MAX + 256]; /* the consumer's copy */
 
-	struct stk_hist *h_wait, *h_read;
-	/* Counted when a batch is handed out (errors too: a reset or a restart
-	 * never drops the count of a batch the consumer then gets). */
+	struct stk_hist *h_wait, *h_read;  /* over the window (since the last reset) */
+	/* counters since create, never reset (a window is the difference from a
+	 * mark, stk__snap); counted when a batch is handed out, errors too, so a
+	 * reset or a restart never drops the count of a batch the consumer gets */
 	_Atomic uint64_t samples, bytes, batches, errors;
 	uint64_t index_errors;  /* left out of the index by the error policy: kept by resets */
 	_Atomic uint32_t inflight, inflight_max;
-	uint64_t t_start, wait_ns;
+	uint64_t t_create, wait_ns;
+	_Atomic uint64_t copy_ns; /* the consumer waiting on device copies (bindings) */
 	uint64_t poll_t0;       /* start of a wait spread over timed-out polls */
+	struct stk__snap mark;  /* the window's start: create or the last reset */
+	/* diagnosis: a snapshot a second, taken on the consumer's side */
+	char disk_name[64];     /* the block device behind the data, "" if none */
+	struct stk__snap snaps[STK__SNAPS];
+	uint32_t nsnaps, snap_head;
+	uint64_t snap_next;     /* when the next one is due */
 };
 
 /* loader.c: the threads' bodies and the helpers loader_create.c shares. */
 /* stk_loader_start's body: `epoch` after the segments prev[0..nprev) (checked
  * with stk__sampler_check), skipping `skip` batches of this rank's share. */
 int stk__loader_restart(struct stk_loader *l, uint64_t epoch, const struct stk__segment *prev,
-			uint32_t nprev, uint64_t skip);
+			uint32_t nprev, uint64_t skip, uint32_t flags);
 void *stk__loader_ring_main(void *ring);
 void *stk__loader_decode_main(void *loader);
 /* Wakes every I/O thread (a slot freed, a stop). */
@@ -119,6 +140,13 @@ uint64_t stk__loader_read_len(const struct stk_loader *l, uint64_t size);
 /* The detail stk_last_error gives. */
 void stk__loader_detail(struct stk_loader *l, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
+/* diagnose.c: the counters now (under mu), the device's after unlocking. */
+void stk__loader_snap(struct stk_loader *l, struct stk__snap *out);
+void stk__loader_snap_disk(struct stk_loader *l, struct stk__snap *out);
+/* Finds the device behind the data (at create). */
+void stk__loader_find_disk(struct stk_loader *l);
+/* The consumer's side, after a batch: takes the second's snapshot when due. */
+void stk__loader_tick(struct stk_loader *l, uint64_t now);
 /* A one-line note on stderr, unless STK_F_QUIET. */
 void stk__loader_notice(const struct stk_loader *l, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));

@@ -214,41 +214,56 @@ static int shard_mode(struct stk_loader *l, char *err, size_t errlen)
 		return -EINVAL;
 	}
 	return stk__sampler_shard_mode(&l->sampler, l->group_end, g,
-				       l->o.shuffle_window ? l->o.shuffle_window : 1000);
+				       l->o.shuffle_window);
 }
 
-/* An option outside its range, named as the options struct names it. */
-static int out_of_range(char *err, size_t errlen, const char *name, uint64_t v, uint64_t hi)
+/* What the option table cannot say: the caller's struct size and the rank
+ * below the world size.  Defaults and ranges are stk__opts_apply's. */
+static int validate(const struct stk_loader_opts *o, uint32_t caller_size, char *err,
+		    size_t errlen)
 {
-	snprintf(err, errlen, "%s %llu is out of range (at most %llu)", name,
-		 (unsigned long long)v, (unsigned long long)hi);
-	return -ERANGE;
+	if (caller_size && caller_size < offsetof(struct stk_loader_opts, null_latency_ns)) {
+		snprintf(err, errlen, "options struct too small (%u bytes)", caller_size);
+		return -EINVAL;
+	}
+	if (o->rank >= o->world_size) {
+		snprintf(err, errlen, "rank: %u must be below world_size %u", o->rank, o->world_size);
+		return -EINVAL;
+	}
+	return 0;
 }
 
-static int validate(const struct stk_loader_opts *o, char *err, size_t errlen)
+/* The caller's options into ours (of any older, smaller size), defaults
+ * applied and checked. */
+static int take_opts(struct stk_loader_opts *dst, const struct stk_loader_opts *src, char *err,
+		     size_t errlen)
 {
-	if (o->size && o->size < offsetof(struct stk_loader_opts, null_latency_ns)) {
-		snprintf(err, errlen, "options struct too small (%u bytes)", o->size);
-		return -EINVAL;
+	memset(dst, 0, sizeof(*dst));
+	size_t osz = src->size && src->size < sizeof(*dst) ? src->size : sizeof(*dst);
+	memcpy(dst, src, osz);
+	dst->size = sizeof(*dst);
+	int rc = stk__opts_apply(STK_OPT_LOADER, dst, err, errlen);
+	return rc < 0 ? rc : validate(dst, src->size, err, errlen);
+}
+
+int stk_loader_opts_check(const struct stk_loader_opts *opts, char *errbuf, size_t errlen)
+{
+	char scratch[8];
+	if (!errbuf || !errlen) {
+		errbuf = scratch;
+		errlen = sizeof(scratch);
 	}
-	if (o->world_size && o->rank >= o->world_size) {
-		snprintf(err, errlen, "rank %u is not below world_size %u", o->rank, o->world_size);
-		return -EINVAL;
-	}
-	if (o->batch_size > (1u << 20))
-		return out_of_range(err, errlen, "batch_size", o->batch_size, 1u << 20);
-	if (o->prefetch > 1024)
-		return out_of_range(err, errlen, "prefetch", o->prefetch, 1024);
-	if (o->queue_depth > 32768)
-		return out_of_range(err, errlen, "queue_depth", o->queue_depth, 32768);
-	if (o->io_threads > 256)
-		return out_of_range(err, errlen, "io_threads", o->io_threads, 256);
-	if ((unsigned)o->engine > STK_ENGINE_NULL || (unsigned)o->on_error > STK_ON_ERROR_FAIL ||
-	    (o->size >= offsetof(struct stk_loader_opts, shuffle_mode) + sizeof(o->shuffle_mode) &&
-	     (unsigned)o->shuffle_mode > STK_SHUFFLE_SHARD)) {
-		snprintf(err, errlen, "engine, on_error or shuffle_mode out of range");
-		return -EINVAL;
-	}
+	errbuf[0] = 0;
+	struct stk_loader_opts zero = {0}, o;
+	if (!opts)
+		opts = &zero;
+	int rc = take_opts(&o, opts, errbuf, errlen);
+	if (rc < 0)
+		return rc;
+	struct stk_image_opts img;
+	if ((!opts->size || opts->size >= offsetof(struct stk_loader_opts, image) + sizeof(void *)) &&
+	    opts->image)
+		return stk__image_opts(&img, opts->image, errbuf, errlen);
 	return 0;
 }
 
@@ -288,9 +303,6 @@ int stk_loader_create(struct stk_loader **out, const struct stk_loader_opts *opt
 	struct stk_loader_opts zero = {0};
 	if (!opts)
 		opts = &zero;
-	int rc = validate(opts, errbuf, errlen);
-	if (rc)
-		return rc;
 	struct stk_loader *l = calloc(1, sizeof(*l));
 	if (!l) {
 		snprintf(errbuf, errlen, "out of memory");
@@ -303,17 +315,14 @@ int stk_loader_create(struct stk_loader **out, const struct stk_loader_opts *opt
 	pthread_cond_init(&l->cv, &ca);
 	pthread_condattr_destroy(&ca);
 	pthread_cond_init(&l->dcv, NULL);
-	size_t osz = opts->size && opts->size < sizeof(l->o) ? opts->size : sizeof(l->o);
-	memcpy(&l->o, opts, osz);
-	l->o.size = sizeof(l->o);
-	if (!l->o.batch_size)
-		l->o.batch_size = 32;
-	if (!l->o.prefetch)
-		l->o.prefetch = 4;
-	if (!l->o.queue_depth)
-		l->o.queue_depth = 128;
-	if (!l->o.world_size)
-		l->o.world_size = 1;
+	int rc;
+	if ((rc = take_opts(&l->o, opts, errbuf, errlen)) < 0) {
+		pthread_mutex_destroy(&l->mu);
+		pthread_cond_destroy(&l->cv);
+		pthread_cond_destroy(&l->dcv);
+		free(l);
+		return rc;
+	}
 	bool oom = false;
 	l->path = dup_opt(opts->path, &oom);
 	l->extensions = dup_opt(opts->extensions, &oom);
@@ -414,7 +423,11 @@ int stk_loader_create(struct stk_loader **out, const struct stk_loader_opts *opt
 		goto fail;
 	}
 	l->next_start = l->next_out = (int64_t)l->o.start_batch;
-	l->t_start = stk__now_ns();
+	l->t_create = stk__now_ns();
+	stk__loader_find_disk(l);
+	stk__loader_snap_disk(l, &l->mark);
+	l->mark.t = l->t_create;
+	l->snap_next = l->t_create + 1000000000ull;
 	l->draining = true; /* rings wait until stk_loader_start below */
 	if ((rc = start_rings(l))) {
 		snprintf(errbuf, errlen, "%s", l->detail);

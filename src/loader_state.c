@@ -200,5 +200,5 @@ int stk_loader_resume(struct stk_loader *l, const struct stk_resume *p)
 		say(l, "resume point: %s", stk_strerror(rc));
 	if (rc)
 		return rc;
-	return stk__loader_restart(l, p->epoch, prev, nprev, skip);
+	return stk__loader_restart(l, p->epoch, prev, nprev, skip, 0);
 }

@@ -75,34 +75,65 @@ const char *stk_loader_engine(const struct stk_loader *l)
 	return l->ops ? l->ops->name : "auto";
 }
 
+/* Copies src into a caller's struct of its own size (0: ours), keeping it. */
+static void copy_sized(void *dst, const void *src, size_t ours)
+{
+	uint32_t keep = *(const uint32_t *)dst;
+	size_t n = keep && keep < ours ? keep : ours;
+	memcpy(dst, src, n);
+	*(uint32_t *)dst = keep ? keep : (uint32_t)ours;
+}
+
+int stk_loader_options(const struct stk_loader *l, struct stk_loader_opts *out,
+		       struct stk_image_opts *img)
+{
+	struct stk_loader_opts o = l->o;
+	o.image = NULL;
+	if (l->ops == &stk__engine_uring)
+		o.io_threads = l->nrings;
+	copy_sized(out, &o, sizeof(o));
+	if (img) {
+		struct stk_image_opts i = {0};
+		if (l->image) {
+			i = l->img;
+			i.decode_threads = l->ndthreads;
+		}
+		copy_sized(img, &i, sizeof(i));
+	}
+	return l->image ? 1 : 0;
+}
+
 int stk_loader_stats(const struct stk_loader *cl, struct stk_stats *out)
 {
 	struct stk_loader *l = (struct stk_loader *)cl;
 	if (out->size && out->size < offsetof(struct stk_stats, read_max_ns) + sizeof(uint64_t))
 		return -EINVAL;
 	struct stk_stats s = {.size = sizeof(s)};
+	struct stk__snap now, m;
 	pthread_mutex_lock(&l->mu);
-	uint64_t now = stk__now_ns();
-	double wall = (double)(now - l->t_start) / 1e9;
-	double area = 0;
-	for (uint32_t i = 0; i < l->nrings; i++) {
-		struct ring *r = &l->rings[i];
-		area += r->area + (double)r->inflight * (double)(now - r->area_t);
-	}
-	s.wait_s = (double)l->wait_ns / 1e9;
-	s.decode_busy_s = (double)l->decode_ns / 1e9;
+	stk__loader_snap(l, &now);
+	m = l->mark;
 	pthread_mutex_unlock(&l->mu);
-	s.samples = atomic_load(&l->samples);
-	s.bytes = atomic_load(&l->bytes);
-	s.batches = atomic_load(&l->batches);
-	s.errors = atomic_load(&l->errors) + l->index_errors;
+	double wall = (double)(now.t - m.t) / 1e9;
+	s.samples = now.samples - m.samples;
+	s.bytes = now.bytes - m.bytes;
+	s.batches = now.batches - m.batches;
+	/* what the index left out is an error of every window: kept by resets */
+	s.errors = now.errors - m.errors + l->index_errors;
 	s.index_errors = l->index_errors;
+	s.wait_s = (double)(now.wait_ns - m.wait_ns) / 1e9;
+	s.decode_busy_s = (double)(now.decode_ns - m.decode_ns) / 1e9;
+	s.copy_wait_s = (double)(now.copy_ns - m.copy_ns) / 1e9;
 	s.pool_bytes = l->pool.bytes;
 	s.pinned = l->pool.pinned;
 	s.inflight_max = atomic_load(&l->inflight_max);
 	s.wall_s = wall;
-	s.inflight_mean = wall > 0 ? area / 1e9 / wall : 0;
+	s.inflight_mean = wall > 0 ? (now.area - m.area) / 1e9 / wall : 0;
 	s.stall_ratio = wall > 0 ? s.wait_s / wall : 0;
+	s.samples_per_s = wall > 0 ? (double)s.samples / wall : 0;
+	s.mb_per_s = wall > 0 ? (double)s.bytes / wall / 1e6 : 0;
+	s.decode_images_per_s_per_core =
+		s.decode_busy_s > 0 ? (double)s.samples / s.decode_busy_s : 0;
 	s.wait_p50_ns = stk_hist_percentile(l->h_wait, 50);
 	s.wait_p99_ns = stk_hist_percentile(l->h_wait, 99);
 	s.wait_max_ns = stk_hist_max(l->h_wait);
@@ -112,10 +143,13 @@ int stk_loader_stats(const struct stk_loader *cl, struct stk_stats *out)
 	s.decode_threads = l->ndthreads;
 	s.decode_p50_ns = stk_hist_percentile(l->h_decode, 50);
 	s.decode_p99_ns = stk_hist_percentile(l->h_decode, 99);
-	size_t n = out->size && out->size < sizeof(s) ? out->size : sizeof(s);
-	uint32_t keep = out->size;
-	memcpy(out, &s, n);
-	out->size = keep ? keep : (uint32_t)sizeof(s);
+	s.total_s = (double)(now.t - l->t_create) / 1e9;
+	s.total_samples = now.samples;
+	s.total_bytes = now.bytes;
+	s.total_batches = now.batches;
+	s.total_errors = now.errors + l->index_errors;
+	s.total_wait_s = (double)now.wait_ns / 1e9;
+	copy_sized(out, &s, sizeof(s));
 	return 0;
 }
 

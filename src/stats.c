@@ -49,6 +49,16 @@ const char *stk_err_name(int err)
 	return "EUNKNOWN";
 }
 
+int stk_err_at(int i)
+{
+	static const int codes[] = {
+#define STK__ERR_CODE(name, value, msg) value,
+		STK_ERR_MAP(STK__ERR_CODE)
+#undef STK__ERR_CODE
+	};
+	return i >= 0 && (size_t)i < STK_ARRAY_SIZE(codes) ? codes[i] : 0;
+}
+
 /* --- histograms --------------------------------------------------------- */
 
 #define SUB_BITS 7

@@ -9,16 +9,16 @@ kind() { "$STOKER" bench "$t/d" --no-baseline --json "$@" |
 	/usr/bin/python3 -c 'import json,sys; print(json.load(sys.stdin)["verdict"]["kind"])'; }
 
 # storage that answers slowly (the null engine's injected latency), queue full
-k=$(kind -e null --null-latency-ms 20 -q 8 -b 8) && [ "$k" = storage-bound ] || fail "slow storage: $k"
+k=$(kind -e null --null-latency 20ms -q 8 -b 8) && [ "$k" = storage-bound ] || fail "slow storage: $k"
 # a consumer that holds each batch long: batches are always ready
 k=$(kind --compute-ms 40 -b 8 -E 1) && [ "$k" = consumer-bound ] || fail "slow consumer: $k"
 # one decode thread on full-size crops
 k=$(kind --image --decode-threads 1 --size 256 -b 8) && [ "$k" = decode-bound ] || fail "decode: $k"
 # queue depth 1, one slot
-k=$(kind -e null --null-latency-ms 2 -q 1 -p 1 -b 8) && [ "$k" = configuration ] || fail "config: $k"
+k=$(kind -e null --null-latency 2ms -q 1 -p 1 -b 8) && [ "$k" = configuration ] || fail "config: $k"
 
 # the human form ends with the verdict and what to try
-out=$("$STOKER" bench "$t/d" --no-baseline -e null --null-latency-ms 5 -q 4 -b 8) || fail "human exit"
+out=$("$STOKER" bench "$t/d" --no-baseline -e null --null-latency 5ms -q 4 -b 8) || fail "human exit"
 echo "$out" | grep -q "^  verdict: " || fail "no verdict line: $out"
 echo "$out" | grep -q "^  try: " || fail "no try line: $out"
 

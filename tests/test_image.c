@@ -145,7 +145,7 @@ static void test_box_distribution(void **state)
 {
 	(void)state;
 	struct stk_image_opts o = opts(STK_CROP_RANDOM_RESIZED, 0);
-	stk__image_defaults(&o);
+	assert_int_equal(stk__image_defaults(&o, NULL, 0), 0);
 	const int W = 500, H = 375;
 	double smin = 1, smax = 0, rmin = 10, rmax = 0;
 	for (int64_t i = 0; i < 20000; i++) {
@@ -173,7 +173,7 @@ static void test_box_distribution(void **state)
 	/* the centre crop: short side to out/0.875, centred */
 	struct stk_image_opts c = opts(STK_CROP_CENTER, 0);
 	c.width = c.height = 224;
-	stk__image_defaults(&c);
+	assert_int_equal(stk__image_defaults(&c, NULL, 0), 0);
 	stk__image_box(&c, 0, 512, 256, &b); /* resize to 512x256 → no scaling, crop 224 */
 	assert_true(fabs(b.w - 224) < 1e-9 && fabs(b.h - 224) < 1e-9);
 	assert_true(fabs(b.x - 144) < 1e-9 && fabs(b.y - 16) < 1e-9);

@@ -140,8 +140,10 @@ static int run_loader(struct stk_loader *l, const struct bench_opts *o, struct r
 		      int64_t **order, uint64_t *norder)
 {
 	uint64_t cap = (uint64_t)stk_loader_rank_samples(l) * (uint64_t)o->epochs;
-	if (o->max_samples > 0 && cap > (uint64_t)o->max_samples + (uint64_t)o->batch_size)
-		cap = (uint64_t)o->max_samples + (uint64_t)o->batch_size;
+	struct stk_loader_opts eff = {.size = sizeof(eff)};
+	stk_loader_options(l, &eff, NULL);
+	if (o->max_samples > 0 && cap > (uint64_t)o->max_samples + eff.batch_size)
+		cap = (uint64_t)o->max_samples + eff.batch_size;
 	*order = malloc((cap ? cap : 1) * sizeof(**order));
 	if (!*order) {
 		fprintf(stderr, "stoker bench: out of memory\n");
@@ -300,6 +302,8 @@ static int run_baseline(struct stk_loader *l, const struct bench_opts *o, const 
 	char *buf = malloc(cap);
 	void *pixels = img ? malloc(stk_image_bytes(img)) : NULL;
 	struct shard_fds *fds = shard_fds_new();
+	struct stk_loader_opts eff = {.size = sizeof(eff)};
+	stk_loader_options(l, &eff, NULL);
 	if (!buf || (img && !pixels) || !fds) {
 		free(buf);
 		free(pixels);
@@ -317,13 +321,13 @@ static int run_baseline(struct stk_loader *l, const struct bench_opts *o, const 
 		if (img) { /* decode as the loader does, on this one thread */
 			char why[256];
 			double td = now_s();
-			if (stk_image_decode(img, buf, (size_t)have, (uint64_t)o->seed, 0, order[i],
-					     pixels, why, sizeof(why)))
+			if (stk_image_decode(img, buf, (size_t)have, eff.seed, 0, order[i], pixels, why,
+					     sizeof(why)))
 				r->errors++;
 			r->decode_s += now_s() - td;
 		}
 		r->samples++;
-		if ((i + 1) % (uint64_t)o->batch_size == 0 || i + 1 == n) {
+		if ((i + 1) % eff.batch_size == 0 || i + 1 == n) {
 			r->batches++;
 			sleep_ms(o->compute_ms);
 		}
@@ -438,11 +442,13 @@ static void print_human(struct stk_loader *l, const struct bench_opts *o, const 
 	char t1[32], t2[32], t3[32];
 	double sps = s->wall > 0 ? (double)s->samples / s->wall : 0;
 	double bps = b && b->wall > 0 ? (double)b->samples / b->wall : 0;
+	struct stk_loader_opts eff = {.size = sizeof(eff)};
+	stk_loader_options(l, &eff, NULL);
 	printf("stoker bench: %s\n", o->path);
-	printf("  %lld samples, %lld classes; engine %s, queue depth %lld, batch %lld, prefetch %lld%s\n",
+	printf("  %lld samples, %lld classes; engine %s, queue depth %u, batch %u, prefetch %u%s\n",
 	       (long long)stk_loader_num_samples(l), (long long)count_classes(l),
-	       stk_loader_engine(l), (long long)o->qd, (long long)o->batch_size,
-	       (long long)o->prefetch, o->direct ? ", O_DIRECT" : "");
+	       stk_loader_engine(l), eff.queue_depth, eff.batch_size, eff.prefetch,
+	       eff.flags & STK_F_DIRECT ? ", O_DIRECT" : "");
 	printf("  loader ready in %.3f s (index, pool, threads); page cache: %s (%.0f %% of sampled\n"
 	       "  file pages resident at the start)\n\n", create_s, cache, cached * 100);
 	printf("  %-26s %14s %14s\n", "", "stoker", b ? "baseline" : "");
@@ -494,83 +500,78 @@ static void print_human(struct stk_loader *l, const struct bench_opts *o, const 
 	printf("\n");
 }
 
+/* The loader's options from the parsed ones: PATH, and image mode's. */
 static void loader_opts(const struct bench_opts *o, struct stk_loader_opts *lo,
 			struct stk_image_opts *img)
 {
-	*lo = (struct stk_loader_opts){
-		.size = sizeof(*lo), .path = o->path, .batch_size = (uint32_t)o->batch_size,
-		.prefetch = (uint32_t)o->prefetch, .queue_depth = (uint32_t)o->qd,
-		.io_threads = (uint32_t)o->io_threads, .seed = (uint64_t)o->seed,
-		.rank = (uint32_t)o->rank, .world_size = (uint32_t)o->world,
-		.engine = (enum stk_engine)o->engine, .on_error = (enum stk_on_error)o->on_error,
-		.null_latency_ns = (uint64_t)(o->null_latency_ms * 1e6),
-		.shuffle_mode = (enum stk_shuffle)o->shuffle_mode,
-		.shuffle_window = (uint32_t)o->shuffle_window, .extensions = o->extensions,
-		.flags = (o->direct ? STK_F_DIRECT : 0) | (o->no_shuffle ? STK_F_NO_SHUFFLE : 0) |
-			 (o->drop_last ? STK_F_DROP_LAST : 0)};
-	*img = (struct stk_image_opts){
-		.size = sizeof(*img), .width = (uint32_t)o->size, .height = (uint32_t)o->size,
-		.crop = o->crop ? STK_CROP_CENTER : STK_CROP_RANDOM_RESIZED,
-		.dtype = (enum stk_dtype)o->dtype, .decode_threads = (uint32_t)o->decode_threads,
-		.flags = (o->no_flip ? STK_IMG_NO_FLIP : 0) | (o->layout ? STK_IMG_NHWC : 0) |
-			 (o->normalize ? STK_IMG_NORMALIZE : 0),
-		.mean = {0.485f, 0.456f, 0.406f}, .std = {0.229f, 0.224f, 0.225f}};
-	if (o->image)
-		lo->image = img;
+	*lo = o->lo;
+	lo->size = sizeof(*lo);
+	lo->path = o->path;
+	*img = o->img;
+	img->size = sizeof(*img);
+	lo->image = o->image ? img : NULL;
 }
 
-/* The knobs --sweep can turn, and where each lives in the options. */
-static int64_t *sweep_knob(struct bench_opts *o, const char *name)
+/* --sweep's knob: a numeric row of the option table, by its name or a short
+ * alias (threads, qd, batch), and the struct it lives in. */
+static const struct stk_option *sweep_knob(struct bench_opts *o, const char *name, void **base)
 {
 	static const struct {
-		const char *name;
-		size_t off;
-	} knobs[] = {
-		{"threads", offsetof(struct bench_opts, io_threads)},
-		{"io-threads", offsetof(struct bench_opts, io_threads)},
-		{"qd", offsetof(struct bench_opts, qd)},
-		{"queue-depth", offsetof(struct bench_opts, qd)},
-		{"prefetch", offsetof(struct bench_opts, prefetch)},
-		{"batch", offsetof(struct bench_opts, batch_size)},
-		{"batch-size", offsetof(struct bench_opts, batch_size)},
-		{"decode-threads", offsetof(struct bench_opts, decode_threads)},
-	};
-	for (size_t i = 0; i < sizeof(knobs) / sizeof(knobs[0]); i++)
-		if (!strcmp(name, knobs[i].name))
-			return (int64_t *)((char *)o + knobs[i].off);
-	return NULL;
+		const char *alias, *name;
+	} aliases[] = {{"threads", "io_threads"}, {"qd", "queue_depth"}, {"batch", "batch_size"}};
+	for (size_t i = 0; i < sizeof(aliases) / sizeof(aliases[0]); i++)
+		if (!strcmp(name, aliases[i].alias))
+			name = aliases[i].name;
+	const struct stk_option *r = stk_option_find(name);
+	if (!r || (r->type != STK_OPT_U32 && r->type != STK_OPT_U64))
+		return NULL;
+	*base = r->group == STK_OPT_IMAGE ? (void *)&o->img : (void *)&o->lo;
+	return r;
 }
 
 /* --sweep knob=v1,v2,...: one loader run per value (no baseline), a table,
  * and an SVG chart of samples/s against the knob. */
 static int run_sweep(struct bench_opts o)
 {
-	char knob[32];
+	char knob[32] = "";
 	const char *eq = strchr(o.sweep, '=');
-	int64_t *dst = NULL;
+	void *base = NULL;
+	const struct stk_option *row = NULL;
 	if (eq && (size_t)(eq - o.sweep) < sizeof(knob)) {
 		memcpy(knob, o.sweep, (size_t)(eq - o.sweep));
 		knob[eq - o.sweep] = 0;
-		dst = sweep_knob(&o, knob);
+		row = sweep_knob(&o, knob, &base);
 	}
+	char vals[64][24], why[512] = "";
 	double xs[64], ys[64];
 	int n = 0;
-	for (const char *p = eq ? eq + 1 : ""; dst && *p && n < 64;) {
-		char *end;
-		errno = 0;
-		long long v = strtoll(p, &end, 10);
-		if (errno || end == p || v < (strcmp(knob, "decode-threads") ? 1 : 0) || v > 1 << 20 ||
-		    (*end && *end != ',')) {
+	for (const char *p = eq ? eq + 1 : ""; row && *p && n < 64;) {
+		const char *c = strchr(p, ',');
+		size_t l = c ? (size_t)(c - p) : strlen(p);
+		if (l >= sizeof(vals[0]) || !l) {
 			n = 0;
 			break;
 		}
-		xs[n++] = (double)v;
-		p = *end ? end + 1 : end;
+		memcpy(vals[n], p, l);
+		vals[n][l] = 0;
+		/* the table's parser and range, checked before any run */
+		struct bench_opts probe = o;
+		void *pb = (char *)&probe + ((char *)base - (char *)&o);
+		char *end;
+		xs[n] = strtod(vals[n], &end);
+		if (stk_option_set(row, pb, vals[n], why, sizeof(why)) < 0 || *end) {
+			if (!why[0])
+				snprintf(why, sizeof(why), "'%.23s' is not a number", vals[n]);
+			n = 0;
+			break;
+		}
+		n++;
+		p = c ? c + 1 : p + l;
 	}
-	if (!dst || n == 0) {
-		fprintf(stderr, "stoker bench: --sweep '%s': want KNOB=V1,V2,... with KNOB one of "
-				"threads, qd, prefetch, batch, decode-threads and positive integers\n",
-			o.sweep);
+	if (!row || n == 0) {
+		fprintf(stderr, "stoker bench: --sweep '%s': %s%swant KNOB=V1,V2,... with KNOB a "
+				"numeric loader option (threads, qd, prefetch, batch, decode-threads, ...)\n",
+			o.sweep, why, why[0] ? "; " : "");
 		return EXIT_USAGE;
 	}
 	char plot[256];
@@ -583,45 +584,41 @@ static int run_sweep(struct bench_opts o)
 		       knob, "samples/s", "MB/s", "stall", "in flight", "verdict");
 	int rc = 0;
 	for (int i = 0; i < n && !interrupted; i++) {
-		*dst = (int64_t)xs[i];
+		stk_option_set(row, base, vals[i], NULL, 0);
 		struct stk_loader_opts lo;
 		struct stk_image_opts img;
 		loader_opts(&o, &lo, &img);
 		struct stk_loader *l;
 		char err[PATH_MAX + 256];
 		if ((rc = stk_loader_create(&l, &lo, err, sizeof(err))) < 0) {
-			fprintf(stderr, "stoker bench: %s=%g: %s\n", knob, xs[i], err);
+			fprintf(stderr, "stoker bench: %s=%s: %s\n", knob, vals[i], err);
 			break;
 		}
 		const char *cache = "as found";
 		if (o.cache != CACHE_AS_IS) {
 			set_cache(l, &o, NULL, 0, &cache);
-			stk_loader_start(l, 0, 0);
-			stk_loader_stats_reset(l);
+			stk_loader_restart(l, 0, 0, STK_START_RESET_STATS);
 		}
 		struct run r = {0};
-		struct disk_probe d;
 		int64_t *order = NULL;
 		uint64_t norder = 0;
-		disk_probe_start(&d, o.path);
 		rc = run_loader(l, &o, &r, &order, &norder);
-		disk_probe_stop(&d);
+		struct stk_verdict v = {.size = sizeof(v)};
+		stk_loader_diagnose(l, 0, &v);
 		free(order);
 		json_decref(r.epochs);
 		stk_loader_destroy(l);
 		if (rc < 0)
 			break;
-		struct verdict v;
-		bench_verdict(&o, &r, &d, &v);
 		ys[i] = r.wall > 0 ? (double)r.samples / r.wall : 0;
 		if (o.json)
 			json_array_append_new(rows, json_pack("{s:f,s:o,s:o}", "value", xs[i], "run",
 							      run_json(&r), "verdict",
-							      verdict_json(&v, &d)));
+							      verdict_json(&v)));
 		else
-			printf("  %14g %12.0f %10.1f %7.1f%% %10.1f  %s\n", xs[i], ys[i],
+			printf("  %14s %12.0f %10.1f %7.1f%% %10.1f  %s\n", vals[i], ys[i],
 			       r.wall > 0 ? (double)r.bytes / r.wall / 1e6 : 0, r.st.stall_ratio * 100,
-			       r.st.inflight_mean, v.kind);
+			       r.st.inflight_mean, v.name);
 	}
 	if (rc == 0 && !interrupted) {
 		char title[128];
@@ -644,23 +641,34 @@ static int run_sweep(struct bench_opts o)
 	return rc < 0 || interrupted ? EXIT_FAIL : EXIT_OK;
 }
 
+/* Every option in effect, as the table's text (JSON: the run is reproducible
+ * from it). */
+static json_t *options_json(const struct stk_loader_opts *lo, const struct stk_image_opts *img)
+{
+	json_t *j = json_object();
+	const struct stk_option *r;
+	for (int i = 0; (r = stk_option_at(i)); i++) {
+		if (r->group == STK_OPT_IMAGE && !img)
+			continue;
+		char v[256];
+		if (stk_option_get(r, r->group == STK_OPT_IMAGE ? (const void *)img : (const void *)lo,
+				   v, sizeof(v)) >= 0)
+			json_object_set_new(j, r->name, json_string(v));
+	}
+	return j;
+}
+
 int cmd_bench(int argc, char **argv)
 {
 	struct bench_opts o = {0};
 	static const struct cmd_help help = {
 		"bench", "[options] [PATH]",
-		"Runs the loader over PATH (a folder in ImageFolder layout, a flat folder or a file\n"
-		"list) and a naive synchronous baseline in the same run, and prints how fast this\n"
-		"machine can feed a GPU and what holds it back.  Without PATH, a default dataset is\n"
-		"generated once in the cache folder (~/.cache/stoker)."};
-	const struct opt opts[] = {
-		{"batch-size", 'b', OPT_INT, &o.batch_size, "256", 1, 1 << 20, NULL, "N", "samples per batch"},
-		{"prefetch", 'p', OPT_INT, &o.prefetch, "4", 1, 1024, NULL, "N", "batch slots in flight"},
-		{"queue-depth", 'q', OPT_INT, &o.qd, "128", 1, 32768, NULL, "N", "reads in flight"},
-		{"io-threads", 't', OPT_INT, &o.io_threads, "0", 0, 256, NULL, "N",
-		 "I/O threads (0 = auto: 2 rings for io_uring, 64 workers for pread)"},
-		{"engine", 'e', OPT_CHOICE, &o.engine, "auto", 0, 0, "auto,io_uring,pread,null", "E",
-		 "read engine"},
+		"Runs the loader over PATH (a folder in ImageFolder layout, a flat folder, a file\n"
+		"list or tar shards) and a naive synchronous baseline in the same run, and prints\n"
+		"how fast this machine can feed a GPU and what holds it back.  Without PATH, a\n"
+		"default dataset is generated once in the cache folder (~/.cache/stoker).  The\n"
+		"loader's options, their defaults and ranges are the library's (docs/options.md)."};
+	struct opt opts[128] = {
 		{"epochs", 'E', OPT_INT, &o.epochs, "0", 0, 1000000, NULL, "N",
 		 "epochs to run (0: 1 with --cache cold, where later epochs would be warm; else 3)"},
 		{"seconds", 's', OPT_DOUBLE, &o.seconds, "0", 0, 1e9, NULL, "S",
@@ -669,49 +677,29 @@ int cmd_bench(int argc, char **argv)
 		 "stop after N samples (0 = no limit)"},
 		{"compute-ms", 'c', OPT_DOUBLE, &o.compute_ms, "0", 0, 1e6, NULL, "MS",
 		 "hold each batch MS ms (an emulated accelerator); prints AU %"},
-		{"seed", 0, OPT_INT, &o.seed, "0", 0, 9.2e18, NULL, "S", "shuffle seed"},
-		{"rank", 0, OPT_INT, &o.rank, "0", 0, 1 << 20, NULL, "R", "this process's rank"},
-		{"world-size", 0, OPT_INT, &o.world, "1", 1, 1 << 20, NULL, "W", "number of ranks"},
-		{"on-error", 0, OPT_CHOICE, &o.on_error, "skip", 0, 0, "skip,fail", "P",
-		 "a bad sample is skipped and counted, or fails the run"},
 		{"cache", 0, OPT_CHOICE, &o.cache, "warm", 0, 0, "warm,cold,as-is", "C",
 		 "page cache before each run: warmed by one untimed pass, dropped (root), or as found"},
 		{"cold", 0, OPT_BOOL, &o.cold, NULL, 0, 0, NULL, NULL, "same as --cache cold"},
-		{"direct", 0, OPT_BOOL, &o.direct, NULL, 0, 0, NULL, NULL, "O_DIRECT reads"},
-		{"no-shuffle", 0, OPT_BOOL, &o.no_shuffle, NULL, 0, 0, NULL, NULL, "read in index order"},
-		{"shuffle", 0, OPT_CHOICE, &o.shuffle_mode, "global", 0, 0, "global,shard", "M",
-		 "tar shards: any order, or shards in random order with samples shuffled in a window"},
-		{"shuffle-window", 0, OPT_INT, &o.shuffle_window, "1000", 1, 1 << 24, NULL, "N",
-		 "--shuffle shard: window in samples"},
-		{"extensions", 0, OPT_STR, &o.extensions, NULL, 0, 0, NULL, "LIST",
-		 "folders: file endings that are samples, \".jpg,.png\", or '*' for every file "
-		 "[ImageFolder's]"},
-		{"drop-last", 0, OPT_BOOL, &o.drop_last, NULL, 0, 0, NULL, NULL, "drop the short last batch"},
 		{"no-baseline", 0, OPT_BOOL, &o.no_baseline, NULL, 0, 0, NULL, NULL,
 		 "skip the synchronous baseline"},
 		{"image", 'i', OPT_BOOL, &o.image, NULL, 0, 0, NULL, NULL,
 		 "decode and crop every sample (JPEG) into the batch, as training does"},
-		{"size", 0, OPT_INT, &o.size, "224", 8, 8192, NULL, "N", "--image: output N×N pixels"},
-		{"crop", 0, OPT_CHOICE, &o.crop, "random", 0, 0, "random,center", "C",
-		 "--image: RandomResizedCrop (training) or resize + centre crop (validation)"},
-		{"no-flip", 0, OPT_BOOL, &o.no_flip, NULL, 0, 0, NULL, NULL,
-		 "--image: no random horizontal flip"},
-		{"layout", 0, OPT_CHOICE, &o.layout, "nchw", 0, 0, "nchw,nhwc", "L", "--image: layout"},
-		{"dtype", 0, OPT_CHOICE, &o.dtype, "uint8", 0, 0, "uint8,float32,float16", "T",
-		 "--image: element type"},
-		{"normalize", 0, OPT_BOOL, &o.normalize, NULL, 0, 0, NULL, NULL,
-		 "--image: float output normalized with ImageNet's mean and std"},
-		{"decode-threads", 0, OPT_INT, &o.decode_threads, "0", 0, 1024, NULL, "N",
-		 "--image: decode threads (0 = online CPUs - 1)"},
+		{"size", 0, OPT_STR, &o.size, NULL, 0, 0, NULL, "N",
+		 "--image: output N x N pixels (sets --width and --height)"},
 		{"sweep", 0, OPT_STR, &o.sweep, NULL, 0, 0, NULL, "K=V,..",
-		 "one run per value of threads, qd, prefetch, batch or decode-threads; a table and a plot"},
+		 "one run per value of a numeric option (threads, qd, prefetch, batch, "
+		 "decode-threads, ...); a table and a plot"},
 		{"plot", 0, OPT_STR, &o.plot, NULL, 0, 0, NULL, "FILE",
 		 "--sweep: SVG chart file [stoker-sweep-KNOB.svg]"},
-		{"null-latency-ms", 0, OPT_DOUBLE, &o.null_latency_ms, "0", 0, 1e5, NULL, "MS",
-		 "--engine null: each read completes after MS ms (tests, pipeline overhead)"},
 		{"json", 'j', OPT_BOOL, &o.json, NULL, 0, 0, NULL, NULL, "print JSON"},
 		OPT_END,
 	};
+	size_t nopts = 0;
+	while (opts[nopts].name)
+		nopts++;
+	nopts = opt_add_library(opts, nopts, sizeof(opts) / sizeof(opts[0]), STK_OPT_LOADER, &o.lo,
+				 NULL);
+	opt_add_library(opts, nopts, sizeof(opts) / sizeof(opts[0]), STK_OPT_IMAGE, &o.img, NULL);
 	int first = opt_parse(&help, opts, argc, argv);
 	if (first < 0)
 		return -first;
@@ -719,9 +707,20 @@ int cmd_bench(int argc, char **argv)
 		fprintf(stderr, "stoker bench: one PATH at most (got %d)\n", argc - first);
 		return EXIT_USAGE;
 	}
-	if (o.rank >= o.world) {
-		fprintf(stderr, "stoker bench: --rank %lld must be below --world-size %lld\n",
-			(long long)o.rank, (long long)o.world);
+	if (o.size) {
+		char why[256];
+		if (stk_option_set(stk_option_find("width"), &o.img, o.size, why, sizeof(why)) < 0 ||
+		    stk_option_set(stk_option_find("height"), &o.img, o.size, why, sizeof(why)) < 0) {
+			fprintf(stderr, "stoker bench: --size: %s\n", why);
+			return EXIT_USAGE;
+		}
+	}
+	struct stk_loader_opts lo;
+	struct stk_image_opts img;
+	loader_opts(&o, &lo, &img);
+	char err[PATH_MAX + 256];
+	if (stk_loader_opts_check(&lo, err, sizeof(err)) < 0) {
+		fprintf(stderr, "stoker bench: %s\n", err);
 		return EXIT_USAGE;
 	}
 	char defpath[PATH_MAX];
@@ -732,8 +731,6 @@ int cmd_bench(int argc, char **argv)
 			return EXIT_FAIL;
 		o.path = defpath;
 	}
-	struct stk_loader_opts lo;
-	struct stk_image_opts img;
 	loader_opts(&o, &lo, &img);
 	struct sigaction sa = {.sa_handler = on_sigint};
 	sigaction(SIGINT, &sa, NULL);
@@ -746,7 +743,6 @@ int cmd_bench(int argc, char **argv)
 		return run_sweep(o);
 
 	const char *cache = "as found";
-	char err[PATH_MAX + 256];
 	struct stk_loader *l;
 	double tc = now_s();
 	int rc = stk_loader_create(&l, &lo, err, sizeof(err));
@@ -758,49 +754,47 @@ int cmd_bench(int argc, char **argv)
 					".EXT,... for some\n");
 		return EXIT_FAIL;
 	}
+	struct stk_loader_opts eff = {.size = sizeof(eff)};
+	struct stk_image_opts effimg = {.size = sizeof(effimg)};
+	stk_loader_options(l, &eff, &effimg);
 	struct run s = {0}, b = {0};
 	if (o.cache != CACHE_AS_IS) {
-		/* the first batches are already being read: start over once the
-		 * cache is as asked */
+		/* the first batches are already being read: start over, in a new
+		 * stats window, once the cache is as asked */
 		set_cache(l, &o, NULL, 0, &cache);
-		stk_loader_start(l, 0, 0);
-		stk_loader_stats_reset(l);
+		stk_loader_restart(l, 0, 0, STK_START_RESET_STATS);
 	}
 	double cached = cached_fraction(l);
 	int64_t *order = NULL;
 	uint64_t norder = 0;
-	struct disk_probe disk;
-	disk_probe_start(&disk, o.path);
 	rc = run_loader(l, &o, &s, &order, &norder);
-	disk_probe_stop(&disk);
-	struct verdict verdict;
-	bench_verdict(&o, &s, &disk, &verdict);
+	struct stk_verdict verdict = {.size = sizeof(verdict)};
+	stk_loader_diagnose(l, 0, &verdict);
 	bool base = !o.no_baseline && rc == 0 && !interrupted;
 	if (base) {
 		set_cache(l, &o, order, norder, &cache);
-		rc = run_baseline(l, &o, order, norder, &b, o.image ? &img : NULL);
+		rc = run_baseline(l, &o, order, norder, &b, o.image ? &effimg : NULL);
 	}
 	if (o.json) {
 		json_t *j = json_pack(
 			"{s:s,s:s,s:s,s:I,s:I,s:I,s:I,s:I,s:f,s:f,s:b,s:o}", "path", o.path, "engine",
 			stk_loader_engine(l), "cache", cache, "dataset_samples",
-			(json_int_t)stk_loader_num_samples(l), "batch_size", (json_int_t)o.batch_size,
-			"queue_depth", (json_int_t)o.qd, "prefetch", (json_int_t)o.prefetch, "epochs",
-			(json_int_t)o.epochs, "compute_ms", o.compute_ms, "cached_fraction", cached,
-			"direct", o.direct, "stoker", run_json(&s));
+			(json_int_t)stk_loader_num_samples(l), "batch_size", (json_int_t)eff.batch_size,
+			"queue_depth", (json_int_t)eff.queue_depth, "prefetch", (json_int_t)eff.prefetch,
+			"epochs", (json_int_t)o.epochs, "compute_ms", o.compute_ms, "cached_fraction",
+			cached, "direct", (eff.flags & STK_F_DIRECT) != 0, "stoker", run_json(&s));
+		json_object_set_new(j, "options", options_json(&eff, o.image ? &effimg : NULL));
 		json_object_set_new(j, "create_s", json_real(create_s));
-		json_object_set_new(j, "verdict", verdict_json(&verdict, &disk));
+		json_object_set_new(j, "verdict", verdict_json(&verdict));
 		if (o.image) {
 			json_object_set_new(j, "image", json_pack("{s:I,s:I,s:s,s:I}", "width",
-								  (json_int_t)img.width, "height",
-								  (json_int_t)img.height, "crop",
-								  o.crop ? "center" : "random",
+								  (json_int_t)effimg.width, "height",
+								  (json_int_t)effimg.height, "crop",
+								  effimg.crop ? "center" : "random_resized",
 								  "decode_threads",
 								  (json_int_t)s.st.decode_threads));
 			json_object_set_new(json_object_get(j, "stoker"), "decode_images_per_s_per_core",
-					    json_real(s.st.decode_busy_s > 0
-							      ? (double)s.samples / s.st.decode_busy_s
-							      : 0));
+					    json_real(s.st.decode_images_per_s_per_core));
 		}
 		json_t *st = json_object_get(j, "stoker");
 		json_object_set_new(st, "batch_wait_ns",
@@ -829,12 +823,7 @@ int cmd_bench(int argc, char **argv)
 		json_decref(j);
 	} else if (s.batches || rc == 0) {
 		print_human(l, &o, &s, base ? &b : NULL, cache, cached, create_s);
-		if (disk.ok)
-			printf("  device %-19s r/s %.0f, %.1f MB/s, r_await %.2f ms, aqu-sz %.1f, %%util %.0f\n",
-			       disk.name, disk.rates.r_s, disk.rates.rkb_s * 1.024 / 1000,
-			       disk.rates.r_await, disk.rates.aqu_sz, disk.rates.util);
-		printf("\n  verdict: %s: %s.\n  try: %s.\n", verdict.kind, verdict.evidence,
-		       verdict.advice);
+		verdict_print(&verdict);
 	}
 	json_decref(s.epochs);
 	free(order);

@@ -1,7 +1,7 @@
-/* bench_verdict.c — the last line of `stoker bench`: which part of the input
- * pipeline holds the run back (the consumer, storage, decode, the I/O threads
- * or the settings), with the evidence and the change to try; plus the device
- * behind PATH sampled around the run, and the sweep's SVG chart. */
+/* bench_verdict.c — the last lines of `stoker bench`: the library's verdict
+ * (stk_loader_diagnose: which part of the input pipeline holds the run back,
+ * the evidence, the change to try, the device behind PATH) as text and JSON;
+ * and the sweep's SVG chart. */
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
@@ -9,118 +9,29 @@
 #include "bench.h"
 #include "cli.h"
 
-static int read_disk(const char *name, struct stk_diskstat *out)
+json_t *verdict_json(const struct stk_verdict *v)
 {
-	struct stk_diskstat all[256];
-	all[0].size = sizeof(all[0]);
-	int n = stk_sys_diskstats("", all, 256);
-	for (int i = 0; i < n && i < 256; i++)
-		if (!strcmp(all[i].name, name)) {
-			*out = all[i];
-			return 0;
-		}
-	return -ENODEV;
-}
-
-void disk_probe_start(struct disk_probe *d, const char *path)
-{
-	struct stk_blockdev bd = {.size = sizeof(bd)};
-	memset(d, 0, sizeof(*d));
-	if (stk_sys_blockdev_for_path("", path, &bd) == 0 && read_disk(bd.disk, &d->before) == 0) {
-		snprintf(d->name, sizeof(d->name), "%s", bd.disk);
-		d->t0 = now_s();
-		d->ok = true;
-	}
-}
-
-void disk_probe_stop(struct disk_probe *d)
-{
-	if (!d->ok)
-		return;
-	d->t1 = now_s();
-	d->rates.size = sizeof(d->rates);
-	if (read_disk(d->name, &d->after) ||
-	    stk_sys_disk_rates(&d->before, &d->after, (d->t1 - d->t0) * 1000, &d->rates))
-		d->ok = false;
-}
-
-void bench_verdict(const struct bench_opts *o, const struct run *r, const struct disk_probe *d,
-		   struct verdict *v)
-{
-	const struct stk_stats *st = &r->st;
-	double stall = st->stall_ratio, inflight = st->inflight_mean, qd = (double)o->qd;
-	double decode_busy = st->decode_threads && r->wall > 0
-				     ? st->decode_busy_s / (r->wall * st->decode_threads)
-				     : 0;
-	bool null_engine = o->engine == STK_ENGINE_NULL;
-	bool sampled = d->ok && !null_engine;
-	/* the device is ours to blame only when our reads reached it: page-cache
-	 * hits never do, and others may be keeping it busy */
-	double ours = r->wall > 0 ? (double)r->bytes / r->wall : 0;
-	bool from_disk = sampled && ours > 0 && d->rates.rkb_s * 1024 >= 0.5 * ours;
-	bool disk_busy = from_disk && d->rates.util >= 80;
-	memset(v, 0, sizeof(*v));
-	if (stall < 0.05) {
-		v->kind = "consumer-bound";
-		snprintf(v->evidence, sizeof(v->evidence),
-			 "the consumer waited %.1f %% of the time: batches were ready when asked for",
-			 stall * 100);
-		snprintf(v->advice, sizeof(v->advice),
-			 "nothing in the input pipeline: the training step (or --compute-ms) sets the pace");
-	} else if (decode_busy >= 0.8) {
-		v->kind = "decode-bound";
-		snprintf(v->evidence, sizeof(v->evidence),
-			 "%u decode threads busy %.0f %% of the time; %.1f of %.0f reads in flight",
-			 st->decode_threads, decode_busy * 100, inflight, qd);
-		snprintf(v->advice, sizeof(v->advice),
-			 "more --decode-threads (cores), a smaller --size, or data stored smaller");
-	} else if (disk_busy) {
-		v->kind = "storage-bound";
-		snprintf(v->evidence, sizeof(v->evidence),
-			 "%s %%util %.0f, aqu-sz %.1f, r_await %.2f ms, %.0f MB/s; %.1f of %.0f reads "
-			 "in flight",
-			 d->name, d->rates.util, d->rates.aqu_sz, d->rates.r_await,
-			 d->rates.rkb_s * 1.024 / 1000, inflight, qd);
-		snprintf(v->advice, sizeof(v->advice),
-			 "faster storage, samples packed into shards, or memory for the page cache; "
-			 "`stoker disk PATH` measures the device");
-	} else if (o->qd <= 4 || o->prefetch <= 1) {
-		v->kind = "configuration";
-		snprintf(v->evidence, sizeof(v->evidence),
-			 "queue depth %lld and prefetch %lld leave %.1f reads in flight while the "
-			 "consumer waits %.0f %% of the time",
-			 (long long)o->qd, (long long)o->prefetch, inflight, stall * 100);
-		snprintf(v->advice, sizeof(v->advice), "raise --queue-depth (64-256) and --prefetch (4)");
-	} else if (inflight >= 0.8 * qd && (!sampled || from_disk)) {
-		v->kind = "storage-bound";
-		snprintf(v->evidence, sizeof(v->evidence),
-			 "%.1f of %.0f reads in flight: every read waits on storage (%s)", inflight, qd,
-			 null_engine ? "the null engine's simulated latency"
-			 : !sampled  ? "no block device to sample: a network or virtual filesystem"
-				     : "the device reports under 80 % busy: latency, not bandwidth");
-		snprintf(v->advice, sizeof(v->advice),
-			 "a deeper --queue-depth while the device has headroom, else faster storage");
-	} else {
-		v->kind = "io-thread-bound";
-		snprintf(v->evidence, sizeof(v->evidence),
-			 "the consumer waited %.0f %% of the time while the reads came from the page "
-			 "cache (%.1f of %.0f in flight): the I/O threads' copies are the limit",
-			 stall * 100, inflight, qd);
-		snprintf(v->advice, sizeof(v->advice), "more --io-threads (one per free core)");
-	}
-}
-
-json_t *verdict_json(const struct verdict *v, const struct disk_probe *d)
-{
-	json_t *j = json_pack("{s:s,s:s,s:s}", "kind", v->kind, "evidence", v->evidence, "try",
-			      v->advice);
-	if (d->ok)
+	json_t *j = json_pack("{s:s,s:s,s:s,s:f,s:f,s:f,s:f}", "kind", v->name, "evidence",
+			      v->evidence, "try", v->advice, "window_s", v->window_s, "stall_ratio",
+			      v->stall_ratio, "decode_busy", v->decode_busy, "inflight_mean",
+			      v->inflight_mean);
+	if (v->device_sampled)
 		json_object_set_new(j, "device",
-				    json_pack("{s:s,s:f,s:f,s:f,s:f,s:f}", "name", d->name, "r_s",
-					      d->rates.r_s, "rkb_s", d->rates.rkb_s, "r_await",
-					      d->rates.r_await, "aqu_sz", d->rates.aqu_sz, "util",
-					      d->rates.util));
+				    json_pack("{s:s,s:f,s:f,s:f,s:f,s:f,s:f}", "name", v->device,
+					      "r_s", v->dev_r_s, "read_mb_s", v->dev_read_mb_s,
+					      "r_await_ms", v->dev_r_await_ms, "aqu_sz",
+					      v->dev_aqu_sz, "util", v->dev_util, "share",
+					      v->dev_share));
 	return j;
+}
+
+void verdict_print(const struct stk_verdict *v)
+{
+	if (v->device_sampled)
+		printf("  device %-19s r/s %.0f, %.1f MB/s, r_await %.2f ms, aqu-sz %.1f, %%util %.0f\n",
+		       v->device, v->dev_r_s, v->dev_read_mb_s, v->dev_r_await_ms, v->dev_aqu_sz,
+		       v->dev_util);
+	printf("\n  verdict: %s: %s.\n  try: %s.\n", v->name, v->evidence, v->advice);
 }
 
 int write_svg(const char *file, const char *title, const char *xlabel, const char *ylabel,

@@ -56,11 +56,43 @@ int parse_size(const char *s, uint64_t *out)
 	return -EINVAL;
 }
 
+/* OPT_LIB entries: their CLI names live here, beside the rows they stand
+ * for, for the process's life (an entry's name says which row it is). */
+static char lib_names[64][40];
+static const struct stk_option *lib_rows[64];
+static size_t lib_used;
+
+static const struct stk_option *lib_row(const struct opt *o)
+{
+	for (size_t k = 0; k < lib_used; k++)
+		if (o->name == lib_names[k])
+			return lib_rows[k];
+	return NULL;
+}
+
+/* The library's message without its leading "name: ". */
+static const char *lib_reason(const struct stk_option *r, const char *msg)
+{
+	size_t l = strlen(r->name);
+	return !strncmp(msg, r->name, l) && msg[l] == ':' && msg[l + 1] == ' ' ? msg + l + 2 : msg;
+}
+
 static int set_value(const struct opt *o, const char *val, const char *cmd)
 {
 	char *end;
 	double num = 0;
 	switch (o->type) {
+	case OPT_LIB: {
+		char err[512];
+		const struct stk_option *r = lib_row(o);
+		if (r->type == STK_OPT_FLAG || r->type == STK_OPT_NOFLAG)
+			val = r->type == STK_OPT_FLAG ? "true" : "false"; /* --X or --no-X */
+		if (stk_option_set(r, o->dst, val, err, sizeof(err)) < 0) {
+			fprintf(stderr, "stoker %s: --%s: %s\n", cmd, o->name, lib_reason(r, err));
+			return -1;
+		}
+		return 0;
+	}
 	case OPT_BOOL:
 		*(bool *)o->dst = !(val && (!strcmp(val, "0") || !strcmp(val, "false")));
 		return 0;
@@ -140,6 +172,26 @@ static const char *size_text(char *buf, size_t len, double v)
 	return buf;
 }
 
+static bool is_bool(const struct opt *o)
+{
+	const struct stk_option *r = o->type == OPT_LIB ? lib_row(o) : NULL;
+	return o->type == OPT_BOOL || (r && (r->type == STK_OPT_FLAG || r->type == STK_OPT_NOFLAG));
+}
+
+/* An OPT_LIB entry's help: the row's text, choices, default and range. */
+static void lib_usage(FILE *f, const struct opt *o)
+{
+	const struct stk_option *r = lib_row(o);
+	fprintf(f, "%s%s", r->type == STK_OPT_NOFLAG ? "turns off, on by default: " : "", r->help);
+	if (r->type == STK_OPT_ENUM || r->type == STK_OPT_BITCHOICE)
+		fprintf(f, " {%s}", r->choices);
+	if (r->type != STK_OPT_FLAG && r->type != STK_OPT_NOFLAG && r->def[0])
+		fprintf(f, " [%s]", r->def);
+	if (r->min != r->max && r->type != STK_OPT_ENUM)
+		fprintf(f, " (%.17g..%.17g%s%s)", r->min, r->max, r->choices ? ", or " : "",
+			r->choices ? r->choices : "");
+}
+
 void opt_usage(FILE *f, const struct cmd_help *h, const struct opt *opts)
 {
 	fprintf(f, "usage: stoker %s %s\n\n%s\n\noptions:\n", h->name, h->synopsis, h->summary);
@@ -148,8 +200,14 @@ void opt_usage(FILE *f, const struct cmd_help *h, const struct opt *opts)
 		char sh[8] = "    ";
 		if (o->short_name)
 			snprintf(sh, sizeof(sh), "-%c, ", o->short_name);
-		snprintf(left, sizeof(left), "%s--%s%s%s", sh, o->name, o->type == OPT_BOOL ? "" : " ",
-			 o->type == OPT_BOOL ? "" : (o->arg ? o->arg : "X"));
+		snprintf(left, sizeof(left), "%s--%s%s%s", sh, o->name, is_bool(o) ? "" : " ",
+			 is_bool(o) ? "" : (o->arg ? o->arg : "X"));
+		if (o->type == OPT_LIB) {
+			fprintf(f, "  %-28s ", left);
+			lib_usage(f, o);
+			fputc('\n', f);
+			continue;
+		}
 		fprintf(f, "  %-28s %s", left, o->help);
 		if (o->type == OPT_CHOICE)
 			fprintf(f, " {%s}", o->choices);
@@ -185,11 +243,11 @@ int opt_parse(const struct cmd_help *h, const struct opt *opts, int argc, char *
 			return -EXIT_FAIL; /* a bad default is a bug */
 		}
 		lo[i].name = o->name;
-		lo[i].has_arg = o->type == OPT_BOOL ? no_argument : required_argument;
+		lo[i].has_arg = is_bool(o) ? no_argument : required_argument;
 		lo[i].val = 256 + (int)i;
 		if (o->short_name && sl + 2 < sizeof(shorts) - 1) {
 			shorts[sl++] = (char)o->short_name;
-			if (o->type != OPT_BOOL)
+			if (!is_bool(o))
 				shorts[sl++] = ':';
 		}
 	}
@@ -224,13 +282,70 @@ int opt_parse(const struct cmd_help *h, const struct opt *opts, int argc, char *
 			for (size_t i = 0; i < n; i++)
 				if (opts[i].short_name == c)
 					o = &opts[i];
-		if (!o || set_value(o, o->type == OPT_BOOL ? NULL : optarg, h->name)) {
+		if (!o || set_value(o, is_bool(o) ? NULL : optarg, h->name)) {
 			ret = -EXIT_USAGE;
 			break;
 		}
 	}
 	free(lo);
 	return ret ? ret : optind;
+}
+
+uint64_t opt_lib_u64(const void *base, const char *name)
+{
+	const struct stk_option *r = stk_option_find(name);
+	union {
+		struct stk_loader_opts lo;
+		struct stk_image_opts img;
+	} scratch;
+	if (!r)
+		return 0;
+	memcpy(&scratch, base, r->group == STK_OPT_IMAGE ? sizeof(scratch.img) : sizeof(scratch.lo));
+	char v[64];
+	if (stk_option_get(r, &scratch, v, sizeof(v)) >= 0 && !strcmp(v, "0"))
+		stk_option_set(r, &scratch, NULL, NULL, 0);
+	if (stk_option_get(r, &scratch, v, sizeof(v)) < 0)
+		return 0;
+	return strtoull(v, NULL, 10);
+}
+
+size_t opt_add_library(struct opt *opts, size_t n, size_t cap, enum stk_opt_group group,
+		       void *base, const char *const *only)
+{
+	static const struct {
+		const char *name;
+		int letter;
+	} shorts[] = {{"batch_size", 'b'}, {"prefetch", 'p'}, {"queue_depth", 'q'},
+		      {"io_threads", 't'}, {"engine", 'e'}};
+	const struct stk_option *r;
+	for (int i = 0; (r = stk_option_at(i)) && n + 1 < cap; i++) {
+		if (r->group != group || lib_used == sizeof(lib_names) / sizeof(lib_names[0]))
+			continue;
+		bool wanted = !only;
+		for (const char *const *w = only; w && *w; w++)
+			wanted |= !strcmp(*w, r->name);
+		if (!wanted)
+			continue;
+		char *nm = lib_names[lib_used];
+		lib_rows[lib_used++] = r;
+		snprintf(nm, sizeof(lib_names[0]), "%s%s", r->type == STK_OPT_NOFLAG ? "no-" : "",
+			 r->name);
+		for (char *c = nm; *c; c++)
+			if (*c == '_')
+				*c = '-';
+		struct opt o = {.name = nm, .type = OPT_LIB, .dst = base, .help = r->help};
+		for (size_t k = 0; k < sizeof(shorts) / sizeof(shorts[0]); k++)
+			if (!strcmp(shorts[k].name, r->name))
+				o.short_name = shorts[k].letter;
+		o.arg = r->type == STK_OPT_ENUM || r->type == STK_OPT_BITCHOICE ? "X"
+			: r->type == STK_OPT_STR				 ? "S"
+			: r->type == STK_OPT_DURATION				 ? "T"
+			: r->type == STK_OPT_FLOAT3				 ? "A,B,C"
+										 : "N";
+		opts[n++] = o;
+	}
+	opts[n] = (struct opt){0};
+	return n;
 }
 
 bool progress_enabled(void)

@@ -19,6 +19,8 @@ enum opt_type {
 	OPT_SIZE,   /* uint64_t, with k/M/G/T (×1024) and KiB/MiB/GiB/TiB, KB/MB/GB (×1000) */
 	OPT_STR,    /* const char * */
 	OPT_CHOICE, /* int: index into the comma-separated `choices` */
+	OPT_LIB,    /* a row of the library's option table (opt_add_library), writing into the
+		       struct at dst; its default, range and help are the row's */
 };
 
 /* One declarative entry: name, type, default, range, help.  The same table
@@ -42,6 +44,17 @@ struct cmd_help {
 	const char *summary;  /* one paragraph */
 };
 
+/* Appends an OPT_LIB entry for every row of the library's option table in
+ * `group`, writing into `base` (a struct stk_loader_opts or stk_image_opts),
+ * after the n entries of opts (room for cap); returns the new count.  Long
+ * names are the rows' with '-' for '_' (--no-NAME for an option on by
+ * default); a few have the short letters users know (-b, -p, -q, -t, -e).
+ * only: NULL for every row, else a NULL-terminated list of row names. */
+size_t opt_add_library(struct opt *opts, size_t n, size_t cap, enum stk_opt_group group,
+		       void *base, const char *const *only);
+/* A numeric option's value in base, or its default when the field is zero
+ * (what the library would use), e.g. for a figure derived before create. */
+uint64_t opt_lib_u64(const void *base, const char *name);
 /* Parses argv against opts (defaults first).  Returns the index of the first
  * operand, or -EXIT_USAGE after printing the reason on stderr.  --help prints
  * the usage and exits 0. */

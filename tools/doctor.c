@@ -375,7 +375,7 @@ int cmd_doctor(int argc, char **argv)
 	static struct doctor d; /* ~100 kB: kept off the stack */
 	memset(&d, 0, sizeof(d));
 	bool json = false, verbose = false;
-	int64_t batch = 256, prefetch = 4;
+	struct stk_loader_opts lo = {.size = sizeof(lo)}; /* batch size, prefetch: the table's */
 	const char *root = "";
 	static const struct cmd_help help = {
 		"doctor", "[options] [PATH]",
@@ -385,11 +385,7 @@ int cmd_doctor(int argc, char **argv)
 		"filesystem, mount options, device, I/O scheduler, read-ahead, nr_requests and\n"
 		"O_DIRECT.  Each line is ok, warn or fail, with why it matters and the command that\n"
 		"fixes it.  Nothing on the system is changed.  Exit 1 when a check fails."};
-	const struct opt opts[] = {
-		{"batch-size", 'b', OPT_INT, &batch, "256", 1, 1 << 20, NULL, "N",
-		 "samples per batch, for the memory budget"},
-		{"prefetch", 'p', OPT_INT, &prefetch, "4", 1, 1024, NULL, "N",
-		 "batches in flight, for the memory budget"},
+	struct opt opts[16] = {
 		{"sample-size", 0, OPT_SIZE, &d.sample, "0", 0, 1e12, NULL, "BYTES",
 		 "bytes per sample (0 = PATH's mean file size, else 110 kB)"},
 		{"json", 'j', OPT_BOOL, &json, NULL, 0, 0, NULL, NULL, "print JSON"},
@@ -399,6 +395,11 @@ int cmd_doctor(int argc, char **argv)
 		 "read /proc and /sys under DIR (a fake tree, for tests)"},
 		OPT_END,
 	};
+	static const char *const budget[] = {"batch_size", "prefetch", NULL}; /* the memory budget's */
+	size_t nopts = 0;
+	while (opts[nopts].name)
+		nopts++;
+	opt_add_library(opts, nopts, sizeof(opts) / sizeof(opts[0]), STK_OPT_LOADER, &lo, budget);
 	int first = opt_parse(&help, opts, argc, argv);
 	if (first < 0)
 		return -first;
@@ -409,8 +410,8 @@ int cmd_doctor(int argc, char **argv)
 	}
 	d.root = root;
 	d.path = first < argc ? argv[first] : NULL;
-	d.batch = (uint64_t)batch;
-	d.prefetch = (uint64_t)prefetch;
+	d.batch = opt_lib_u64(&lo, "batch_size");
+	d.prefetch = opt_lib_u64(&lo, "prefetch");
 	d.cpus.size = sizeof(d.cpus);
 	d.cpus_rc = stk_sys_cpus(d.root, &d.cpus);
 	d.gpus[0].size = sizeof(d.gpus[0]);

@@ -54,6 +54,9 @@ enum stk_err {
 STK_API const char *stk_strerror(int err);
 /* The code's symbolic name: "ENOENT", "STK_ESHORT", ...  Static string. */
 STK_API const char *stk_err_name(int err);
+/* The library's own codes in STK_ERR_MAP order: code i, or 0 past the end
+ * (bindings build their constants from it). */
+STK_API int stk_err_at(int i);
 
 /* ------------------------------------------------------------------------ */
 /* Latency histograms.  Log-linear buckets (128 per power of two: at most
@@ -110,30 +113,34 @@ enum stk_on_error {
 #define STK_F_NO_CACHE   (1u << 5) /* do not read or write the index cache */
 
 /* Image mode: each sample is decoded (JPEG) and cropped into a fixed-size
- * RGB image in the batch.  Zero fields take the defaults in brackets. */
+ * RGB image in the batch.  Zero fields take their defaults (the option
+ * table below holds every default and range). */
 enum stk_crop {
 	STK_CROP_RANDOM_RESIZED = 0, /* training: torchvision's RandomResizedCrop */
 	STK_CROP_CENTER,             /* validation: resize the short side, centre crop */
 };
 enum stk_dtype { STK_DTYPE_UINT8 = 0, STK_DTYPE_FLOAT32, STK_DTYPE_FLOAT16 };
 #define STK_IMG_NO_FLIP   (1u << 0) /* no random horizontal flip (p = 0.5 otherwise) */
-#define STK_IMG_NHWC      (1u << 1) /* channels last [NCHW] */
-#define STK_IMG_NORMALIZE (1u << 2) /* float: (x / 255 - mean) / std [x / 255] */
+#define STK_IMG_NHWC      (1u << 1) /* channels last (else N x C x H x W) */
+#define STK_IMG_NORMALIZE (1u << 2) /* float: (x / 255 - mean) / std (else x / 255) */
 
 struct stk_image_opts {
 	uint32_t size;          /* sizeof(struct stk_image_opts) */
 	uint32_t flags;         /* STK_IMG_* */
-	uint32_t width, height; /* output [224 × 224] */
+	uint32_t width, height; /* output */
 	enum stk_crop crop;
 	enum stk_dtype dtype;
-	float scale_min, scale_max; /* random crop: share of the area [0.08, 1] */
-	float ratio_min, ratio_max; /* random crop: aspect ratio [3/4, 4/3] */
-	float crop_frac;        /* centre crop: output / resized short side [0.875: 224 of 256] */
+	float scale_min, scale_max; /* random crop: share of the area */
+	float ratio_min, ratio_max; /* random crop: aspect ratio */
+	float crop_frac;        /* centre crop: output / resized short side */
 	float mean[3], std[3];  /* with STK_IMG_NORMALIZE */
-	uint32_t decode_threads; /* [online CPUs − 1, at least 1] */
-	uint64_t max_pixels;    /* larger images are refused before decoding [100 M] */
+	uint32_t decode_threads;
+	uint64_t max_pixels;    /* larger images are refused before decoding */
 };
 
+/* Checks image options as create would (defaults applied to a copy, ranges,
+ * what spans options).  0, or <0 with "name: reason" in err. */
+STK_API int stk_image_opts_check(const struct stk_image_opts *opts, char *err, size_t errlen);
 /* Bytes of one output image for these options. */
 STK_API size_t stk_image_bytes(const struct stk_image_opts *opts);
 /* Decodes and crops one JPEG as the loader would for sample `index` of
@@ -143,35 +150,168 @@ STK_API int stk_image_decode(const struct stk_image_opts *opts, const void *data
 			     uint64_t seed, uint64_t epoch, int64_t index, void *out,
 			     char *err, size_t errlen);
 
+/* The loader's options.  Zero fields take their defaults; every default and
+ * range is in the option table below. */
 struct stk_loader_opts {
 	uint32_t size;        /* sizeof(struct stk_loader_opts); 0 is taken as current */
 	uint32_t flags;       /* STK_F_* */
-	const char *path;     /* folder (ImageFolder layout or flat) or file list */
-	uint32_t batch_size;  /* samples per batch; 0 → 32 */
-	uint32_t prefetch;    /* batch slots (batches in flight + ready); 0 → 4 */
-	uint32_t queue_depth; /* reads in flight, all I/O threads together; 0 → 128 */
-	uint32_t io_threads;  /* I/O threads (io_uring: one ring each; pread: workers); 0 → auto */
+	const char *path;     /* folder (ImageFolder layout or flat), file list, or tar shards */
+	uint32_t batch_size;
+	uint32_t prefetch;    /* batch slots */
+	uint32_t queue_depth; /* reads in flight, all I/O threads together */
+	uint32_t io_threads;  /* io_uring: one ring each; pread: workers */
 	uint64_t seed;
-	uint64_t epoch;
+	uint64_t epoch;       /* where to start (resume) */
 	uint64_t start_batch; /* resume: batches of this epoch already consumed */
 	uint32_t rank;
-	uint32_t world_size;  /* 0 → 1 */
+	uint32_t world_size;
 	enum stk_engine engine;
 	enum stk_on_error on_error;
-	const char *extensions; /* folder mode: comma list ".jpg,.png"; NULL → ImageFolder's; "*" → all */
-	const char *cache_dir;  /* where indexes go when the data folder is read-only;
-				   NULL → $XDG_CACHE_HOME/stoker or ~/.cache/stoker */
+	const char *extensions; /* folder mode: comma list ".jpg,.png"; "*" → all */
+	const char *cache_dir;
 	uint64_t null_latency_ns; /* STK_ENGINE_NULL: each read completes after this long */
-	uint64_t slot_bytes;    /* bytes per batch slot; 0 → the smaller of the batch_size
-				   largest samples and a bound no real batch reaches */
+	uint64_t slot_bytes;
 	const struct stk_image_opts *image; /* non-NULL: image mode (copied at create) */
 	enum stk_shuffle {
 		STK_SHUFFLE_GLOBAL = 0, /* any sample after any other */
 		STK_SHUFFLE_SHARD,      /* tar shards in random order, samples shuffled
 					   within a window: near-sequential reads */
 	} shuffle_mode;
-	uint32_t shuffle_window; /* STK_SHUFFLE_SHARD: window in samples [1000] */
+	uint32_t shuffle_window; /* STK_SHUFFLE_SHARD: window in samples */
 };
+
+/* ------------------------------------------------------------------------ */
+/* The option table: every option of struct stk_loader_opts and struct
+ * stk_image_opts with its default, range and one line of help.  The library
+ * applies the defaults (a zero field takes its option's default) and checks
+ * the ranges at create; the CLI's flags and --help, the Python keyword
+ * arguments and docs/options.md are generated from it (stk_option_at), so no
+ * front end keeps a default or a range of its own.  Static; any thread.
+ *
+ * X(group, name, type, field, bit, def, min, max, choices, help)
+ *   group    LOADER (struct stk_loader_opts) or IMAGE (struct stk_image_opts)
+ *   name     Python's keyword; the CLI's --long-name with '-' for '_' (an
+ *            option on by default, FLAG or NOFLAG, is --no-NAME there)
+ *   type     U32, U64, FLOAT, FLOAT3 ("a,b,c"), DURATION (a field in ns:
+ *            "5ms", "200us", "2s" or a bare count of ns), STR, ENUM (index of
+ *            one of `choices`; a unique prefix is accepted), FLAG (`bit` of
+ *            the flags field set = on), NOFLAG (bit set = off), BITCHOICE
+ *            (`choices` "a,b": b sets `bit`, a clears it)
+ *   def      the default as text; a zero field means it
+ *   min, max the inclusive range of a numeric option; min == max: no range
+ *   choices  ENUM/BITCHOICE: the names; numeric: the name of the value 0,
+ *            which then means "chosen by the library" (e.g. "auto")        */
+#define STK_LOADER_OPTIONS(X)                                                                    \
+	X(LOADER, batch_size, U32, batch_size, 0, "256", 1, 1048576, NULL, "samples per batch")   \
+	X(LOADER, prefetch, U32, prefetch, 0, "4", 1, 1024, NULL,                                 \
+	  "batch slots: batches being read, ready, or held by the consumer")                     \
+	X(LOADER, queue_depth, U32, queue_depth, 0, "128", 1, 32768, NULL,                        \
+	  "reads in flight, all I/O threads together")                                           \
+	X(LOADER, io_threads, U32, io_threads, 0, "auto", 1, 256, "auto",                         \
+	  "I/O threads (auto: 2 io_uring rings, or 64 pread workers)")                           \
+	X(LOADER, engine, ENUM, engine, 0, "auto", 0, 0, "auto,io_uring,pread,null",              \
+	  "read engine (auto: io_uring, else the pread pool, said once; null: no I/O, tests)")   \
+	X(LOADER, seed, U64, seed, 0, "0", 0, 0, NULL, "shuffle and augmentation seed")           \
+	X(LOADER, rank, U32, rank, 0, "0", 0, 1048575, NULL,                                      \
+	  "this process's rank (Python: $RANK when not given)")                                  \
+	X(LOADER, world_size, U32, world_size, 0, "1", 1, 1048576, NULL,                          \
+	  "number of ranks sharing each epoch (Python: $WORLD_SIZE when not given)")             \
+	X(LOADER, shuffle, NOFLAG, flags, STK_F_NO_SHUFFLE, "true", 0, 0, NULL,                   \
+	  "a seeded permutation per epoch (off: index order)")                                   \
+	X(LOADER, shuffle_mode, ENUM, shuffle_mode, 0, "global", 0, 0, "global,shard",            \
+	  "tar shards: any sample after any other, or shards in random order with samples "      \
+	  "shuffled in a window (near-sequential reads)")                                        \
+	X(LOADER, shuffle_window, U32, shuffle_window, 0, "1000", 1, 16777216, NULL,              \
+	  "shuffle_mode shard: the window, in samples")                                          \
+	X(LOADER, drop_last, FLAG, flags, STK_F_DROP_LAST, "false", 0, 0, NULL,                   \
+	  "drop the tail that does not fill a batch (else the last batch is short)")             \
+	X(LOADER, on_error, ENUM, on_error, 0, "skip", 0, 0, "skip,fail",                         \
+	  "a missing, unreadable, short or corrupt sample is skipped and counted, or ends the "   \
+	  "epoch; either way it is named")                                                       \
+	X(LOADER, direct, FLAG, flags, STK_F_DIRECT, "false", 0, 0, NULL,                         \
+	  "O_DIRECT reads (a filesystem that refuses them gets buffered reads, said once)")      \
+	X(LOADER, pin, NOFLAG, flags, STK_F_NO_PIN, "true", 0, 0, NULL,                           \
+	  "pin the pool with the CUDA runtime when it is present")                               \
+	X(LOADER, quiet, FLAG, flags, STK_F_QUIET, "false", 0, 0, NULL,                           \
+	  "no notices on stderr (engine fallback, index rebuilt, ...)")                          \
+	X(LOADER, index_cache, NOFLAG, flags, STK_F_NO_CACHE, "true", 0, 0, NULL,                 \
+	  "read and write the index cache")                                                      \
+	X(LOADER, extensions, STR, extensions, 0, "", 0, 0, NULL,                                 \
+	  "folder mode: extensions to index, \".jpg,.png\" or \"*\" (default: ImageFolder's)")    \
+	X(LOADER, cache_dir, STR, cache_dir, 0, "", 0, 0, NULL,                                   \
+	  "where indexes go when the data folder is read-only (default: ~/.cache/stoker)")       \
+	X(LOADER, slot_bytes, U64, slot_bytes, 0, "auto", 4096, 1099511627776.0, "auto",          \
+	  "bytes per batch slot (auto: from the dataset's sample sizes)")                        \
+	X(LOADER, null_latency, DURATION, null_latency_ns, 0, "0", 0, 3.6e12, NULL,                 \
+	  "engine null: each read completes after this long (tests, pipeline overhead)")
+
+#define STK_IMAGE_OPTIONS(X)                                                                     \
+	X(IMAGE, width, U32, width, 0, "224", 1, 8192, NULL, "output width in pixels")            \
+	X(IMAGE, height, U32, height, 0, "224", 1, 8192, NULL,                                    \
+	  "output height in pixels (not given: the width)")                                      \
+	X(IMAGE, crop, ENUM, crop, 0, "random_resized", 0, 0, "random_resized,center",            \
+	  "training's RandomResizedCrop, or validation's resize + centre crop")                  \
+	X(IMAGE, flip, NOFLAG, flags, STK_IMG_NO_FLIP, "true", 0, 0, NULL,                        \
+	  "random horizontal flip, p = 0.5 (crop random_resized)")                               \
+	X(IMAGE, layout, BITCHOICE, flags, STK_IMG_NHWC, "nchw", 0, 0, "nchw,nhwc",               \
+	  "N x C x H x W, or channels last")                                                     \
+	X(IMAGE, dtype, ENUM, dtype, 0, "uint8", 0, 0, "uint8,float32,float16",                   \
+	  "element type: 0..255, or x / 255 (normalized with normalize)")                        \
+	X(IMAGE, normalize, FLAG, flags, STK_IMG_NORMALIZE, "false", 0, 0, NULL,                  \
+	  "float output is (x / 255 - mean) / std")                                              \
+	X(IMAGE, mean, FLOAT3, mean, 0, "0.485,0.456,0.406", 0, 0, NULL,                          \
+	  "normalize: per-channel mean (ImageNet's; all-zero mean and std take these)")          \
+	X(IMAGE, std, FLOAT3, std, 0, "0.229,0.224,0.225", 0, 0, NULL,                            \
+	  "normalize: per-channel standard deviation, each > 0 (ImageNet's)")                    \
+	X(IMAGE, scale_min, FLOAT, scale_min, 0, "0.08", 0, 1, NULL,                              \
+	  "random_resized: smallest share of the area, in (0, scale_max]")                       \
+	X(IMAGE, scale_max, FLOAT, scale_max, 0, "1", 0, 1, NULL,                                 \
+	  "random_resized: largest share of the area, in [scale_min, 1]")                        \
+	X(IMAGE, ratio_min, FLOAT, ratio_min, 0, "0.75", 0, 1000, NULL,                           \
+	  "random_resized: smallest aspect ratio, in (0, ratio_max]")                            \
+	X(IMAGE, ratio_max, FLOAT, ratio_max, 0, "1.3333334", 0, 1000, NULL,                      \
+	  "random_resized: largest aspect ratio")                                                \
+	X(IMAGE, crop_frac, FLOAT, crop_frac, 0, "0.875", 0, 1, NULL,                             \
+	  "center: output / resized short side (224 of 256)")                                    \
+	X(IMAGE, decode_threads, U32, decode_threads, 0, "auto", 1, 1024, "auto",                 \
+	  "decode threads (auto: online CPUs - 1, at least 1)")                                  \
+	X(IMAGE, max_pixels, U64, max_pixels, 0, "100000000", 1, 1099511627776.0, NULL,           \
+	  "larger images are refused before any allocation")
+
+enum stk_opt_group { STK_OPT_LOADER = 0, STK_OPT_IMAGE };
+enum stk_opt_type {
+	STK_OPT_U32 = 0, STK_OPT_U64, STK_OPT_FLOAT, STK_OPT_FLOAT3, STK_OPT_DURATION,
+	STK_OPT_STR, STK_OPT_ENUM, STK_OPT_FLAG, STK_OPT_NOFLAG, STK_OPT_BITCHOICE,
+};
+
+/* One row of the table, as front ends read it. */
+struct stk_option {
+	const char *name;
+	enum stk_opt_group group;
+	enum stk_opt_type type;
+	uint32_t offset;     /* of the field in its struct */
+	uint32_t bit;        /* FLAG, NOFLAG, BITCHOICE */
+	const char *def;     /* the default, as text */
+	double min, max;     /* numeric range (min == max: none) */
+	const char *choices; /* see above; NULL for none */
+	const char *help;
+};
+
+/* Row i of the table (loader options first, then image options), or NULL
+ * past the end: for (i = 0; (o = stk_option_at(i)); i++). */
+STK_API const struct stk_option *stk_option_at(int i);
+/* The row named `name` ("queue_depth"; '-' is taken for '_'), or NULL. */
+STK_API const struct stk_option *stk_option_find(const char *name);
+/* Parses `value` (text, as the CLI gets it; NULL: the default) into the
+ * option's field of `opts` (a struct stk_loader_opts or stk_image_opts as
+ * the row's group says).  0, or -EINVAL / -ERANGE with "name: reason (the
+ * range or the choices)" in err. */
+STK_API int stk_option_set(const struct stk_option *opt, void *opts, const char *value,
+			   char *err, size_t errlen);
+/* The field's value in `opts` as text, the form stk_option_set reads.
+ * Returns the length (snprintf's rule) or <0. */
+STK_API int stk_option_get(const struct stk_option *opt, const void *opts, char *buf,
+			   size_t len);
 
 /* A batch: a read-only view owned by the loader, valid until stk_batch_release.
  * Sample i's bytes are data[offsets[i] .. offsets[i] + sizes[i]). */
@@ -193,6 +333,12 @@ struct stk_batch {
 	enum stk_dtype dtype;
 	uint32_t nhwc;          /* 1: N×H×W×C, 0: N×C×H×W */
 };
+
+/* Checks options as create would, without touching the data: the defaults
+ * applied to a copy, every range, the image options, and what spans options
+ * (rank below world_size).  0, or <0 with "name: reason" in errbuf.  For
+ * front ends that tell bad usage from a failure. */
+STK_API int stk_loader_opts_check(const struct stk_loader_opts *opts, char *errbuf, size_t errlen);
 
 /* Creates a loader: indexes the dataset (or loads the cached index), sizes and
  * allocates the pool, starts the I/O threads and the first batches' reads.
@@ -292,11 +438,23 @@ STK_API int64_t stk_loader_num_classes(const struct stk_loader *loader);
 STK_API const char *stk_loader_class_name(const struct stk_loader *loader, int64_t label);
 /* The engine in use: "io_uring", "pread" or "null". */
 STK_API const char *stk_loader_engine(const struct stk_loader *loader);
+/* The options in effect: the caller's, with every default applied and every
+ * "auto" resolved to what the loader chose (io_threads, decode_threads...).
+ * Strings point into the loader (valid until destroy); out->image is NULL.
+ * img (may be NULL) receives the image options.  Returns 1 in image mode,
+ * else 0 (img then zeroed). */
+STK_API int stk_loader_options(const struct stk_loader *loader, struct stk_loader_opts *out,
+			       struct stk_image_opts *img);
 
 /* A snapshot of the loader's counters.  Times in seconds, latencies in ns.
- * samples, bytes, batches and errors count the batches handed out by
- * stk_loader_next: a batch's failed samples are counted with it, so a reset
- * or a restart never loses the errors of a batch the consumer then gets. */
+ * One time base: the window runs from create or the last reset (the last
+ * stk_loader_stats_reset, or stk_loader_restart with STK_START_RESET_STATS)
+ * to now, and every figure above `total_s` is over that window, histogram
+ * percentiles included; the total_* figures run from create and are never
+ * reset (what a Prometheus counter wants).  samples, bytes, batches and
+ * errors count the batches handed out by stk_loader_next: a batch's failed
+ * samples are counted with it, so a reset or a restart never loses the
+ * errors of a batch the consumer then gets. */
 struct stk_stats {
 	uint32_t size;         /* set by the caller: sizeof(struct stk_stats) */
 	uint64_t samples;      /* delivered to the consumer */
@@ -307,9 +465,9 @@ struct stk_stats {
 	uint32_t pinned;       /* 1 when the pool is registered with CUDA */
 	uint32_t inflight_max; /* most reads in flight at once */
 	double inflight_mean;  /* time-weighted mean of reads in flight */
-	double wall_s;         /* since create, the last stk_loader_start or stats reset */
+	double wall_s;         /* the window's length */
 	double wait_s;         /* consumer time spent waiting in stk_loader_next */
-	double stall_ratio;    /* wait_s / wall_s */
+	double stall_ratio;    /* wait_s / wall_s: the trainer's "data stall" */
 	uint64_t wait_p50_ns, wait_p99_ns, wait_max_ns;
 	uint64_t read_p50_ns, read_p99_ns, read_max_ns;
 	uint32_t decode_threads;  /* image mode */
@@ -318,15 +476,87 @@ struct stk_stats {
 	uint64_t index_errors;    /* files or shards the index left out by the error policy
 				     (unreadable when indexed, damaged shards): counted once, at
 				     create, and kept by stk_loader_stats_reset */
+	double samples_per_s;     /* samples / wall_s */
+	double mb_per_s;          /* bytes / wall_s / 1e6 */
+	double decode_images_per_s_per_core; /* samples / decode_busy_s (0 before any) */
+	double copy_wait_s;       /* the consumer waiting on device copies (stk_loader_add_time) */
+	double total_s;           /* since create */
+	uint64_t total_samples, total_bytes, total_batches, total_errors;
+	double total_wait_s;
 };
 STK_API int stk_loader_stats(const struct stk_loader *loader, struct stk_stats *out);
 
-/* Zeroes the counters and histograms (e.g. after a warm-up pass), except
- * index_errors.  Any time, before or after stk_loader_start: what is counted
- * afterwards is exactly the batches handed out afterwards.  The time base
- * (wall_s, wait_s, the in-flight mean) restarts at every stk_loader_start and
- * at this call. */
+/* Starts a new window: the window's counters, histograms and clock restart
+ * now (e.g. after a warm-up pass); the total_* figures and index_errors go
+ * on.  Any time, before or after stk_loader_start: what the window counts is
+ * exactly the batches handed out in it.  Any thread. */
 STK_API void stk_loader_stats_reset(struct stk_loader *loader);
+
+/* stk_loader_start with flags.  STK_START_RESET_STATS starts the new window
+ * in the same step, after the old epoch's reads are drained and before the
+ * new one's begin: nothing the new epoch counts is lost (unlike a reset
+ * after the start, when the first reads may already have counted). */
+#define STK_START_RESET_STATS (1u << 0)
+STK_API int stk_loader_restart(struct stk_loader *loader, uint64_t epoch, uint64_t start_batch,
+			       uint32_t flags);
+
+/* Time the consumer spent on the loader's data outside stk_loader_next, which
+ * the library cannot see by itself: a binding's wait for host-to-device copies
+ * (STK_TIME_COPY_WAIT).  Counted into the stats and the diagnosis. */
+enum stk_time_kind { STK_TIME_COPY_WAIT = 0 };
+STK_API void stk_loader_add_time(struct stk_loader *loader, enum stk_time_kind kind,
+				 uint64_t ns);
+
+/* ------------------------------------------------------------------------ */
+/* Diagnosis: what holds the input pipeline back, from the loader's counters
+ * over a window and the block device behind the data sampled at both ends.
+ * The loader keeps a snapshot a second (taken in stk_loader_next, about a
+ * microsecond's work, and a /proc/diskstats read), so any front end asks
+ * for the last N seconds without keeping state.  Any thread.
+ * X(kind, name, meaning) */
+#define STK_BOUND_MAP(X)                                                                    \
+	X(UNKNOWN, "unknown", "too little data in the window to judge")                      \
+	X(CONSUMER, "consumer-bound", "batches were ready: the training step sets the pace") \
+	X(GPU_COPY, "gpu-copy-bound", "the consumer waits on host-to-device copies")         \
+	X(DECODE, "decode-bound", "the decode threads are busy all the time")                \
+	X(STORAGE, "storage-bound", "reads wait on the device, or it is busy")               \
+	X(CONFIG, "configuration", "queue depth or prefetch too small to keep reads going")  \
+	X(IO_THREAD, "io-thread-bound", "reads come from the page cache; the I/O threads' copies are the limit")
+
+enum stk_bound {
+#define STK__BOUND_ENUM(kind, name, meaning) STK_BOUND_##kind,
+	STK_BOUND_MAP(STK__BOUND_ENUM)
+#undef STK__BOUND_ENUM
+	STK_BOUND_COUNT
+};
+/* "consumer-bound", ...; NULL for a kind out of range. */
+STK_API const char *stk_bound_name(int kind);
+
+struct stk_verdict {
+	uint32_t size;          /* set by the caller: sizeof(struct stk_verdict) */
+	int kind;               /* enum stk_bound */
+	const char *name;       /* stk_bound_name(kind) */
+	char evidence[320];     /* the figures behind it, one sentence */
+	char advice[256];       /* what to try */
+	/* the evidence, as figures (over the window) */
+	double window_s;
+	double samples_per_s, mb_per_s;
+	double stall_ratio;     /* consumer waiting on the loader / wall */
+	double copy_wait_ratio; /* consumer waiting on device copies / wall */
+	double decode_busy;     /* decode threads' busy share, 0..1 */
+	double inflight_mean;   /* reads in flight */
+	uint32_t queue_depth, prefetch, decode_threads, io_threads;
+	uint32_t device_sampled; /* 1: the figures below are the device's (iostat -x) */
+	char device[64];
+	double dev_r_s, dev_read_mb_s, dev_r_await_ms, dev_aqu_sz, dev_util;
+	double dev_share;       /* the device's read bytes / ours: ~1 cold, ~0 page cache */
+};
+
+/* The verdict over the last window_s seconds (the history kept is a minute);
+ * window_s <= 0: over the stats window (since create or the last reset).
+ * 0, or <0. */
+STK_API int stk_loader_diagnose(const struct stk_loader *loader, double window_s,
+				struct stk_verdict *out);
 
 enum stk_hist_kind {
 	STK_HIST_BATCH_WAIT = 0, /* consumer's wait in stk_loader_next ("dataloader time") */
@@ -405,6 +635,11 @@ STK_API void stk_ioengine_wake(struct stk_ioengine *e);
 STK_API const char *stk_ioengine_name(const struct stk_ioengine *e);
 /* Waits for the I/Os still in flight, then frees the engine. */
 STK_API void stk_ioengine_destroy(struct stk_ioengine *e);
+
+/* sizeof the public struct named `name` ("stk_stats", "stk_loader_opts", ...)
+ * as this library was built, or 0: bindings that mirror the structs check
+ * their layout against it at load. */
+STK_API size_t stk_struct_size(const char *name);
 
 /* Per-user cache folder ($XDG_CACHE_HOME/stoker, else ~/.cache/stoker), written
  * to buf; created if missing.  Returns the length or <0. */

@@ -1,7 +1,7 @@
 """stoker: keeps GPUs fed.  A PyTorch data loader over libstoker (ctypes).
 
     import stoker
-    with stoker.Loader("/data/train", batch_size=256, seed=0) as loader:
+    with stoker.Loader("/data/train", batch_size=128, seed=0) as loader:
         for epoch in range(epochs):
             loader.set_epoch(epoch)
             for data, offsets, sizes, labels, indices in loader:

@@ -111,33 +111,12 @@ lib, lib_path = _load()
 _check_version(lib, lib_path)
 
 # --- constants (stoker.h) ----------------------------------------------------
+# Only what Python passes as numbers; option values travel as text through the
+# library's option table (stk_option_set), error codes come from stk_err_at.
 
-ENGINE_AUTO, ENGINE_URING, ENGINE_PREAD, ENGINE_NULL = 0, 1, 2, 3
-ON_ERROR_SKIP, ON_ERROR_FAIL = 0, 1
-
-F_NO_SHUFFLE = 1 << 0
-F_DROP_LAST = 1 << 1
-F_DIRECT = 1 << 2
-F_NO_PIN = 1 << 3
-F_QUIET = 1 << 4
-F_NO_CACHE = 1 << 5
-
-ESHORT = -1001
-ECORRUPT = -1002
-EINDEX = -1003
-EEMPTY = -1004
-EFORMAT = -1005
-ETOOBIG = -1006
-ENOSLOT = -1007
-
-HIST_BATCH_WAIT, HIST_READ, HIST_DECODE = 0, 1, 2
-
-# image mode
-CROP_RANDOM_RESIZED, CROP_CENTER = 0, 1
-DTYPE_UINT8, DTYPE_FLOAT32, DTYPE_FLOAT16 = 0, 1, 2
-IMG_NO_FLIP = 1 << 0
-IMG_NHWC = 1 << 1
-IMG_NORMALIZE = 1 << 2
+HIST_BATCH_WAIT, HIST_READ, HIST_DECODE = 0, 1, 2   # enum stk_hist_kind
+TIME_COPY_WAIT = 0                                  # enum stk_time_kind
+START_RESET_STATS = 1 << 0
 
 # --- structs -----------------------------------------------------------------
 
@@ -242,6 +221,62 @@ class Stats(ctypes.Structure):
         ("decode_p50_ns", c_u64),
         ("decode_p99_ns", c_u64),
         ("index_errors", c_u64),       # left out of the index; kept by resets
+        ("samples_per_s", ctypes.c_double),
+        ("mb_per_s", ctypes.c_double),
+        ("decode_images_per_s_per_core", ctypes.c_double),
+        ("copy_wait_s", ctypes.c_double),
+        ("total_s", ctypes.c_double),
+        ("total_samples", c_u64),
+        ("total_bytes", c_u64),
+        ("total_batches", c_u64),
+        ("total_errors", c_u64),
+        ("total_wait_s", ctypes.c_double),
+    ]
+
+
+class Verdict(ctypes.Structure):
+    """struct stk_verdict."""
+    _fields_ = [
+        ("size", c_u32),
+        ("kind", ctypes.c_int),
+        ("name", ctypes.c_char_p),
+        ("evidence", ctypes.c_char * 320),
+        ("advice", ctypes.c_char * 256),
+        ("window_s", ctypes.c_double),
+        ("samples_per_s", ctypes.c_double),
+        ("mb_per_s", ctypes.c_double),
+        ("stall_ratio", ctypes.c_double),
+        ("copy_wait_ratio", ctypes.c_double),
+        ("decode_busy", ctypes.c_double),
+        ("inflight_mean", ctypes.c_double),
+        ("queue_depth", c_u32),
+        ("prefetch", c_u32),
+        ("decode_threads", c_u32),
+        ("io_threads", c_u32),
+        ("device_sampled", c_u32),
+        ("device", ctypes.c_char * 64),
+        ("dev_r_s", ctypes.c_double),
+        ("dev_read_mb_s", ctypes.c_double),
+        ("dev_r_await_ms", ctypes.c_double),
+        ("dev_aqu_sz", ctypes.c_double),
+        ("dev_util", ctypes.c_double),
+        ("dev_share", ctypes.c_double),
+    ]
+
+
+class Option(ctypes.Structure):
+    """struct stk_option: one row of the library's option table."""
+    _fields_ = [
+        ("name", ctypes.c_char_p),
+        ("group", ctypes.c_int),
+        ("type", ctypes.c_int),
+        ("offset", c_u32),
+        ("bit", c_u32),
+        ("def", ctypes.c_char_p),
+        ("min", ctypes.c_double),
+        ("max", ctypes.c_double),
+        ("choices", ctypes.c_char_p),
+        ("help", ctypes.c_char_p),
     ]
 
 
@@ -307,11 +342,24 @@ stk_loader_num_classes = _proto("stk_loader_num_classes", c_i64, _vp)
 stk_loader_class_name = _proto("stk_loader_class_name", ctypes.c_char_p, _vp, c_i64)
 stk_loader_engine = _proto("stk_loader_engine", ctypes.c_char_p, _vp)
 stk_loader_stats = _proto("stk_loader_stats", ctypes.c_int, _vp, ctypes.POINTER(Stats))
-
-
-def _optional(name, restype, *argtypes):
-    """A call that newer libraries have; None when this one lacks it."""
-    return _proto(name, restype, *argtypes) if hasattr(lib, name) else None
+stk_loader_options = _proto("stk_loader_options", ctypes.c_int, _vp, ctypes.POINTER(LoaderOpts),
+                            ctypes.POINTER(ImageOpts))
+stk_loader_diagnose = _proto("stk_loader_diagnose", ctypes.c_int, _vp, ctypes.c_double,
+                             ctypes.POINTER(Verdict))
+stk_loader_add_time = _proto("stk_loader_add_time", None, _vp, ctypes.c_int, c_u64)
+stk_loader_restart = _proto("stk_loader_restart", ctypes.c_int, _vp, c_u64, c_u64, c_u32)
+stk_option_at = _proto("stk_option_at", ctypes.POINTER(Option), ctypes.c_int)
+stk_option_set = _proto("stk_option_set", ctypes.c_int, ctypes.POINTER(Option), ctypes.c_void_p,
+                        ctypes.c_char_p, ctypes.c_char_p, ctypes.c_size_t)
+stk_option_get = _proto("stk_option_get", ctypes.c_int, ctypes.POINTER(Option), ctypes.c_void_p,
+                        ctypes.c_char_p, ctypes.c_size_t)
+stk_loader_opts_check = _proto("stk_loader_opts_check", ctypes.c_int, ctypes.POINTER(LoaderOpts),
+                               ctypes.c_char_p, ctypes.c_size_t)
+stk_image_opts_check = _proto("stk_image_opts_check", ctypes.c_int, ctypes.POINTER(ImageOpts),
+                              ctypes.c_char_p, ctypes.c_size_t)
+stk_struct_size = _proto("stk_struct_size", ctypes.c_size_t, ctypes.c_char_p)
+stk_err_at = _proto("stk_err_at", ctypes.c_int, ctypes.c_int)
+stk_bound_name = _proto("stk_bound_name", ctypes.c_char_p, ctypes.c_int)
 
 
 stk_hist_create = _proto("stk_hist_create", ctypes.c_int, ctypes.POINTER(_vp))
@@ -320,25 +368,25 @@ stk_hist_reset = _proto("stk_hist_reset", None, _vp)
 stk_hist_add = _proto("stk_hist_add", None, _vp, c_u64)
 stk_hist_max = _proto("stk_hist_max", c_u64, _vp)
 stk_hist_percentile = _proto("stk_hist_percentile", c_u64, _vp, ctypes.c_double)
-stk_loader_stats_reset = _optional("stk_loader_stats_reset", None, _vp)
+stk_loader_stats_reset = _proto("stk_loader_stats_reset", None, _vp)
 # Polled by the iteration so that Ctrl-C is seen while a read hangs.
-stk_loader_next_timeout = _optional("stk_loader_next_timeout", ctypes.c_int, _vp,
+stk_loader_next_timeout = _proto("stk_loader_next_timeout", ctypes.c_int, _vp,
                                     ctypes.POINTER(_vp), c_u64)
 # Joins the threads at close() while tensors over the pool are still alive.
-stk_loader_stop = _optional("stk_loader_stop", None, _vp)
-stk_metrics_serve = _optional("stk_metrics_serve", ctypes.c_int, ctypes.POINTER(_vp),
+stk_loader_stop = _proto("stk_loader_stop", None, _vp)
+stk_metrics_serve = _proto("stk_metrics_serve", ctypes.c_int, ctypes.POINTER(_vp),
                               ctypes.c_char_p, _vp, ctypes.c_char_p)
-stk_metrics_server_port = _optional("stk_metrics_server_port", ctypes.c_int, _vp)
-stk_metrics_server_destroy = _optional("stk_metrics_server_destroy", None, _vp)
+stk_metrics_server_port = _proto("stk_metrics_server_port", ctypes.c_int, _vp)
+stk_metrics_server_destroy = _proto("stk_metrics_server_destroy", None, _vp)
 # Where a sample's bytes lie (a tar member's offset in its shard).
-stk_loader_sample_extent = _optional("stk_loader_sample_extent", ctypes.c_int, _vp, c_i64,
-                                     ctypes.c_char_p, ctypes.c_size_t, ctypes.POINTER(c_u64),
-                                     ctypes.POINTER(c_u64))
-stk_loader_resume_point = _optional("stk_loader_resume_point", ctypes.c_int, _vp,
-                                    ctypes.POINTER(Resume))
-stk_loader_resume = _optional("stk_loader_resume", ctypes.c_int, _vp, ctypes.POINTER(Resume))
-stk_image_bytes = _optional("stk_image_bytes", ctypes.c_size_t, ctypes.POINTER(ImageOpts))
-stk_image_decode = _optional("stk_image_decode", ctypes.c_int, ctypes.POINTER(ImageOpts),
+stk_loader_sample_extent = _proto("stk_loader_sample_extent", ctypes.c_int, _vp, c_i64,
+                                  ctypes.c_char_p, ctypes.c_size_t, ctypes.POINTER(c_u64),
+                                  ctypes.POINTER(c_u64))
+stk_loader_resume_point = _proto("stk_loader_resume_point", ctypes.c_int, _vp,
+                                 ctypes.POINTER(Resume))
+stk_loader_resume = _proto("stk_loader_resume", ctypes.c_int, _vp, ctypes.POINTER(Resume))
+stk_image_bytes = _proto("stk_image_bytes", ctypes.c_size_t, ctypes.POINTER(ImageOpts))
+stk_image_decode = _proto("stk_image_decode", ctypes.c_int, ctypes.POINTER(ImageOpts),
                              ctypes.c_void_p, ctypes.c_size_t, c_u64, c_u64, c_i64,
                              ctypes.c_void_p, ctypes.c_char_p, ctypes.c_size_t)
 
@@ -358,3 +406,171 @@ def err_name(code):
 def version():
     """libstoker's version at run time, e.g. "0.1.0"."""
     return stk_version().decode("ascii")
+
+
+# --- the library's own codes (STK_ERR_MAP), e.g. ESHORT = -1001 ---------------
+
+def _codes():
+    out, i = {}, 0
+    while True:
+        code = stk_err_at(i)
+        if not code:
+            return out
+        out[err_name(code)[len("STK_"):]] = code
+        i += 1
+
+
+globals().update(_codes())
+
+# --- layout check: every mirrored struct against the library's sizeof --------
+
+def _check_layout():
+    bad = []
+    for cname, cls in (("stk_loader_opts", LoaderOpts), ("stk_image_opts", ImageOpts),
+                       ("stk_batch", BatchStruct), ("stk_stats", Stats),
+                       ("stk_loader_state", LoaderState), ("stk_verdict", Verdict),
+                       ("stk_option", Option), ("stk_resume", Resume),
+                       ("stk_resume_segment", ResumeSegment)):
+        theirs, ours = stk_struct_size(cname.encode()), ctypes.sizeof(cls)
+        if theirs != ours:
+            bad.append("struct %s: %d bytes in %s, %d in stoker/_lib.py" % (cname, theirs,
+                                                                        lib_path, ours))
+    if bad:
+        raise ImportError("stoker: this libstoker (%s, version %s) does not match the Python "
+                          "package: %s. Rebuild the library and the package together."
+                          % (lib_path, version(), "; ".join(bad)))
+
+
+_check_layout()
+
+# --- the option table ---------------------------------------------------------
+
+OPT_LOADER, OPT_IMAGE = 0, 1
+(OPT_U32, OPT_U64, OPT_FLOAT, OPT_FLOAT3, OPT_DURATION, OPT_STR, OPT_ENUM, OPT_FLAG,
+ OPT_NOFLAG, OPT_BITCHOICE) = range(10)
+
+
+class OptionRow:
+    """One row of the library's option table, in Python's terms."""
+
+    __slots__ = ("name", "group", "type", "offset", "bit", "default", "min", "max", "choices",
+                 "help", "_ptr")
+
+    def __init__(self, ptr):
+        r = ptr.contents
+        self._ptr = ptr
+        self.name = r.name.decode()
+        self.group = r.group
+        self.type = r.type
+        self.offset = r.offset
+        self.bit = r.bit
+        self.default = getattr(r, "def").decode()
+        self.min, self.max = r.min, r.max
+        self.choices = r.choices.decode().split(",") if r.choices else None
+        self.help = r.help.decode()
+
+    def python_default(self):
+        """The default as a Python value (what the keyword's default reads)."""
+        d = self.default
+        if self.type in (OPT_FLAG, OPT_NOFLAG):
+            return d == "true"
+        if self.type in (OPT_U32, OPT_U64):
+            return d if self.choices and d == self.choices[0] else int(d)
+        if self.type == OPT_FLOAT:
+            return float(d)
+        if self.type == OPT_FLOAT3:
+            return tuple(float(x) for x in d.split(","))
+        if self.type == OPT_STR:
+            return d or None
+        if self.type == OPT_DURATION:
+            return d
+        return d
+
+    def set(self, struct, text, keep):
+        """Parses text into the option's field of struct (ctypes); ValueError
+        with the library's message (the option's name and range)."""
+        raw = os.fsencode(text) if isinstance(text, str) else text
+        keep.append(raw)  # a STR field points at it until create copies it
+        err = ctypes.create_string_buffer(512)
+        rc = stk_option_set(self._ptr, ctypes.addressof(struct), raw, err, len(err))
+        if rc < 0:
+            e = ValueError(err.value.decode("utf-8", "replace"))
+            e.code = rc  # errors.option_error makes it a stoker.OptionError
+            raise e
+
+    def get(self, struct):
+        buf = ctypes.create_string_buffer(512)
+        n = stk_option_get(self._ptr, ctypes.addressof(struct), buf, len(buf))
+        return buf.value.decode() if n >= 0 else None
+
+
+def _rows():
+    out, i = {}, 0
+    while True:
+        p = stk_option_at(i)
+        if not p:
+            return out
+        row = OptionRow(p)
+        out[row.name] = row
+        i += 1
+
+
+OPTIONS = _rows()
+
+
+def _check_offsets():
+    for row in OPTIONS.values():
+        cls = LoaderOpts if row.group == OPT_LOADER else ImageOpts
+        mine = [f for f, _ in cls._fields_ if getattr(cls, f).offset == row.offset]
+        if not mine:
+            raise ImportError("stoker: option %s sits at offset %d of the C struct, where "
+                              "stoker/_lib.py has no field; rebuild the package with the "
+                              "library" % (row.name, row.offset))
+
+
+_check_offsets()
+
+
+def option_text(row, value):
+    """A Python value as the text the library's parser reads for `row`, or
+    TypeError when its type cannot be the option's (ranges are the library's)."""
+    import operator
+    t = row.type
+
+    def integer(v):
+        if isinstance(v, bool):
+            raise TypeError
+        return operator.index(v)
+
+    try:
+        if t in (OPT_U32, OPT_U64):
+            if isinstance(value, str) and row.choices and value in row.choices:
+                return value
+            return str(integer(value))
+        if t == OPT_DURATION:
+            return value if isinstance(value, str) else str(integer(value))
+        if t == OPT_FLOAT:
+            if isinstance(value, (bool, str)):
+                raise TypeError
+            return repr(float(value))
+        if t == OPT_FLOAT3:
+            vals = [value] if not hasattr(value, "__len__") else list(value)
+            if any(isinstance(v, (bool, str)) for v in vals):
+                raise TypeError
+            return ",".join(repr(float(v)) for v in vals)
+        if t in (OPT_FLAG, OPT_NOFLAG):
+            return "true" if value else "false"
+        if t in (OPT_ENUM, OPT_BITCHOICE):
+            if not isinstance(value, str):
+                raise TypeError
+            return value
+        if t == OPT_STR:
+            return "" if value is None else os.fsdecode(value)
+    except (TypeError, ValueError):
+        pass
+    kind = {OPT_U32: "an integer", OPT_U64: "an integer", OPT_DURATION: "ns or text like '5ms'",
+            OPT_FLOAT: "a number", OPT_FLOAT3: "one number or three", OPT_ENUM: "a string",
+            OPT_BITCHOICE: "a string", OPT_STR: "a path or string"}.get(t, "a value")
+    if row.choices and t in (OPT_U32, OPT_U64):
+        kind += " or %r" % row.choices[0]
+    raise TypeError("%s must be %s, not %r" % (row.name, kind, value))

@@ -143,34 +143,6 @@ class _SlotViews:
         return (v.offsets, v.sizes, v.labels, v.indices, v.images)
 
 
-class _Hist:
-    """A libstoker latency histogram (struct stk_hist), freed with the object."""
-
-    __slots__ = ("h", "add", "_destroy")
-
-    def __init__(self):
-        h = ctypes.c_void_p()
-        if _lib.stk_hist_create(ctypes.byref(h)) < 0:
-            raise MemoryError("stk_hist_create")
-        self.h = h.value
-        self.add = _lib.stk_hist_add
-        self._destroy = _lib.stk_hist_destroy
-
-    def reset(self):
-        _lib.stk_hist_reset(self.h)
-
-    def percentile(self, pct):
-        return _lib.stk_hist_percentile(self.h, pct)
-
-    def max(self):
-        return _lib.stk_hist_max(self.h)
-
-    def __del__(self):
-        h, self.h = self.h, None
-        if h:
-            self._destroy(h)
-
-
 def _closed_message(core):
     if core is not None and core.forked:
         return ("this stoker.Loader was created before fork(): its threads are in the "

@@ -47,20 +47,14 @@ class NoSlotError(Error):
 
 
 class OptionError(Error, ValueError):
-    """An option the library refused as out of range (-ERANGE at create): a
-    ValueError whose message names the argument, and still a stoker.Error."""
-
-
-# The library names options as struct stk_loader_opts does; where a keyword
-# argument is spelled otherwise, the message uses the argument's name.
-_KWARG_NAMES = {"io_threads": "threads"}
+    """An option the library refused (out of range, or not one of its choices):
+    a ValueError whose message names the option and its range, and still a
+    stoker.Error."""
 
 
 def option_error(code, detail):
-    """The exception for an option the library refused (-ERANGE at create)."""
-    for c_name, kwarg in _KWARG_NAMES.items():
-        if detail and detail.startswith(c_name + " "):
-            detail = kwarg + detail[len(c_name):]
+    """The exception for an option the library refused: its message names the
+    option as the option table and the keyword arguments do, with the range."""
     return OptionError(code, detail)
 
 

@@ -1,6 +1,7 @@
 """stoker.Image: image mode's options (decode and crop in C, struct stk_image_opts)."""
 
 import ctypes
+import errno
 import math
 import operator
 
@@ -8,22 +9,22 @@ import numpy as np
 import torch
 
 from . import _lib
-from .errors import error_from
+from .errors import error_from, option_error
 
-IMAGENET_MEAN = (0.485, 0.456, 0.406)
-IMAGENET_STD = (0.229, 0.224, 0.225)
+_ROWS = {n: r for n, r in _lib.OPTIONS.items() if r.group == _lib.OPT_IMAGE}
+_D = {n: r.python_default() for n, r in _ROWS.items()}   # the library's defaults
 
-_CROPS = {"random_resized": _lib.CROP_RANDOM_RESIZED, "center": _lib.CROP_CENTER}
-_LAYOUTS = ("nchw", "nhwc")
-# name -> (C enum, numpy dtype, torch dtype)
+IMAGENET_MEAN = _D["mean"]
+IMAGENET_STD = _D["std"]
+
+# name -> (numpy dtype, torch dtype); the names themselves are the table's choices
 _DTYPES = {
-    "uint8": (_lib.DTYPE_UINT8, np.uint8, torch.uint8),
-    "float32": (_lib.DTYPE_FLOAT32, np.float32, torch.float32),
-    "float16": (_lib.DTYPE_FLOAT16, np.float16, torch.float16),
+    "uint8": (np.uint8, torch.uint8),
+    "float32": (np.float32, torch.float32),
+    "float16": (np.float16, torch.float16),
 }
-_BY_ENUM = {v[0]: v for v in _DTYPES.values()}
-_MAX_SIDE = 8192   # stk_image_opts' bound
-_U32 = 0xFFFFFFFF
+assert sorted(_DTYPES) == sorted(_ROWS["dtype"].choices), "dtype choices differ from libstoker"
+_BY_ENUM = [_DTYPES[name] for name in _ROWS["dtype"].choices]
 _U64 = 0xFFFFFFFFFFFFFFFF
 
 
@@ -39,31 +40,17 @@ def _int(name, value, lo, hi):
     return value
 
 
-def _floats(name, value, n):
-    """n finite floats from a number (n == 1) or a sequence of n numbers."""
-    try:
-        vals = [float(value)] if n == 1 else [float(v) for v in value]
-    except (TypeError, ValueError):
-        raise TypeError("Image(%s=...) must be %s, not %r"
-                        % (name, "a number" if n == 1 else "%d numbers" % n, value)) from None
-    if len(vals) != n:
-        raise ValueError("Image(%s=%r) must have %d numbers" % (name, value, n))
-    if not all(math.isfinite(v) for v in vals):
-        raise ValueError("Image(%s=%r) must be finite" % (name, value))
-    return vals
-
-
 def _dtype_name(dtype):
-    for name, (_, npt, tt) in _DTYPES.items():
-        if dtype == name or dtype is tt:
+    for name, (_, tt) in _DTYPES.items():
+        if dtype is tt:
             return name
-    raise ValueError("Image(dtype=%r) must be 'uint8', 'float32' or 'float16' (or the torch "
-                     "dtype)" % (dtype,))
+    return dtype
 
 
 class Image:
     """Image mode for Loader(image=...): each sample is a JPEG that C threads
     decode, crop and resize into the batch, as torchvision's transforms would.
+    Every default and range is libstoker's option table (docs/options.md).
 
     Args:
         size: output side in pixels (an int), or (height, width).
@@ -78,8 +65,8 @@ class Image:
         normalize: None, (mean, std) with three numbers (or one) each, or
             "imagenet": float output is (x / 255 - mean) / std.  Needs a
             float dtype.
-        decode_threads: decode threads (0: online CPUs - 1, at least 1).
-        max_pixels: larger JPEGs are refused before decoding (0: 100 M).
+        decode_threads: decode threads ("auto" or 0: online CPUs - 1).
+        max_pixels: larger JPEGs are refused before decoding.
         scale, ratio: RandomResizedCrop's area share (0 < lo <= hi <= 1) and
             aspect-ratio range (0 < lo <= hi).
         crop_frac: center crop: size / resized short side (224 of 256 is
@@ -91,27 +78,28 @@ class Image:
     """
 
     __slots__ = ("height", "width", "crop", "flip", "layout", "dtype", "normalize",
-                 "decode_threads", "max_pixels", "scale", "ratio", "crop_frac")
+                 "decode_threads", "max_pixels", "scale", "ratio", "crop_frac", "_c")
 
-    def __init__(self, size=224, crop="random_resized", flip=True, layout="nchw", dtype="uint8",
-                 normalize=None, decode_threads=0, max_pixels=0, scale=(0.08, 1.0),
-                 ratio=(3 / 4, 4 / 3), crop_frac=0.875):
+    def __init__(self, size=_D["width"], crop=_D["crop"], flip=_D["flip"], layout=_D["layout"],
+                 dtype=_D["dtype"], normalize=None, decode_threads=_D["decode_threads"],
+                 max_pixels=_D["max_pixels"], scale=(_D["scale_min"], _D["scale_max"]),
+                 ratio=(_D["ratio_min"], _D["ratio_max"]), crop_frac=_D["crop_frac"]):
         if isinstance(size, (tuple, list)):
             if len(size) != 2:
                 raise ValueError("Image(size=%r) must be an int or (height, width)" % (size,))
-            self.height = _int("size", size[0], 1, _MAX_SIDE)
-            self.width = _int("size", size[1], 1, _MAX_SIDE)
+            height, width = size
         else:
-            self.height = self.width = _int("size", size, 1, _MAX_SIDE)
-        if crop not in _CROPS:
-            raise ValueError("Image(crop=%r) must be 'random_resized' (training) or 'center' "
-                             "(validation)" % (crop,))
-        self.crop = crop
-        self.flip = bool(flip)
-        if layout not in _LAYOUTS:
-            raise ValueError("Image(layout=%r) must be 'nchw' or 'nhwc'" % (layout,))
-        self.layout = layout
-        self.dtype = _dtype_name(dtype)
+            height = width = size
+        values = {"width": width, "height": height, "crop": crop, "flip": bool(flip),
+                  "layout": layout, "dtype": _dtype_name(dtype), "decode_threads": decode_threads,
+                  "max_pixels": max_pixels, "crop_frac": crop_frac}
+        for name, pair in (("scale", scale), ("ratio", ratio)):
+            try:
+                lo, hi = pair
+            except (TypeError, ValueError):
+                raise TypeError("Image(%s=%r) must be two numbers (min, max)" % (name, pair)) \
+                    from None
+            values[name + "_min"], values[name + "_max"] = lo, hi
         if normalize is not None:
             if isinstance(normalize, str):
                 if normalize.lower() != "imagenet":
@@ -124,29 +112,37 @@ class Image:
                 except (TypeError, ValueError):
                     raise ValueError("Image(normalize=%r) must be None, 'imagenet' or "
                                      "(mean, std)" % (normalize,)) from None
-            mean = _floats("normalize", mean, 1 if np.ndim(mean) == 0 else 3)
-            std = _floats("normalize", std, 1 if np.ndim(std) == 0 else 3)
-            mean, std = tuple(mean * (3 // len(mean))), tuple(std * (3 // len(std)))
-            if not all(s > 0 for s in std):
-                raise ValueError("Image(normalize=...) std must be > 0, not %r" % (std,))
-            if self.dtype == "uint8":
-                raise ValueError("Image(normalize=...) needs dtype='float32' or 'float16': "
-                                 "uint8 images hold 0..255")
-            normalize = (mean, std)
-        self.normalize = normalize
-        self.decode_threads = _int("decode_threads", decode_threads, 0, _U32)
-        self.max_pixels = _int("max_pixels", max_pixels, 0, _U64)
-        lo, hi = _floats("scale", scale, 2)
-        if not 0 < lo <= hi <= 1:
-            raise ValueError("Image(scale=%r) must satisfy 0 < min <= max <= 1" % (scale,))
-        self.scale = (lo, hi)
-        lo, hi = _floats("ratio", ratio, 2)
-        if not 0 < lo <= hi:
-            raise ValueError("Image(ratio=%r) must satisfy 0 < min <= max" % (ratio,))
-        self.ratio = (lo, hi)
-        self.crop_frac = _floats("crop_frac", crop_frac, 1)[0]
-        if not 0 < self.crop_frac <= 1:
-            raise ValueError("Image(crop_frac=%r) must be in (0, 1]" % (crop_frac,))
+            values.update(normalize=True, mean=mean, std=std)
+        c = _lib.ImageOpts(size=ctypes.sizeof(_lib.ImageOpts))
+        keep = []
+        for name, value in values.items():
+            row = _ROWS[name]
+            shown = "size" if name in ("width", "height") else name
+            try:
+                row.set(c, _lib.option_text(row, value), keep)
+            except TypeError as e:
+                raise TypeError("Image(%s=...): %s" % (shown, e)) from None
+            except ValueError as e:
+                raise option_error(getattr(e, "code", -errno.EINVAL),
+                                   "Image(%s=%r): %s" % (shown, value, e)) from None
+        err = ctypes.create_string_buffer(512)
+        rc = _lib.stk_image_opts_check(ctypes.byref(c), err, len(err))
+        if rc < 0:
+            raise option_error(rc, "Image(...): %s" % err.value.decode("utf-8", "replace"))
+        self._c = c
+        # what the library took, read back (a choice's unique prefix named in full)
+        self.height, self.width = c.height, c.width
+        self.crop = _ROWS["crop"].get(c)
+        self.flip = _ROWS["flip"].get(c) == "true"
+        self.layout = _ROWS["layout"].get(c)
+        self.dtype = _ROWS["dtype"].get(c)
+        self.normalize = ((tuple(c.mean), tuple(c.std)) if _ROWS["normalize"].get(c) == "true"
+                          else None)
+        self.decode_threads = c.decode_threads
+        self.max_pixels = c.max_pixels
+        self.scale = (c.scale_min, c.scale_max)
+        self.ratio = (c.ratio_min, c.ratio_max)
+        self.crop_frac = c.crop_frac
 
     # --- what a batch holds ----------------------------------------------------
 
@@ -164,36 +160,17 @@ class Image:
 
     @property
     def torch_dtype(self):
-        return _DTYPES[self.dtype][2]
+        return _DTYPES[self.dtype][1]
 
     @property
     def nbytes(self):
         """Bytes of one output image."""
-        return self.height * self.width * 3 * np.dtype(_DTYPES[self.dtype][1]).itemsize
+        return self.height * self.width * 3 * np.dtype(_DTYPES[self.dtype][0]).itemsize
 
     def _opts(self):
-        """The options as a struct stk_image_opts."""
+        """The options as a struct stk_image_opts (a copy)."""
         o = _lib.ImageOpts()
-        o.size = ctypes.sizeof(o)
-        flags = 0
-        if not self.flip:
-            flags |= _lib.IMG_NO_FLIP
-        if self.layout == "nhwc":
-            flags |= _lib.IMG_NHWC
-        if self.normalize is not None:
-            flags |= _lib.IMG_NORMALIZE
-            o.mean[:] = self.normalize[0]
-            o.std[:] = self.normalize[1]
-        o.flags = flags
-        o.width = self.width
-        o.height = self.height
-        o.crop = _CROPS[self.crop]
-        o.dtype = _DTYPES[self.dtype][0]
-        o.scale_min, o.scale_max = self.scale
-        o.ratio_min, o.ratio_max = self.ratio
-        o.crop_frac = self.crop_frac
-        o.decode_threads = self.decode_threads
-        o.max_pixels = self.max_pixels
+        ctypes.pointer(o)[0] = self._c
         return o
 
     def decode(self, data, seed=0, epoch=0, index=0):
@@ -201,15 +178,13 @@ class Image:
         `epoch` under `seed` (the same crop and flip): a tensor of `shape`
         and `torch_dtype`.  data: bytes-like, or a uint8 numpy array or CPU
         tensor.  Raises stoker.Error (STK_ECORRUPT, STK_EFORMAT, ...)."""
-        if _lib.stk_image_decode is None:
-            raise NotImplementedError("this libstoker (%s) has no image mode" % _lib.lib_path)
         if isinstance(data, torch.Tensor):
             data = data.detach().cpu().numpy()
         if isinstance(data, np.ndarray):
             buf = np.ascontiguousarray(data).reshape(-1).view(np.uint8)
         else:
             buf = np.frombuffer(memoryview(data).cast("B"), dtype=np.uint8)
-        out = np.empty(self.shape, dtype=_DTYPES[self.dtype][1])
+        out = np.empty(self.shape, dtype=_DTYPES[self.dtype][0])
         err = ctypes.create_string_buffer(512)
         o = self._opts()
         rc = _lib.stk_image_decode(ctypes.byref(o), buf.ctypes.data, buf.size,
@@ -223,7 +198,7 @@ class Image:
     # --- plumbing ----------------------------------------------------------------
 
     def _key(self):
-        return tuple(getattr(self, k) for k in self.__slots__)
+        return tuple(getattr(self, k) for k in self.__slots__[:-1])
 
     def __eq__(self, other):
         return isinstance(other, Image) and self._key() == other._key()
@@ -234,7 +209,7 @@ class Image:
     def __repr__(self):
         defaults = Image()
         parts = ["size=%r" % (self.size,)]
-        for k in self.__slots__[2:]:
+        for k in self.__slots__[2:-1]:
             v = getattr(self, k)
             if v != getattr(defaults, k):
                 parts.append("%s=%r" % (k, v))
@@ -253,4 +228,4 @@ class Image:
 
 def _np_dtype(c_dtype):
     """numpy dtype of a batch's enum stk_dtype."""
-    return _BY_ENUM[c_dtype][1]
+    return _BY_ENUM[c_dtype][0]

@@ -18,6 +18,7 @@ import collections
 import ctypes
 import errno
 import gc
+import logging
 import operator
 import os
 import sys
@@ -27,19 +28,19 @@ import numpy as np
 import torch
 
 from . import _lib, _resume
-from ._slots import _Core, _Hist, _Lease, _SlotViews, _closed_message
+from ._slots import _Core, _Lease, _SlotViews, _closed_message
 from .batch import Batch, ImageBatch
 from .errors import error_from, option_error
 from .image import Image
 
-_ENGINES = {"auto": _lib.ENGINE_AUTO, "io_uring": _lib.ENGINE_URING,
-            "uring": _lib.ENGINE_URING, "pread": _lib.ENGINE_PREAD, "null": _lib.ENGINE_NULL}
-_ON_ERROR = {"skip": _lib.ON_ERROR_SKIP, "fail": _lib.ON_ERROR_FAIL}
+_LOADER_ROWS = {n: r for n, r in _lib.OPTIONS.items() if r.group == _lib.OPT_LOADER}
+_LOADER_DEFAULTS = {n: r.python_default() for n, r in _LOADER_ROWS.items()}
 _U32 = 0xFFFFFFFF
 _U64 = 0xFFFFFFFFFFFFFFFF
 _POLL_NS = 100_000_000     # how long one wait in C lasts before Python checks signals
 _ETIMEDOUT = -errno.ETIMEDOUT
 _now_ns = time.monotonic_ns
+_log = logging.getLogger("stoker")
 
 _STATS_FIELDS = [name for name, _ in _lib.Stats._fields_ if name != "size"]
 
@@ -90,83 +91,57 @@ class Loader:
 
     Args:
         path: a folder in torchvision ImageFolder layout (root/<class>/<file>,
-            labels from the sorted class names), a flat folder (labels -1), or
-            a file list ("path[<TAB>label]" per line).
+            labels from the sorted class names), a flat folder (labels -1), a
+            file list ("path[<TAB>label]" per line), or tar shards (a folder
+            of .tar files, a glob, or "train-{000000..000146}.tar").
         batch_size: samples per batch.
-        shuffle: a seeded permutation per epoch (False: index order).
-        seed: the shuffle seed; (seed, epoch, rank, world_size) fix the order.
-        drop_last: drop the tail that does not fill a batch (otherwise the
-            last batch is short; across ranks, shares are padded by
-            repetition like DistributedSampler).
-        rank, world_size: this process's share; default to the RANK and
-            WORLD_SIZE environment variables (torchrun), else 0 and 1.
-        prefetch: batch slots (in flight + ready + held by you). Batches you
-            still reference hold their slot, so keep it >= 2.
-        queue_depth: reads in flight, all I/O threads together.
-        threads: I/O threads (0: automatic).
-        engine: "auto" (io_uring, else the pread pool), "io_uring", "pread",
-            or "null" (no I/O; for tests).
-        direct: O_DIRECT reads (samples padded to 4 KiB in `data`).
         image: None (raw mode: batches of the files' bytes, stoker.Batch) or
             a stoker.Image (image mode: C threads decode and crop each JPEG
             into the batch; iteration yields stoker.ImageBatch, which unpacks
-            as ``images, labels``).
+            as ``images, labels``), or a dict of Image's arguments.
         device: None or "cpu" (batches stay in pinned host memory), or a CUDA
             device: data (or images) and labels are copied there with
             non_blocking=True on a side stream that the current stream waits
             on.
-        on_error: "skip" (a missing, unreadable or short file, or in image
-            mode a corrupt or unsupported image, is dropped from its batch and
-            counted in stats()["errors"]) or "fail" (iteration raises
-            stoker.Error naming the file).
         copy_free: release each batch's slot when the next batch is asked for,
             even if tensors from it are still referenced: fastest, but then
             tensors from earlier batches must not be used.
+        report_every: seconds; every so often while iterating, one line through
+            logging (logger "stoker", INFO): samples/s, data stall %, the
+            verdict and what to try (see diagnose()).  None: no report.
+        **options: every option of libstoker's option table, by name, with its
+            default and range there (docs/options.md lists them: shuffle, seed,
+            drop_last, rank, world_size, prefetch, queue_depth, io_threads,
+            engine, on_error, direct, shuffle_mode, ...).  rank and
+            world_size default to $RANK and $WORLD_SIZE (torchrun) when given
+            neither.  `threads` is accepted for io_threads and `null_latency_ns`
+            for null_latency.
 
-    Keyword-only extras: extensions (folder mode: ".jpg,.png" or "*"),
-    cache_dir (where indexes go for read-only data folders), index_cache
-    (False: never read or write the index cache), pin (False: never pin the
-    pool with CUDA), quiet (no notices on stderr), slot_bytes (bytes per batch
-    slot; 0: sized from the dataset's sample sizes), null_latency_ns (the
-    null engine's per-read latency; tests), shuffle_mode ("global", or "shard"
-    for tar shards: shards in random order, samples shuffled within
-    shuffle_window samples).  path may also be tar shards: a folder of .tar
-    files, a glob or a brace pattern such as "train-{000000..000146}.tar".
-
-    One thread iterates a loader; stats() may be called from any thread.
+    One thread iterates a loader; stats() and diagnose() may be called from
+    any thread.
     """
 
-    def __init__(self, path, batch_size, shuffle=True, seed=0, drop_last=False, rank=None,
-                 world_size=None, prefetch=4, queue_depth=128, threads=0, engine="auto",
-                 direct=False, image=None, device=None, on_error="skip", copy_free=False, *,
-                 extensions=None, cache_dir=None, index_cache=True, pin=True, quiet=False,
-                 slot_bytes=0, null_latency_ns=0, shuffle_mode="global", shuffle_window=1000):
+    def __init__(self, path, batch_size=_LOADER_DEFAULTS["batch_size"], *, image=None,
+                 device=None, copy_free=False, report_every=None, **options):
         self._core = None
         if image is not None:
             image = Image._from(image)
-            if _lib.stk_image_decode is None:
-                raise NotImplementedError("stoker.Loader(image=...): this libstoker (%s) has no "
-                                          "image mode; rebuild it" % _lib.lib_path)
         self.image = image
-        if engine not in _ENGINES:
-            raise ValueError("engine must be one of auto, io_uring, pread, null; not %r"
-                             % (engine,))
-        if on_error not in _ON_ERROR:
-            raise ValueError("on_error must be 'skip' or 'fail', not %r" % (on_error,))
-        if world_size is None:
-            world_size = _env_int("WORLD_SIZE", 1)
-        if rank is None:
-            rank = _env_int("RANK", 0)
-        world_size = _uint("world_size", world_size)
-        rank = _uint("rank", rank)
-        if world_size < 1 or rank >= world_size:
-            raise ValueError("rank %d must be below world_size %d" % (rank, world_size))
-        batch_size = _uint("batch_size", batch_size)
-        if batch_size < 1:
-            raise ValueError("batch_size must be at least 1")
-        prefetch = _uint("prefetch", prefetch)
-        if prefetch < 1:
-            raise ValueError("prefetch must be at least 1")
+        for alias, name in (("threads", "io_threads"), ("null_latency_ns", "null_latency")):
+            if alias in options:
+                if name in options:
+                    raise TypeError("give %s or %s, not both" % (alias, name))
+                options[name] = options.pop(alias)
+        unknown = sorted(set(options) - set(_LOADER_ROWS))
+        if unknown:
+            raise TypeError("stoker.Loader() got unknown option%s %s; the options are %s"
+                            % ("s" if len(unknown) > 1 else "", ", ".join(unknown),
+                               ", ".join(sorted(_LOADER_ROWS))))
+        if "world_size" not in options:
+            options["world_size"] = _env_int("WORLD_SIZE", 1)
+        if "rank" not in options:
+            options["rank"] = _env_int("RANK", 0)
+        options["batch_size"] = batch_size
 
         self._device = None
         if device is not None:
@@ -183,48 +158,25 @@ class Loader:
             elif dev.type != "cpu":
                 raise ValueError("device must be None, 'cpu' or a CUDA device, not %r" % (device,))
 
-        flags = 0
-        if not shuffle:
-            flags |= _lib.F_NO_SHUFFLE
-        if drop_last:
-            flags |= _lib.F_DROP_LAST
-        if direct:
-            flags |= _lib.F_DIRECT
-        if not pin:
-            flags |= _lib.F_NO_PIN
-        if quiet:
-            flags |= _lib.F_QUIET
-        if not index_cache:
-            flags |= _lib.F_NO_CACHE
         self._path = os.fspath(path)
-        seed = _uint("seed", seed, _U64)
-        o = _lib.LoaderOpts()
-        o.size = ctypes.sizeof(o)
-        o.flags = flags
-        o.path = os.fsencode(self._path)
-        o.batch_size = batch_size
-        o.prefetch = prefetch
-        o.queue_depth = _uint("queue_depth", queue_depth)
-        o.io_threads = _uint("threads", threads)
-        o.seed = seed
-        o.rank = rank
-        o.world_size = world_size
-        o.engine = _ENGINES[engine]
-        o.on_error = _ON_ERROR[on_error]
-        o.extensions = os.fsencode(extensions) if extensions is not None else None
-        o.cache_dir = os.fsencode(cache_dir) if cache_dir is not None else None
-        o.null_latency_ns = _uint("null_latency_ns", null_latency_ns, _U64)
-        o.slot_bytes = _uint("slot_bytes", slot_bytes, _U64)
-        if shuffle_mode not in ("global", "shard"):
-            raise ValueError("shuffle_mode must be 'global' or 'shard', not %r" % (shuffle_mode,))
-        o.shuffle_mode = 1 if shuffle_mode == "shard" else 0
-        o.shuffle_window = _uint("shuffle_window", shuffle_window)
+        o = _lib.LoaderOpts(size=ctypes.sizeof(_lib.LoaderOpts))
+        self._keep = [os.fsencode(self._path)]  # what o points at, until create copies it
+        o.path = self._keep[0]
+        try:
+            for name, value in options.items():
+                row = _LOADER_ROWS[name]
+                row.set(o, _lib.option_text(row, value), self._keep)
+        except ValueError as e:  # the library's message: the option and its range
+            raise option_error(getattr(e, "code", -errno.EINVAL), str(e)) from None
         if image is not None:
             self._image_opts = image._opts()  # kept alive while create reads it
             o.image = ctypes.pointer(self._image_opts)
+        err = ctypes.create_string_buffer(4096)
+        rc = _lib.stk_loader_opts_check(ctypes.byref(o), err, len(err))
+        if rc < 0:
+            raise option_error(rc, err.value.decode("utf-8", "replace"))
 
         h = ctypes.c_void_p()
-        err = ctypes.create_string_buffer(4096)
         rc = _lib.stk_loader_create(ctypes.byref(h), ctypes.byref(o), err, len(err))
         if rc < 0:
             detail = err.value.decode("utf-8", "replace") or None
@@ -232,12 +184,17 @@ class Loader:
                 raise option_error(rc, detail)
             raise error_from(rc, detail, self._path)
         self._core = _Core(h.value)
-        self.batch_size = batch_size
-        self.seed = seed
-        self.rank = rank
-        self.world_size = world_size
-        self.prefetch = prefetch
+        eff = _lib.LoaderOpts(size=ctypes.sizeof(_lib.LoaderOpts))
+        _lib.stk_loader_options(h.value, ctypes.byref(eff), None)
+        self._options = eff        # in effect: defaults applied, auto resolved
+        self.batch_size = eff.batch_size
+        self.seed = eff.seed
+        self.rank = eff.rank
+        self.world_size = eff.world_size
+        self.prefetch = eff.prefetch
         self.copy_free = bool(copy_free)
+        self._report_every = None if report_every is None else float(report_every)
+        self._report_next = None
         self._len = _lib.stk_loader_len(h.value)
         self._out = ctypes.c_void_p()
         self._out_ref = ctypes.byref(self._out)
@@ -249,10 +206,12 @@ class Loader:
         self._fresh = True         # no iteration since that start
         self._want = None          # (epoch, batch) to start at on the next iter()
         self._iter_gen = 0
-        self._stats_base = 0       # samples delivered before the last start
-        # Each batch's whole wait, which the C histogram would record as its
-        # last poll only (see _wait); stats() reports its percentiles.
-        self._wait_hist = _Hist() if _lib.stk_loader_next_timeout is not None else None
+
+    @property
+    def options(self):
+        """Every option in effect, as {name: text} in the library's terms
+        (defaults applied, "auto" resolved to what the loader chose)."""
+        return {name: row.get(self._options) for name, row in _LOADER_ROWS.items()}
 
     # --- dataset queries -------------------------------------------------------
 
@@ -307,9 +266,6 @@ class Loader:
         the loader reads them (a tar shard's member starts at `offset`; a
         sample that is a whole file at 0)."""
         fn = _lib.stk_loader_sample_extent
-        if fn is None:
-            raise NotImplementedError("this libstoker (%s) has no stk_loader_sample_extent"
-                                      % _lib.lib_path)
         buf = ctypes.create_string_buffer(4096 + 256)
         off = ctypes.c_uint64()
         size = ctypes.c_uint64()
@@ -376,9 +332,6 @@ class Loader:
         self._len = _lib.stk_loader_len(self._handle())
         self._pos = (epoch, batch)
         self._fresh = True
-        st = _lib.Stats(size=ctypes.sizeof(_lib.Stats))
-        if _lib.stk_loader_stats(self._handle(), ctypes.byref(st)) == 0:
-            self._stats_base = st.samples
 
     def _start(self, epoch, batch):
         h = self._handle()
@@ -478,23 +431,23 @@ class Loader:
             batch = self._to_device(batch)
         if self.copy_free:
             self._prev = lease
+        if self._report_every is not None:
+            now = time.monotonic()
+            if self._report_next is None:
+                self._report_next = now + self._report_every
+            elif now >= self._report_next:
+                self._report_next = now + self._report_every
+                self._report()
         return batch
 
     def _wait(self, h):
-        """stk_loader_next, as short waits in C so that Python sees signals.
-        libstoker's wait histogram then sees only the last of them, so the
-        whole wait is recorded here too."""
+        """stk_loader_next, as short waits in C so that Python sees signals
+        (libstoker counts the polls of one batch as one wait)."""
         nxt = _lib.stk_loader_next_timeout
-        if nxt is None:  # an older libstoker: one wait
-            return _lib.stk_loader_next(h, self._out_ref)
         ref = self._out_ref
-        t0 = _now_ns()
         rc = nxt(h, ref, _POLL_NS)
         while rc == _ETIMEDOUT:
             rc = nxt(h, ref, _POLL_NS)   # KeyboardInterrupt is raised between calls
-        if rc == 1:
-            hist = self._wait_hist
-            hist.add(hist.h, _now_ns() - t0)
         return rc
 
     # --- CUDA ------------------------------------------------------------------
@@ -532,24 +485,32 @@ class Loader:
         q = self._pending_copies
         while q and (q[0][0].query() or len(q) >= self.prefetch - 1):
             ev, _ = q.popleft()
-            ev.synchronize()
+            self._sync(ev)
 
     def _drain_copies(self):
         q = self._pending_copies
         while q:
             ev, _ = q.popleft()
-            ev.synchronize()
+            self._sync(ev)
+
+    def _sync(self, ev):
+        """Waits for a copy; the wait is the consumer's, on the device: the
+        library counts it (stats copy_wait_s, the gpu-copy-bound verdict)."""
+        t0 = _now_ns()
+        ev.synchronize()
+        core = self._core
+        if core is not None and core.h is not None:
+            _lib.stk_loader_add_time(core.h, _lib.TIME_COPY_WAIT, _now_ns() - t0)
 
     # --- stats, close ----------------------------------------------------------
 
     def stats(self):
-        """The loader's counters (struct stk_stats) as a dict, plus
-        samples_per_s (samples since the last epoch start or reset_stats(),
-        divided by wall_s) and decode_images_per_s_per_core (image mode:
-        samples / decode_busy_s; 0.0 before any decode).  Times in seconds,
-        *_ns latencies in nanoseconds; wall_s, wait_s and stall_ratio count
-        from the last epoch start (a new iteration, set_epoch,
-        load_state_dict) or reset_stats().  May be called from any thread."""
+        """The loader's counters (struct stk_stats) as a dict.  One time base,
+        the library's: every figure is over the window since the loader was
+        created or reset_stats() (wall_s long), samples_per_s, mb_per_s and
+        decode_images_per_s_per_core included; the total_* figures run from
+        creation and are never reset.  Times in seconds, *_ns latencies in
+        nanoseconds.  May be called from any thread."""
         st = _lib.Stats(size=ctypes.sizeof(_lib.Stats))
         core = self._core
         if core is None:
@@ -562,28 +523,50 @@ class Loader:
             raise error_from(rc, None, self._path)
         d = {name: getattr(st, name) for name in _STATS_FIELDS}
         d["pinned"] = bool(d["pinned"])
-        hist = self._wait_hist
-        if hist is not None:  # the whole waits, not their last poll (see _wait)
-            d["wait_p50_ns"] = hist.percentile(50)
-            d["wait_p99_ns"] = hist.percentile(99)
-            d["wait_max_ns"] = hist.max()
-        wall = d["wall_s"]
-        d["samples_per_s"] = (d["samples"] - self._stats_base) / wall if wall > 0 else 0.0
-        busy = d.get("decode_busy_s", 0.0)
-        d["decode_images_per_s_per_core"] = d["samples"] / busy if busy > 0 else 0.0
         return d
 
     def reset_stats(self):
-        """Zeroes the counters and latency histograms and restarts wall_s (e.g.
-        after a warm-up).  Needs a libstoker with stk_loader_stats_reset."""
-        fn = _lib.stk_loader_stats_reset
-        if fn is None:
-            raise NotImplementedError("this libstoker (%s) has no stk_loader_stats_reset"
-                                      % _lib.lib_path)
-        fn(self._handle())
-        if self._wait_hist is not None:
-            self._wait_hist.reset()
-        self._stats_base = 0
+        """Starts a new stats window now (e.g. after a warm-up): the window's
+        counters, latency histograms and wall_s restart; total_* go on."""
+        _lib.stk_loader_stats_reset(self._handle())
+
+    def diagnose(self, window=10.0):
+        """What holds the input pipeline back, over the last `window` seconds
+        (the library keeps a minute; 0: the stats window since creation or
+        reset_stats()): a dict with "kind" ("consumer-bound", "storage-bound",
+        "decode-bound", "io-thread-bound", "configuration", "gpu-copy-bound"
+        or "unknown"), "evidence" and "try" (sentences), and the figures
+        behind it (samples_per_s, stall_ratio, decode_busy, inflight_mean,
+        the device's iostat -x figures when sampled).  The same verdict as
+        `stoker bench` and the exporter.  May be called from any thread."""
+        v = _lib.Verdict(size=ctypes.sizeof(_lib.Verdict))
+        core = self._core
+        if core is None:
+            raise ValueError("the loader is closed")
+        with core.lock:
+            if core.h is None:
+                raise ValueError(_closed_message(core))
+            rc = _lib.stk_loader_diagnose(core.h, float(window), ctypes.byref(v))
+        if rc < 0:
+            raise error_from(rc, None, self._path)
+        d = {"kind": v.name.decode(), "evidence": v.evidence.decode("utf-8", "replace"),
+             "try": v.advice.decode("utf-8", "replace")}
+        for name, _ in _lib.Verdict._fields_:
+            if name not in ("size", "kind", "name", "evidence", "advice", "device",
+                            "device_sampled") and not name.startswith("dev_"):
+                d[name] = getattr(v, name)
+        if v.device_sampled:
+            d["device"] = {"name": v.device.decode(), "r_s": v.dev_r_s,
+                           "read_mb_s": v.dev_read_mb_s, "r_await_ms": v.dev_r_await_ms,
+                           "aqu_sz": v.dev_aqu_sz, "util": v.dev_util, "share": v.dev_share}
+        return d
+
+    def _report(self):
+        """report_every's line, through logging."""
+        v = self.diagnose(self._report_every)
+        _log.info("stoker: %.0f samples/s, data stall %.0f %%: %s: %s; try: %s",
+                  v["samples_per_s"], v["stall_ratio"] * 100, v["kind"], v["evidence"],
+                  v["try"])
 
     def serve_metrics(self, port=9464, host="127.0.0.1", name="loader"):
         """Serves this loader's metrics (with the machine's disks and GPUs) as

@@ -300,7 +300,7 @@ def test_image_options_are_checked(image_folder):
                                                             "random_resized")
     assert stoker.Image((32, 48), layout="nhwc").shape == (32, 48, 3)
     assert "size=(32, 48)" in repr(stoker.Image((32, 48)))
-    bad = [dict(size=0), dict(size=9000), dict(size=(1, 2, 3)), dict(crop="random"),
+    bad = [dict(size=0), dict(size=9000), dict(size=(1, 2, 3)), dict(crop="rand0m"),
            dict(layout="chw"), dict(dtype="int8"), dict(normalize="imagenet"),
            dict(dtype="float32", normalize=((0.5,) * 3, (0.2, 0.0, 0.2))),
            dict(dtype="float32", normalize=((0.5, 0.5), (0.2, 0.2))),

@@ -1,0 +1,151 @@
+"""The option table is the one owner of every option's default and range:
+docs/options.md, the CLI's --help and the Python keywords agree with it, an
+out-of-range value is refused naming the option and its range in every front
+end, and no front end writes a default or a range of its own."""
+
+import ctypes
+import inspect
+import os
+import re
+import subprocess
+
+import pytest
+
+import stoker
+from stoker import _lib
+from stoker import options as options_doc
+
+ROOT = os.path.normpath(os.path.join(os.path.dirname(__file__), "..", ".."))
+STOKER = os.environ.get("STOKER", os.path.join(ROOT, "build", "stoker"))
+ROWS = _lib.OPTIONS
+
+
+def test_docs_table_is_the_library_table():
+    with open(os.path.join(ROOT, "docs", "options.md")) as f:
+        assert f.read() == options_doc.markdown(), (
+            "docs/options.md differs from the option table: regenerate it with "
+            "`PYTHONPATH=python python3 -m stoker.options > docs/options.md`")
+
+
+def test_table_rows_are_consistent():
+    """Defaults parse, flags and choices default to the zero state (a zero C
+    struct means the defaults), names are unique."""
+    assert len(ROWS) == len({r.name for r in ROWS.values()})
+    for r in ROWS.values():
+        o = (_lib.LoaderOpts if r.group == _lib.OPT_LOADER else _lib.ImageOpts)()
+        r.set(o, r.default, [])  # the default parses
+        if r.type in (_lib.OPT_FLAG, _lib.OPT_NOFLAG, _lib.OPT_BITCHOICE):
+            assert r.default == ("true" if r.type == _lib.OPT_NOFLAG else
+                                 "false" if r.type == _lib.OPT_FLAG else r.choices[0]), r.name
+            assert o.flags == 0, r.name
+        if r.type == _lib.OPT_ENUM:
+            assert r.default == r.choices[0], r.name
+        assert r.help and not r.help.endswith("."), r.name
+
+
+def test_cli_help_comes_from_the_table():
+    out = subprocess.run([STOKER, "bench", "--help"], capture_output=True, text=True,
+                         check=True).stdout
+    for r in ROWS.values():
+        flag = ("--no-" if r.type == _lib.OPT_NOFLAG else "--") + r.name.replace("_", "-")
+        line = next((ln for ln in out.splitlines()
+                     if re.match(r"\s+(-\w, )?%s(\s|$)" % flag, ln)), None)
+        assert line is not None, "stoker bench --help lacks %s" % flag
+        assert r.help in line, (flag, line)
+        if r.type not in (_lib.OPT_FLAG, _lib.OPT_NOFLAG) and r.default:
+            assert "[%s]" % r.default in line, (flag, line)
+        if r.min != r.max and r.type != _lib.OPT_ENUM:
+            assert "%.17g..%.17g" % (r.min, r.max) in line, (flag, line)
+
+
+def test_python_defaults_come_from_the_table():
+    sig = inspect.signature(stoker.Loader.__init__)
+    assert sig.parameters["batch_size"].default == ROWS["batch_size"].python_default()
+    img = inspect.signature(stoker.Image.__init__).parameters
+    for name, row in (("size", "width"), ("crop", "crop"), ("flip", "flip"),
+                      ("layout", "layout"), ("dtype", "dtype"),
+                      ("decode_threads", "decode_threads"), ("max_pixels", "max_pixels"),
+                      ("crop_frac", "crop_frac")):
+        assert img[name].default == ROWS[row].python_default(), name
+    assert img["scale"].default == (ROWS["scale_min"].python_default(),
+                                    ROWS["scale_max"].python_default())
+    assert stoker.IMAGENET_MEAN == ROWS["mean"].python_default()
+    im = stoker.Image()
+    for attr, row in (("width", "width"), ("crop", "crop"), ("dtype", "dtype"),
+                      ("max_pixels", "max_pixels")):
+        assert str(getattr(im, attr)) == ROWS[row].default, attr
+
+
+def test_loader_options_in_effect(folder):
+    with stoker.Loader(folder, 4, quiet=True) as l:
+        got = l.options
+    for r in ROWS.values():
+        if r.group == _lib.OPT_LOADER and r.name not in ("batch_size", "io_threads",
+                                                        "quiet", "rank", "world_size"):
+            assert got[r.name] == r.default, r.name
+    assert got["batch_size"] == "4" and got["io_threads"] != "auto"
+
+
+@pytest.mark.parametrize("name,value", [("queue_depth", 10 ** 9), ("prefetch", 0),
+                                        ("batch_size", 2 ** 21), ("shuffle_window", 0)])
+def test_out_of_range_names_option_and_range_everywhere(folder, name, value):
+    r = ROWS[name]
+    rng = "%.17g..%.17g" % (r.min, r.max)
+    # Python
+    kw = {"batch_size": value} if name == "batch_size" else {name: value}
+    args = (folder,) if name == "batch_size" else (folder, 4)
+    with pytest.raises(ValueError) as ei:
+        stoker.Loader(*args, **kw)
+    assert name in str(ei.value) and (rng in str(ei.value) or "up to" in str(ei.value))
+    # CLI: bad usage, exit 2, the flag and the range named
+    flag = "--" + name.replace("_", "-")
+    p = subprocess.run([STOKER, "bench", folder, flag, str(value), "--no-baseline"],
+                       capture_output=True, text=True)
+    assert p.returncode == 2, p.stderr
+    assert flag in p.stderr and ("%.17g" % r.max) in p.stderr, p.stderr
+    # C: stk_loader_create with the field set directly
+    o = _lib.LoaderOpts(size=ctypes.sizeof(_lib.LoaderOpts))
+    o.path = os.fsencode(folder)
+    if value <= 0xFFFFFFFF:
+        setattr(o, name, value)
+        err = ctypes.create_string_buffer(512)
+        h = ctypes.c_void_p()
+        rc = _lib.stk_loader_create(ctypes.byref(h), ctypes.byref(o), err, len(err))
+        if value == 0:
+            assert rc == 0  # a zero field in C is the default
+            _lib.stk_loader_destroy(h.value)
+        else:
+            assert rc < 0 and name in err.value.decode() and rng in err.value.decode()
+
+
+def test_no_front_end_keeps_a_default_or_range():
+    """The library's defaults and ranges are written nowhere else: no
+    `name=<default>` in the Python package, no CLI table entry carrying a
+    loader option's default or range, no literal default in src/ beside the
+    option's field."""
+    files = []
+    for d, exts in (("python/stoker", (".py",)), ("tools", (".c", ".h")), ("src", (".c",))):
+        for f in sorted(os.listdir(os.path.join(ROOT, d))):
+            if f.endswith(exts) and f != "options.c":
+                files.append(os.path.join(ROOT, d, f))
+    hits = []
+    for row in ROWS.values():
+        if row.type not in (_lib.OPT_U32, _lib.OPT_U64, _lib.OPT_FLOAT) or not row.default:
+            continue
+        if row.default in ("0", "1", "auto"):
+            continue  # too common to say anything
+        num = re.escape(row.default)
+        cli = row.name.replace("_", "-")
+        pats = [r"\b%s\s*=\s*%s\b" % (row.name, num),                  # Python kwarg
+                r"\"%s\"\s*,.*\"%s\"" % (cli, num),                      # CLI table entry
+                r"\b%s\s*=\s*%s[uf]?\s*;" % (row.name, num),             # C: x->field = def;
+                r"\b%s\s*\?\s*[^:]*:\s*%s\b" % (row.name, num)]          # C: f ? f : def
+        if row.max != row.min:
+            pats.append(r"\b%s\b[^\n]*\b%s\b" % (row.name, re.escape("%.17g" % row.max)))
+        for path in files:
+            text = open(path, encoding="utf-8").read()
+            for pat in pats:
+                for m in re.finditer(pat, text):
+                    line = text.count("\n", 0, m.start()) + 1
+                    hits.append("%s:%d: %s" % (os.path.relpath(path, ROOT), line, m.group(0)))
+    assert not hits, "defaults or ranges written outside the option table:\n" + "\n".join(hits)
