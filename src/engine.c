@@ -69,8 +69,11 @@ int stk_ioengine_create(struct stk_ioengine **out, const struct stk_ioengine_opt
 		size_t n = opts->size && opts->size < sizeof(o) ? opts->size : sizeof(o);
 		memcpy(&o, opts, n);
 	}
-	if (o.queue_depth > 32768 || o.workers > 4096) {
-		snprintf(errbuf, errlen, "option out of range: queue_depth <= 32768, workers <= 4096");
+	/* the loader's bound on reads in flight, from the option table */
+	double qd_max = stk_option_find("queue_depth")->max;
+	if (o.queue_depth > qd_max || o.workers > 4096) {
+		snprintf(errbuf, errlen, "option out of range: queue_depth <= %.0f, workers <= 4096",
+			 qd_max);
 		return -ERANGE;
 	}
 	if (!o.queue_depth)

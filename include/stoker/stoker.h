@@ -240,7 +240,7 @@ struct stk_loader_opts {
 	  "folder mode: extensions to index, \".jpg,.png\" or \"*\" (default: ImageFolder's)")    \
 	X(LOADER, cache_dir, STR, cache_dir, 0, "", 0, 0, NULL,                                   \
 	  "where indexes go when the data folder is read-only (default: ~/.cache/stoker)")       \
-	X(LOADER, slot_bytes, U64, slot_bytes, 0, "auto", 4096, 1099511627776.0, "auto",          \
+	X(LOADER, slot_bytes, U64, slot_bytes, 0, "auto", 1, 1099511627776.0, "auto",          \
 	  "bytes per batch slot (auto: from the dataset's sample sizes)")                        \
 	X(LOADER, null_latency, DURATION, null_latency_ns, 0, "0", 0, 3.6e12, NULL,                 \
 	  "engine null: each read completes after this long (tests, pipeline overhead)")
