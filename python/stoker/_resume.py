@@ -31,6 +31,12 @@ def _uint(name, value, hi=_U32):
     return value
 
 
+# The flags and choices the resume point carries, as the option table has them.
+_NO_SHUFFLE = _lib.OPTIONS["shuffle"].bit
+_DROP_LAST = _lib.OPTIONS["drop_last"].bit
+_MODES = _lib.OPTIONS["shuffle_mode"].choices
+
+
 def to_dict(p, world_size, want=None):
     """The dict of resume point p; want=(epoch, batch) replaces the point
     with that one of the same loader (a set_epoch not yet acted on)."""
@@ -41,9 +47,9 @@ def to_dict(p, world_size, want=None):
     return {"seed": p.seed, "epoch": epoch, "batches": sum(k for _, k in segs),
             "segments": segs, "world_size": world_size, "batch_size": p.batch_size,
             "fingerprint": "%016x" % p.fingerprint,
-            "shuffle": not p.flags & _lib.F_NO_SHUFFLE,
-            "drop_last": bool(p.flags & _lib.F_DROP_LAST),
-            "shuffle_mode": "shard" if p.shuffle_mode == 1 else "global",
+            "shuffle": not p.flags & _NO_SHUFFLE,
+            "drop_last": bool(p.flags & _DROP_LAST),
+            "shuffle_mode": _MODES[p.shuffle_mode],
             "shuffle_window": p.shuffle_window}
 
 
@@ -59,9 +65,9 @@ def from_dict(state):
     if not 1 <= len(segs) <= _lib.RESUME_SEGMENTS:
         raise ValueError("state_dict['segments'] must have 1..%d entries, not %d"
                          % (_lib.RESUME_SEGMENTS, len(segs)))
-    if state["shuffle_mode"] not in ("global", "shard"):
-        raise ValueError("state_dict['shuffle_mode'] must be 'global' or 'shard', not %r"
-                         % (state["shuffle_mode"],))
+    if state["shuffle_mode"] not in _MODES:
+        raise ValueError("state_dict['shuffle_mode'] must be one of %s, not %r"
+                         % (", ".join(_MODES), state["shuffle_mode"]))
     try:
         fp = int(state["fingerprint"], 16)
     except (TypeError, ValueError):
@@ -73,9 +79,9 @@ def from_dict(state):
     p.seed = _uint("seed", state["seed"], _U64)
     p.epoch = _uint("epoch", state["epoch"], _U64)
     p.batch_size = _uint("batch_size", state["batch_size"])
-    p.flags = ((0 if state["shuffle"] else _lib.F_NO_SHUFFLE) |
-               (_lib.F_DROP_LAST if state["drop_last"] else 0))
-    p.shuffle_mode = 1 if state["shuffle_mode"] == "shard" else 0
+    p.flags = ((0 if state["shuffle"] else _NO_SHUFFLE) |
+               (_DROP_LAST if state["drop_last"] else 0))
+    p.shuffle_mode = _MODES.index(state["shuffle_mode"])
     p.shuffle_window = _uint("shuffle_window", state["shuffle_window"])
     for i, seg in enumerate(segs):
         world, batches = seg
