@@ -59,6 +59,8 @@ deps: $(DEPS_OK)
 # multiply-adds (a -march with FMA would otherwise contract some of them), so
 # every SIMD level gives the same bytes.
 $(BUILD)/src/resample.o: FILE_CFLAGS = -O3 -ffp-contract=off
+# The same for `stoker gen`'s pictures (no traps either: selects, not branches).
+$(BUILD)/tools/gen_image.o: FILE_CFLAGS = -O3 -ffp-contract=off -fno-trapping-math
 
 $(BUILD)/src/%.o: src/%.c $(DEPS_OK)
 	@mkdir -p $(@D)
@@ -68,7 +70,7 @@ $(BUILD)/src/%.o: src/%.c $(DEPS_OK)
 $(BUILD)/tools/%.o: tools/%.c $(DEPS_OK)
 	@mkdir -p $(@D)
 	@$(if $(Q),echo "  CC      $<")
-	$(Q)$(CC) $(ALL_CFLAGS) -c -o $@ $<
+	$(Q)$(CC) $(ALL_CFLAGS) $(FILE_CFLAGS) -c -o $@ $<
 
 $(BUILD)/libstoker.so: $(LIB_OBJ) src/libstoker.map
 	@$(if $(Q),echo "  LD      $@")

@@ -44,10 +44,38 @@ mean=$((total / 40))
 # ~100 KB is the aim; 40 images vary, so accept a wide band.
 [ "$mean" -gt 50000 ] && [ "$mean" -lt 200000 ] || fail "mean size $mean bytes"
 
+# Every file decodes whole (PIL), at a size of the documented range, as the
+# 4:2:0 YCbCr JPEG the raw planes were written as.
+if /usr/bin/python3 -c 'import PIL' 2>/dev/null; then
+	/usr/bin/python3 - "$T/a" <<'EOF' || fail "a generated JPEG does not decode as documented"
+import glob, sys
+from PIL import Image
+files = sorted(glob.glob(sys.argv[1] + "/c*/*.jpg"))
+assert len(files) == 40, len(files)
+odd = 0
+for f in files:
+    im = Image.open(f)
+    assert im.format == "JPEG" and im.mode == "RGB", (f, im.format, im.mode)
+    w, h = im.size
+    assert 300 <= w <= 640 and 240 <= h <= 480, (f, im.size)
+    assert [c[1:3] for c in im.layer] == [(2, 2), (1, 1), (1, 1)], (f, im.layer)
+    odd += w % 16 != 0 or h % 16 != 0
+    px = im.convert("L").getextrema()
+    assert px[1] - px[0] > 100, (f, px)  # not flat
+    im.load()
+assert odd, "no size that is not a multiple of 16: the edge padding is untested"
+EOF
+else
+	echo "note: no PIL; decode check skipped"
+fi
+
 # Same seed, other thread count: the same bytes.
 "$STOKER" gen --images 40 --classes 4 --seed 7 --threads 2 "$T/b" >/dev/null \
 	|| fail "gen --threads 2 exited $?"
 diff -r "$T/a" "$T/b" >/dev/null || fail "--threads 1 and 2 differ for one seed"
+"$STOKER" gen --images 40 --classes 4 --seed 7 --threads 5 "$T/b5" >/dev/null \
+	|| fail "gen --threads 5 exited $?"
+diff -r "$T/a" "$T/b5" >/dev/null || fail "--threads 1 and 5 differ for one seed"
 
 # Another seed: other bytes.
 "$STOKER" gen --images 40 --classes 4 --seed 8 "$T/c" >/dev/null || fail "gen --seed 8"
@@ -65,7 +93,7 @@ grep -q "$T/a" "$T/err" || fail "the refusal does not name DIR: $(cat "$T/err")"
 
 # --json prints the summary.
 "$STOKER" gen --images 3 --classes 1 --json "$T/d" >"$T/json" || fail "--json exited $?"
-for k in images classes bytes seconds mean_bytes; do
+for k in images classes bytes seconds mean_bytes images_per_s cpu_s images_per_cpu_s; do
 	grep -q "\"$k\"" "$T/json" || fail "--json lacks $k: $(cat "$T/json")"
 done
 

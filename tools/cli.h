@@ -73,6 +73,8 @@ const char *fmt_bytes(char *buf, size_t len, double bytes);
 /* "850 µs", "1.2 ms", "3.4 s" for a nanosecond count. */
 const char *fmt_ns(char *buf, size_t len, double ns);
 double now_s(void);
+/* CPU seconds (user + system) this process has used, all threads. */
+double process_cpu_s(void);
 
 /* splitmix64's output function: a well-mixed 64-bit value from x (stoker
  * gen's pictures, stoker disk's offset permutation). */

@@ -1,22 +1,17 @@
 /* gen.c — `stoker gen DIR`: a synthetic ImageNet-like folder of real JPEGs
  * (DIR/c0000/00000000.jpg ...) for benchmarks and tests.
  *
- * Pictures must cost what photos cost to store (~100 KB at q90) and to
- * decode, so they are built like photos, not from pure noise: a colour
- * gradient, multi-octave value noise with a near-1/f spectrum, occluding
- * shapes at every scale ("dead leaves") for edges, and mild grain.  Image i
- * depends only on (seed, i), so the bytes do not depend on the thread count.
- * Threads take image numbers from an atomic counter; each file is written as
+ * The pictures are made in gen_image.c; image i depends only on (seed, i),
+ * so the bytes do not depend on the thread count.  Threads take image numbers from an atomic counter; each file is written as
  * NAME.tmp and renamed, so no half-written JPEG is left under its name. */
 #include "cli.h"
+#include "gen.h"
 
 #include <errno.h>
 #include <fcntl.h>
-#include <math.h>
 #include <pthread.h>
 #include <dirent.h>
 #include <stdarg.h>
-#include <setjmp.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -26,11 +21,6 @@
 #include <unistd.h>
 
 #include <jansson.h>
-#include <jpeglib.h>
-
-#define MAX_W 640
-#define MAX_H 480
-#define MAX_SHAPES 4096 /* > the 1000 * 640*480/(500*375) drawn at most */
 
 struct gen {
 	const char *dir;
@@ -66,240 +56,6 @@ static void fail(struct gen *g, const char *fmt, ...)
 	}
 	pthread_mutex_unlock(&g->lock);
 	stop = 1;
-}
-
-static uint64_t splitmix64(uint64_t *s)
-{
-	uint64_t x = *s;
-	*s += 0x9e3779b97f4a7c15ull;
-	return mix64(x);
-}
-
-/* Uniform in [0, 1). */
-static float frand(uint64_t *s)
-{
-	return (float)(splitmix64(s) >> 40) * (1.0f / 16777216.0f);
-}
-
-static int irand(uint64_t *s, int lo, int hi) /* inclusive */
-{
-	return lo + (int)(splitmix64(s) % (uint64_t)(hi - lo + 1));
-}
-
-/* Per-thread working memory, sized for the largest picture. */
-struct scratch {
-	float *lum, *u, *v;   /* texture planes, w*h */
-	float *det, *mask;    /* fine detail and where it shows, w*h */
-	float *row;           /* one lattice row blended in y */
-	float *lat;           /* one octave's lattice */
-	int *ix;              /* per-x lattice cell of the current octave */
-	float *fx;            /* per-x smoothstep weight */
-	uint16_t *id;         /* which shape covers each pixel (0 = none) */
-	struct shape *shapes; /* MAX_SHAPES + 1 */
-	JSAMPLE *line;        /* one RGB scanline */
-};
-
-/* Adds one octave of value noise with cells of `cell` pixels and amplitude
- * `amp`: random values on a lattice, smoothstep-interpolated.  Octaves of
- * near-equal amplitude give equal power per octave, the 1/f amplitude
- * spectrum of natural images that makes JPEG sizes photo-like. */
-static void octave(struct scratch *sc, float *dst, int w, int h, float cell, float amp,
-		   uint64_t *rng)
-{
-	int gw = (int)((float)w / cell) + 2, gh = (int)((float)h / cell) + 2;
-	for (int i = 0; i < gw * gh; i++)
-		sc->lat[i] = (frand(rng) * 2 - 1) * amp;
-	for (int x = 0; x < w; x++) {
-		float p = (float)x / cell;
-		int i = (int)p;
-		float f = p - (float)i;
-		sc->ix[x] = i;
-		sc->fx[x] = f * f * (3 - 2 * f);
-	}
-	for (int y = 0; y < h; y++) {
-		float p = (float)y / cell;
-		int j = (int)p;
-		float f = p - (float)j;
-		f = f * f * (3 - 2 * f);
-		const float *a = sc->lat + (size_t)j * gw, *b = a + gw;
-		for (int i = 0; i < gw; i++)
-			sc->row[i] = a[i] + (b[i] - a[i]) * f;
-		float *d = dst + (size_t)y * w;
-		for (int x = 0; x < w; x++) {
-			const float *r = sc->row + sc->ix[x];
-			d[x] += r[0] + (r[1] - r[0]) * sc->fx[x];
-		}
-	}
-}
-
-/* Tuned so that the mean file is ~100 KB at q90 over the default size mix
- * (measured: 103 KB mean, 66-146 KB from 10th to 90th percentile). */
-#define TEXTURE 35.0f /* coarsest smooth luma octave; later ones shrink 0.6x */
-#define DETAIL 80.0f  /* coarsest (20 px) detail octave ... */
-#define PERSIST 0.9f  /* ... and the ratio to the next: close to 1/f */
-#define CDETAIL 15.0f /* each fine chroma octave */
-#define GRAIN 12.0f   /* luma grain peak; triangular, so sd ~5 levels */
-#define LEAVES 600    /* mean shapes in a 500x375 picture, from 1/3 to 5/3 of it */
-#define RMIN 3.0f     /* smallest shape radius, pixels */
-
-struct shape {
-	float c[3]; /* RGB */
-	float tex;  /* how much of the texture shows through */
-};
-
-/* libjpeg calls exit() on errors by default; a tool's worker must not. */
-struct jerr {
-	struct jpeg_error_mgr pub;
-	jmp_buf jb;
-};
-
-static void jpeg_fail(j_common_ptr ci)
-{
-	longjmp(((struct jerr *)ci->err)->jb, 1);
-}
-
-/* Renders image i into a JPEG in memory.  0, or -ENOMEM. */
-static int render(const struct gen *g, struct scratch *sc, int64_t i, unsigned char **out,
-		  unsigned long *outlen)
-{
-	uint64_t rng = g->seed ^ 0x5354b0c3e2f1a7d5ull;
-	uint64_t mix = (uint64_t)i ^ splitmix64(&rng);
-	rng = splitmix64(&mix); /* the picture's generator: a function of (seed, i) only */
-
-	int w = irand(&rng, 300, 640), h = irand(&rng, 240, 480);
-	size_t n = (size_t)w * h;
-	memset(sc->lum, 0, n * sizeof(float));
-	memset(sc->u, 0, n * sizeof(float));
-	memset(sc->v, 0, n * sizeof(float));
-
-	/* Luma = smooth structure (lighting, large forms) + fine detail whose
-	 * strength follows a slow mask, so a picture has busy and quiet regions
-	 * (foliage and sky) and pictures differ in size as photos do. */
-	float big = (float)(w > h ? w : h) * (0.25f + 0.5f * frand(&rng));
-	float amp = TEXTURE * (0.7f + 0.6f * frand(&rng));
-	for (float cell = big; cell >= 24.0f; cell *= 0.5f, amp *= 0.6f)
-		octave(sc, sc->lum, w, h, cell, amp, &rng);
-	memset(sc->mask, 0, n * sizeof(float));
-	octave(sc, sc->mask, w, h, big * 0.7f, 1.0f, &rng);
-	octave(sc, sc->mask, w, h, big * 0.35f, 0.5f, &rng);
-	memset(sc->det, 0, n * sizeof(float));
-	amp = DETAIL * (0.5f + frand(&rng));
-	for (float cell = 20.0f; cell >= 1.0f; cell *= 0.5f, amp *= PERSIST)
-		octave(sc, sc->det, w, h, cell, amp, &rng);
-	float mbias = 0.55f * (frand(&rng) - 0.5f);
-	/* Colour varies slowly, as it does in photos; JPEG halves chroma anyway. */
-	float camp = 25.0f + 20.0f * frand(&rng);
-	for (float cell = big; cell >= 24.0f; cell *= 0.5f, camp *= 0.5f) {
-		octave(sc, sc->u, w, h, cell, camp, &rng);
-		octave(sc, sc->v, w, h, cell, camp, &rng);
-	}
-	for (float cell = 12.0f, a = CDETAIL; cell >= 3.0f; cell *= 0.5f) {
-		octave(sc, sc->u, w, h, cell, a, &rng);
-		octave(sc, sc->v, w, h, cell, a, &rng);
-	}
-
-	/* Background: a gradient between two colours along a random direction. */
-	float c0[3], c1[3];
-	for (int k = 0; k < 3; k++) {
-		c0[k] = 30 + 190 * frand(&rng);
-		c1[k] = 30 + 190 * frand(&rng);
-	}
-	/* No libm trigonometry: it may round differently from one libc to the next. */
-	float dx = (2 * frand(&rng) - 1) / (float)w, dy = (2 * frand(&rng) - 1) / (float)h;
-
-	/* "Dead leaves": ellipses and rectangles with radii drawn from r^-3,
-	 * later ones on top, as objects occlude each other in a scene.  Edges at
-	 * every scale are what give photos their 1/f spectrum and JPEG cost. */
-	struct shape *shapes = sc->shapes;
-	float area = (float)n / (500.0f * 375.0f);
-	int nshapes = (int)((float)irand(&rng, LEAVES / 3, LEAVES * 5 / 3) * area);
-	if (nshapes > MAX_SHAPES)
-		nshapes = MAX_SHAPES;
-	float rmin = RMIN, rmax = (float)(w > h ? w : h) / 3;
-	float k2 = 1 - (rmin / rmax) * (rmin / rmax);
-	memset(sc->id, 0, n * sizeof(*sc->id));
-	for (int s = 1; s <= nshapes; s++) {
-		/* Colours from the picture's palette, so that it stays coherent. */
-		float t = frand(&rng);
-		for (int k = 0; k < 3; k++)
-			shapes[s].c[k] = c0[k] + (c1[k] - c0[k]) * t + 120 * (frand(&rng) - 0.5f);
-		shapes[s].tex = 0.3f + 0.7f * frand(&rng);
-		float r = rmin / sqrtf(1 - frand(&rng) * k2), asp = 0.5f + frand(&rng);
-		int rx = (int)(r * asp) + 1, ry = (int)(r / asp) + 1;
-		int cx = irand(&rng, 0, w - 1), cy = irand(&rng, 0, h - 1);
-		bool ellipse = splitmix64(&rng) % 3;
-		int y0 = cy - ry < 0 ? 0 : cy - ry, y1 = cy + ry >= h ? h - 1 : cy + ry;
-		int x0 = cx - rx < 0 ? 0 : cx - rx, x1 = cx + rx >= w ? w - 1 : cx + rx;
-		for (int y = y0; y <= y1; y++) {
-			float ny = (float)(y - cy) / (float)ry;
-			for (int x = x0; x <= x1; x++) {
-				float nx = (float)(x - cx) / (float)rx;
-				if (!ellipse || nx * nx + ny * ny <= 1.0f)
-					sc->id[(size_t)y * w + x] = (uint16_t)s;
-			}
-		}
-	}
-
-	struct jpeg_compress_struct ci;
-	struct jerr jerr;
-	ci.err = jpeg_std_error(&jerr.pub);
-	jerr.pub.error_exit = jpeg_fail;
-	*out = NULL;
-	*outlen = 0;
-	if (setjmp(jerr.jb)) { /* libjpeg's only failure here is out of memory */
-		jpeg_destroy_compress(&ci);
-		free(*out);
-		*out = NULL;
-		return -ENOMEM;
-	}
-	jpeg_create_compress(&ci);
-	jpeg_mem_dest(&ci, out, outlen);
-	ci.image_width = (JDIMENSION)w;
-	ci.image_height = (JDIMENSION)h;
-	ci.input_components = 3;
-	ci.in_color_space = JCS_RGB;
-	jpeg_set_defaults(&ci);
-	jpeg_set_quality(&ci, g->quality, TRUE);
-	jpeg_start_compress(&ci, TRUE);
-
-	uint64_t grng = splitmix64(&rng);
-	for (int y = 0; y < h; y++) {
-		const float *D = sc->det + (size_t)y * w, *M = sc->mask + (size_t)y * w;
-		const float *L = sc->lum + (size_t)y * w, *U = sc->u + (size_t)y * w,
-			    *V = sc->v + (size_t)y * w;
-		const uint16_t *id = sc->id + (size_t)y * w;
-		JSAMPLE *o = sc->line;
-		for (int x = 0; x < w; x++) {
-			float c[3], tex = 1.0f, t = (float)x * dx + (float)y * dy;
-			t -= floorf(t);
-			for (int k = 0; k < 3; k++)
-				c[k] = id[x] ? shapes[id[x]].c[k] : c0[k] + (c1[k] - c0[k]) * t;
-			if (id[x])
-				tex = shapes[id[x]].tex;
-			/* One 64-bit draw gives triangular luma grain and a little chroma grain. */
-			uint64_t z = splitmix64(&grng);
-			float gl = (float)((int)(z & 0xff) + (int)((z >> 8) & 0xff) - 255) *
-				   (GRAIN / 255.0f);
-			float gu = (float)((int)((z >> 16) & 0xff) - 128) * (GRAIN / 512.0f);
-			float gv = (float)((int)((z >> 24) & 0xff) - 128) * (GRAIN / 512.0f);
-			float m = 1.0f + M[x] + mbias;
-			m = m < 0.08f ? 0.08f : m > 1 ? 1 : m;
-			float l = (L[x] + D[x] * m) * tex + gl, u = U[x] + gu, v = V[x] + gv;
-			c[0] += l + 1.40f * v;
-			c[1] += l - 0.34f * u - 0.71f * v;
-			c[2] += l + 1.77f * u;
-			for (int k = 0; k < 3; k++) {
-				/* Fold, not clip: flat clipped patches would waste the detail. */
-				float q = c[k] < 0 ? -c[k] : c[k] > 255 ? 510 - c[k] : c[k];
-				o[3 * x + k] = (JSAMPLE)(q < 0 ? 0 : q > 255 ? 255 : q + 0.5f);
-			}
-		}
-		JSAMPROW rows[1] = {sc->line};
-		jpeg_write_scanlines(&ci, rows, 1);
-	}
-	jpeg_finish_compress(&ci);
-	jpeg_destroy_compress(&ci);
-	return *out ? 0 : -ENOMEM;
 }
 
 static void class_dir(const struct gen *g, int64_t c, char *buf, size_t len)
@@ -355,50 +111,25 @@ static int write_image(struct gen *g, int64_t i, const unsigned char *buf, size_
 static void *worker(void *arg)
 {
 	struct gen *g = arg;
-	struct scratch sc = {0};
-	size_t n = (size_t)MAX_W * MAX_H;
-	/* Octave cells are >= 1 px: a lattice holds at most (W+2) x (H+2) values. */
-	size_t nlat = (size_t)(MAX_W + 4) * (MAX_H + 4);
-	float *f = malloc((5 * n + nlat + 2 * MAX_W + 4) * sizeof(float));
-	sc.id = malloc(n * sizeof(*sc.id));
-	sc.shapes = malloc((MAX_SHAPES + 1) * sizeof(*sc.shapes));
-	sc.ix = malloc(MAX_W * sizeof(int));
-	sc.line = malloc(MAX_W * 3);
-	if (!f || !sc.id || !sc.shapes || !sc.ix || !sc.line) {
+	struct gen_scratch *sc = gen_scratch_new();
+	if (!sc)
 		fail(g, "out of memory");
-		goto out;
-	}
-	sc.lum = f;
-	sc.u = f + n;
-	sc.v = f + 2 * n;
-	sc.det = f + 3 * n;
-	sc.mask = f + 4 * n;
-	sc.lat = f + 5 * n;
-	sc.row = sc.lat + nlat; /* MAX_W + 4 */
-	sc.fx = sc.row + MAX_W + 4;
-	while (!stop) {
+	while (sc && !stop) {
 		int64_t i = atomic_fetch_add(&g->next, 1);
 		if (i >= g->images)
 			break;
-		unsigned char *jpg;
-		unsigned long len;
-		if (render(g, &sc, i, &jpg, &len)) {
+		const unsigned char *jpg;
+		size_t len;
+		if (gen_render(g->seed, i, g->quality, sc, &jpg, &len)) {
 			fail(g, "out of memory encoding image %lld", (long long)i);
 			break;
 		}
-		int r = write_image(g, i, jpg, len);
-		free(jpg);
-		if (r)
+		if (write_image(g, i, jpg, len))
 			break;
 		atomic_fetch_add(&g->bytes, len);
 		atomic_fetch_add(&g->done, 1);
 	}
-out:
-	free(f);
-	free(sc.id);
-	free(sc.shapes);
-	free(sc.ix);
-	free(sc.line);
+	gen_scratch_free(sc);
 	atomic_fetch_add(&g->finished, 1);
 	return NULL;
 }
@@ -507,7 +238,7 @@ static int run(struct gen *g, int nthreads, bool json)
 		fprintf(stderr, "stoker gen: out of memory\n");
 		return EXIT_FAIL;
 	}
-	double t0 = now_s();
+	double t0 = now_s(), cpu0 = process_cpu_s();
 	int started = 0;
 	for (; started < nthreads; started++) {
 		int e = pthread_create(&tids[started], NULL, worker, g);
@@ -529,7 +260,7 @@ static int run(struct gen *g, int nthreads, bool json)
 	for (int t = 0; t < started; t++)
 		pthread_join(tids[t], NULL);
 	free(tids);
-	double secs = now_s() - t0;
+	double secs = now_s() - t0, cpu = process_cpu_s() - cpu0;
 	progress_done();
 	sigaction(SIGINT, &old_int, NULL);
 	sigaction(SIGTERM, &old_term, NULL);
@@ -547,22 +278,24 @@ static int run(struct gen *g, int nthreads, bool json)
 	}
 	double mean = (double)bytes / (double)done;
 	if (json) {
-		json_t *o = json_pack("{s:s, s:I, s:I, s:I, s:i, s:I, s:f, s:f, s:f, s:i}",
+		json_t *o = json_pack("{s:s, s:I, s:I, s:I, s:i, s:I, s:f, s:f, s:f, s:i, s:f, s:f}",
 				      "dir", g->dir, "images", (json_int_t)done, "classes",
 				      (json_int_t)g->classes, "seed", (json_int_t)g->seed,
 				      "quality", g->quality, "bytes", (json_int_t)bytes,
 				      "seconds", secs, "mean_bytes", mean, "images_per_s",
-				      secs > 0 ? (double)done / secs : 0.0, "threads", nthreads);
+				      secs > 0 ? (double)done / secs : 0.0, "threads", nthreads,
+				      "cpu_s", cpu, "images_per_cpu_s", cpu > 0 ? (double)done / cpu : 0.0);
 		int bad = !o || json_dumpf(o, stdout, JSON_INDENT(2) | JSON_REAL_PRECISION(6));
 		json_decref(o);
 		if (bad || putchar('\n') == EOF)
 			return EXIT_FAIL;
 	} else {
 		char mn[32];
-		printf("wrote %lld images in %lld classes to %s: %s, mean %s, %.1f s (%.0f images/s)\n",
+		printf("wrote %lld images in %lld classes to %s: %s, mean %s, %.1f s (%.0f images/s, "
+		       "%.0f per CPU second)\n",
 		       (long long)done, (long long)g->classes, g->dir,
 		       fmt_bytes(mb, sizeof(mb), (double)bytes), fmt_bytes(mn, sizeof(mn), mean),
-		       secs, secs > 0 ? (double)done / secs : 0.0);
+		       secs, secs > 0 ? (double)done / secs : 0.0, cpu > 0 ? (double)done / cpu : 0.0);
 	}
 	return fflush(stdout) ? EXIT_FAIL : EXIT_OK;
 }
