@@ -45,7 +45,7 @@ TEST_BIN := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
 EXAMPLE_SRC := $(sort $(wildcard examples/*.c))
 EXAMPLE_BIN := $(EXAMPLE_SRC:examples/%.c=$(BUILD)/examples/%)
 
-.PHONY: all run test test-c test-cli test-py bench deps clean install uninstall man fuzz
+.PHONY: all run test test-c test-cli test-py bench deps clean install uninstall man deb fuzz
 all: $(BUILD)/libstoker.so $(BUILD)/libstoker.a $(BUILD)/stoker
 
 $(DEPS_OK): mk/deps.sh
@@ -169,7 +169,14 @@ install: all man
 uninstall:
 	$(Q)$(INSTALL_ENV) sh mk/install.sh uninstall
 
+# The Debian package (debian/, debhelper) built from a copy of the tree in
+# $(BUILD)/deb; lintian-clean of errors; written to DEBDIR as stoker_<version>_<arch>.deb.
+DEBDIR ?= $(CURDIR)
+deb: $(DEPS_OK)
+	$(Q)PYTHON=$(PYTHON) sh mk/deps.sh deb
+	$(Q)sh mk/deb.sh $(VERSION) $(CURDIR)/$(BUILD)/deb $(DEBDIR)
+
 clean:
-	rm -rf build build-*
+	rm -rf build build-* stoker_*.deb
 
 -include $(LIB_OBJ:.o=.d) $(TOOL_OBJ:.o=.d)

@@ -1,20 +1,22 @@
 #!/bin/sh
 # Checks the Debian packages a step needs.  As root, installs what is missing;
 # otherwise stops with the exact apt-get line.
-# usage: deps.sh build|install|test|bench
+# usage: deps.sh build|install|deb|test|bench
 set -e
 build="gcc make pkg-config liburing-dev libjpeg62-turbo-dev libjansson-dev libmicrohttpd-dev"
 install="$build help2man"
-# the tests also make a venv and pip-install the Python package into it
-test="$install g++ libcmocka-dev python3-pytest python3-numpy python3-torch python3-torchvision \
+deb="$install build-essential debhelper dh-python dpkg-dev lintian python3"
+# the tests also build the .deb and pip-install the Python package into a venv
+test="$deb g++ libcmocka-dev python3-pytest python3-numpy python3-torch python3-torchvision \
 	python3-venv python3-pip python3-setuptools python3-wheel"
 bench="$test fio sysstat"
 case "$1" in
 build) want=$build ;;
 install) want=$install ;;
+deb) want=$deb ;;
 test) want=$test ;;
 bench) want=$bench ;;
-*) echo "usage: $0 build|install|test|bench" >&2; exit 2 ;;
+*) echo "usage: $0 build|install|deb|test|bench" >&2; exit 2 ;;
 esac
 missing=
 for p in $want; do

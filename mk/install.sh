@@ -47,6 +47,8 @@ add() { new="$new$1 $2
 
 mkdirs() { # DIR: creates it and each missing parent, remembering which
 	[ -d "$D$1" ] && return 0
+	# DESTDIR itself is the packager's, not part of the install.
+	if [ "$1" = / ]; then mkdir -p "$D" && return 0; fi
 	mkdirs "$(dirname "$1")"
 	mkdir "$D$1"
 	created="${created}d $1
