@@ -651,6 +651,18 @@ int stk_sys_tunables(const char *root, struct stk_tunables *out)
 		t.nofile_soft = rl.rlim_cur == RLIM_INFINITY ? UINT64_MAX : (uint64_t)rl.rlim_cur;
 		t.nofile_hard = rl.rlim_max == RLIM_INFINITY ? UINT64_MAX : (uint64_t)rl.rlim_max;
 	}
+	/* CAP_IPC_LOCK (bit 14 of the effective set) exempts from RLIMIT_MEMLOCK. */
+	char st[4096];
+	t.cap_ipc_lock = -1;
+	if (stk__sys_read(root, st, sizeof(st), "/proc/self/status") > 0) {
+		const char *cap = strstr(st, "\nCapEff:");
+		if (cap)
+			t.cap_ipc_lock = (int32_t)((strtoull(cap + 8, NULL, 16) >> 14) & 1);
+	}
+	if (!getrlimit(RLIMIT_MEMLOCK, &rl)) {
+		t.memlock_soft = rl.rlim_cur == RLIM_INFINITY ? UINT64_MAX : (uint64_t)rl.rlim_cur;
+		t.memlock_hard = rl.rlim_max == RLIM_INFINITY ? UINT64_MAX : (uint64_t)rl.rlim_max;
+	}
 	stk__sys_out(out, &t, sizeof(t));
 	return 0;
 }

@@ -3,7 +3,7 @@
 # gives one ok/warn/fail line per check and valid --json; on the fake trees in
 # tests/fixtures/doctor/{ok,warn,fail} (with PATH's device linked into a copy)
 # each check lands on the status its numbers call for, and a failed check
-# exits 1; GPUs come through a stub libnvidia-ml.so.1 built here; PATH is
+# exits 1; the memlock check and the I/O plan of each storage kind; GPUs come through a stub libnvidia-ml.so.1 built here; PATH is
 # left as found.  Run by tests/cli.sh with $STOKER set.
 set -u
 S=${STOKER:?set STOKER to the stoker binary}
@@ -68,8 +68,8 @@ for c in j["checks"]:
     assert c["value"], c
     if c["status"] != "ok":
         assert c["why"], c
-for want in ("cpu", "memory", "/dev/shm", "io_uring", "path", "filesystem", "O_DIRECT",
-             "dirty pages", "open files"):
+for want in ("cpu", "memory", "/dev/shm", "io_uring", "memlock", "path", "filesystem",
+             "io plan", "O_DIRECT", "dirty pages", "open files"):
     assert want in names, (want, names)
 assert any(n.startswith("gpu") for n in names), names
 s = j["summary"]
@@ -132,6 +132,71 @@ grep -q 'echo none > /sys/block/nvme0n1/queue/scheduler' "$tmp/out" || fail "no 
 [ $? = 1 ] || fail "a failed check must exit 1 in the table too"
 grep -Eq '^  fail +memory ' "$tmp/out" || fail "no fail line for memory"
 grep -q 'fix: docker run --memory=' "$tmp/out" || fail "no memory fix line"
+
+# --- 3b. memlock: the slot pool, RDMA devices, CAP_IPC_LOCK -------------------------
+# (the fake trees' proc/self/status: ok and warn without CAP_IPC_LOCK, fail with it;
+# warn has two RDMA devices in sys/class/infiniband)
+field() { # check-name key: that field of the last JSON output (whole, then grep'ed)
+	v=$($PY -c 'import json,sys; c={c["name"]: c for c in json.load(open(sys.argv[1]))["checks"]}; print(c[sys.argv[2]][sys.argv[3]])' "$tmp/out" "$1" "$2")
+	printf '%s\n' "$v"
+}
+# tree limit-KiB wanted-status [batch]: the slot pool is batch x 4 x 110 kB (256:
+# 112.64 MB, over any limit an unprivileged shell can set; 4: 1.76 MB, under most)
+memlock() {
+	tree "$1" vda/vda1
+	( ulimit -l "$2" 2>/dev/null || exit 77
+	  "$S" doctor --root "$tmp/root" --json --sample-size 110000 --batch-size "${4:-256}" \
+		"$data" >"$tmp/out" 2>"$tmp/err"
+	  got=$(field memlock status)
+	  [ "$got" = "$3" ] || { echo "memlock on $1 with ulimit -l $2: $got, want $3 ($(field memlock value))"; exit 1; } )
+}
+for case in "ok 64 warn" "ok 4096 ok 4" "warn 4096 warn 4" "fail 64 ok"; do
+	# shellcheck disable=SC2086
+	memlock $case
+	rc=$?
+	[ $rc = 77 ] && { echo "note: cannot set ulimit -l here; memlock case '$case' skipped"; continue; }
+	[ $rc = 0 ] || fail "memlock case '$case'"
+	case "$case" in
+	"ok 64 warn")
+		field memlock value | grep -q 'soft 64 KiB' || fail "memlock value: $(field memlock value)"
+		field memlock value | grep -q '256 x 4 x 110.00 kB = 112.64 MB' ||
+			fail "memlock does not give the slot pool: $(field memlock value)"
+		for f in 'ulimit -l unlimited' 'memlock unlimited' 'docker run --ulimit memlock=-1' \
+			'LimitMEMLOCK=infinity' 'IPC_LOCK'; do
+			field memlock fix | grep -q -- "$f" || fail "memlock fix lacks '$f'"
+		done ;;
+	"warn 4096 warn 4")
+		field memlock value | grep -q 'RDMA devices: mlx5_[01],mlx5_[01]' ||
+			fail "RDMA devices not named: $(field memlock value)"
+		field memlock why | grep -q 'NCCL' || fail "RDMA case does not say why" ;;
+	"fail 64 ok")
+		field memlock value | grep -q 'CAP_IPC_LOCK' || fail "CAP_IPC_LOCK not said" ;;
+	esac
+done
+
+# --- 3c. the I/O plan by storage kind (the library's stk_io_plan) ------------------
+# tree disk-folder [extra mount line for $data] -> the "io plan" check
+plan() {
+	tree ok "$1"
+	[ -n "${2:-}" ] && printf '%s\n' "$2" >>"$tmp/root/proc/mounts"
+	"$S" doctor --root "$tmp/root" --json "$data" >"$tmp/out" 2>"$tmp/err"
+	[ "$(field 'io plan' status)" = ok ] || fail "io plan on $1 ${2:-}: $(field 'io plan' value)"
+	field 'io plan' value
+}
+want_plan() { # what value-pattern why-pattern
+	echo "$1" | grep -Eq "$2" || fail "io plan: '$1' does not match '$2'"
+	field 'io plan' why | grep -Eiq "$3" || fail "io plan why: '$(field 'io plan' why)' lacks '$3'"
+}
+want_plan "$(plan nvme0n1/nvme0n1p1)" '^nvme nvme0n1: stoker would keep 256 reads in flight on [0-9]+ I/O threads?; the DataLoader rule of thumb says 8-12 workers$' 'many hardware queues'
+want_plan "$(plan sdb/sdb1)" '^sata sdb: stoker would keep 32 reads in flight on 1 I/O thread; .* 2-4 workers$' 'one queue of 32'
+field 'io plan' why | grep -q 'nr_requests is 16 here' || fail "io plan does not say nr_requests is below its depth"
+want_plan "$(plan sda/sda1)" '^sata \(spinning\) sda: stoker would keep 16 reads in flight on 1 I/O thread; .* 2-4 workers$' 'seek'
+want_plan "$(plan vda/vda1)" '^virtio vda: stoker would keep 128 reads in flight' 'virtqueue'
+want_plan "$(plan vda/vda1 "server:/export $data nfs4 rw,relatime,vers=4.2 0 0")" '^network: stoker would keep 512 reads in flight on [0-9]+ I/O threads?; .* 8-16 workers$' 'round trip'
+want_plan "$(plan vda/vda1 "tmpfs $data tmpfs rw,size=1g 0 0")" '^memory: stoker would keep 64 reads in flight' 'copy'
+field 'io plan' fix | grep -q -- "--queue-depth 64" || fail "io plan fix: $(field 'io plan' fix)"
+"$S" doctor --root "$tmp/root" "$data" >"$tmp/out" 2>&1
+grep -q '^ *why: in memory' "$tmp/out" || fail "the io plan's why is not printed when ok"
 
 # --- 4. GPUs through a stub NVML ------------------------------------------------
 if command -v cc >/dev/null 2>&1; then

@@ -3,8 +3,10 @@
  * warn / fail with the measured value, why it matters and the exact command
  * that fixes it.  CPU, memory against the loader's budget and the cgroup
  * limit, /dev/shm, io_uring (a real probe), vm dirty limits, open-file limit,
- * transparent huge pages and GPUs (NVML, when the driver is there); with
- * PATH, its filesystem, device and queue settings (doctor_path.c).
+ * transparent huge pages, locked-memory limit and GPUs (NVML, when the driver
+ * is there); with PATH, its filesystem, device and queue settings, and the
+ * I/O plan for that storage (doctor_path.c).  The checks are rows of one
+ * table (`checks`), in the order they print.
  *
  * It reads /proc and /sys through stoker/sys.h and changes nothing: the fixes
  * are printed, never run.  --root points the readers at a fake tree, which
@@ -205,6 +207,70 @@ static void check_io_uring(struct doctor *d)
 	}
 }
 
+/* ulimit -l's unit: KiB, or "unlimited". */
+static const char *fmt_memlock(char *buf, size_t len, uint64_t v)
+{
+	if (v == UINT64_MAX)
+		snprintf(buf, len, "unlimited");
+	else
+		snprintf(buf, len, "%llu KiB", (unsigned long long)(v / 1024));
+	return buf;
+}
+
+static void check_memlock(struct doctor *d)
+{
+	struct stk_tunables t = {.size = sizeof(t)};
+	if (stk_sys_tunables(d->root, &t))
+		return;
+	char rdma[128], soft[32], hard[32], sb[32], pb[32];
+	int nrdma = stk_sys_rdma_devices(d->root, rdma, sizeof(rdma));
+	uint64_t sample = d->sample ? d->sample : d->files ? d->bytes / d->files : 110000;
+	double pool = (double)d->batch * (double)d->prefetch * (double)sample;
+	struct check *k = doc_add(d, "memlock", ST_OK);
+	SET(k, value, "soft %s, hard %s (ulimit -l); slot pool %llu x %llu x %s = %s; %s",
+	    fmt_memlock(soft, sizeof(soft), t.memlock_soft), fmt_memlock(hard, sizeof(hard), t.memlock_hard),
+	    (unsigned long long)d->batch, (unsigned long long)d->prefetch,
+	    fmt_bytes(sb, sizeof(sb), (double)sample), fmt_bytes(pb, sizeof(pb), pool),
+	    nrdma > 0 ? "RDMA devices: " : "no RDMA devices");
+	if (nrdma > 0)
+		doc_set(k->value + strlen(k->value), sizeof(k->value) - strlen(k->value), "%s", rdma);
+	SET(k, why, "locked memory: NCCL over InfiniBand/RoCE and GPUDirect RDMA register their "
+		    "buffers against this limit (too low ends in 'ibv_reg_mr failed' or 'NET/IB ... "
+		    "Cannot allocate memory'), and so do stoker's --direct reads (the slot pool as "
+		    "io_uring fixed buffers); pinning the pool for the GPU (cudaHostRegister) locks "
+		    "the same pages; CAP_IPC_LOCK lifts the limit");
+	if (t.memlock_soft == UINT64_MAX)
+		return;
+	if (t.cap_ipc_lock == 1) {
+		doc_set(k->value + strlen(k->value), sizeof(k->value) - strlen(k->value),
+			"; CAP_IPC_LOCK: exempt");
+		return;
+	}
+	if (nrdma > 0) {
+		k->status = ST_WARN;
+		SET(k, why, "RDMA devices are here, so NCCL will register its buffers over "
+			    "InfiniBand/RoCE: it needs an unlimited RLIMIT_MEMLOCK (too low ends in "
+			    "'ibv_reg_mr failed' or 'NET/IB ... Cannot allocate memory'); stoker's "
+			    "--direct reads register the slot pool against it too");
+	} else if ((double)t.memlock_soft < pool) {
+		k->status = ST_WARN;
+		SET(k, why, "the slot pool does not fit under it: --direct reads cannot register it "
+			    "with io_uring (each read then pins its pages) and pinning for the GPU may be "
+			    "refused (copies then go through pageable memory); NCCL over RDMA would "
+			    "need it unlimited too");
+	}
+	if (k->status == ST_OK)
+		return;
+	SET(k, fix, "ulimit -l unlimited  # this shell%s\n"
+		    "/etc/security/limits.conf: '* soft memlock unlimited' and '* hard memlock "
+		    "unlimited', then log in again\n"
+		    "docker run --ulimit memlock=-1:-1 ...  # or dockerd's default-ulimits\n"
+		    "systemd: LimitMEMLOCK=infinity in the unit's [Service] section\n"
+		    "Kubernetes: no ulimit field; raise the runtime's default (LimitMEMLOCK=infinity "
+		    "for containerd.service) or add securityContext: {capabilities: {add: [IPC_LOCK]}}",
+	    t.memlock_hard == UINT64_MAX ? "" : "; raise the hard limit first (as root, below)");
+}
+
 static void check_dirty(struct doctor *d)
 {
 	struct stk_tunables t = {.size = sizeof(t)};
@@ -316,6 +382,18 @@ static void check_gpus(struct doctor *d)
 	}
 }
 
+/* Where PATH's checks print (they run before the others, see cmd_doctor). */
+static void path_slot(struct doctor *d)
+{
+	(void)d;
+}
+
+/* The checks in the order they print: a new check is one more row. */
+static void (*const checks[])(struct doctor *) = {
+	check_cpu,      check_memory, check_shm,  check_io_uring, check_memlock,
+	path_slot,      check_dirty,  check_nofile, check_thp,    check_gpus,
+};
+
 static void print_human(const struct doctor *d, bool verbose)
 {
 	struct utsname u;
@@ -327,7 +405,7 @@ static void print_human(const struct doctor *d, bool verbose)
 		const struct check *c = &d->checks[i];
 		counts[c->status]++;
 		printf("  %-5s %-14s %s\n", status_names[c->status], c->name, c->value);
-		if (c->status != ST_OK || verbose) {
+		if (c->status != ST_OK || verbose || c->explain) {
 			if (c->why[0])
 				printf("  %-5s %-14s why: %s\n", "", "", c->why);
 			for (const char *p = c->fix; *p;) {
@@ -418,21 +496,19 @@ int cmd_doctor(int argc, char **argv)
 	d.ngpu = stk_sys_gpus(d.gpus, DOCTOR_MAX_GPUS, d.gpu_why, sizeof(d.gpu_why));
 	if (d.path)
 		doc_path_checks(&d); /* first: the file count feeds the memory and limit checks */
-	/* ... but the machine-wide checks print first */
+	/* ... but they print at their row of the table */
 	static struct check path_checks[DOCTOR_MAX_CHECKS];
 	int npath = d.n;
 	memcpy(path_checks, d.checks, sizeof(d.checks[0]) * (size_t)npath);
 	d.n = 0;
-	check_cpu(&d);
-	check_memory(&d);
-	check_shm(&d);
-	check_io_uring(&d);
-	for (int i = 0; i < npath && d.n < DOCTOR_MAX_CHECKS; i++)
-		d.checks[d.n++] = path_checks[i];
-	check_dirty(&d);
-	check_nofile(&d);
-	check_thp(&d);
-	check_gpus(&d);
+	for (size_t i = 0; i < sizeof(checks) / sizeof(checks[0]); i++) {
+		if (checks[i] != path_slot) {
+			checks[i](&d);
+			continue;
+		}
+		for (int j = 0; j < npath && d.n < DOCTOR_MAX_CHECKS; j++)
+			d.checks[d.n++] = path_checks[j];
+	}
 	if (json) {
 		if (print_json(&d))
 			return EXIT_FAIL;

@@ -18,6 +18,7 @@ struct check {
 	char value[512];
 	char why[768];
 	char fix[768]; /* commands, one per line; "" when nothing to do */
+	bool explain;  /* print why and fix even when ok (guidance, not a problem) */
 };
 
 #define DOCTOR_MAX_CHECKS 48
@@ -50,7 +51,7 @@ void doc_set(char *field, size_t len, const char *fmt, ...) __attribute__((forma
 int cmd_doctor(int argc, char **argv);
 
 /* The checks about PATH: filesystem, mount options, device, queue settings,
- * O_DIRECT (doctor_path.c). */
+ * the I/O plan for that storage, O_DIRECT (doctor_path.c). */
 void doc_path_checks(struct doctor *d);
 
 #endif

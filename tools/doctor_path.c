@@ -1,8 +1,9 @@
 /*
  * doctor_path.c — `stoker doctor`'s checks about the dataset's PATH: its
  * files, filesystem and mount options, the block device behind it and that
- * device's queue (scheduler, read-ahead, nr_requests), and whether O_DIRECT
- * works there.  Everything is read through stoker/sys.h; the only thing
+ * device's queue (scheduler, read-ahead, nr_requests), the I/O plan for that
+ * storage (queue depth and I/O threads, beside the DataLoader rule of thumb),
+ * and whether O_DIRECT works there.  Everything is read through stoker/sys.h; the only thing
  * written is the O_DIRECT probe's unnamed temporary file.
  */
 #include <errno.h>
@@ -225,6 +226,32 @@ static void check_queue(struct doctor *d, const struct stk_blockdev *b)
 	}
 }
 
+/* What stoker would do on this storage, beside what a DataLoader user would
+ * have been told: the plan is the library's (stk_io_plan), one row a kind. */
+static void check_io_plan(struct doctor *d)
+{
+	struct stk_io_plan p = {.size = sizeof(p)};
+	int rc = stk_io_plan(d->root, d->path, &p);
+	struct check *c = doc_add(d, "io plan", ST_OK);
+	if (rc) {
+		c->status = ST_WARN;
+		SET(c, value, "cannot tell the storage behind %s: %s", d->path, strerror(-rc));
+		SET(c, why, "the plan depends on the storage kind");
+		return;
+	}
+	c->explain = true;
+	const char *rot = p.rotational == 1 ? " (spinning)" : "";
+	SET(c, value, "%s%s%s%s: stoker would keep %u reads in flight on %u I/O thread%s; the "
+		      "DataLoader rule of thumb says %u-%u workers",
+	    stk_sys_dev_kind_name(p.kind), rot, p.disk[0] ? " " : "", p.disk, p.queue_depth,
+	    p.io_threads, p.io_threads == 1 ? "" : "s", p.dl_workers_min, p.dl_workers_max);
+	SET(c, why, "%s", p.why);
+	SET(c, fix, "stoker bench %s --queue-depth %u --io-threads %u\n"
+		    "stoker.Loader(..., queue_depth=%u, threads=%u)  # the loader's defaults do not "
+		    "depend on the storage",
+	    d->path, p.queue_depth, p.io_threads, p.queue_depth, p.io_threads);
+}
+
 static void check_direct(struct doctor *d)
 {
 	char dir[PATH_MAX], why[PATH_MAX + 128];
@@ -281,5 +308,6 @@ void doc_path_checks(struct doctor *d)
 						  "or a virtual layer): no queue settings to check"
 						: "the device's queue settings could not be read");
 	}
+	check_io_plan(d);
 	check_direct(d);
 }

@@ -134,6 +134,9 @@ struct stk_tunables {
 	char thp_enabled[16];  /* the active choice: "always", "madvise", "never" */
 	char thp_defrag[16];
 	uint64_t nofile_soft, nofile_hard; /* RLIMIT_NOFILE of this process (not root-relative) */
+	uint64_t memlock_soft, memlock_hard; /* RLIMIT_MEMLOCK, bytes; UINT64_MAX: unlimited */
+	int32_t cap_ipc_lock;  /* CAP_IPC_LOCK in root/proc/self/status (exempt from the
+				  memlock limit): 1, 0, or -1 unknown */
 };
 STK_API int stk_sys_tunables(const char *root, struct stk_tunables *out);
 
@@ -204,6 +207,37 @@ struct stk_queue {
 	int64_t max_sectors_kb, hw_queues; /* hw_queues: entries of queue/../mq/ */
 };
 STK_API int stk_sys_queue(const char *root, const char *disk, struct stk_queue *out);
+
+/* RDMA devices (InfiniBand, RoCE, iWARP: what NCCL's IB transport and
+ * GPUDirect RDMA use): the entries of root/sys/class/infiniband.  Returns
+ * their count (0 when there is none or no such folder) and, in names (may be
+ * NULL), the first few, comma-separated. */
+STK_API int stk_sys_rdma_devices(const char *root, char *names, size_t len);
+
+/* ------------------------------------------------------------------------ */
+/* The I/O plan: how the loader would read from the storage behind a path.  */
+
+struct stk_io_plan {
+	uint32_t size;
+	int32_t kind;          /* enum stk_dev_kind of the storage behind the path */
+	int32_t rotational;    /* 1 a spinning disk (a virtual disk's flag is not
+				  trusted: 0 then), 0 not, -1 unknown */
+	char disk[64];         /* the whole disk ("nvme0n1"), "" for network or memory */
+	uint32_t queue_depth;  /* reads in flight, all I/O threads together */
+	uint32_t io_threads;   /* I/O threads (io_uring rings), within the usable CPUs */
+	uint32_t dl_workers_min, dl_workers_max; /* the PyTorch DataLoader rule of
+						   thumb (num_workers) for the same storage */
+	char why[384];         /* the storage's trait behind the numbers */
+};
+/* The plan for the storage holding PATH (its mount from root/proc/mounts, its
+ * device from root/sys, the usable CPUs; root as for the readers above).  One
+ * table per storage kind: a SATA SSD's single queue of 32 commands, NVMe's
+ * many deep queues, a spinning disk's seeks, a network filesystem's round
+ * trips, memory's copies.  The loader's own defaults (queue depth 128, two
+ * I/O threads) do not depend on the storage; these are the values to give it
+ * (queue_depth, io_threads) for this one.  0, or -errno when PATH is on no
+ * network or memory mount and cannot be stat'ed. */
+STK_API int stk_io_plan(const char *root, const char *path, struct stk_io_plan *out);
 
 /* /dev/shm's size and free bytes: from its tmpfs line in root/proc/mounts
  * (size=), else statvfs(root/dev/shm).  0, or -ENOENT without one. */
