@@ -98,5 +98,13 @@ int cmd_doctor(int argc, char **argv);
 int cmd_iostat(int argc, char **argv);
 int cmd_exporter(int argc, char **argv);
 int cmd_pack(int argc, char **argv);
+int cmd_transcode(int argc, char **argv);
+
+/* Reads the file at path (of size bytes; 0: whatever it has) and rewrites it
+ * with stk_jpeg_transcode.  0: *out (malloc'ed, *outlen bytes) is the new
+ * file; 1: the file is kept as it was (*out holds its bytes) and why says
+ * why (not a JPEG, corrupt, unsupported); -1: it could not be read (why). */
+int transcode_file(const char *path, uint64_t size, void **out, size_t *outlen, char *why,
+		   size_t whylen);
 
 #endif

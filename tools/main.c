@@ -12,6 +12,7 @@ static const struct {
 	{"bench", cmd_bench, "how fast this machine can feed a GPU from PATH, and what holds it back"},
 	{"gen", cmd_gen, "generate a synthetic ImageNet-like folder of real JPEGs"},
 	{"pack", cmd_pack, "pack a folder dataset into WebDataset-style tar shards"},
+	{"transcode", cmd_transcode, "copy a folder with JPEGs rewritten losslessly for crop decoding"},
 	{"disk", cmd_disk, "storage benchmark in training's access patterns"},
 	{"doctor", cmd_doctor, "system checks for feeding GPUs, each with the command that fixes it"},
 	{"iostat", cmd_iostat, "live per-device I/O, the figures of iostat -x"},
@@ -22,7 +23,7 @@ static void usage(FILE *f)
 {
 	fprintf(f, "usage: stoker COMMAND [options] [args]\n\ncommands:\n");
 	for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++)
-		fprintf(f, "  %-8s %s\n", cmds[i].name, cmds[i].summary);
+		fprintf(f, "  %-9s %s\n", cmds[i].name, cmds[i].summary);
 	fprintf(f, "\n`stoker COMMAND --help` describes each.  stoker %s\n", stk_version());
 }
 

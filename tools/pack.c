@@ -11,7 +11,10 @@
  * same folder packs to the same bytes.  Each shard is written to .tmp,
  * fsync'd and renamed: a shard under its final name is always complete.  On
  * SIGINT, SIGTERM or SIGHUP the handler unlinks the .tmp being written and
- * ends the process by the signal: an interrupted pack leaves nothing behind. */
+ * ends the process by the signal: an interrupted pack leaves nothing behind.
+ * With --transcode each JPEG goes in rewritten by stk_jpeg_transcode
+ * (transcode_file, shared with `stoker transcode`); a file it refuses goes
+ * in as it was and is named in the summary. */
 #include "cli.h"
 
 #include <errno.h>
@@ -44,6 +47,13 @@ struct pack {
 	int64_t shard_samples;
 	int shards;
 	uint64_t bytes;         /* all shards, end blocks included */
+	/* --transcode */
+	bool transcode;
+	void *mem;              /* the sample's bytes, when they come from memory */
+	size_t mem_len;
+	int64_t transcoded;
+	uint64_t tc_in, tc_out; /* bytes of the JPEGs rewritten, before and after */
+	json_t *kept;           /* [{path, reason}] of the files kept as they were */
 };
 
 /* The temporary file being written, for the signal handler: the name is
@@ -234,6 +244,12 @@ static int add_sample(struct pack *p, int64_t k, const char *path, uint64_t size
 		return -1;
 	}
 	snprintf(name, sizeof(name), "%08lld.%s", (long long)k, ext);
+	if (p->mem) { /* --transcode: the bytes are in memory */
+		ustar_header(h, name, size);
+		if (put(p, h, BLOCK) || put(p, p->mem, p->mem_len))
+			return write_failed(p);
+		goto data_done;
+	}
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0) {
 		fprintf(stderr, "stoker pack: cannot open %s: %s\n", path, strerror(errno));
@@ -271,6 +287,7 @@ static int add_sample(struct pack *p, int64_t k, const char *path, uint64_t size
 		left -= (uint64_t)r;
 	}
 	close(fd);
+data_done:
 	if (pad(p))
 		return write_failed(p);
 	if (label >= 0) {
@@ -361,6 +378,24 @@ static int pack_all(struct pack *p, const int64_t *order, int64_t n)
 				stk_strerror(e));
 			return -1;
 		}
+		if (p->transcode) {
+			char why[512];
+			free(p->mem);
+			int t = transcode_file(path, size, &p->mem, &p->mem_len, why, sizeof(why));
+			if (t < 0) {
+				fprintf(stderr, "stoker pack: %s: %s\n", path, why);
+				return -1;
+			}
+			if (t == 0) {
+				p->transcoded++;
+				p->tc_in += size;
+				p->tc_out += p->mem_len;
+			} else {
+				json_array_append_new(p->kept, json_pack("{s:s,s:s}", "path", path, "reason",
+									 why));
+			}
+			size = p->mem_len;
+		}
 		/* A new shard when this sample would overflow the current one; a
 		 * sample larger than --shard-size still gets a shard of its own. */
 		uint64_t need = sample_bytes(size, label) + 2 * BLOCK;
@@ -389,7 +424,7 @@ int cmd_pack(int argc, char **argv)
 	uint64_t shard_size;
 	const char *prefix;
 	int64_t seed = -1;
-	bool json = false;
+	bool json = false, transcode = false;
 	const struct opt opts[] = {
 		{"shard-size", 0, OPT_SIZE, &shard_size, "1GiB", 4096, 1099511627776.0, NULL, "BYTES",
 		 "largest shard (a sample larger than this gets a shard of its own)"},
@@ -397,6 +432,9 @@ int cmd_pack(int argc, char **argv)
 		 "shard names: NAME-000000.tar ..."},
 		{"seed", 's', OPT_INT, &seed, NULL, 0, 9.2e18, NULL, "S",
 		 "shuffle the samples with this seed [ImageFolder order]"},
+		{"transcode", 0, OPT_BOOL, &transcode, NULL, 0, 0, NULL, NULL,
+		 "rewrite each JPEG losslessly with restart markers, so image mode decodes only "
+		 "a crop's intervals (see stoker transcode) [bytes as they are]"},
 		{"json", 0, OPT_BOOL, &json, NULL, 0, 0, NULL, NULL, "print a JSON summary"},
 		OPT_END,
 	};
@@ -420,7 +458,8 @@ int cmd_pack(int argc, char **argv)
 		return EXIT_USAGE;
 	}
 	struct pack p = {.dir = argv[first], .out = argv[first + 1], .prefix = prefix,
-			 .shard_size = shard_size};
+			 .shard_size = shard_size, .transcode = transcode,
+			 .kept = transcode ? json_array() : NULL};
 
 	/* The null engine reads nothing: the loader is only the folder's index. */
 	struct stk_loader_opts lo = {
@@ -475,6 +514,12 @@ int cmd_pack(int argc, char **argv)
 				      "shard_size", (json_int_t)p.shard_size, "seconds", secs);
 		if (o && seed >= 0)
 			json_object_set_new(o, "seed", json_integer(seed));
+		if (o && p.transcode) {
+			json_object_set_new(o, "transcoded", json_integer(p.transcoded));
+			json_object_set_new(o, "transcoded_size_ratio",
+					    json_real(p.tc_in ? (double)p.tc_out / (double)p.tc_in : 1.0));
+			json_object_set_new(o, "kept", json_incref(p.kept));
+		}
 		int bad = !o || json_dumpf(o, stdout, JSON_INDENT(2) | JSON_REAL_PRECISION(6));
 		json_decref(o);
 		if (bad || putchar('\n') == EOF)
@@ -484,6 +529,17 @@ int cmd_pack(int argc, char **argv)
 		printf("packed %lld samples in %lld classes into %d shards in %s: %s, %.1f s\n",
 		       (long long)n, (long long)stk_loader_num_classes(p.loader), p.shards, p.out,
 		       fmt_bytes(mb, sizeof(mb), (double)p.bytes), secs);
+		if (p.transcode) {
+			size_t nk = json_array_size(p.kept);
+			printf("transcoded %lld JPEGs (%.1f %% of their size)%s\n", (long long)p.transcoded,
+			       p.tc_in ? 100.0 * (double)p.tc_out / (double)p.tc_in : 100.0,
+			       nk ? "; kept as they were:" : "");
+			for (size_t i = 0; i < nk; i++) {
+				json_t *ke = json_array_get(p.kept, i);
+				printf("  %s: %s\n", json_string_value(json_object_get(ke, "path")),
+				       json_string_value(json_object_get(ke, "reason")));
+			}
+		}
 	}
 	rc = fflush(stdout) ? EXIT_FAIL : EXIT_OK;
 out:
@@ -494,6 +550,8 @@ out:
 		tmp_disarm();
 	}
 	free(p.buf);
+	free(p.mem);
+	json_decref(p.kept);
 	free(order);
 	stk_loader_destroy(p.loader);
 	return rc;

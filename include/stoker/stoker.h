@@ -150,6 +150,26 @@ STK_API int stk_image_decode(const struct stk_image_opts *opts, const void *data
 			     uint64_t seed, uint64_t epoch, int64_t index, void *out,
 			     char *err, size_t errlen);
 
+/* Rewrites one JPEG losslessly for image mode (libjpeg-turbo's transform
+ * path: the same DCT coefficients, so every decoder gets the same pixels)
+ * with restart markers whose intervals tile the MCU rows, a few MCUs wide,
+ * optimized Huffman tables, and sequential (a progressive file becomes
+ * baseline); APPn and COM markers are kept.  Image mode then entropy-decodes
+ * only the intervals that cover a crop.  On success *out is a buffer of
+ * *outlen bytes that the caller frees with stk_free.  STK_EFORMAT (not a
+ * JPEG), STK_ECORRUPT (a libjpeg error or warning: corrupt, truncated,
+ * unsupported; libjpeg's message in err), -ENOMEM.  Any thread. */
+STK_API int stk_jpeg_transcode(const void *data, size_t len, void **out, size_t *outlen,
+			       char *err, size_t errlen);
+/* Frees what the library allocated for the caller (stk_jpeg_transcode's output). */
+STK_API void stk_free(void *p);
+/* 1 when image mode can decode this JPEG by restart intervals (single scan,
+ * intervals that tile the MCU rows, every marker in place), with the interval
+ * in MCUs and the interval count; 0 when not, with why; -ENOMEM.  The
+ * pointers may be NULL. */
+STK_API int stk_jpeg_restart_info(const void *data, size_t len, uint32_t *interval,
+				  uint32_t *intervals, char *why, size_t whylen);
+
 /* The loader's options.  Zero fields take their defaults; every default and
  * range is in the option table below. */
 struct stk_loader_opts {

@@ -386,6 +386,14 @@ stk_loader_resume_point = _proto("stk_loader_resume_point", ctypes.c_int, _vp,
                                  ctypes.POINTER(Resume))
 stk_loader_resume = _proto("stk_loader_resume", ctypes.c_int, _vp, ctypes.POINTER(Resume))
 stk_image_bytes = _proto("stk_image_bytes", ctypes.c_size_t, ctypes.POINTER(ImageOpts))
+stk_jpeg_transcode = _proto("stk_jpeg_transcode", ctypes.c_int, ctypes.c_void_p,
+                               ctypes.c_size_t, ctypes.POINTER(ctypes.c_void_p),
+                               ctypes.POINTER(ctypes.c_size_t), ctypes.c_char_p, ctypes.c_size_t)
+stk_jpeg_restart_info = _proto("stk_jpeg_restart_info", ctypes.c_int, ctypes.c_void_p,
+                                  ctypes.c_size_t, ctypes.POINTER(ctypes.c_uint32),
+                                  ctypes.POINTER(ctypes.c_uint32), ctypes.c_char_p,
+                                  ctypes.c_size_t)
+stk_free = _proto("stk_free", None, ctypes.c_void_p)
 stk_image_decode = _proto("stk_image_decode", ctypes.c_int, ctypes.POINTER(ImageOpts),
                              ctypes.c_void_p, ctypes.c_size_t, c_u64, c_u64, c_i64,
                              ctypes.c_void_p, ctypes.c_char_p, ctypes.c_size_t)

@@ -1,0 +1,413 @@
+/* transcode.c — `stoker transcode SRC DST`: a copy of a folder dataset, same
+ * layout, with every JPEG rewritten losslessly by stk_jpeg_transcode
+ * (restart markers that tile the MCU rows, optimized Huffman tables), so
+ * image mode decodes only the intervals a crop covers.  Any other file, and
+ * a JPEG the library refuses (corrupt, truncated, unsupported), is copied
+ * byte for byte and named in the summary with the reason.  The tree is
+ * walked first (directories made as met), then worker threads take the
+ * files in order; each output is written to <name>.tmp and renamed, so a
+ * file under its final name is always complete.  transcode_file is shared
+ * with `stoker pack --transcode`. */
+#include "cli.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+int transcode_file(const char *path, uint64_t size, void **out, size_t *outlen, char *why,
+		   size_t whylen)
+{
+	*out = NULL;
+	*outlen = 0;
+	why[0] = 0;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		snprintf(why, whylen, "cannot open: %s", strerror(errno));
+		return -1;
+	}
+	struct stat st;
+	if (fstat(fd, &st) || (size && (uint64_t)st.st_size != size)) {
+		snprintf(why, whylen, "%s", size ? "the file changed since it was indexed"
+						 : strerror(errno));
+		close(fd);
+		return -1;
+	}
+	size = (uint64_t)st.st_size;
+	uint8_t *buf = malloc(size ? (size_t)size : 1);
+	if (!buf) {
+		close(fd);
+		snprintf(why, whylen, "out of memory (%llu bytes)", (unsigned long long)size);
+		return -1;
+	}
+	for (uint64_t got = 0; got < size;) {
+		ssize_t r = read(fd, buf + got, (size_t)(size - got));
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0) {
+			snprintf(why, whylen, "cannot read: %s", r ? strerror(errno) : "file shrank");
+			close(fd);
+			free(buf);
+			return -1;
+		}
+		got += (uint64_t)r;
+	}
+	close(fd);
+	void *t;
+	size_t tlen;
+	char err[256];
+	int e = stk_jpeg_transcode(buf, (size_t)size, &t, &tlen, err, sizeof(err));
+	if (e) { /* kept as it was */
+		snprintf(why, whylen, "%s", err);
+		*out = buf;
+		*outlen = (size_t)size;
+		return 1;
+	}
+	free(buf);
+	/* the library's buffer is freed with stk_free; hand back a malloc'ed copy */
+	*out = malloc(tlen ? tlen : 1);
+	if (!*out) {
+		stk_free(t);
+		snprintf(why, whylen, "out of memory (%zu bytes)", tlen);
+		return -1;
+	}
+	memcpy(*out, t, tlen);
+	stk_free(t);
+	*outlen = tlen;
+	return 0;
+}
+
+struct entry {
+	char *rel;   /* path below SRC */
+	uint64_t size;
+	int state;   /* 0 to do, 1 transcoded, 2 kept (why), 3 failed (why) */
+	uint64_t out;
+	char *why;
+};
+
+struct tc {
+	const char *src, *dst;
+	size_t srclen;
+	struct entry *e;
+	size_t n, cap;
+	atomic_size_t next, done;
+	atomic_int failed;
+	char walk_err[9000];
+};
+
+static struct tc *walking; /* nftw has no user pointer */
+
+static int add_entry(struct tc *t, const char *rel, uint64_t size)
+{
+	if (t->n == t->cap) {
+		size_t cap = t->cap ? 2 * t->cap : 1024;
+		struct entry *e = realloc(t->e, cap * sizeof(*e));
+		if (!e)
+			return -1;
+		t->e = e;
+		t->cap = cap;
+	}
+	t->e[t->n] = (struct entry){.rel = strdup(rel), .size = size};
+	return t->e[t->n++].rel ? 0 : -1;
+}
+
+static int walk_one(const char *path, const struct stat *st, int type, struct FTW *ftw)
+{
+	struct tc *t = walking;
+	(void)ftw;
+	const char *rel = path + t->srclen;
+	while (*rel == '/')
+		rel++;
+	char out[4400];
+	if (snprintf(out, sizeof(out), "%s/%s", t->dst, rel) >= (int)sizeof(out)) {
+		snprintf(t->walk_err, sizeof(t->walk_err), "%s: path too long", path);
+		return 1;
+	}
+	if (type == FTW_D) {
+		if (mkdir(out, 0755) && errno != EEXIST) {
+			snprintf(t->walk_err, sizeof(t->walk_err), "cannot create %s: %s", out,
+				 strerror(errno));
+			return 1;
+		}
+		return 0;
+	}
+	if (type == FTW_DNR || type == FTW_NS) {
+		snprintf(t->walk_err, sizeof(t->walk_err), "cannot read %s", path);
+		return 1;
+	}
+	struct stat target;
+	if (type == FTW_SL && (stat(path, &target) || !S_ISREG(target.st_mode)))
+		return 0; /* a link to a folder or to nothing: not followed, not copied */
+	if (type == FTW_SL)
+		st = &target;
+	if (!S_ISREG(st->st_mode))
+		return 0;
+	if (add_entry(t, rel, (uint64_t)st->st_size)) {
+		snprintf(t->walk_err, sizeof(t->walk_err), "out of memory");
+		return 1;
+	}
+	return 0;
+}
+
+static int by_path(const void *a, const void *b)
+{
+	return strcmp(((const struct entry *)a)->rel, ((const struct entry *)b)->rel);
+}
+
+static int write_file(const char *path, const void *data, size_t len, char *why, size_t whylen)
+{
+	char tmp[4500];
+	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0) {
+		snprintf(why, whylen, "cannot create %s: %s", tmp, strerror(errno));
+		return -1;
+	}
+	const uint8_t *p = data;
+	for (size_t done = 0; done < len;) {
+		ssize_t w = write(fd, p + done, len - done);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0) {
+			snprintf(why, whylen, "cannot write %s: %s", tmp, strerror(w ? errno : ENOSPC));
+			close(fd);
+			unlink(tmp);
+			return -1;
+		}
+		done += (size_t)w;
+	}
+	if (close(fd) || rename(tmp, path)) {
+		snprintf(why, whylen, "cannot write %s: %s", path, strerror(errno));
+		unlink(tmp);
+		return -1;
+	}
+	return 0;
+}
+
+static void *worker(void *arg)
+{
+	struct tc *t = arg;
+	for (;;) {
+		size_t i = atomic_fetch_add(&t->next, 1);
+		if (i >= t->n || atomic_load(&t->failed))
+			break;
+		struct entry *e = &t->e[i];
+		char in[4400], out[4400], why[9216];
+		snprintf(in, sizeof(in), "%s/%s", t->src, e->rel);
+		snprintf(out, sizeof(out), "%s/%s", t->dst, e->rel);
+		void *data;
+		size_t len;
+		int rc = transcode_file(in, 0, &data, &len, why, sizeof(why));
+		if (rc >= 0 && write_file(out, data, len, why, sizeof(why)))
+			rc = -1;
+		free(data);
+		e->state = rc < 0 ? 3 : rc ? 2 : 1;
+		e->out = rc < 0 ? 0 : len;
+		if (rc)
+			e->why = strdup(why);
+		if (rc < 0)
+			atomic_store(&t->failed, 1);
+		atomic_fetch_add(&t->done, 1);
+	}
+	return NULL;
+}
+
+/* mkdir -p: 0 or -errno. */
+static int make_dirs(const char *dir)
+{
+	char p[4096];
+	int n = snprintf(p, sizeof(p), "%s", dir);
+	if (n < 0 || (size_t)n >= sizeof(p))
+		return -ENAMETOOLONG;
+	for (char *s = p + 1;; s++) {
+		if (*s != '/' && *s)
+			continue;
+		char c = *s;
+		*s = 0;
+		if (mkdir(p, 0755) && errno != EEXIST)
+			return -errno;
+		*s = c;
+		if (!c)
+			break;
+	}
+	return 0;
+}
+
+static bool nonempty(const char *dir)
+{
+	DIR *d = opendir(dir);
+	struct dirent *de;
+	bool r = false;
+	while (d && (de = readdir(d)))
+		if (strcmp(de->d_name, ".") && strcmp(de->d_name, "..")) {
+			r = true;
+			break;
+		}
+	if (d)
+		closedir(d);
+	return r;
+}
+
+static int report(struct tc *t, int threads, double secs, bool json)
+{
+	uint64_t in = 0, out = 0, tin = 0, tout = 0;
+	size_t ok = 0, kept = 0;
+	for (size_t i = 0; i < t->n; i++) {
+		struct entry *e = &t->e[i];
+		in += e->size;
+		out += e->out;
+		ok += e->state == 1;
+		kept += e->state == 2;
+		if (e->state == 1) {
+			tin += e->size;
+			tout += e->out;
+		}
+	}
+	double rate = secs > 0 ? (double)t->n / secs : 0;
+	if (json) {
+		json_t *k = json_array();
+		for (size_t i = 0; i < t->n; i++)
+			if (t->e[i].state == 2)
+				json_array_append_new(k, json_pack("{s:s,s:s}", "path", t->e[i].rel, "reason",
+								   t->e[i].why ? t->e[i].why : ""));
+		json_t *o = json_pack("{s:s,s:s,s:I,s:I,s:I,s:I,s:I,s:f,s:i,s:f,s:f,s:o}", "src", t->src,
+				      "dst", t->dst, "files", (json_int_t)t->n, "transcoded",
+				      (json_int_t)ok, "kept_count", (json_int_t)kept, "bytes_in",
+				      (json_int_t)in, "bytes_out", (json_int_t)out, "seconds", secs,
+				      "threads", threads, "files_per_s_per_thread",
+				      threads ? rate / threads : 0, "transcoded_size_ratio",
+				      tin ? (double)tout / (double)tin : 1.0, "kept", k);
+		int bad = !o || json_dumpf(o, stdout, JSON_INDENT(2) | JSON_REAL_PRECISION(6));
+		json_decref(o);
+		if (bad || putchar('\n') == EOF)
+			return EXIT_FAIL;
+	} else {
+		char a[32], b[32];
+		printf("transcoded %zu of %zu files from %s to %s: %s -> %s (rewritten JPEGs at "
+		       "%.1f %% of their size), %.1f s, %.0f files/s (%.0f per thread, %d threads)\n",
+		       ok, t->n, t->src, t->dst, fmt_bytes(a, sizeof(a), (double)in),
+		       fmt_bytes(b, sizeof(b), (double)out), tin ? 100.0 * (double)tout / (double)tin : 100.0,
+		       secs, rate, threads ? rate / threads : 0, threads);
+		if (kept)
+			printf("kept as they were (%zu):\n", kept);
+		for (size_t i = 0; i < t->n; i++)
+			if (t->e[i].state == 2)
+				printf("  %s: %s\n", t->e[i].rel, t->e[i].why ? t->e[i].why : "");
+	}
+	return fflush(stdout) ? EXIT_FAIL : EXIT_OK;
+}
+
+int cmd_transcode(int argc, char **argv)
+{
+	int64_t threads;
+	bool json = false, force = false;
+	const struct opt opts[] = {
+		{"threads", 'j', OPT_INT, &threads, "0", 0, 1024, NULL, "T",
+		 "worker threads (0 = online CPUs)"},
+		{"force", 'f', OPT_BOOL, &force, NULL, 0, 0, NULL, NULL,
+		 "write into a non-empty DST, replacing files of the same name"},
+		{"json", 0, OPT_BOOL, &json, NULL, 0, 0, NULL, NULL, "print a JSON summary"},
+		OPT_END,
+	};
+	const struct cmd_help help = {
+		"transcode", "[options] SRC DST",
+		"Copies the folder SRC to DST, same layout, with every JPEG rewritten losslessly\n"
+		"(the same DCT coefficients, so the same pixels) with restart markers that tile\n"
+		"its MCU rows and optimized Huffman tables: image mode (stoker bench --image, the\n"
+		"loader) then decodes only the intervals each crop covers.  Progressive JPEGs\n"
+		"become baseline.  Other files, and JPEGs that are corrupt or unsupported, are\n"
+		"copied as they are and listed with the reason.",
+	};
+	int first = opt_parse(&help, opts, argc, argv);
+	if (first < 0)
+		return -first;
+	if (argc - first != 2) {
+		fprintf(stderr, "stoker transcode: give SRC and DST\ntry 'stoker transcode --help'\n");
+		return EXIT_USAGE;
+	}
+	struct tc t = {.src = argv[first], .dst = argv[first + 1]};
+	char rs[4096], rd[4096];
+	struct stat st;
+	if (stat(t.src, &st) || !S_ISDIR(st.st_mode) || !realpath(t.src, rs)) {
+		fprintf(stderr, "stoker transcode: %s: %s\n", t.src,
+			errno ? strerror(errno) : "not a folder");
+		return EXIT_FAIL;
+	}
+	if (nonempty(t.dst) && !force) {
+		fprintf(stderr, "stoker transcode: %s is not empty; choose another DST, or --force to "
+			"write into it\n", t.dst);
+		return EXIT_FAIL;
+	}
+	int e = make_dirs(t.dst);
+	if (e || !realpath(t.dst, rd)) {
+		fprintf(stderr, "stoker transcode: cannot create %s: %s\n", t.dst,
+			strerror(e ? -e : errno));
+		return EXIT_FAIL;
+	}
+	size_t rl = strlen(rs);
+	if (!strncmp(rd, rs, rl) && (rd[rl] == '/' || !rd[rl])) {
+		fprintf(stderr, "stoker transcode: DST %s is inside SRC %s\n", t.dst, t.src);
+		return EXIT_USAGE;
+	}
+	t.srclen = strlen(t.src);
+	walking = &t;
+	int wr = nftw(t.src, walk_one, 32, FTW_PHYS);
+	walking = NULL;
+	int rc = EXIT_FAIL;
+	if (wr) {
+		fprintf(stderr, "stoker transcode: %s\n", t.walk_err[0] ? t.walk_err : strerror(errno));
+		goto out;
+	}
+	if (t.n)
+		qsort(t.e, t.n, sizeof(*t.e), by_path); /* the summary in path order */
+	if (!threads) {
+		long n = sysconf(_SC_NPROCESSORS_ONLN);
+		threads = n > 0 ? n : 1;
+	}
+	if ((size_t)threads > t.n)
+		threads = t.n ? (int64_t)t.n : 1;
+	pthread_t *tid = calloc((size_t)threads, sizeof(*tid));
+	if (!tid) {
+		fprintf(stderr, "stoker transcode: out of memory\n");
+		goto out;
+	}
+	double t0 = now_s();
+	int started = 0;
+	for (; started < threads; started++)
+		if (pthread_create(&tid[started], NULL, worker, &t))
+			break;
+	if (!started)
+		worker(&t);
+	while (progress_enabled() && atomic_load(&t.done) < t.n && !atomic_load(&t.failed)) {
+		double s = now_s() - t0;
+		progress("transcode %s: %zu/%zu files, %.0f files/s", t.src, atomic_load(&t.done), t.n,
+			 s > 0 ? (double)atomic_load(&t.done) / s : 0.0);
+		usleep(100000);
+	}
+	for (int i = 0; i < started; i++)
+		pthread_join(tid[i], NULL);
+	free(tid);
+	progress_done();
+	double secs = now_s() - t0;
+	for (size_t i = 0; i < t.n; i++)
+		if (t.e[i].state == 3) {
+			fprintf(stderr, "stoker transcode: %s/%s: %s\n", t.src, t.e[i].rel, t.e[i].why);
+			goto out;
+		}
+	rc = report(&t, (int)(started ? started : 1), secs, json);
+out:
+	for (size_t i = 0; i < t.n; i++) {
+		free(t.e[i].rel);
+		free(t.e[i].why);
+	}
+	free(t.e);
+	return rc;
+}
