@@ -138,10 +138,18 @@ $(BUILD)/fuzz_tar: tests/fuzz/fuzz_tar.c src/tar.c src/tar.h
 	@mkdir -p $(@D)
 	$(Q)clang -g -O1 -fsanitize=fuzzer,address,undefined -std=gnu11 -D_GNU_SOURCE \
 		-Iinclude -Isrc tests/fuzz/fuzz_tar.c src/tar.c -o $@
-fuzz: $(BUILD)/fuzz_tar
-	$(Q)mkdir -p $(BUILD)/fuzz-corpus
+# The restart-interval scanner and sub-image builder (src/jpeg_rst.c); its
+# corpus, tests/fuzz/rst_corpus, is replayed by test_jpeg_rst.
+$(BUILD)/fuzz_rst: tests/fuzz/fuzz_rst.c src/jpeg_rst.c src/jpeg_rst.h
+	@mkdir -p $(@D)
+	$(Q)clang -g -O1 -fsanitize=fuzzer,address,undefined -std=gnu11 -D_GNU_SOURCE \
+		-Isrc tests/fuzz/fuzz_rst.c src/jpeg_rst.c -o $@
+fuzz: $(BUILD)/fuzz_tar $(BUILD)/fuzz_rst
+	$(Q)mkdir -p $(BUILD)/fuzz-corpus $(BUILD)/fuzz-rst-corpus
 	$(Q)$(BUILD)/fuzz_tar -max_total_time=$(FUZZ_TIME) -max_len=65536 \
 		-artifact_prefix=$(BUILD)/ $(BUILD)/fuzz-corpus tests/fuzz/tar_corpus
+	$(Q)$(BUILD)/fuzz_rst -max_total_time=$(FUZZ_TIME) -max_len=65536 \
+		-artifact_prefix=$(BUILD)/rst- $(BUILD)/fuzz-rst-corpus tests/fuzz/rst_corpus
 
 # --- installing: `make install`, `make uninstall` (mk/install.sh keeps a manifest),
 # `make deb` (debian/), the Python package for pip (python/setup.py) --------------

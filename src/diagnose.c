@@ -48,6 +48,9 @@ void stk__loader_snap(struct stk_loader *l, struct stk__snap *out)
 	out->wait_ns = l->wait_ns;
 	out->decode_ns = l->decode_ns;
 	out->copy_ns = atomic_load(&l->copy_ns);
+	out->decoded = l->decoded;
+	out->decoded_fast = l->decoded_fast;
+	out->entropy_sum = l->entropy_sum;
 	out->area = area;
 }
 

@@ -12,6 +12,16 @@
  * Randomness comes from a generator seeded by (seed, epoch, sample index), so
  * a batch is bit-identical whatever the thread count.  libjpeg's error exit
  * longjmps back here: a corrupt file is an error, never a dead process.
+ *
+ * A JPEG whose restart intervals tile its MCU rows (stk_jpeg_transcode's
+ * output) takes the interval path: jpeg_rst.c builds a JPEG of only the
+ * intervals around the same region, and that is decoded with the same
+ * settings, cropped to the same columns, read from the same rows.  The
+ * region's pixels are the ordinary path's: IDCT and colour conversion are
+ * per block and pixel, horizontal upsampling already stops at the crop's
+ * iMCU-aligned edges (jpeg_crop_scanline), and an MCU row is added above or
+ * below where vertical upsampling reads across the region's first or last
+ * row.  Every libjpeg warning on that path is an error naming the interval.
  */
 #include "internal.h"
 #include "image.h"
@@ -25,6 +35,8 @@
 
 #include <jpeglib.h> /* after stdio.h: it uses FILE */
 #include <jerror.h>
+
+#include "jpeg_fast.h"
 
 int stk__image_defaults(struct stk_image_opts *o, char *err, size_t errlen)
 {
@@ -155,6 +167,11 @@ struct err_mgr {
 	struct jpeg_error_mgr pub;
 	jmp_buf jmp;
 	bool truncated;
+	/* the restart-interval path: every warning is an error, named by the
+	 * interval the decoder was in (the first one only) */
+	bool strict;
+	char warning[JMSG_LENGTH_MAX];
+	size_t warn_pos; /* offset of the decoder's input at that warning */
 };
 
 static void on_error_exit(j_common_ptr c)
@@ -164,10 +181,20 @@ static void on_error_exit(j_common_ptr c)
 
 static void on_message(j_common_ptr c, int level)
 {
+	struct err_mgr *e = (struct err_mgr *)c->err;
+	if (level >= 0)
+		return;
 	/* a warning: most are harmless (extraneous bytes), but data that ends
 	 * early is decoded as grey, which PIL refuses too */
-	if (level < 0 && (c->err->msg_code == JWRN_JPEG_EOF))
-		((struct err_mgr *)c->err)->truncated = true;
+	if (c->err->msg_code == JWRN_JPEG_EOF)
+		e->truncated = true;
+	if (e->strict && stk__jpeg_fast_padding(c))
+		return; /* the padding after an interval (jpeg_fast.c) */
+	if (e->strict && !e->warning[0]) {
+		j_decompress_ptr d = (j_decompress_ptr)c;
+		c->err->format_message(c, e->warning);
+		e->warn_pos = d->src ? (size_t)d->src->next_input_byte : 0;
+	}
 }
 
 static void no_output(j_common_ptr c)
@@ -193,9 +220,67 @@ static const char *format_name(const uint8_t *p, size_t len)
 	return NULL;
 }
 
-int stk__image_decode(const struct stk_image_opts *o, const uint8_t *src, size_t len,
-		      uint64_t sample_seed, void *out, char *err, size_t errlen)
+int stk__image_fast = 1;
+void (*stk__image_region_hook)(const uint8_t *rgb, int w, int h, double bx, double by);
+
+/* What both decoding paths produce: rows [y0, y1) and columns [cx, cx + cw)
+ * of the image scaled by 1/d, the columns widened to iMCU boundaries as
+ * jpeg_crop_scanline does (crop: it is called). */
+struct region {
+	int SW, SH;
+	double bx, by, bw, bh; /* the box, in scaled pixels */
+	int x0, x1, y0, y1;
+	bool crop;
+	JDIMENSION cx, cw;
+};
+
+static void plan(const struct stk_image_opts *o, const struct jpeg_decompress_struct *ci,
+		 const struct stk__box *box, struct region *g)
 {
+	int W = (int)ci->image_width, H = (int)ci->image_height;
+	g->SW = (int)ci->output_width;
+	g->SH = (int)ci->output_height;
+	double sx = (double)g->SW / W, sy = (double)g->SH / H;
+	g->bx = box->x * sx;
+	g->by = box->y * sy;
+	g->bw = box->w * sx;
+	g->bh = box->h * sy;
+	/* the rows and columns the filter reaches, plus a margin */
+	double fsx = g->bw / o->width > 1 ? g->bw / o->width : 1;
+	double fsy = g->bh / o->height > 1 ? g->bh / o->height : 1;
+	int mx = (int)ceil(fsx) + 1, my = (int)ceil(fsy) + 1;
+	int x0 = (int)floor(g->bx) - mx, x1 = (int)ceil(g->bx + g->bw) + mx;
+	int y0 = (int)floor(g->by) - my, y1 = (int)ceil(g->by + g->bh) + my;
+	x0 = x0 < 0 ? 0 : x0;
+	y0 = y0 < 0 ? 0 : y0;
+	x1 = x1 > g->SW ? g->SW : x1;
+	y1 = y1 > g->SH ? g->SH : y1;
+	g->x0 = x0;
+	g->x1 = x1;
+	g->y0 = y0;
+	g->y1 = y1;
+	g->crop = x1 - x0 < g->SW;
+	/* jpeg_crop_scanline's rule: the offset down to an iMCU column */
+	int align = STK__MIN_SCALED(ci) * (ci->num_components == 1 ? 1 : ci->max_h_samp_factor);
+	g->cx = g->crop ? (JDIMENSION)(x0 / align * align) : 0;
+	g->cw = g->crop ? (JDIMENSION)x1 - g->cx : (JDIMENSION)g->SW;
+}
+
+
+static void set_params(struct jpeg_decompress_struct *ci, bool cmyk, unsigned denom)
+{
+	ci->out_color_space = cmyk ? JCS_CMYK : JCS_RGB;
+	ci->scale_num = 1;
+	ci->scale_denom = denom;
+	ci->dct_method = JDCT_ISLOW;
+}
+
+int stk__image_decode_box(const struct stk_image_opts *o, const uint8_t *src, size_t len,
+			  const struct stk__box *boxp, uint64_t sample_seed, void *out, char *err,
+			  size_t errlen, struct stk__decode_info *info)
+{
+	if (info)
+		*info = (struct stk__decode_info){0};
 	if (!is_jpeg(src, len)) {
 		const char *f = format_name(src, len);
 		if (f)
@@ -206,17 +291,28 @@ int stk__image_decode(const struct stk_image_opts *o, const uint8_t *src, size_t
 	}
 	struct jpeg_decompress_struct ci;
 	struct err_mgr em;
+	struct stk__jpeg_fast fs = {0};
 	uint8_t *volatile region = NULL;
+	volatile bool fast = false;
 	volatile int rc = 0;
 	ci.err = jpeg_std_error(&em.pub);
 	em.pub.error_exit = on_error_exit;
 	em.pub.emit_message = on_message;
 	em.pub.output_message = no_output;
 	em.truncated = false;
+	em.strict = false;
+	em.warning[0] = 0;
 	if (setjmp(em.jmp)) {
-		char msg[JMSG_LENGTH_MAX];
+		char msg[JMSG_LENGTH_MAX], where[128];
 		em.pub.format_message((j_common_ptr)&ci, msg);
-		snprintf(err, errlen, "corrupt JPEG: %s", msg);
+		if (fast) {
+			stk__jpeg_fast_name(&fs, (size_t)(ci.src->next_input_byte - fs.buf), where,
+					    sizeof(where));
+			snprintf(err, errlen, "corrupt JPEG: %s: %s", where, msg);
+			stk__jpeg_fast_free(&fs);
+		} else {
+			snprintf(err, errlen, "corrupt JPEG: %s", msg);
+		}
 		jpeg_destroy_decompress(&ci);
 		free(region);
 		return STK_ECORRUPT;
@@ -233,60 +329,105 @@ int stk__image_decode(const struct stk_image_opts *o, const uint8_t *src, size_t
 	}
 	int W = (int)ci.image_width, H = (int)ci.image_height;
 	struct stk__box box;
-	stk__image_box(o, sample_seed, W, H, &box);
+	if (boxp)
+		box = *boxp;
+	else
+		stk__image_box(o, sample_seed, W, H, &box);
 
 	/* DCT scaling: the largest 1/d that keeps the box at least output-sized */
 	bool cmyk = ci.jpeg_color_space == JCS_CMYK || ci.jpeg_color_space == JCS_YCCK;
-	ci.out_color_space = cmyk ? JCS_CMYK : JCS_RGB;
-	ci.scale_num = 1;
-	ci.scale_denom = 1;
+	unsigned denom = 1;
 	for (unsigned d = 8; d > 1; d /= 2)
 		if (box.w / d >= o->width && box.h / d >= o->height) {
-			ci.scale_denom = d;
+			denom = d;
 			break;
 		}
-	ci.dct_method = JDCT_ISLOW;
-	jpeg_start_decompress(&ci);
-	int SW = (int)ci.output_width, SH = (int)ci.output_height;
-	double sx = (double)SW / W, sy = (double)SH / H;
-	double bx = box.x * sx, by = box.y * sy, bw = box.w * sx, bh = box.h * sy;
-	/* the rows and columns the filter reaches, plus a margin */
-	double fsx = bw / o->width > 1 ? bw / o->width : 1, fsy = bh / o->height > 1 ? bh / o->height : 1;
-	int mx = (int)ceil(fsx) + 1, my = (int)ceil(fsy) + 1;
-	int x0 = (int)floor(bx) - mx, x1 = (int)ceil(bx + bw) + mx;
-	int y0 = (int)floor(by) - my, y1 = (int)ceil(by + bh) + my;
-	x0 = x0 < 0 ? 0 : x0;
-	y0 = y0 < 0 ? 0 : y0;
-	x1 = x1 > SW ? SW : x1;
-	y1 = y1 > SH ? SH : y1;
-	JDIMENSION cx = 0, cw = (JDIMENSION)SW;
-	if (x1 - x0 < SW) {
-		cx = (JDIMENSION)x0;
-		cw = (JDIMENSION)(x1 - x0);
-		jpeg_crop_scanline(&ci, &cx, &cw); /* widens to iMCU boundaries */
-	}
-	int comps = ci.out_color_components;
-	size_t stride = (size_t)ci.output_width * (size_t)comps; /* after crop: cw columns */
-	int rows = y1 - y0;
-	region = malloc(stride * (size_t)rows + (size_t)cw * 3 * (size_t)rows);
-	if (!region) {
+	set_params(&ci, cmyk, denom);
+	jpeg_calc_output_dimensions(&ci);
+	struct region g;
+	plan(o, &ci, &box, &g);
+	size_t scan0 = (size_t)(ci.src->next_input_byte - src), total = len > scan0 ? len - scan0 : 1;
+	int frc = stk__image_fast ? stk__jpeg_fast_setup(&ci, src, len, g.y0, g.y1, g.crop, (int)g.cx,
+							g.x1, &fs)
+				  : 0;
+	if (frc < 0) {
 		jpeg_destroy_decompress(&ci);
 		snprintf(err, errlen, "out of memory decoding %dx%d", W, H);
 		return -ENOMEM;
 	}
-	if (y0 > 0)
-		jpeg_skip_scanlines(&ci, (JDIMENSION)y0);
-	while ((int)ci.output_scanline < y1) {
-		JSAMPROW row = region + stride * (ci.output_scanline - (JDIMENSION)y0);
+	const uint8_t *base = src; /* what the decoder reads */
+	int yoff = 0;
+	if (frc) { /* the sub-image's JPEG, read with the same settings */
+		fast = true;
+		em.strict = true;
+		yoff = fs.yoff;
+		total = stk__jpeg_rst_bytes(&fs.r, 0, fs.r.nint);
+		base = fs.buf;
+		jpeg_abort_decompress(&ci);
+		jpeg_mem_src(&ci, fs.buf, (unsigned long)fs.len);
+		jpeg_read_header(&ci, TRUE);
+		set_params(&ci, cmyk, denom);
+	}
+	struct stk__jpeg_hook hook;
+	if (fast)
+		stk__jpeg_hook_prepare(&ci, &hook);
+	jpeg_start_decompress(&ci);
+	if (fast)
+		stk__jpeg_hook_install(&ci, &hook);
+	JDIMENSION cx = g.cx, cw = g.cw;
+	if (g.crop && !fast) {
+		cx = (JDIMENSION)g.x0;
+		cw = (JDIMENSION)(g.x1 - g.x0);
+		jpeg_crop_scanline(&ci, &cx, &cw); /* widens to iMCU boundaries */
+	} else if (g.crop && cw < ci.output_width) { /* the same columns of the sub-image */
+		JDIMENSION want = g.cx - (JDIMENSION)fs.xoff, x = want, w = cw;
+		jpeg_crop_scanline(&ci, &x, &w);
+		if (x != want || w != cw) { /* never: plan() follows libjpeg's rule */
+			snprintf(err, errlen, "internal error: crop at %u+%u where %u+%u was planned", x,
+				 w, want, cw);
+			rc = -EINVAL;
+			goto done;
+		}
+	}
+	int comps = ci.out_color_components;
+	/* volatile: read after the jump target below (gcc -Wclobbered) */
+	volatile size_t stride = (size_t)ci.output_width * (size_t)comps; /* after crop: cw columns */
+	volatile int rows = g.y1 - g.y0;
+	region = malloc(stride * (size_t)rows + (size_t)cw * 3 * (size_t)rows);
+	if (!region) {
+		snprintf(err, errlen, "out of memory decoding %dx%d", W, H);
+		rc = -ENOMEM;
+		goto done;
+	}
+	if (g.y0 > yoff)
+		jpeg_skip_scanlines(&ci, (JDIMENSION)(g.y0 - yoff));
+	while ((int)ci.output_scanline < g.y1 - yoff) {
+		JSAMPROW row = region + stride * (ci.output_scanline - (JDIMENSION)(g.y0 - yoff));
 		jpeg_read_scanlines(&ci, &row, 1);
 	}
-	if (em.truncated) {
+	size_t pos = (size_t)(ci.src->next_input_byte - base);
+	if (fast && em.warning[0]) {
+		char where[128];
+		stk__jpeg_fast_name(&fs, em.warn_pos - (size_t)base, where, sizeof(where));
+		snprintf(err, errlen, "corrupt JPEG: %s: %s", where, em.warning);
+		rc = STK_ECORRUPT;
+	} else if (em.truncated) {
 		snprintf(err, errlen, "corrupt JPEG: data ends before the image does (truncated file)");
 		rc = STK_ECORRUPT;
 	}
+	if (info) {
+		uint64_t done_bytes = pos > scan0 ? pos - scan0 : 0;
+		if (fast)
+			done_bytes = stk__jpeg_fast_done(&fs, pos);
+		info->fast = fast;
+		info->entropy = total ? (double)done_bytes / (double)total : 1;
+		info->entropy = info->entropy > 1 ? 1 : info->entropy;
+	}
+done:
 	jpeg_abort_decompress(&ci);
 	bool adobe_inverted = ci.saw_Adobe_marker;
 	jpeg_destroy_decompress(&ci);
+	stk__jpeg_fast_free(&fs);
 	if (rc) {
 		free(region);
 		return rc;
@@ -308,11 +449,21 @@ int stk__image_decode(const struct stk_image_opts *o, const uint8_t *src, size_t
 			rgb[i * 3 + 2] = (uint8_t)(y * k / 255);
 		}
 	}
-	rc = stk__resample(o, rgb, (int)cw, rows, bx - (double)cx, by - (double)y0, bw, bh, box.flip, out);
+	if (stk__image_region_hook)
+		stk__image_region_hook(rgb, (int)cw, rows, g.bx - (double)cx, g.by - (double)g.y0);
+	rc = stk__resample(o, rgb, (int)cw, rows, g.bx - (double)cx, g.by - (double)g.y0, g.bw, g.bh,
+			   box.flip, out);
 	free(region);
 	if (rc)
 		snprintf(err, errlen, "out of memory resampling");
 	return rc;
+}
+
+int stk__image_decode(const struct stk_image_opts *o, const uint8_t *src, size_t len,
+		      uint64_t sample_seed, void *out, char *err, size_t errlen,
+		      struct stk__decode_info *info)
+{
+	return stk__image_decode_box(o, src, len, NULL, sample_seed, out, err, errlen, info);
 }
 
 /* --- public ---------------------------------------------------------------- */
@@ -361,5 +512,5 @@ int stk_image_decode(const struct stk_image_opts *opts, const void *data, size_t
 	if (rc)
 		return rc;
 	return stk__image_decode(&o, data, len, stk__sample_seed(seed, epoch, index), out, err,
-				 errlen);
+				 errlen, NULL);
 }

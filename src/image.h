@@ -26,9 +26,25 @@ uint64_t stk__sample_seed(uint64_t seed, uint64_t epoch, int64_t index);
 /* Draws the crop box for a W×H image. */
 void stk__image_box(const struct stk_image_opts *o, uint64_t sample_seed, int W, int H,
 		    struct stk__box *box);
-/* Decodes src into out (stk__image_bytes).  0, or <0 with the reason in err
- * (STK_ECORRUPT, STK_EFORMAT, STK_ETOOBIG, -ENOMEM). */
+/* How one sample was decoded. */
+struct stk__decode_info {
+	bool fast;      /* from the restart intervals covering the crop only */
+	double entropy; /* share of the file's entropy-coded bytes the decoder went through */
+};
+/* 0 disables the restart-interval path (tests compare the two) [1]. */
+extern int stk__image_fast;
+/* Tests: sees each decoded RGB region (w×h, the box's origin in it) before
+ * it is resampled [NULL]. */
+extern void (*stk__image_region_hook)(const uint8_t *rgb, int w, int h, double bx, double by);
+/* Decodes src into out (stk__image_bytes), with the crop box drawn from
+ * sample_seed.  0, or <0 with the reason in err (STK_ECORRUPT, STK_EFORMAT,
+ * STK_ETOOBIG, -ENOMEM).  info (may be NULL) says how. */
 int stk__image_decode(const struct stk_image_opts *o, const uint8_t *src, size_t len,
-		      uint64_t sample_seed, void *out, char *err, size_t errlen);
+		      uint64_t sample_seed, void *out, char *err, size_t errlen,
+		      struct stk__decode_info *info);
+/* The same with a given box (box NULL: drawn from sample_seed). */
+int stk__image_decode_box(const struct stk_image_opts *o, const uint8_t *src, size_t len,
+			  const struct stk__box *box, uint64_t sample_seed, void *out, char *err,
+			  size_t errlen, struct stk__decode_info *info);
 
 #endif

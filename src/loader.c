@@ -266,12 +266,18 @@ void *stk__loader_decode_main(void *arg)
 				       (size_t)x->idx * stk__image_bytes(&l->img);
 			pthread_mutex_unlock(&l->mu);
 			uint64_t t0 = stk__now_ns();
+			struct stk__decode_info info;
 			rc = stk__image_decode(&l->img, (uint8_t *)x->io.buf + x->skip, x->size, seed,
-					       out, why, sizeof(why));
+					       out, why, sizeof(why), &info);
 			uint64_t dt = stk__now_ns() - t0;
 			stk_hist_add(l->h_decode, dt);
 			pthread_mutex_lock(&l->mu);
 			l->decode_ns += dt;
+			if (!rc) {
+				l->decoded++;
+				l->decoded_fast += info.fast;
+				l->entropy_sum += info.entropy;
+			}
 		}
 		if (rc)
 			sample_error(l, s, x, rc, why);

@@ -29,6 +29,8 @@ struct stk__snap {
 	uint64_t t;
 	uint64_t samples, bytes, batches, errors;
 	uint64_t wait_ns, decode_ns, copy_ns;
+	uint64_t decoded, decoded_fast; /* image mode: samples decoded, by restart intervals */
+	double entropy_sum;       /* their shares of entropy-coded data decoded, summed */
 	double area;              /* in-flight reads × ns */
 	bool disk_ok;
 	struct stk_diskstat disk;
@@ -94,6 +96,8 @@ struct stk_loader {
 	uint32_t dq_head, dq_len, dq_cap;
 	struct stk_hist *h_decode;
 	uint64_t decode_ns;
+	uint64_t decoded, decoded_fast; /* samples decoded, and of those by restart intervals */
+	double entropy_sum;     /* their shares of entropy-coded data decoded, summed */
 
 	pthread_mutex_t mu;
 	pthread_cond_t cv;

@@ -134,6 +134,9 @@ int stk_loader_stats(const struct stk_loader *cl, struct stk_stats *out)
 	s.mb_per_s = wall > 0 ? (double)s.bytes / wall / 1e6 : 0;
 	s.decode_images_per_s_per_core =
 		s.decode_busy_s > 0 ? (double)s.samples / s.decode_busy_s : 0;
+	uint64_t decoded = now.decoded - m.decoded;
+	s.decode_fast_share = decoded ? (double)(now.decoded_fast - m.decoded_fast) / decoded : 0;
+	s.decode_entropy_share = decoded ? (now.entropy_sum - m.entropy_sum) / (double)decoded : 0;
 	s.wait_p50_ns = stk_hist_percentile(l->h_wait, 50);
 	s.wait_p99_ns = stk_hist_percentile(l->h_wait, 99);
 	s.wait_max_ns = stk_hist_max(l->h_wait);

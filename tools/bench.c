@@ -455,6 +455,9 @@ static void print_human(struct stk_loader *l, const struct bench_opts *o, const 
 	printf("  %-26s %14.0f", "samples/s", sps);
 	if (b)
 		printf(" %14.0f   %.2fx", bps, bps > 0 ? sps / bps : 0);
+	if (b && s->st.decode_threads) /* like with like: the baseline decodes on one thread */
+		printf(" (%u decode thread%s vs 1)", s->st.decode_threads,
+		       s->st.decode_threads == 1 ? "" : "s");
 	printf("\n  %-26s %14.1f", "MB/s", s->wall > 0 ? (double)s->bytes / s->wall / 1e6 : 0);
 	if (b)
 		printf(" %14.1f", b->wall > 0 ? (double)b->bytes / b->wall / 1e6 : 0);
@@ -489,7 +492,10 @@ static void print_human(struct stk_loader *l, const struct bench_opts *o, const 
 		       fmt_ns(t2, sizeof(t2), (double)s->st.decode_p99_ns));
 		if (b && b->decode_s > 0)
 			printf(" (baseline %.0f/s)", (double)b->samples / b->decode_s);
-		printf("\n");
+		printf("\n  restart intervals          %.1f %% of samples decoded from their crop's "
+		       "intervals only;\n                             %.1f %% of the entropy-coded data "
+		       "decoded per sample\n", 100 * s->st.decode_fast_share,
+		       100 * s->st.decode_entropy_share);
 	}
 	printf("  memory                     pool %s%s, RSS %.0f MB after epoch 1, %.0f MB at the end\n",
 	       fmt_bytes(t1, sizeof(t1), (double)s->st.pool_bytes),
@@ -795,6 +801,12 @@ int cmd_bench(int argc, char **argv)
 								  (json_int_t)s.st.decode_threads));
 			json_object_set_new(json_object_get(j, "stoker"), "decode_images_per_s_per_core",
 					    json_real(s.st.decode_images_per_s_per_core));
+			json_object_set_new(json_object_get(j, "stoker"), "decode_fast_share",
+					    json_real(s.st.decode_fast_share));
+			json_object_set_new(json_object_get(j, "stoker"), "decode_entropy_share",
+					    json_real(s.st.decode_entropy_share));
+			json_object_set_new(json_object_get(j, "image"), "baseline_decode_threads",
+					    json_integer(1));
 		}
 		json_t *st = json_object_get(j, "stoker");
 		json_object_set_new(st, "batch_wait_ns",

@@ -503,6 +503,12 @@ struct stk_stats {
 	double total_s;           /* since create */
 	uint64_t total_samples, total_bytes, total_batches, total_errors;
 	double total_wait_s;
+	/* image mode, over the samples decoded: the share decoded from only the
+	 * restart intervals their crop covers (JPEGs from stk_jpeg_transcode),
+	 * and the mean share of each file's entropy-coded data decoded (1 would
+	 * be every byte; the ordinary path stops below the crop's last row) */
+	double decode_fast_share;
+	double decode_entropy_share;
 };
 STK_API int stk_loader_stats(const struct stk_loader *loader, struct stk_stats *out);
 

@@ -231,6 +231,8 @@ class Stats(ctypes.Structure):
         ("total_batches", c_u64),
         ("total_errors", c_u64),
         ("total_wait_s", ctypes.c_double),
+        ("decode_fast_share", ctypes.c_double),     # restart-interval decodes
+        ("decode_entropy_share", ctypes.c_double),  # mean share of entropy data decoded
     ]
 
 
