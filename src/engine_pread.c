@@ -1,12 +1,11 @@
 /*
  * engine_pread.c — the fallback where io_uring is unavailable (seccomp,
  * kernel.io_uring_disabled): a pool of threads doing open/pread/close (or
- * pread/pwrite on an open descriptor), and the null engine for tests.
+ * pread/pwrite on an open descriptor).  The null engine is engine_null.c.
  *
  * Submitted ios go on one queue that the workers take from; finished ones on
  * a done list the I/O thread reaps.  The queue depth is the number of workers
- * busy at once.  The null engine completes reads without touching memory,
- * optionally after a fixed latency, to measure the pipeline's own overhead.
+ * busy at once.
  */
 #include "engine.h"
 
@@ -26,8 +25,6 @@ struct stk_eng {
 	bool direct;
 	pthread_t *threads;
 	unsigned nthreads;
-	/* null engine */
-	uint64_t latency_ns;
 };
 
 static void push(struct stk_io **head, struct stk_io **tail, struct stk_io *io)
@@ -136,7 +133,6 @@ static int common_init(struct stk_eng **out, const struct stk_engine_cfg *cfg)
 	pthread_condattr_destroy(&ca);
 	e->root_fd = cfg->root_fd;
 	e->direct = cfg->direct;
-	e->latency_ns = cfg->null_latency_ns;
 	*out = e;
 	return 0;
 }
@@ -205,54 +201,6 @@ const struct stk_engine_ops stk__engine_pread = {
 	.init = pool_init,
 	.submit = pool_submit,
 	.reap = pool_reap,
-	.wake = pool_wake,
-	.exit = pool_exit,
-};
-
-/* --- null: ios finish in submission order, each latency_ns after submit ---- */
-
-static int null_submit(struct stk_eng *e, struct stk_io **ios, unsigned n)
-{
-	pthread_mutex_lock(&e->mu);
-	uint64_t now = stk__now_ns();
-	for (unsigned i = 0; i < n; i++) {
-		ios[i]->res = (int64_t)ios[i]->len;
-		ios[i]->priv.t = now;
-		push(&e->todo_head, &e->todo_tail, ios[i]);
-	}
-	pthread_mutex_unlock(&e->mu);
-	return 0;
-}
-
-static int null_reap(struct stk_eng *e, struct stk_io **done, unsigned max, bool wait)
-{
-	unsigned n = 0;
-	pthread_mutex_lock(&e->mu);
-	for (;;) {
-		uint64_t now = stk__now_ns();
-		while (e->todo_head && n < max && e->todo_head->priv.t + e->latency_ns <= now)
-			done[n++] = pop(&e->todo_head, &e->todo_tail);
-		if (n || !wait || e->woken)
-			break;
-		if (!e->todo_head) {
-			pthread_cond_wait(&e->done_cv, &e->mu);
-			continue;
-		}
-		uint64_t due = e->todo_head->priv.t + e->latency_ns;
-		struct timespec ts = {.tv_sec = (time_t)(due / 1000000000ull),
-				      .tv_nsec = (long)(due % 1000000000ull)};
-		pthread_cond_timedwait(&e->done_cv, &e->mu, &ts);
-	}
-	e->woken = false;
-	pthread_mutex_unlock(&e->mu);
-	return (int)n;
-}
-
-const struct stk_engine_ops stk__engine_null = {
-	.name = "null",
-	.init = common_init,
-	.submit = null_submit,
-	.reap = null_reap,
 	.wake = pool_wake,
 	.exit = pool_exit,
 };
