@@ -12,11 +12,15 @@ memory, and each batch comes out as a uint8 (N, 3, size, size) tensor over that
 memory (on the GPU when there is one).  --loader torch is the usual
 alternative: torchvision's ImageFolder with the same transforms on PIL images,
 under a DataLoader with --workers worker processes.  Both print images/s and
-the time the training loop spent waiting for its next batch.  Runs on CUDA
-when present, else CPU.
+the time the training loop spent waiting for its next batch; with stoker,
+also the library's verdict on what holds the loop back (loader.diagnose(),
+and a log line every --report-every seconds).  --model picks the step's
+weight: "tiny" makes the loop input-bound on a CPU, "wide" compute-bound.
+Runs on CUDA when present, else CPU.
 """
 
 import argparse
+import logging
 import os
 import sys
 import time
@@ -50,14 +54,48 @@ class SmallCNN(nn.Module):
         return self.body(x)
 
 
-def stoker_batches(args, device):
+class TinyNet(nn.Module):
+    """Almost no compute: the input pipeline sets the pace."""
+
+    def __init__(self, classes):
+        super().__init__()
+        self.body = nn.Sequential(nn.AdaptiveAvgPool2d(4), nn.Flatten(), nn.Linear(48, classes))
+
+    def forward(self, x):
+        return self.body(x)
+
+
+class WideCNN(nn.Module):
+    """Much compute per image: the training step sets the pace."""
+
+    def __init__(self, classes):
+        super().__init__()
+        layers, c = [], 3
+        for width, stride in ((32, 1), (64, 2), (128, 2)):
+            layers += [nn.Conv2d(c, width, 3, stride=stride, padding=1), nn.BatchNorm2d(width),
+                       nn.ReLU(inplace=True)]
+            c = width
+        self.body = nn.Sequential(*layers, nn.AdaptiveAvgPool2d(1), nn.Flatten(),
+                                  nn.Linear(c, classes))
+
+    def forward(self, x):
+        return self.body(x)
+
+
+MODELS = {"tiny": TinyNet, "small": SmallCNN, "wide": WideCNN}
+
+
+def stoker_batches(args, device, out):
     """(images, labels) from stoker's image mode: uint8 (N, 3, size, size),
-    decoded and cropped in C, already on `device` when it is a GPU."""
+    decoded and cropped in C, already on `device` when it is a GPU.  out[0]
+    is the loader, for its verdict."""
     import stoker
     image = stoker.Image(size=args.size, crop="random_resized", flip=True,
                          decode_threads=args.workers)
     loader = stoker.Loader(args.data, args.batch_size, seed=args.seed, drop_last=True,
-                           image=image, device=device if device.type == "cuda" else None)
+                           image=image, device=device if device.type == "cuda" else None,
+                           report_every=args.report_every)
+    out.append(loader)
     print("stoker %s: %d samples, %d classes, engine %s, %d batches/epoch, %s" % (
         stoker.lib_version(), loader.num_samples, len(loader.classes), loader.engine,
         len(loader), image))
@@ -101,19 +139,31 @@ def main(argv=None):
     ap.add_argument("--workers", type=int, default=2,
                     help="decode threads (stoker; 0: CPUs - 1) or DataLoader worker processes "
                          "(torch)")
+    ap.add_argument("--model", choices=sorted(MODELS), default="small",
+                    help="tiny: input-bound on a CPU; wide: compute-bound")
+    ap.add_argument("--threads", type=int, default=0,
+                    help="torch's intra-op threads for the step (0: torch's default)")
+    ap.add_argument("--report-every", type=float, default=None,
+                    help="stoker: log the verdict every N seconds while training")
     ap.add_argument("--lr", type=float, default=0.05)
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args(argv)
 
     torch.manual_seed(args.seed)
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    if args.report_every:
+        logging.basicConfig(level=logging.INFO, format="%(message)s")
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
     _, classes = folder_samples(args.data)
-    model = SmallCNN(len(classes)).to(device)
+    model = MODELS[args.model](len(classes)).to(device)
     opt = torch.optim.SGD(model.parameters(), lr=args.lr, momentum=0.9)
     mean = torch.tensor([0.485, 0.456, 0.406], device=device).view(1, 3, 1, 1) * 255
     std = torch.tensor([0.229, 0.224, 0.225], device=device).view(1, 3, 1, 1) * 255
 
-    batches = stoker_batches(args, device) if args.loader == "stoker" else torch_batches(args)
+    made = []
+    batches = (stoker_batches(args, device, made) if args.loader == "stoker"
+               else torch_batches(args))
     wait = 0.0
     seen = correct = 0  # since the last report
     t0 = time.perf_counter()
@@ -143,6 +193,9 @@ def main(argv=None):
     n = args.steps * args.batch_size
     print("%s: %d steps, %.0f images/s, waiting for data %.2f s of %.2f s (%.0f%%)" % (
         args.loader, args.steps, n / el, wait, el, 100 * wait / el))
+    if made:  # the library's verdict over the training loop, in the loop
+        v = made[0].diagnose(window=0)
+        print("verdict: %s: %s; try: %s" % (v["kind"], v["evidence"], v["try"]))
     batches.close()
     return 0
 
