@@ -102,7 +102,7 @@ $(BUILD)/examples/%: examples/%.c $(BUILD)/libstoker.so
 
 # The main job: the loader over a generated default dataset (made once, cached).
 run: all
-	./$(BUILD)/stoker bench
+	STOKER_PYTHON=$(PYTHON) ./$(BUILD)/stoker bench --vs torch
 
 test: all
 	$(Q)PYTHON=$(PYTHON) sh mk/deps.sh test

@@ -57,6 +57,33 @@ echo "$err" | grep -q "$t/nope" || fail "missing path not named: $err"
 "$STOKER" bench data --rank 3 --world-size 2 2>/dev/null; [ $? = 2 ] || fail "bad rank not exit 2"
 "$STOKER" bench --help | grep -q "usage: stoker bench" || fail "--help"
 
+# --vs torch: PyTorch's DataLoader on the same samples, every worker count
+# tried, stoker's ratio to the best.  The DataLoader side is Python over this
+# build's library: a sanitizer build's library cannot be loaded into Python
+# without its runtime preloaded, so that build checks only the usage errors.
+"$STOKER" bench data --vs tensorflow 2>/dev/null; [ $? = 2 ] || fail "--vs other not exit 2"
+err=$(STOKER_PYTHON=/nonexistent/python3 "$STOKER" bench data -E 1 --no-baseline --vs torch 2>&1) ||
+	fail "--vs torch without an interpreter must still succeed: $err"
+echo "$err" | grep -q "DataLoader: not run: cannot start /nonexistent/python3" || fail "no-python: $err"
+case "${BUILD:-build}" in
+build)
+	out=$("$STOKER" bench data -b 8 -E 1 --no-baseline --vs torch --json) || fail "--vs torch exit $?"
+	echo "$out" > vt.json
+	/usr/bin/python3 - vt.json <<'PY' || fail "--vs torch JSON"
+import json, sys
+j = json.load(open(sys.argv[1]))
+vt = j["vs_torch"]
+ws = [r["workers"] for r in vt["runs"]]
+assert ws[:2] == [0, 1], ws
+assert all(r["samples"] > 0 and r["samples_per_s"] > 0 for r in vt["runs"]), vt
+assert vt["best"]["samples_per_s"] == max(r["samples_per_s"] for r in vt["runs"])
+assert abs(vt["ratio"] - j["stoker"]["samples_per_s"] / vt["best"]["samples_per_s"]) < 1e-6 * vt["ratio"]
+PY
+	out=$("$STOKER" bench data -b 8 -E 1 --no-baseline --vs torch --image --size 32) || fail "--vs torch --image"
+	echo "$out" | grep -q "stoker / best DataLoader" || fail "--vs torch human: $out"
+	;;
+esac
+
 # a sample removed after indexing: skipped and counted, or fatal under --on-error fail
 "$STOKER" bench data --no-baseline >/dev/null
 touch -r data/c0001 ref # keep the folder's mtime: the cached index still lists the file

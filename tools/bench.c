@@ -697,6 +697,9 @@ int cmd_bench(int argc, char **argv)
 		 "decode-threads, ...); a table and a plot"},
 		{"plot", 0, OPT_STR, &o.plot, NULL, 0, 0, NULL, "FILE",
 		 "--sweep: SVG chart file [stoker-sweep-KNOB.svg]"},
+		{"vs", 0, OPT_STR, &o.vs, NULL, 0, 0, NULL, "torch",
+		 "also PyTorch's DataLoader on the same samples at its best worker count "
+		 "(python3 -m stoker.vs_torch), and stoker's ratio to it"},
 		{"json", 'j', OPT_BOOL, &o.json, NULL, 0, 0, NULL, NULL, "print JSON"},
 		OPT_END,
 	};
@@ -720,6 +723,11 @@ int cmd_bench(int argc, char **argv)
 			fprintf(stderr, "stoker bench: --size: %s\n", why);
 			return EXIT_USAGE;
 		}
+	}
+	if (o.vs && strcmp(o.vs, "torch")) {
+		fprintf(stderr, "stoker bench: --vs: '%s' is not torch (the one comparison there is)\n",
+			o.vs);
+		return EXIT_USAGE;
 	}
 	struct stk_loader_opts lo;
 	struct stk_image_opts img;
@@ -781,6 +789,13 @@ int cmd_bench(int argc, char **argv)
 		set_cache(l, &o, order, norder, &cache);
 		rc = run_baseline(l, &o, order, norder, &b, o.image ? &effimg : NULL);
 	}
+	json_t *vt = NULL;
+	char vt_why[512] = "";
+	if (o.vs && rc == 0 && !interrupted) {
+		if (o.cache == CACHE_WARM)
+			set_cache(l, &o, order, norder, &cache);
+		vt = bench_vs_torch(&o, &eff, &effimg, s.samples, vt_why, sizeof(vt_why));
+	}
 	if (o.json) {
 		json_t *j = json_pack(
 			"{s:s,s:s,s:s,s:I,s:I,s:I,s:I,s:I,s:f,s:f,s:b,s:o}", "path", o.path, "engine",
@@ -824,6 +839,18 @@ int cmd_bench(int argc, char **argv)
 		json_object_set_new(st, "pinned", json_boolean(s.st.pinned));
 		json_object_set_new(st, "epochs", s.epochs ? s.epochs : json_array());
 		s.epochs = NULL;
+		if (vt) {
+			double bsps = json_real_value(
+				json_object_get(json_object_get(vt, "best"), "samples_per_s"));
+			json_object_set_new(vt, "ratio",
+					    json_real(bsps > 0 && s.wall > 0
+							      ? (double)s.samples / s.wall / bsps
+							      : 0));
+			json_object_set_new(j, "vs_torch", vt);
+			vt = NULL;
+		} else if (o.vs) {
+			json_object_set_new(j, "vs_torch", json_pack("{s:s}", "error", vt_why));
+		}
 		if (base) {
 			json_object_set_new(j, "baseline", run_json(&b));
 			double sps = s.wall > 0 ? (double)s.samples / s.wall : 0;
@@ -835,9 +862,14 @@ int cmd_bench(int argc, char **argv)
 		json_decref(j);
 	} else if (s.batches || rc == 0) {
 		print_human(l, &o, &s, base ? &b : NULL, cache, cached, create_s);
+		if (vt)
+			vs_torch_print(vt, s.wall > 0 ? (double)s.samples / s.wall : 0);
+		else if (o.vs)
+			printf("\n  vs PyTorch's DataLoader: not run: %s\n", vt_why);
 		verdict_print(&verdict);
 	}
 	json_decref(s.epochs);
+	json_decref(vt);
 	free(order);
 	stk_loader_destroy(l);
 	if (interrupted) {

@@ -17,7 +17,7 @@ struct bench_opts {
 	double compute_ms, seconds;
 	int cache; /* CACHE_* */
 	bool image, cold, json, no_baseline;
-	const char *sweep, *plot, *size;
+	const char *sweep, *plot, *size, *vs;
 };
 
 enum { CACHE_WARM, CACHE_COLD, CACHE_AS_IS };
@@ -35,6 +35,14 @@ struct run {
 json_t *verdict_json(const struct stk_verdict *v);
 /* The verdict's human lines: the device behind PATH, then verdict and try. */
 void verdict_print(const struct stk_verdict *v);
+
+/* --vs torch: PyTorch's DataLoader over the same samples (python3 -m
+ * stoker.vs_torch) at each worker count: its JSON, or NULL with the reason
+ * in why (no interpreter, torch not importable, ...). */
+json_t *bench_vs_torch(const struct bench_opts *o, const struct stk_loader_opts *lo,
+		       const struct stk_image_opts *img, uint64_t samples, char *why, size_t len);
+/* Its lines in bench's human report, with stoker's ratio to the best. */
+void vs_torch_print(const json_t *vt, double stoker_sps);
 
 /* Writes an SVG line chart of ys against xs (labels as given). 0 or -errno. */
 int write_svg(const char *file, const char *title, const char *xlabel, const char *ylabel,
