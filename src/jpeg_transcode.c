@@ -27,8 +27,10 @@
 
 /* Intervals about this many pixels wide: narrow enough that a crop decodes
  * little beside itself, wide enough that the markers and the DC values they
- * restart cost ~1 % of the file. */
-uint32_t stk__jpeg_target_px = 64;
+ * restart cost ~1 % of the file and the first MCU of each interval, which
+ * libjpeg decodes in its slow path, stays a small share (docs/BENCHMARKS.md:
+ * 32 beat 16 and 64 by callgrind's count on the default dataset). */
+uint32_t stk__jpeg_target_px = 32;
 #define TARGET_PX stk__jpeg_target_px
 
 struct err_mgr {

@@ -119,12 +119,14 @@ static void assert_same_coefficients(const uint8_t *a, size_t alen, const uint8_
 static void test_interval_choice(void **state)
 {
 	(void)state;
-	/* ~64 pixels when a divisor allows it, else a row */
-	assert_int_equal(stk__jpeg_interval(32, 16), 4);
-	assert_int_equal(stk__jpeg_interval(63, 8), 9);
-	assert_int_equal(stk__jpeg_interval(30, 16), 5);
-	assert_int_equal(stk__jpeg_interval(31, 16), 31);
-	assert_int_equal(stk__jpeg_interval(2, 16), 2);
+	/* ~32 pixels (16-64) when a divisor allows it, else a row */
+	assert_int_equal(stk__jpeg_interval(32, 16), 2);
+	assert_int_equal(stk__jpeg_interval(63, 8), 3);
+	assert_int_equal(stk__jpeg_interval(30, 16), 2);
+	assert_int_equal(stk__jpeg_interval(31, 16), 1);
+	assert_int_equal(stk__jpeg_interval(65, 8), 5);
+	assert_int_equal(stk__jpeg_interval(67, 8), 67);
+	assert_int_equal(stk__jpeg_interval(2, 16), 1);
 	assert_int_equal(stk__jpeg_interval(1, 16), 1);
 	for (uint32_t m = 1; m < 600; m++)
 		assert_int_equal(m % stk__jpeg_interval(m, 16), 0);
