@@ -95,6 +95,13 @@ $(BUILD)/tests/%: tests/%.c $(BUILD)/libstoker.a tests/testutil.h
 	$(Q)$(CC) $(ALL_CFLAGS) -Isrc -o $@ $< $(BUILD)/libstoker.a $(LDFLAGS_ALL) \
 		$(shell $(PKG_CONFIG) --libs cmocka 2>/dev/null) $(LIBS)
 
+# A stand-in CUDA runtime for test_pin (the real one's failures on demand),
+# and for the carried GPU build (bench/gpu_prepare.sh).
+$(BUILD)/tests/stub/libcudart.so.12: tests/stub_cudart.c
+	@mkdir -p $(@D)
+	$(Q)$(CC) -shared -fPIC -O1 -o $@ $< -Wl,-soname,libcudart.so.12
+$(BUILD)/tests/test_pin: $(BUILD)/tests/stub/libcudart.so.12
+
 $(BUILD)/examples/%: examples/%.c $(BUILD)/libstoker.so
 	@mkdir -p $(@D)
 	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $< -L$(BUILD) -l:libstoker.so -Wl,-rpath,'$$ORIGIN/..' \

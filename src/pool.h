@@ -11,6 +11,9 @@ struct stk_pool {
 	uint32_t nslots;
 	bool pinned;
 	void *cuda; /* dlopen handle of the CUDA runtime when pinned */
+	int pin_rc; /* why not pinned: 0 (pinned or not asked), -ENOENT no runtime,
+		       -ENODEV no device or driver, -ENOMEM/-EIO registration refused */
+	char pin_why[256]; /* the same in words, for a notice */
 };
 
 /* Maps nslots × slot_bytes (rounded up to pages); pins it when asked and the

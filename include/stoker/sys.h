@@ -261,6 +261,17 @@ STK_API int stk_sys_io_uring_probe(char *why, size_t len);
  * -errno when the probe could not run; why (may be NULL) says what was done. */
 STK_API int stk_sys_direct_probe(const char *dir, const char *file, char *why, size_t len);
 
+/* Whether a pool of `bytes` can be pinned for GPU copies here, as the loader
+ * pins its slots: the CUDA runtime loaded with dlopen ($STOKER_CUDART, a
+ * path, first; then one the process already loaded, e.g. PyTorch's; then
+ * libcudart.so.12 and the like), a device counted, cudaHostRegister of a
+ * scratch mapping of that size, undone at once.  0 when it works, else
+ * -ENOENT (no runtime), -ENODEV (the runtime finds no driver or device, or
+ * fails to start: its error), -ENOMEM or -EIO (the registration refused,
+ * with RLIMIT_MEMLOCK named when limited); why (may be NULL) says which.
+ * A failure leaves no pending error in the runtime. */
+STK_API int stk_sys_pin_probe(uint64_t bytes, char *why, size_t len);
+
 /* NVIDIA GPUs through NVML (libnvidia-ml.so.1, opened with dlopen at the call:
  * never needed to build or run).  Fills out[0..max) (stride out[0].size) and
  * returns the count, or -ENOENT when the library cannot be loaded, or

@@ -18,15 +18,15 @@ else the system's libstoker; it must be this package's version.
 """
 
 from . import _lib
-from .errors import Error, NoSlotError, OptionError
+from .errors import DeviceError, Error, NoSlotError, OptionError
 from .batch import Batch, ImageBatch
 from .image import IMAGENET_MEAN, IMAGENET_STD, Image
 from .loader import Loader
 from .jpeg import restart_info, transcode_jpeg
 
 __all__ = ["Loader", "Batch", "Image", "ImageBatch", "Error", "NoSlotError", "OptionError",
-           "IMAGENET_MEAN", "IMAGENET_STD", "version", "lib_version", "lib_path", "transcode_jpeg",
-           "restart_info"]
+           "DeviceError", "IMAGENET_MEAN", "IMAGENET_STD", "version", "lib_version", "lib_path",
+           "transcode_jpeg", "restart_info"]
 
 # The version this package was made for: include/stoker/stoker.h's, one owner.
 __version__ = _lib.PACKAGE_VERSION or _lib.version()

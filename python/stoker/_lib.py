@@ -346,6 +346,8 @@ stk_loader_engine = _proto("stk_loader_engine", ctypes.c_char_p, _vp)
 stk_loader_stats = _proto("stk_loader_stats", ctypes.c_int, _vp, ctypes.POINTER(Stats))
 stk_loader_options = _proto("stk_loader_options", ctypes.c_int, _vp, ctypes.POINTER(LoaderOpts),
                             ctypes.POINTER(ImageOpts))
+stk_sys_pin_probe = _proto("stk_sys_pin_probe", ctypes.c_int, c_u64, ctypes.c_char_p,
+                           ctypes.c_size_t)
 stk_loader_diagnose = _proto("stk_loader_diagnose", ctypes.c_int, _vp, ctypes.c_double,
                              ctypes.POINTER(Verdict))
 stk_loader_add_time = _proto("stk_loader_add_time", None, _vp, ctypes.c_int, c_u64)
@@ -584,3 +586,11 @@ def option_text(row, value):
     if row.choices and t in (OPT_U32, OPT_U64):
         kind += " or %r" % row.choices[0]
     raise TypeError("%s must be %s, not %r" % (row.name, kind, value))
+
+
+def pin_probe(nbytes):
+    """(rc, why): whether nbytes can be pinned for GPU copies here, as the
+    loader pins its slots (stk_sys_pin_probe): 0, or -errno and the reason."""
+    buf = ctypes.create_string_buffer(256)
+    rc = stk_sys_pin_probe(int(nbytes), buf, len(buf))
+    return rc, buf.value.decode("utf-8", "replace")

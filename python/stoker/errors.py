@@ -52,6 +52,12 @@ class OptionError(Error, ValueError):
     stoker.Error."""
 
 
+class DeviceError(Error, ValueError):
+    """device="cuda" where no GPU can be used: the message names the cause
+    (a PyTorch built without CUDA, no driver, no device, a runtime that does
+    not start), as PyTorch and libstoker see it.  A ValueError too."""
+
+
 def option_error(code, detail):
     """The exception for an option the library refused: its message names the
     option as the option table and the keyword arguments do, with the range."""

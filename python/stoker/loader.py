@@ -23,6 +23,7 @@ import operator
 import os
 import sys
 import time
+import warnings
 
 import numpy as np
 import torch
@@ -30,7 +31,7 @@ import torch
 from . import _lib, _resume
 from ._slots import _Core, _Lease, _SlotViews, _closed_message
 from .batch import Batch, ImageBatch
-from .errors import error_from, option_error
+from .errors import DeviceError, error_from, option_error
 from .image import Image
 
 _LOADER_ROWS = {n: r for n, r in _lib.OPTIONS.items() if r.group == _lib.OPT_LOADER}
@@ -43,6 +44,29 @@ _now_ns = time.monotonic_ns
 _log = logging.getLogger("stoker")
 
 _STATS_FIELDS = [name for name, _ in _lib.Stats._fields_ if name != "size"]
+
+
+def _cuda_unusable():
+    """None when PyTorch can use a GPU here; else why not, in words: PyTorch's
+    reason, and what libstoker finds of the CUDA runtime."""
+    if torch.cuda.is_available():
+        return None
+    if torch.version.cuda is None:
+        why = "this PyTorch (%s) is built without CUDA" % torch.__version__
+    else:
+        why = None
+        try:
+            torch.cuda.init()  # raises with the runtime's own reason
+        except Exception as e:  # RuntimeError, AssertionError: whatever this torch raises
+            why = (str(e).strip().splitlines() or [type(e).__name__])[0]
+        if not why:
+            vis = os.environ.get("CUDA_VISIBLE_DEVICES")
+            why = "no CUDA device visible" + ("" if vis is None else
+                                              " (CUDA_VISIBLE_DEVICES=%r)" % vis)
+    rc, lib_why = _lib.pin_probe(4096)
+    if rc < 0:
+        why += "; libstoker: " + lib_why
+    return why
 
 
 class _EpochIter:
@@ -102,7 +126,11 @@ class Loader:
         device: None or "cpu" (batches stay in pinned host memory), or a CUDA
             device: data (or images) and labels are copied there with
             non_blocking=True on a side stream that the current stream waits
-            on.
+            on.  Where no GPU can be used, stoker.DeviceError (a stoker.Error
+            and a ValueError) names the cause.  Slots that cannot be pinned
+            (no CUDA runtime, registration refused: RLIMIT_MEMLOCK...) are
+            said once, in a RuntimeWarning with the reason; copies then go
+            through pageable memory.
         copy_free: release each batch's slot when the next batch is asked for,
             even if tensors from it are still referenced: fastest, but then
             tensors from earlier batches must not be used.
@@ -147,8 +175,9 @@ class Loader:
         if device is not None:
             dev = torch.device(device)
             if dev.type == "cuda":
-                if not torch.cuda.is_available():
-                    raise ValueError("device=%r but torch.cuda.is_available() is False" % (device,))
+                why = _cuda_unusable()
+                if why:
+                    raise DeviceError(-errno.ENODEV, "device=%r: no usable GPU: %s" % (device, why))
                 if dev.index is None:
                     dev = torch.device("cuda", torch.cuda.current_device())
                 # Load the CUDA runtime and create the context first, so that the
@@ -202,10 +231,32 @@ class Loader:
         self._prev = None          # copy_free: the lease to release on the next batch
         self._pending_copies = collections.deque()  # (event, host batch) while copying
         self._stream = torch.cuda.Stream(self._device) if self._device is not None else None
+        self._say_unpinned()
         self._pos = (0, 0)         # where the C loader was last started
         self._fresh = True         # no iteration since that start
         self._want = None          # (epoch, batch) to start at on the next iter()
         self._iter_gen = 0
+
+    def _say_unpinned(self):
+        """Once, at create: the slots are not pinned although pinning was asked
+        for, and copies to a GPU will be slower for it.  Said whatever the
+        reason with device="cuda"; without a device only when a GPU is there
+        and the registration was refused (a CPU machine has no GPU to pin for)."""
+        opts = self.options
+        if opts.get("pin") != "true" or opts.get("quiet") == "true":
+            return
+        st = _lib.Stats(size=ctypes.sizeof(_lib.Stats))
+        if _lib.stk_loader_stats(self._core.h, ctypes.byref(st)) < 0 or st.pinned:
+            return
+        rc, why = _lib.pin_probe(st.pool_bytes)
+        if rc == 0:
+            why = "the CUDA runtime was not usable when the loader was created"
+        if self._device is None and rc not in (-errno.ENOMEM, -errno.EIO):
+            return
+        to = "to %s" % self._device if self._device is not None else "to a GPU"
+        warnings.warn("stoker: the batch slots (%.1f MB) are not pinned: %s; copies %s go "
+                      "through pageable memory (slower, and not overlapped with compute)"
+                      % (st.pool_bytes / 1e6, why, to), RuntimeWarning, stacklevel=3)
 
     @property
     def options(self):
