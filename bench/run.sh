@@ -15,4 +15,6 @@ run "$PYTHON" bench/shards_bench.py
 run sh bench/index_bench.sh
 run sh bench/disk_vs_fio.sh "${BENCH_DIR:-/tmp}"
 run sh bench/iostat_vs_sysstat.sh
+run sh bench/gen_bench.sh
+run sh bench/gpu_check.sh   # says so and exits 0 without a GPU
 exit $rc
