@@ -14,8 +14,10 @@
  * LIST.stoker-index), else in the user's cache folder.  The cache is one file
  * mapped read-only; it is reused while every indexed folder's mtime (and, for
  * a list, the list's mtime and size) is unchanged: adding, removing or
- * renaming a file changes its folder's mtime.  Rewriting a file in place with a new size is not noticed until then;
- * the read of a shrunken file fails as a short read naming the file.
+ * renaming a file changes its folder's mtime.  A file rewritten in place with
+ * a new size is caught by its read (the loader asks for one byte past the
+ * indexed size): STK_ESHORT or STK_EGREW naming the file, and the loader
+ * removes the cache file so that the next create indexes it again.
  */
 #include "internal.h"
 #include "dataset.h"

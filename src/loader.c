@@ -47,13 +47,18 @@ void stk__loader_notice(const struct stk_loader *l, const char *fmt, ...)
 	va_end(ap);
 }
 
-/* Room a sample takes in a slot: under O_DIRECT its read is rounded to the
- * block size at both ends (a tar member may start anywhere in a block). */
+/* Room a sample takes in a slot, which is what its read asks for.  A sample
+ * that is a whole file asks for one byte past its indexed size: a file that
+ * grew since indexing (rewritten in place, its folder's mtime unchanged)
+ * shows as a read longer than the index says, not as a silent prefix.
+ * Under O_DIRECT the read is rounded to the block size at both ends (a tar
+ * member may start anywhere in a block). */
 uint64_t stk__loader_read_len(const struct stk_loader *l, uint64_t size)
 {
+	uint64_t probe = l->ds->shards ? 0 : 1;
 	if (!l->direct)
-		return size;
-	return STK_ALIGN_UP(size + (l->ds->shards ? STK_DIRECT_ALIGN - 1 : 0), STK_DIRECT_ALIGN);
+		return size + probe;
+	return STK_ALIGN_UP(size + (l->ds->shards ? STK_DIRECT_ALIGN - 1 : probe), STK_DIRECT_ALIGN);
 }
 
 /* Shards: submit a batch's reads in file and offset order, so the device
@@ -147,10 +152,21 @@ static void sample_error(struct stk_loader *l, struct slot *s, struct sio *x, in
 	if (s->gen != l->gen)
 		return; /* from before a restart: nobody will see it */
 	s->nerr++;
+	if ((rc == STK_ESHORT || rc == STK_EGREW) && !l->index_dropped) {
+		/* the index no longer matches the data: the next create must not
+		 * reuse it (the folder's mtime did not change) */
+		l->index_dropped = true;
+		if (l->ds->cache_path)
+			unlink(l->ds->cache_path);
+	}
 	if (why)
 		stk__loader_detail(l, "%s%s%s: %s", root, sep, io->path, why);
 	else if (rc == STK_ESHORT)
 		stk__loader_detail(l, "%s%s%s: short read: indexed %llu bytes, the file has fewer",
+				   root, sep, io->path, (unsigned long long)x->size);
+	else if (rc == STK_EGREW)
+		stk__loader_detail(l, "%s%s%s: the file is larger than the %llu bytes indexed (changed "
+				   "in place since); the index is built again at the next create",
 				   root, sep, io->path, (unsigned long long)x->size);
 	else if (rc == STK_ETOOBIG)
 		stk__loader_detail(l, "%s%s%s: %llu bytes do not fit in what is left of the batch slot "
@@ -194,7 +210,7 @@ static void claim(struct stk_loader *l, struct ring *r, struct slot *s, int64_t 
 					 .len = stk__loader_read_len(l, e->size), .offset = e->offset,
 					 .buf_index = (int)si},
 				  .size = e->size, .slot = si, .idx = i};
-		if (l->direct) {
+		if (l->direct && l->ds->shards) {
 			io->offset = e->offset & ~(uint64_t)(STK_DIRECT_ALIGN - 1);
 			x->skip = (uint32_t)(e->offset - io->offset);
 			io->len = STK_ALIGN_UP(x->skip + e->size, STK_DIRECT_ALIGN);
@@ -206,7 +222,7 @@ static void claim(struct stk_loader *l, struct ring *r, struct slot *s, int64_t 
 		}
 		io->buf = base + off;
 		s->offsets[i] = off + x->skip;
-		off += l->direct ? io->len : e->size;
+		off += io->len;
 		r->queue[(r->qhead + r->qlen++) % r->qcap] = x;
 		queued++;
 	}
@@ -232,6 +248,11 @@ static void complete(struct stk_loader *l, struct sio *x, uint64_t now)
 	stk_hist_add(l->h_read, now - x->t_submit);
 	if (io->res >= 0 && (uint64_t)io->res < x->skip + x->size)
 		io->res = STK_ESHORT;
+	else if (io->res >= 0 && (uint64_t)io->res > x->size && !l->ds->shards &&
+		 l->ops != &stk__engine_null) /* null "reads" whatever it is asked */
+		io->res = STK_EGREW; /* the byte past the indexed size was there */
+	else if (io->res >= 0 && !l->ds->shards && !l->direct)
+		((uint8_t *)io->buf)[x->size] = 0; /* the probe's byte: not left as it was */
 	if (io->res < 0)
 		sample_error(l, s, x, (int)io->res, NULL);
 	else if (l->image && s->gen == l->gen) {

@@ -118,6 +118,7 @@ struct stk_loader {
 	 * reset or a restart never drops the count of a batch the consumer gets */
 	_Atomic uint64_t samples, bytes, batches, errors;
 	uint64_t index_errors;  /* left out of the index by the error policy: kept by resets */
+	bool index_dropped;     /* a file changed size: its cache file was removed */
 	_Atomic uint32_t inflight, inflight_max;
 	uint64_t t_create, wait_ns;
 	_Atomic uint64_t copy_ns; /* the consumer waiting on device copies (bindings) */

@@ -270,6 +270,60 @@ static void test_dangling_symlink(void **state)
 	drop_dataset(d);
 }
 
+/* Class 2: a file rewritten in place after indexing, larger (its folder's
+ * mtime unchanged, so the cached index is used), is never served as a
+ * prefix of its new content: STK_EGREW by the policy, named, counted, and
+ * the cache file is dropped, so the next create indexes it again and serves
+ * it whole. */
+static void test_file_grew(void **state)
+{
+	(void)state;
+	static const struct {
+		enum stk_engine engine;
+		uint32_t flags;
+	} cases[] = {{STK_ENGINE_AUTO, 0}, {STK_ENGINE_PREAD, 0}, {STK_ENGINE_AUTO, STK_F_DIRECT},
+		     {STK_ENGINE_PREAD, STK_F_DIRECT}};
+	for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+		for (int policy = STK_ON_ERROR_SKIP; policy <= STK_ON_ERROR_FAIL; policy++) {
+			char *d = make_dataset();
+			struct stk_loader_opts o = {.path = d, .batch_size = 8, .on_error = policy,
+						    .engine = cases[c].engine, .flags = cases[c].flags};
+			stk_loader_destroy(make(o)); /* indexed and cached */
+			char victim[PATH_MAX], cache[PATH_MAX];
+			snprintf(victim, sizeof(victim), "%s/c2/007.jpg", d);
+			snprintf(cache, sizeof(cache), "%s/.stoker-index", d);
+			uint8_t buf[MAXLEN + 4096];
+			size_t len = fill(buf, 2, 7);
+			size_t more = c % 2 ? 1 : 4096 - len % 4096; /* one byte; up to a block edge */
+			memset(buf + len, 0xab, more);
+			tu_write(victim, buf, len + more);
+			struct stk_loader *l = make(o);
+			struct epoch e = run_epoch(l);
+			assert_int_equal(e.wrong, 0);
+			if (policy == STK_ON_ERROR_SKIP) {
+				assert_int_equal(e.rc, 0);
+				assert_int_equal(e.samples, N - 1);
+				assert_int_equal(e.errors, 1);
+			} else {
+				assert_int_equal(e.rc, STK_EGREW);
+			}
+			assert_non_null(strstr(stk_last_error(l), "c2/007.jpg"));
+			assert_non_null(strstr(stk_last_error(l), "larger"));
+			stk_loader_destroy(l);
+			struct stat st;
+			assert_int_equal(stat(cache, &st), -1); /* dropped: not trusted again */
+			l = make(o);
+			e = run_epoch(l);
+			assert_int_equal(e.rc, 0);
+			assert_int_equal(e.wrong, 0);
+			assert_int_equal(e.samples, N);
+			assert_int_equal(e.errors, 0);
+			stk_loader_destroy(l);
+			drop_dataset(d);
+		}
+	}
+}
+
 /* Tar shards of dataset d's files (key c<c>_<i>, label c), `per` samples
  * each, written with Python's tarfile; returns the folder (free it). */
 static char *make_shards(const char *d, int per)
@@ -408,12 +462,13 @@ static void test_refused_options(void **state)
 			}
 	char want[64];
 	snprintf(want, sizeof(want), "c%d/%03d.jpg", bc, bi);
-	assert_int_equal(try_make(&l, (struct stk_loader_opts){.path = d, .slot_bytes = biggest - 1},
+	/* a whole file's read asks for one byte more (the growth probe) */
+	assert_int_equal(try_make(&l, (struct stk_loader_opts){.path = d, .slot_bytes = biggest},
 				  err, sizeof(err)), -ERANGE);
 	assert_null(l);
 	assert_non_null(strstr(err, "slot_bytes"));
 	assert_non_null(strstr(err, want));
-	l = make((struct stk_loader_opts){.path = d, .slot_bytes = biggest});
+	l = make((struct stk_loader_opts){.path = d, .slot_bytes = biggest + 1});
 	stk_loader_destroy(l);
 	static const struct {
 		struct stk_loader_opts o;
@@ -438,6 +493,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_index_cache_integrity),
 		cmocka_unit_test(test_dangling_symlink),
+		cmocka_unit_test(test_file_grew),
 		cmocka_unit_test(test_damaged_shard_remembered),
 		cmocka_unit_test(test_reset_keeps_errors),
 		cmocka_unit_test(test_refused_options),

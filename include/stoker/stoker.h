@@ -42,7 +42,8 @@ STK_API const char *stk_version(void);
 	X(EMPTY, -1004, "the dataset has no samples")                          \
 	X(FORMAT, -1005, "unsupported format")                                 \
 	X(TOOBIG, -1006, "sample larger than the batch slot")                  \
-	X(NOSLOT, -1007, "every batch slot is held by the consumer")
+	X(NOSLOT, -1007, "every batch slot is held by the consumer")           \
+	X(GREW, -1008, "the file is larger than when indexed")
 
 enum stk_err {
 #define STK__ERR_ENUM(name, value, msg) STK_E##name = (value),

@@ -14,8 +14,10 @@ class Batch(collections.namedtuple("Batch", "data offsets sizes labels indices")
         offsets: int64, count + 1 entries; sample i starts at offsets[i];
                  offsets[count] == len(data);
         sizes:   int64, count entries; sample i is data[offsets[i] :
-                 offsets[i] + sizes[i]] (with direct=True samples are padded to
-                 4 KiB, so offsets[i + 1] - offsets[i] can exceed sizes[i]);
+                 offsets[i] + sizes[i]] (offsets[i + 1] - offsets[i] can
+                 exceed sizes[i]: a whole file is read with one byte more, to
+                 catch a file that grew since indexing, and with direct=True
+                 samples are padded to 4 KiB);
         labels:  int64, count entries (-1 for unlabelled samples); on `device`
                  when one was given;
         indices: int64, count entries: each sample's index in the dataset
