@@ -203,7 +203,8 @@ def part_tests(ctx, r):
 def make_data(ctx):
     """The generated dataset, once (stoker gen: ~300 images a second a core)."""
     a = ctx.a
-    d = a.data or os.path.join(a.out, "data-%d" % a.images)
+    # not under OUT: a device run brings OUT back, and the dataset is ~1 GB
+    d = a.data or os.path.join(ROOT, "build", "gpu-check-data-%d" % a.images)
     if os.path.isdir(d) and os.listdir(d):
         return d
     j = subprocess.run([os.environ.get("STOKER", "stoker"), "gen", d + ".partial", "--images",
@@ -524,7 +525,8 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--mode", choices=("gpu", "cpu"), default="gpu")
     ap.add_argument("--out", default=os.path.join(ROOT, "build", "gpu-check"))
-    ap.add_argument("--data", help="an ImageFolder to use (else generated under OUT)")
+    ap.add_argument("--data", help="the ImageFolder to use, generated there when missing "
+                    "(default: build/gpu-check-data-IMAGES)")
     ap.add_argument("--images", type=int, default=None)
     ap.add_argument("--classes", type=int, default=None)
     ap.add_argument("--budget", type=float, default=None, help="seconds for the lot")

@@ -13,8 +13,9 @@
 # binaries, libstoker, the shared libraries they link, the Python package; set
 # CARRY to another folder), else the tree's build/.  PYTHON: the interpreter
 # with PyTorch (default: the first python3 whose torch sees CUDA, in GPU mode).
-# BUDGET: seconds for the checks (default 320).  Exit 1 when a check failed or
-# missed its target.
+# BUDGET: seconds for the checks (default 320).  DATA: the generated dataset's
+# folder (default build/gpu-check-data-N; not under OUT, which stays small).
+# Exit 1 when a check failed or missed its target.
 set -u
 root=$(cd "$(dirname "$0")/.." && pwd)
 mode=gpu
@@ -78,4 +79,4 @@ fi
 budget=${BUDGET:-}
 limit=$(( ${budget:-320} + 40 ))
 exec timeout -k 10 "$limit" "$PYTHON" "$root/bench/gpu_check.py" --mode "$mode" --out "$out" \
-	${budget:+--budget "$budget"}
+	${budget:+--budget "$budget"} ${DATA:+--data "$DATA"}

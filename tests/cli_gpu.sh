@@ -71,10 +71,12 @@ else
 fi
 
 # --- 3. the check's training loop, on the CPU ----------------------------------------
-PYTHON=$PY CARRY="$c" sh "$root/bench/gpu_check.sh" --cpu-smoke "$tmp/smoke" >"$tmp/out" 2>&1 ||
+PYTHON=$PY CARRY="$c" DATA="$tmp/data" sh "$root/bench/gpu_check.sh" --cpu-smoke "$tmp/smoke" >"$tmp/out" 2>&1 ||
 	fail "--cpu-smoke: exit $?"
 grep -q 'stoker / DataLoader: ' "$tmp/smoke/gpu_check.txt" || fail "--cpu-smoke: no table"
-"$PY" - "$tmp/smoke/gpu_check.json" <<'PYEOF' || fail "--cpu-smoke: the JSON"
+[ "$(ls "$tmp/smoke")" = "$(printf 'gpu_check.json\ngpu_check.txt')" ] ||
+	fail "--cpu-smoke wrote more than its results into OUT: $(ls "$tmp/smoke")"
+"$PY" - "$tmp/smoke/gpu_check.json" "$tmp/data" <<'PYEOF' || fail "--cpu-smoke: the JSON"
 import json, math, sys
 j = json.load(open(sys.argv[1]))
 assert j["mode"] == "cpu", j
@@ -89,6 +91,6 @@ assert f["stoker"][0]["verdict"]["kind"] in ("consumer-bound", "storage-bound", 
     "io-thread-bound", "configuration", "gpu-copy-bound", "unknown"), f["stoker"][0]
 assert [x["workers"] for x in f["dataloader_sweep"]] == [0, 2], f["dataloader_sweep"]
 assert f["ratio"] > 0
-assert j["dataset"]["images"] == 96
+assert j["dataset"]["images"] == 96 and j["dataset"]["dir"] == sys.argv[2], j["dataset"]
 PYEOF
 echo ok

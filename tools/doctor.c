@@ -458,11 +458,13 @@ int cmd_doctor(int argc, char **argv)
 	static const struct cmd_help help = {
 		"doctor", "[options] [PATH]",
 		"Checks this machine for feeding GPUs: CPU cores, memory against the loader's budget\n"
-		"and the cgroup limit, /dev/shm, io_uring, vm dirty limits, open-file limit, huge\n"
-		"pages and GPUs (through NVML when the driver is present); with PATH, also its\n"
-		"filesystem, mount options, device, I/O scheduler, read-ahead, nr_requests and\n"
-		"O_DIRECT.  Each line is ok, warn or fail, with why it matters and the command that\n"
-		"fixes it.  Nothing on the system is changed.  Exit 1 when a check fails."};
+		"and the cgroup limit, /dev/shm, io_uring, the locked-memory limit (pinning, RDMA),\n"
+		"vm dirty limits, open-file limit, huge pages and GPUs (through NVML when the driver\n"
+		"is present); with PATH, also its filesystem, mount options, device, I/O scheduler,\n"
+		"read-ahead, nr_requests, O_DIRECT, and the I/O plan for that storage (queue depth\n"
+		"and I/O threads, beside the DataLoader rule of thumb).  Each line is ok, warn or\n"
+		"fail, with why it matters and the command that fixes it.  Nothing on the system is\n"
+		"changed.  Exit 1 when a check fails."};
 	struct opt opts[16] = {
 		{"sample-size", 0, OPT_SIZE, &d.sample, "0", 0, 1e12, NULL, "BYTES",
 		 "bytes per sample (0 = PATH's mean file size, else 110 kB)"},
