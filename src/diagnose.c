@@ -134,8 +134,9 @@ int stk_loader_diagnose(const struct stk_loader *cl, double window_s, struct stk
 	pthread_mutex_lock(&l->mu);
 	stk__loader_snap(l, &now);
 	b = window_start(l, now.t, window_s);
-	uint32_t qd = l->o.queue_depth, prefetch = l->o.prefetch, dthreads = l->ndthreads;
-	uint32_t iot = l->ops == &stk__engine_uring ? l->nrings : l->o.io_threads;
+	/* the depth and rings in use now (auto: what the tuner chose) */
+	uint32_t qd = l->tune.qd, prefetch = l->o.prefetch, dthreads = l->ndthreads;
+	uint32_t iot = l->ops == &stk__engine_uring ? l->tune.active : l->o.io_threads;
 	pthread_mutex_unlock(&l->mu);
 	now.disk_ok = disk_ok;
 	now.disk = disk;

@@ -4,6 +4,9 @@
  * the length asked for), in submission order, each latency_ns after its
  * submit.  One list under a mutex; a reap that must wait sleeps on a
  * CLOCK_MONOTONIC condition until the oldest is due or wake is called.
+ * With STOKER_NULL_CHANNELS=K (the queue-depth tuner's tests) it models a
+ * device: a read waits for one of K channels, so throughput stops rising at
+ * depth K and latency grows past it.
  */
 #include "engine.h"
 
@@ -16,6 +19,8 @@ struct stk_eng {
 	struct stk_io *todo_head, *todo_tail;
 	bool woken;
 	uint64_t latency_ns;
+	uint64_t *chan;      /* STOKER_NULL_CHANNELS: when each channel is free */
+	unsigned nchan;
 };
 
 static void push(struct stk_io **head, struct stk_io **tail, struct stk_io *io)
@@ -49,6 +54,12 @@ static int null_init(struct stk_eng **out, const struct stk_engine_cfg *cfg)
 	pthread_cond_init(&e->done_cv, &ca);
 	pthread_condattr_destroy(&ca);
 	e->latency_ns = cfg->null_latency_ns;
+	const char *k = getenv("STOKER_NULL_CHANNELS");
+	if (k && *k && (e->nchan = (unsigned)strtoul(k, NULL, 10)) &&
+	    !(e->chan = calloc(e->nchan, sizeof(*e->chan)))) {
+		free(e);
+		return -ENOMEM;
+	}
 	*out = e;
 	return 0;
 }
@@ -59,6 +70,7 @@ static void null_exit(struct stk_eng *e)
 		return;
 	pthread_mutex_destroy(&e->mu);
 	pthread_cond_destroy(&e->done_cv);
+	free(e->chan);
 	free(e);
 }
 
@@ -69,6 +81,13 @@ static int null_submit(struct stk_eng *e, struct stk_io **ios, unsigned n)
 	for (unsigned i = 0; i < n; i++) {
 		ios[i]->res = (int64_t)ios[i]->len;
 		ios[i]->priv.t = now;
+		if (e->nchan) { /* the channel free first; start times stay in order */
+			unsigned c = 0;
+			for (unsigned k = 1; k < e->nchan; k++)
+				c = e->chan[k] < e->chan[c] ? k : c;
+			ios[i]->priv.t = e->chan[c] > now ? e->chan[c] : now;
+			e->chan[c] = ios[i]->priv.t + e->latency_ns;
+		}
 		push(&e->todo_head, &e->todo_tail, ios[i]);
 	}
 	pthread_mutex_unlock(&e->mu);

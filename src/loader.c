@@ -76,7 +76,9 @@ static int by_place(const void *a, const void *b)
 static void inflight_change(struct stk_loader *l, struct ring *r, int delta)
 {
 	uint64_t now = stk__now_ns();
-	r->area += (double)r->inflight * (double)(now - r->area_t);
+	double da = (double)r->inflight * (double)(now - r->area_t);
+	r->area += da;
+	r->tarea += da;
 	r->area_t = now;
 	r->inflight = (unsigned)((int)r->inflight + delta);
 	uint32_t total = atomic_fetch_add(&l->inflight, (uint32_t)delta) + (uint32_t)delta;
@@ -246,6 +248,12 @@ static void complete(struct stk_loader *l, struct sio *x, uint64_t now)
 	struct slot *s = &l->slots[x->slot];
 	struct stk_io *io = &x->io;
 	stk_hist_add(l->h_read, now - x->t_submit);
+	l->rd_reads++;
+	l->rd_lat += (double)(now - x->t_submit);
+	if (io->res > 0)
+		l->rd_bytes += (uint64_t)io->res;
+	if (l->tune.skip)
+		l->tune.skip--;
 	if (io->res >= 0 && (uint64_t)io->res < x->skip + x->size)
 		io->res = STK_ESHORT;
 	else if (io->res >= 0 && (uint64_t)io->res > x->size && !l->ds->shards &&
@@ -319,7 +327,8 @@ void *stk__loader_ring_main(void *arg)
 {
 	struct ring *r = arg;
 	struct stk_loader *l = r->l;
-	struct stk_engine_cfg cfg = {.root_fd = l->ds->root_fd, .queue_depth = r->qd,
+	r->os_tid = (int)gettid();
+	struct stk_engine_cfg cfg = {.root_fd = l->ds->root_fd, .queue_depth = r->cap,
 				     .workers = l->o.io_threads, .direct = l->direct,
 				     .null_latency_ns = l->o.null_latency_ns};
 	struct iovec *iov = calloc(l->pool.nslots, sizeof(*iov));
@@ -348,7 +357,7 @@ void *stk__loader_ring_main(void *arg)
 	while (!l->stop || r->inflight) {
 		struct slot *s;
 		/* keep enough claimed to fill the queue depth */
-		while (!l->stop && r->qlen < r->qd && can_claim(l) && (s = free_slot(l)))
+		while (!l->stop && r->take && r->qlen < r->qd && can_claim(l) && (s = free_slot(l)))
 			claim(l, r, s, l->next_start++);
 		if ((l->draining || l->stop) && r->qlen) {
 			/* drop what was never sent; its slot is freed once idle */
@@ -385,7 +394,7 @@ void *stk__loader_ring_main(void *arg)
 		if (n && (rc = r->ops->submit(r->eng, r->batch, n)) < 0)
 			goto broken;
 		/* blocks until a read lands or another thread wakes us */
-		int got = r->ops->reap(r->eng, r->done, r->qd, true);
+		int got = r->ops->reap(r->eng, r->done, r->cap, true);
 		if (got < 0) {
 			rc = got;
 			goto broken;
@@ -394,8 +403,10 @@ void *stk__loader_ring_main(void *arg)
 		now = stk__now_ns();
 		for (int i = 0; i < got; i++)
 			complete(l, (struct sio *)r->done[i], now);
-		if (got)
+		if (got) {
 			inflight_change(l, r, -got);
+			stk__tune_tick(l, now);
+		}
 	}
 	pthread_mutex_unlock(&l->mu);
 	return NULL;
@@ -487,6 +498,7 @@ int stk__loader_restart(struct stk_loader *l, uint64_t epoch, const struct stk__
 		stk__loader_snap_disk(l, &l->mark);
 	}
 	l->draining = false;
+	stk__tune_restart(l);
 	pthread_mutex_unlock(&l->mu);
 	stk__loader_wake_rings(l);
 	return 0;

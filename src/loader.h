@@ -56,10 +56,13 @@ struct slot {
 struct ring {
 	struct stk_loader *l;
 	pthread_t tid;
+	int os_tid;             /* gettid(), for its schedstat */
 	uint32_t id;
 	const struct stk_engine_ops *ops;
 	struct stk_eng *eng;
-	unsigned qd;
+	unsigned qd;            /* reads in flight at most now (loader_tune.c sets it; under mu) */
+	unsigned cap;           /* what the engine was sized for */
+	bool take;              /* takes new batches (loader_tune.c; under mu) */
 	unsigned inflight;
 	struct sio **queue;    /* claimed, not yet submitted (FIFO) */
 	uint32_t qhead, qlen, qcap;
@@ -68,7 +71,47 @@ struct ring {
 	int init_rc;
 	bool init_done;
 	uint64_t area_t;        /* for the time-weighted in-flight mean */
-	double area;
+	double area;            /* since the last restart of the clock */
+	double tarea;           /* since create (loader_tune.c's windows) */
+};
+
+/* The most reads in flight the auto queue depth probes (also bounded by
+ * batch_size x prefetch, what the slots can hold). */
+#define STK_AUTO_QD_MAX 512u
+
+/* loader_tune.c's state: the choices left to the loader (queue depth, I/O
+ * threads that take new batches).  Under mu. */
+struct tune_point {
+	unsigned qd, rings;
+	double rate, lat_ns, fill; /* bytes/s, mean read latency, mean in flight / qd */
+	double busy;               /* I/O threads' CPU time / wall time, per active ring */
+};
+
+struct tune {
+	bool auto_qd, auto_rings;
+	unsigned qd;            /* reads in flight at most, all rings together */
+	unsigned active;        /* rings that take new batches */
+	unsigned max_qd;        /* the most the engines can hold */
+	unsigned plan_qd;       /* stk_io_plan's depth for this storage (an unsure probe's pick) */
+	int phase;              /* TUNE_* (loader_tune.c) */
+	unsigned skip;          /* completions to let pass before the window opens */
+	/* A window is a sum of segments: one per stretch of an epoch (the gap
+	 * between an epoch's end and the next start is left out). */
+	uint64_t t0;            /* the open segment's start, 0 while none is open */
+	uint64_t reads0, bytes0;
+	double lat0, area0, cpu0;
+	double w_ns, w_lat, w_area, w_cpu; /* closed segments of this window */
+	uint64_t w_reads, w_bytes;
+	struct tune_point pts[16];
+	unsigned npts;
+	double settled_rate;    /* bytes/s when the last probe settled */
+	unsigned off;           /* consecutive watch windows away from it */
+	unsigned lowfill;       /* consecutive probe windows the loader could not fill */
+	uint64_t probe_t;       /* when the last probe started */
+	unsigned probes;
+	bool unsure;            /* the last probe could not fill its levels */
+	char why[400];
+	char direct_why[200];
 };
 
 struct stk_loader {
@@ -122,6 +165,9 @@ struct stk_loader {
 	_Atomic uint32_t inflight, inflight_max;
 	uint64_t t_create, wait_ns;
 	_Atomic uint64_t copy_ns; /* the consumer waiting on device copies (bindings) */
+	uint64_t rd_reads, rd_bytes; /* reads completed since create (under mu) */
+	double rd_lat;          /* and their latencies' sum, ns */
+	struct tune tune;
 	uint64_t poll_t0;       /* start of a wait spread over timed-out polls */
 	struct stk__snap mark;  /* the window's start: create or the last reset */
 	/* diagnosis: a snapshot a second, taken on the consumer's side */
@@ -152,6 +198,13 @@ void stk__loader_snap_disk(struct stk_loader *l, struct stk__snap *out);
 void stk__loader_find_disk(struct stk_loader *l);
 /* The consumer's side, after a batch: takes the second's snapshot when due. */
 void stk__loader_tick(struct stk_loader *l, uint64_t now);
+/* loader_tune.c: O_DIRECT or buffered (at create, before the slots are
+ * sized); the queue depth and active rings (after the rings exist, then on
+ * every completed read, under mu). */
+void stk__tune_direct(struct stk_loader *l);
+void stk__tune_init(struct stk_loader *l);
+void stk__tune_tick(struct stk_loader *l, uint64_t now);
+void stk__tune_restart(struct stk_loader *l);
 /* A one-line note on stderr, unless STK_F_QUIET. */
 void stk__loader_notice(const struct stk_loader *l, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));

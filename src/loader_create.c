@@ -96,21 +96,6 @@ static char *dup_opt(const char *s, bool *oom)
 	return d;
 }
 
-/* O_DIRECT is a property of the filesystem: try it on the first sample. */
-static void check_direct(struct stk_loader *l)
-{
-	int fd = openat(l->ds->root_fd, stk__entry_path(l->ds, 0), O_RDONLY | O_DIRECT | O_CLOEXEC);
-	if (fd >= 0) {
-		close(fd);
-		return;
-	}
-	if (errno == EINVAL) {
-		stk__loader_notice(l, "%s: the filesystem refuses O_DIRECT; using buffered reads",
-				   l->ds->root);
-		l->direct = false;
-	}
-}
-
 static int pick_engine(struct stk_loader *l, char *err, size_t errlen)
 {
 	char note[320];
@@ -124,15 +109,21 @@ static int start_rings(struct stk_loader *l)
 {
 	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
 	bool uring = l->ops == &stk__engine_uring;
+	/* auto: the probe climbs up to what the slots can ever hold in flight */
+	uint64_t slots = (uint64_t)l->o.batch_size * l->o.prefetch;
+	unsigned cap = l->o.queue_depth ? l->o.queue_depth
+					: (unsigned)(slots < STK_AUTO_QD_MAX ? slots : STK_AUTO_QD_MAX);
 	/* io_uring: a ring per thread; each copies page-cache hits on its own core.
 	 * pread and null: one scheduling thread; pread's workers do the reads. */
 	l->nrings = 1;
 	if (uring)
 		l->nrings = l->o.io_threads ? l->o.io_threads : (ncpu >= 2 ? 2 : 1);
-	if (l->nrings > l->o.queue_depth)
-		l->nrings = l->o.queue_depth;
+	if (l->nrings > cap)
+		l->nrings = cap;
 	if (!uring && !l->o.io_threads)
-		l->o.io_threads = l->o.queue_depth < 64 ? l->o.queue_depth : 64;
+		l->o.io_threads = cap < 64 ? cap : 64;
+	if (!uring && !l->o.queue_depth && cap > l->o.io_threads)
+		cap = l->o.io_threads; /* more than the workers would only queue */
 	l->rings = calloc(l->nrings, sizeof(*l->rings));
 	if (!l->rings)
 		return -ENOMEM;
@@ -142,13 +133,14 @@ static int start_rings(struct stk_loader *l)
 		r->l = l;
 		r->id = i;
 		r->ops = l->ops;
-		r->qd = l->o.queue_depth / l->nrings + (i < l->o.queue_depth % l->nrings);
-		if (!uring)
-			r->qd = l->o.queue_depth;
-		r->qcap = per_ring_ios + r->qd;
+		/* every ring can carry the whole depth: the tuner may leave one alone */
+		r->cap = cap;
+		r->take = true;
+		r->qd = cap / l->nrings + (i < cap % l->nrings);
+		r->qcap = per_ring_ios + r->cap;
 		r->queue = calloc(r->qcap, sizeof(*r->queue));
-		r->done = calloc(r->qd, sizeof(*r->done));
-		r->batch = calloc(r->qd, sizeof(*r->batch));
+		r->done = calloc(r->cap, sizeof(*r->done));
+		r->batch = calloc(r->cap, sizeof(*r->batch));
 		if (!r->queue || !r->done || !r->batch)
 			return -ENOMEM;
 	}
@@ -168,6 +160,8 @@ static int start_rings(struct stk_loader *l)
 			stk__loader_detail(l, "%s engine: %s", l->ops->name, stk_strerror(rc));
 		}
 	}
+	if (!rc)
+		stk__tune_init(l);
 	pthread_mutex_unlock(&l->mu);
 	return rc;
 }
@@ -374,9 +368,7 @@ int stk_loader_create(struct stk_loader **out, const struct stk_loader_opts *opt
 	}
 	if ((rc = pick_engine(l, errbuf, errlen)))
 		goto fail;
-	l->direct = (l->o.flags & STK_F_DIRECT) && l->ops != &stk__engine_null;
-	if (l->direct)
-		check_direct(l);
+	stk__tune_direct(l);
 	l->raw_bytes = slot_bytes_for(l);
 	if ((rc = check_fits(l, errbuf, errlen)))
 		goto fail;

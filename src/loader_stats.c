@@ -113,6 +113,10 @@ int stk_loader_stats(const struct stk_loader *cl, struct stk_stats *out)
 	pthread_mutex_lock(&l->mu);
 	stk__loader_snap(l, &now);
 	m = l->mark;
+	s.queue_depth = l->tune.qd;
+	s.io_threads = l->tune.active;
+	s.direct = l->direct;
+	s.probes = l->tune.probes;
 	pthread_mutex_unlock(&l->mu);
 	double wall = (double)(now.t - m.t) / 1e9;
 	s.samples = now.samples - m.samples;

@@ -445,12 +445,20 @@ static void print_human(struct stk_loader *l, const struct bench_opts *o, const 
 	struct stk_loader_opts eff = {.size = sizeof(eff)};
 	stk_loader_options(l, &eff, NULL);
 	printf("stoker bench: %s\n", o->path);
-	printf("  %lld samples, %lld classes; engine %s, queue depth %u, batch %u, prefetch %u%s\n",
+	printf("  %lld samples, %lld classes; engine %s, queue depth %u%s, batch %u, prefetch %u%s\n",
 	       (long long)stk_loader_num_samples(l), (long long)count_classes(l),
-	       stk_loader_engine(l), eff.queue_depth, eff.batch_size, eff.prefetch,
-	       eff.flags & STK_F_DIRECT ? ", O_DIRECT" : "");
+	       stk_loader_engine(l), s->st.queue_depth, eff.queue_depth ? "" : " (auto)",
+	       eff.batch_size, eff.prefetch, s->st.direct ? ", O_DIRECT" : "");
 	printf("  loader ready in %.3f s (index, pool, threads); page cache: %s (%.0f %% of sampled\n"
-	       "  file pages resident at the start)\n\n", create_s, cache, cached * 100);
+	       "  file pages resident at the start)\n", create_s, cache, cached * 100);
+	char tuning[1024];
+	stk_loader_tuning(l, tuning, sizeof(tuning));
+	for (char *line = tuning, *nl; line; line = nl ? nl + 1 : NULL) {
+		if ((nl = strchr(line, '\n')))
+			*nl = 0;
+		printf("  %s %s\n", line == tuning ? "chosen:" : "       ", line);
+	}
+	printf("\n");
 	printf("  %-26s %14s %14s\n", "", "stoker", b ? "baseline" : "");
 	printf("  %-26s %14.0f", "samples/s", sps);
 	if (b)
@@ -784,6 +792,8 @@ int cmd_bench(int argc, char **argv)
 	rc = run_loader(l, &o, &s, &order, &norder);
 	struct stk_verdict verdict = {.size = sizeof(verdict)};
 	stk_loader_diagnose(l, 0, &verdict);
+	char tuning[1024];
+	stk_loader_tuning(l, tuning, sizeof(tuning));
 	bool base = !o.no_baseline && rc == 0 && !interrupted;
 	if (base) {
 		set_cache(l, &o, order, norder, &cache);
@@ -801,11 +811,18 @@ int cmd_bench(int argc, char **argv)
 			"{s:s,s:s,s:s,s:I,s:I,s:I,s:I,s:I,s:f,s:f,s:b,s:o}", "path", o.path, "engine",
 			stk_loader_engine(l), "cache", cache, "dataset_samples",
 			(json_int_t)stk_loader_num_samples(l), "batch_size", (json_int_t)eff.batch_size,
-			"queue_depth", (json_int_t)eff.queue_depth, "prefetch", (json_int_t)eff.prefetch,
+			"queue_depth", (json_int_t)s.st.queue_depth, "prefetch", (json_int_t)eff.prefetch,
 			"epochs", (json_int_t)o.epochs, "compute_ms", o.compute_ms, "cached_fraction",
-			cached, "direct", (eff.flags & STK_F_DIRECT) != 0, "stoker", run_json(&s));
+			cached, "direct", s.st.direct != 0, "stoker", run_json(&s));
 		json_object_set_new(j, "options", options_json(&eff, o.image ? &effimg : NULL));
 		json_object_set_new(j, "create_s", json_real(create_s));
+		json_t *tl = json_array(); /* one line each: reads, queue depth, I/O threads */
+		for (char *line = tuning, *nl; line && *line; line = nl ? nl + 1 : NULL) {
+			if ((nl = strchr(line, '\n')))
+				*nl = 0;
+			json_array_append_new(tl, json_string(line));
+		}
+		json_object_set_new(j, "tuning", tl);
 		json_object_set_new(j, "verdict", verdict_json(&verdict));
 		if (o.image) {
 			json_object_set_new(j, "image", json_pack("{s:I,s:I,s:s,s:I}", "width",

@@ -108,10 +108,13 @@ enum stk_on_error {
 /* Flags for stk_loader_opts.flags; zero gives the defaults. */
 #define STK_F_NO_SHUFFLE (1u << 0) /* sampler order 0..n-1 */
 #define STK_F_DROP_LAST  (1u << 1) /* drop the tail instead of padding/short batch */
-#define STK_F_DIRECT     (1u << 2) /* O_DIRECT reads (falls back with a message) */
+#define STK_F_DIRECT     (1u << 2) /* O_DIRECT reads (falls back with a message); neither
+					this nor STK_F_BUFFERED: O_DIRECT when the dataset
+					is larger than the page cache can hold */
 #define STK_F_NO_PIN     (1u << 3) /* never pin slots with the CUDA runtime */
 #define STK_F_QUIET      (1u << 4) /* no notices on stderr (engine fallback...) */
 #define STK_F_NO_CACHE   (1u << 5) /* do not read or write the index cache */
+#define STK_F_BUFFERED   (1u << 6) /* buffered reads, whatever the dataset's size */
 
 /* Image mode: each sample is decoded (JPEG) and cropped into a fixed-size
  * RGB image in the batch.  Zero fields take their defaults (the option
@@ -226,8 +229,9 @@ struct stk_loader_opts {
 	X(LOADER, batch_size, U32, batch_size, 0, "256", 1, 1048576, NULL, "samples per batch")   \
 	X(LOADER, prefetch, U32, prefetch, 0, "4", 1, 1024, NULL,                                 \
 	  "batch slots: batches being read, ready, or held by the consumer")                     \
-	X(LOADER, queue_depth, U32, queue_depth, 0, "128", 1, 32768, NULL,                        \
-	  "reads in flight, all I/O threads together")                                           \
+	X(LOADER, queue_depth, U32, queue_depth, 0, "auto", 1, 32768, "auto",                     \
+	  "reads in flight, all I/O threads together (auto: probed at the start and when the "  \
+	  "rate changes for where throughput stops rising; stk_loader_tuning says why)")        \
 	X(LOADER, io_threads, U32, io_threads, 0, "auto", 1, 256, "auto",                         \
 	  "I/O threads (auto: 2 io_uring rings, or 64 pread workers)")                           \
 	X(LOADER, engine, ENUM, engine, 0, "auto", 0, 0, "auto,io_uring,pread,null",              \
@@ -250,7 +254,10 @@ struct stk_loader_opts {
 	  "a missing, unreadable, short or corrupt sample is skipped and counted, or ends the "   \
 	  "epoch; either way it is named")                                                       \
 	X(LOADER, direct, FLAG, flags, STK_F_DIRECT, "false", 0, 0, NULL,                         \
-	  "O_DIRECT reads (a filesystem that refuses them gets buffered reads, said once)")      \
+	  "O_DIRECT reads (a filesystem that refuses them gets buffered reads, said once); "     \
+	  "neither direct nor buffered: O_DIRECT when the dataset is larger than the page cache") \
+	X(LOADER, buffered, FLAG, flags, STK_F_BUFFERED, "false", 0, 0, NULL,                     \
+	  "buffered reads whatever the dataset's size")                                          \
 	X(LOADER, pin, NOFLAG, flags, STK_F_NO_PIN, "true", 0, 0, NULL,                           \
 	  "pin the pool with the CUDA runtime when it is present")                               \
 	X(LOADER, quiet, FLAG, flags, STK_F_QUIET, "false", 0, 0, NULL,                           \
@@ -510,8 +517,19 @@ struct stk_stats {
 	 * be every byte; the ordinary path stops below the crop's last row) */
 	double decode_fast_share;
 	double decode_entropy_share;
+	/* what the loader chose (stk_loader_tuning: why) */
+	uint32_t queue_depth;     /* reads in flight at most now */
+	uint32_t io_threads;      /* io_uring rings taking new batches now (pread: 1) */
+	uint32_t direct;          /* 1: O_DIRECT reads */
+	uint32_t probes;          /* queue-depth probes run so far (auto) */
 };
 STK_API int stk_loader_stats(const struct stk_loader *loader, struct stk_stats *out);
+
+/* What the loader chose for the settings left to it, and why: the read mode
+ * (O_DIRECT or buffered), the queue depth (with the probe's figures) and the
+ * I/O threads, one line each, into buf (NUL-terminated, cut to len).
+ * Returns the length it needed, or <0.  Any thread. */
+STK_API int stk_loader_tuning(const struct stk_loader *loader, char *buf, size_t len);
 
 /* Starts a new window: the window's counters, histograms and clock restart
  * now (e.g. after a warm-up pass); the total_* figures and index_errors go

@@ -233,9 +233,10 @@ struct stk_io_plan {
  * device from root/sys, the usable CPUs; root as for the readers above).  One
  * table per storage kind: a SATA SSD's single queue of 32 commands, NVMe's
  * many deep queues, a spinning disk's seeks, a network filesystem's round
- * trips, memory's copies.  The loader's own defaults (queue depth 128, two
- * I/O threads) do not depend on the storage; these are the values to give it
- * (queue_depth, io_threads) for this one.  0, or -errno when PATH is on no
+ * trips, memory's copies.  The loader's automatic queue depth probes the
+ * storage itself and falls back to this plan's depth when its probe cannot
+ * tell (the consumer sets the pace); these are the values to give it
+ * (queue_depth, io_threads) to fix them for this storage.  0, or -errno when PATH is on no
  * network or memory mount and cannot be stat'ed. */
 STK_API int stk_io_plan(const char *root, const char *path, struct stk_io_plan *out);
 

@@ -233,6 +233,10 @@ class Stats(ctypes.Structure):
         ("total_wait_s", ctypes.c_double),
         ("decode_fast_share", ctypes.c_double),     # restart-interval decodes
         ("decode_entropy_share", ctypes.c_double),  # mean share of entropy data decoded
+        ("queue_depth", c_u32),        # what the loader chose (tuning says why)
+        ("io_threads", c_u32),
+        ("direct", c_u32),
+        ("probes", c_u32),
     ]
 
 
@@ -373,6 +377,8 @@ stk_hist_add = _proto("stk_hist_add", None, _vp, c_u64)
 stk_hist_max = _proto("stk_hist_max", c_u64, _vp)
 stk_hist_percentile = _proto("stk_hist_percentile", c_u64, _vp, ctypes.c_double)
 stk_loader_stats_reset = _proto("stk_loader_stats_reset", None, _vp)
+stk_loader_tuning = _proto("stk_loader_tuning", ctypes.c_int, _vp, ctypes.c_char_p,
+                           ctypes.c_size_t)
 # Polled by the iteration so that Ctrl-C is seen while a read hangs.
 stk_loader_next_timeout = _proto("stk_loader_next_timeout", ctypes.c_int, _vp,
                                     ctypes.POINTER(_vp), c_u64)

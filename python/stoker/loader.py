@@ -574,7 +574,23 @@ class Loader:
             raise error_from(rc, None, self._path)
         d = {name: getattr(st, name) for name in _STATS_FIELDS}
         d["pinned"] = bool(d["pinned"])
+        d["direct"] = bool(d["direct"])
+        d["tuning"] = self.tuning()
         return d
+
+    def tuning(self):
+        """What the loader chose for the settings left to it, and why: the read
+        mode (O_DIRECT or buffered), the queue depth (auto: the probe's
+        figures) and the I/O threads, one line each (stk_loader_tuning)."""
+        buf = ctypes.create_string_buffer(2048)
+        core = self._core
+        if core is None:
+            raise ValueError("the loader is closed")
+        with core.lock:
+            if core.h is None:
+                raise ValueError(_closed_message(core))
+            _lib.stk_loader_tuning(core.h, buf, len(buf))
+        return buf.value.decode(errors="replace")
 
     def reset_stats(self):
         """Starts a new stats window now (e.g. after a warm-up): the window's

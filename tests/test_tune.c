@@ -1,0 +1,205 @@
+/* test_tune.c — what the loader chooses when left to it: the queue depth
+ * probe finds the knee of a device modelled by the null engine (K channels
+ * of fixed latency: throughput stops rising at depth K), an explicit depth
+ * wins, O_DIRECT is chosen only for a dataset larger than the page cache,
+ * the choices are reported (stats, stk_loader_tuning), and a stop in the
+ * middle of a probe is prompt. */
+#include "testutil.h"
+
+#include "stoker/stoker.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <time.h>
+
+static char *root;
+
+static int setup(void **state)
+{
+	(void)state;
+	root = tu_mkdtemp();
+	char p[PATH_MAX];
+	snprintf(p, sizeof(p), "%s/c", root);
+	tu_mkdir(p);
+	char buf[5000];
+	memset(buf, 7, sizeof(buf));
+	for (int i = 0; i < 2000; i++) {
+		snprintf(p, sizeof(p), "%s/c/%04d.jpg", root, i);
+		tu_write(p, buf, (size_t)(1000 + i % 400 * 10));
+	}
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	tu_rmrf(root);
+	free(root);
+	return 0;
+}
+
+static double now_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static struct stk_loader *make(struct stk_loader_opts o)
+{
+	o.size = sizeof(o);
+	o.flags |= STK_F_QUIET;
+	o.path = root;
+	struct stk_loader *l = NULL;
+	char err[512];
+	int rc = stk_loader_create(&l, &o, err, sizeof(err));
+	if (rc)
+		fail_msg("create: %s (%s)", err, stk_err_name(rc));
+	return l;
+}
+
+/* Consumes epochs until `seconds` have passed; returns the epochs run. */
+static int consume(struct stk_loader *l, double seconds)
+{
+	double t0 = now_s();
+	int epochs = 0;
+	for (uint64_t e = 0; now_s() - t0 < seconds; e++) {
+		assert_int_equal(stk_loader_start(l, e, 0), 0);
+		struct stk_batch *b;
+		int rc;
+		while ((rc = stk_loader_next(l, &b)) == 1)
+			stk_batch_release(l, b);
+		assert_int_equal(rc, 0);
+		epochs++;
+	}
+	return epochs;
+}
+
+static void test_probe_finds_the_knee(void **state)
+{
+	(void)state;
+	/* 16 channels of 10 ms: 1600 reads/s at depth 16 and above */
+	setenv("STOKER_NULL_CHANNELS", "16", 1);
+	struct stk_loader *l = make((struct stk_loader_opts){.batch_size = 16, .prefetch = 8,
+							     .engine = STK_ENGINE_NULL,
+							     .null_latency_ns = 10000000});
+	consume(l, 5.0);
+	struct stk_stats st = {.size = sizeof(st)};
+	assert_int_equal(stk_loader_stats(l, &st), 0);
+	char why[1024];
+	assert_true(stk_loader_tuning(l, why, sizeof(why)) > 0);
+	print_message("%s\n", why);
+	assert_int_equal(st.probes >= 1, 1);
+	/* the knee is 16; the 5 % rule may keep 16 or, with a noisy window, 32 */
+	if (st.queue_depth != 16 && st.queue_depth != 32)
+		fail_msg("queue depth %u, want the knee at 16: %s", st.queue_depth, why);
+	assert_non_null(strstr(why, "queue depth"));
+	assert_non_null(strstr(why, "auto"));
+	assert_non_null(strstr(why, "16: "));
+	stk_loader_destroy(l);
+	unsetenv("STOKER_NULL_CHANNELS");
+}
+
+static void test_explicit_depth_wins(void **state)
+{
+	(void)state;
+	setenv("STOKER_NULL_CHANNELS", "16", 1);
+	struct stk_loader *l = make((struct stk_loader_opts){.batch_size = 16, .prefetch = 8,
+							     .queue_depth = 5,
+							     .engine = STK_ENGINE_NULL,
+							     .null_latency_ns = 2000000});
+	consume(l, 1.0);
+	struct stk_stats st = {.size = sizeof(st)};
+	assert_int_equal(stk_loader_stats(l, &st), 0);
+	assert_int_equal(st.queue_depth, 5);
+	assert_int_equal(st.probes, 0);
+	assert_true(st.inflight_max <= 5);
+	char why[1024];
+	stk_loader_tuning(l, why, sizeof(why));
+	assert_non_null(strstr(why, "queue depth 5 (asked)"));
+	stk_loader_destroy(l);
+	unsetenv("STOKER_NULL_CHANNELS");
+}
+
+/* A stop while the probe climbs returns promptly (no wait on a window). */
+static void test_stop_during_probe(void **state)
+{
+	(void)state;
+	setenv("STOKER_NULL_CHANNELS", "64", 1);
+	struct stk_loader *l = make((struct stk_loader_opts){.batch_size = 16, .prefetch = 8,
+							     .engine = STK_ENGINE_NULL,
+							     .null_latency_ns = 20000000});
+	struct stk_batch *b;
+	assert_int_equal(stk_loader_next(l, &b), 1);
+	stk_batch_release(l, b);
+	double t0 = now_s();
+	stk_loader_stop(l);
+	double dt = now_s() - t0;
+	if (dt > 0.1)
+		fail_msg("stop took %.0f ms during the probe", dt * 1000);
+	assert_int_equal(stk_loader_next(l, &b), -ECANCELED);
+	stk_loader_destroy(l);
+	unsetenv("STOKER_NULL_CHANNELS");
+}
+
+static void test_direct_policy(void **state)
+{
+	(void)state;
+	char why[1024];
+	/* 2000 files of ~3 KB fit in any page cache */
+	struct stk_loader *l = make((struct stk_loader_opts){.batch_size = 16});
+	struct stk_stats st = {.size = sizeof(st)};
+	assert_int_equal(stk_loader_stats(l, &st), 0);
+	assert_int_equal(st.direct, 0);
+	stk_loader_tuning(l, why, sizeof(why));
+	assert_non_null(strstr(why, "reads: buffered (auto: the dataset"));
+	stk_loader_destroy(l);
+	/* a page cache of 100 KB: too small, O_DIRECT where the filesystem takes it */
+	setenv("STOKER_PAGE_CACHE_BYTES", "100000", 1);
+	l = make((struct stk_loader_opts){.batch_size = 16});
+	assert_int_equal(stk_loader_stats(l, &st), 0);
+	stk_loader_tuning(l, why, sizeof(why));
+	if (st.direct)
+		assert_non_null(strstr(why, "reads: O_DIRECT (auto: the dataset"));
+	else
+		assert_non_null(strstr(why, "refuses O_DIRECT")); /* e.g. tmpfs */
+	int64_t seen = 0;
+	struct stk_batch *b;
+	int rc;
+	while ((rc = stk_loader_next(l, &b)) == 1) {
+		for (uint32_t i = 0; i < b->count; i++) {
+			uint64_t size;
+			assert_int_equal(stk_loader_sample(l, b->indices[i], NULL, 0, &size, NULL), 0);
+			assert_int_equal(b->sizes[i], size);
+			const uint8_t *d = b->data + b->offsets[i];
+			for (uint64_t k = 0; k < size; k++)
+				if (d[k] != 7)
+					fail_msg("sample %lld byte %llu differs", (long long)b->indices[i],
+						 (unsigned long long)k);
+		}
+		seen += b->count;
+		stk_batch_release(l, b);
+	}
+	assert_int_equal(rc, 0);
+	assert_int_equal(seen, 2000);
+	stk_loader_destroy(l);
+	/* asked for buffered: buffered whatever the size */
+	l = make((struct stk_loader_opts){.batch_size = 16, .flags = STK_F_BUFFERED});
+	assert_int_equal(stk_loader_stats(l, &st), 0);
+	assert_int_equal(st.direct, 0);
+	stk_loader_tuning(l, why, sizeof(why));
+	assert_non_null(strstr(why, "reads: buffered (asked)"));
+	stk_loader_destroy(l);
+	unsetenv("STOKER_PAGE_CACHE_BYTES");
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_probe_finds_the_knee),
+		cmocka_unit_test(test_explicit_depth_wins),
+		cmocka_unit_test(test_stop_during_probe),
+		cmocka_unit_test(test_direct_policy),
+	};
+	return cmocka_run_group_tests(tests, setup, teardown);
+}
