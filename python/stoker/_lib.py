@@ -32,6 +32,8 @@ try:
     from . import _build  # written by python/setup.py or make install, never in the tree
 except ImportError:
     _build = None
+_BUNDLED = bool(getattr(_build, "BUNDLED", False))
+_LIBDIR = getattr(_build, "LIBDIR", None)
 
 
 def _tree_version():
@@ -47,7 +49,7 @@ def _tree_version():
 
 
 # The version this package was made for (None: a package copied by hand).
-PACKAGE_VERSION = _build.VERSION if _build else _tree_version()
+PACKAGE_VERSION = getattr(_build, "VERSION", None) if _build else _tree_version()
 
 
 def _candidates():
@@ -55,11 +57,11 @@ def _candidates():
     if env:
         # An explicit choice: do not silently fall back to another build.
         return [env]
-    if _build is not None and _build.BUNDLED:
+    if _BUNDLED:
         return [_BESIDE]
     names = [_BESIDE] if os.path.exists(_BESIDE) else []
-    if _build is not None and _build.LIBDIR:
-        names.append(os.path.join(_build.LIBDIR, _SONAME))
+    if _LIBDIR:
+        names.append(os.path.join(_LIBDIR, _SONAME))
     elif _build is None:
         tree = os.path.join(_TREE, "build", _SONAME)
         if os.path.exists(tree):
@@ -72,8 +74,7 @@ def _candidates():
 
 
 def _load():
-    if _build is not None and _build.BUNDLED and not os.environ.get("STOKER_LIB") \
-            and not os.path.exists(_BESIDE):
+    if _BUNDLED and not os.environ.get("STOKER_LIB") and not os.path.exists(_BESIDE):
         raise ImportError(
             "stoker %s: its bundled library %s is missing (libstoker %s expected there). "
             "Reinstall the package: pip install --force-reinstall --no-build-isolation "
