@@ -6,16 +6,19 @@ t=$(mktemp -d) || exit 1
 trap 'rm -rf "$t"' EXIT
 cd "$t" || exit 1
 fail() { echo "FAIL: $*"; exit 1; }
+# Exact counts: one run of exactly the epochs asked (no minimum time, no ramp,
+# no repeats); tests/cli_figures.sh checks those.
+QUICK="--runtime 0 --ramp 0 --repeat 1"
 
 "$STOKER" gen data --images 60 --classes 3 --seed 1 >/dev/null || fail "gen"
 
-out=$("$STOKER" bench data --batch-size 8 --epochs 2) || fail "bench exit $?"
+out=$("$STOKER" bench $QUICK data --batch-size 8 --epochs 2) || fail "bench exit $?"
 for want in "samples/s" "MB/s" "batch wait p50/p99/max" "reads in flight" \
 	"CPU s per 1000 samples" "baseline" "x" "errors                     0"; do
 	echo "$out" | grep -qF -- "$want" || fail "missing '$want' in: $out"
 done
 
-out=$("$STOKER" bench data --batch-size 8 --compute-ms 2 --epochs 1 --json) || fail "json exit $?"
+out=$("$STOKER" bench $QUICK data --batch-size 8 --compute-ms 2 --epochs 1 --json) || fail "json exit $?"
 echo "$out" > b.json
 /usr/bin/python3 - b.json <<'PY' || fail "json content"
 import json, sys
@@ -31,43 +34,43 @@ assert len(s["epochs"]) == 1
 PY
 
 # both engines, sharding and O_DIRECT run
-"$STOKER" bench data --engine pread --no-baseline >/dev/null || fail "pread engine"
-"$STOKER" bench data --rank 1 --world-size 2 --direct --no-baseline >/dev/null || fail "rank/direct"
+"$STOKER" bench $QUICK data --engine pread --no-baseline >/dev/null || fail "pread engine"
+"$STOKER" bench $QUICK data --rank 1 --world-size 2 --direct --no-baseline >/dev/null || fail "rank/direct"
 
 # where io_uring is unavailable the pread pool takes over, and says so once
-err=$(STOKER_NO_URING=1 "$STOKER" bench data --no-baseline 2>&1 >/dev/null) || fail "fallback exit $?"
+err=$(STOKER_NO_URING=1 "$STOKER" bench $QUICK data --no-baseline 2>&1 >/dev/null) || fail "fallback exit $?"
 [ "$(echo "$err" | grep -c "using the pread thread pool")" = 1 ] || fail "fallback notice: $err"
 
 # O_DIRECT on a filesystem that refuses it (ramfs; tmpfs accepts it since
 # Linux 6.6): a message, then buffered reads.  Mounting needs root.
 if [ "$(id -u)" = 0 ] && mkdir "$t/ram" && mount -t ramfs ramfs "$t/ram" 2>/dev/null; then
 	cp -r data "$t/ram/"
-	err=$("$STOKER" bench "$t/ram/data" --direct --no-baseline 2>&1 >/dev/null); rc=$?
+	err=$("$STOKER" bench $QUICK "$t/ram/data" --direct --no-baseline 2>&1 >/dev/null); rc=$?
 	umount "$t/ram"
 	[ $rc = 0 ] || fail "direct on ramfs exit $rc: $err"
 	echo "$err" | grep -q "refuses O_DIRECT; using buffered reads" || fail "no O_DIRECT notice: $err"
 fi
 
 # bad input: named, exit codes 1 and 2
-err=$("$STOKER" bench "$t/nope" 2>&1); rc=$?
+err=$("$STOKER" bench $QUICK "$t/nope" 2>&1); rc=$?
 [ $rc = 1 ] || fail "missing path: exit $rc"
 echo "$err" | grep -q "$t/nope" || fail "missing path not named: $err"
-"$STOKER" bench data --batch-size 0 2>/dev/null; [ $? = 2 ] || fail "batch-size 0 not exit 2"
-"$STOKER" bench data --engine warp 2>/dev/null; [ $? = 2 ] || fail "bad engine not exit 2"
-"$STOKER" bench data --rank 3 --world-size 2 2>/dev/null; [ $? = 2 ] || fail "bad rank not exit 2"
-"$STOKER" bench --help | grep -q "usage: stoker bench" || fail "--help"
+"$STOKER" bench $QUICK data --batch-size 0 2>/dev/null; [ $? = 2 ] || fail "batch-size 0 not exit 2"
+"$STOKER" bench $QUICK data --engine warp 2>/dev/null; [ $? = 2 ] || fail "bad engine not exit 2"
+"$STOKER" bench $QUICK data --rank 3 --world-size 2 2>/dev/null; [ $? = 2 ] || fail "bad rank not exit 2"
+"$STOKER" bench $QUICK --help | grep -q "usage: stoker bench" || fail "--help"
 
 # --vs torch: PyTorch's DataLoader on the same samples, every worker count
 # tried, stoker's ratio to the best.  The DataLoader side is Python over this
 # build's library: a sanitizer build's library cannot be loaded into Python
 # without its runtime preloaded, so that build checks only the usage errors.
-"$STOKER" bench data --vs tensorflow 2>/dev/null; [ $? = 2 ] || fail "--vs other not exit 2"
-err=$(STOKER_PYTHON=/nonexistent/python3 "$STOKER" bench data -E 1 --no-baseline --vs torch 2>&1) ||
+"$STOKER" bench $QUICK data --vs tensorflow 2>/dev/null; [ $? = 2 ] || fail "--vs other not exit 2"
+err=$(STOKER_PYTHON=/nonexistent/python3 "$STOKER" bench $QUICK data -E 1 --no-baseline --vs torch 2>&1) ||
 	fail "--vs torch without an interpreter must still succeed: $err"
 echo "$err" | grep -q "DataLoader: not run: cannot start /nonexistent/python3" || fail "no-python: $err"
 case "${BUILD:-build}" in
 build)
-	out=$("$STOKER" bench data -b 8 -E 1 --no-baseline --vs torch --json) || fail "--vs torch exit $?"
+	out=$("$STOKER" bench $QUICK data -b 8 -E 1 --no-baseline --vs torch --json) || fail "--vs torch exit $?"
 	echo "$out" > vt.json
 	/usr/bin/python3 - vt.json <<'PY' || fail "--vs torch JSON"
 import json, sys
@@ -79,19 +82,19 @@ assert all(r["samples"] > 0 and r["samples_per_s"] > 0 for r in vt["runs"]), vt
 assert vt["best"]["samples_per_s"] == max(r["samples_per_s"] for r in vt["runs"])
 assert abs(vt["ratio"] - j["stoker"]["samples_per_s"] / vt["best"]["samples_per_s"]) < 1e-6 * vt["ratio"]
 PY
-	out=$("$STOKER" bench data -b 8 -E 1 --no-baseline --vs torch --image --size 32) || fail "--vs torch --image"
+	out=$("$STOKER" bench $QUICK data -b 8 -E 1 --no-baseline --vs torch --image --size 32) || fail "--vs torch --image"
 	echo "$out" | grep -q "stoker / best DataLoader" || fail "--vs torch human: $out"
 	;;
 esac
 
 # a sample removed after indexing: skipped and counted, or fatal under --on-error fail
-"$STOKER" bench data --no-baseline >/dev/null
+"$STOKER" bench $QUICK data --no-baseline >/dev/null
 touch -r data/c0001 ref # keep the folder's mtime: the cached index still lists the file
 rm data/c0001/00000004.jpg
 touch -r ref data/c0001
-out=$("$STOKER" bench data --no-baseline --cache as-is --epochs 1 2>&1) || fail "skip policy exit $?"
+out=$("$STOKER" bench $QUICK data --no-baseline --cache as-is --epochs 1 2>&1) || fail "skip policy exit $?"
 echo "$out" | grep -q "errors                     1 (last: .*00000004.jpg: No such file" || fail "skip: $out"
-err=$("$STOKER" bench data --no-baseline --cache as-is --epochs 1 --on-error fail 2>&1); rc=$?
+err=$("$STOKER" bench $QUICK data --no-baseline --cache as-is --epochs 1 --on-error fail 2>&1); rc=$?
 [ $rc = 1 ] || fail "fail policy exit $rc"
 echo "$err" | grep -q "00000004.jpg: No such file" || fail "fail policy message: $err"
 exit 0

@@ -13,9 +13,12 @@ trap 'rm -rf "$t"' EXIT
 trap 'exit 1' HUP INT TERM
 cd "$t" || exit 1
 fail() { echo "FAIL: $*"; exit 1; }
+# Exact counts: one run of exactly the epochs asked (no minimum time, no ramp,
+# no repeats); tests/cli_figures.sh checks those.
+QUICK="--runtime 0 --ramp 0 --repeat 1"
 
 "$STOKER" gen data --images 60 --classes 3 --seed 1 >/dev/null || fail "gen"
-"$STOKER" bench data --epochs 1 --no-baseline >/dev/null || fail "first bench (indexes)"
+"$STOKER" bench $QUICK data --epochs 1 --no-baseline >/dev/null || fail "first bench (indexes)"
 
 # Class 5: one file short on disk (its folder's mtime unchanged, so the cached
 # index still has it): every epoch of every run counts exactly one error,
@@ -27,10 +30,10 @@ cp "$victim" whole.jpg
 i=0
 while [ $i -lt 8 ]; do
 	cp whole.jpg "$victim"
-	"$STOKER" bench data --epochs 1 --no-baseline --cache as-is >/dev/null \
+	"$STOKER" bench $QUICK data --epochs 1 --no-baseline --cache as-is >/dev/null \
 		|| fail "round $i: indexing"
 	truncate -s 10 "$victim"
-	"$STOKER" bench data --batch-size 8 --epochs 2 --no-shuffle --json >b.json 2>err.txt \
+	"$STOKER" bench $QUICK data --batch-size 8 --epochs 2 --no-shuffle --json >b.json 2>err.txt \
 		|| fail "bench run $i exited $?: $(cat err.txt)"
 	"$PY" - b.json <<'PY' || fail "run $i: errors not counted exactly: $(cat b.json)"
 import json, sys
@@ -49,10 +52,10 @@ rc=$?
 grep -q "no/such/folder" err.txt || fail "disk error does not name the path: $(cat err.txt)"
 # "no samples" names the CLI's option, and that option works.
 mkdir -p txt/a && echo one >txt/a/x.txt && echo two >txt/a/y.txt
-"$STOKER" bench txt --no-baseline >/dev/null 2>err.txt && fail "bench on a folder of .txt passed"
+"$STOKER" bench $QUICK txt --no-baseline >/dev/null 2>err.txt && fail "bench on a folder of .txt passed"
 grep -q -- "--extensions" err.txt || fail "no-samples hint: $(cat err.txt)"
 grep -q 'extensions="' err.txt && fail "CLI hint names a Python argument: $(cat err.txt)"
-"$STOKER" bench txt --extensions '*' --no-baseline --json >b.json 2>err.txt \
+"$STOKER" bench $QUICK txt --extensions '*' --epochs 3 --no-baseline --json >b.json 2>err.txt \
 	|| fail "--extensions '*': $(cat err.txt)"
 "$PY" -c 'import json,sys; s=json.load(open("b.json"))["stoker"]; assert s["samples"] == 3 * 2, s' \
 	|| fail "--extensions '*' did not take the .txt files"

@@ -5,6 +5,9 @@ set -u
 t=$(mktemp -d) || exit 1
 trap 'rm -rf "$t"' EXIT
 fail() { echo "FAIL: $*"; exit 1; }
+# Exact counts: one run of exactly the epochs asked (no minimum time, no ramp,
+# no repeats); tests/cli_figures.sh checks those.
+QUICK="--runtime 0 --ramp 0 --repeat 1"
 "$STOKER" gen "$t/d" --images 24 --classes 2 --seed 3 >/dev/null || fail "gen"
 lib=$(dirname "$STOKER")/libstoker.so.0
 # a sanitizer build of the library needs its runtime first in the process
@@ -15,7 +18,7 @@ fi
 LD_PRELOAD="$pre" ASAN_OPTIONS=detect_leaks=0 \
 	/usr/bin/python3 "$(dirname "$0")/image_vs_pil.py" "$lib" "$t"/d/c0000/*.jpg; rc=$?
 [ $rc = 0 ] || [ $rc = 77 ] || fail "centre crop differs from torchvision"
-out=$("$STOKER" bench "$t/d" --image --size 96 --batch-size 5 --epochs 1 --json) || fail "bench --image exit $?"
+out=$("$STOKER" bench $QUICK "$t/d" --image --size 96 --batch-size 5 --epochs 1 --json) || fail "bench --image exit $?"
 echo "$out" | /usr/bin/python3 -c '
 import json, sys
 j = json.load(sys.stdin)
@@ -25,7 +28,7 @@ assert s["decode_images_per_s_per_core"] > 0, s
 assert j["image"]["width"] == 96, j
 ' || fail "bench --image json: $out"
 printf 'not a jpeg' > "$t/d/c0001/zzz.jpg"
-err=$("$STOKER" bench "$t/d" --image --no-baseline --on-error fail 2>&1); rc=$?
+err=$("$STOKER" bench $QUICK "$t/d" --image --no-baseline --on-error fail 2>&1); rc=$?
 [ $rc = 1 ] || fail "corrupt file under --on-error fail: exit $rc"
 echo "$err" | grep -q "zzz.jpg: not a JPEG" || fail "corrupt file not named: $err"
 exit 0

@@ -1,68 +1,46 @@
 /*
  * bench.c — `stoker bench [PATH]`: the main job.  Runs the loader over PATH the
  * way a training loop would (optionally holding each batch --compute-ms, an
- * emulated accelerator as in MLPerf Storage and DLIO), then a naive baseline in
- * the same run: one thread, open/read/close per file in the same order, which
- * is what DataLoader with num_workers=0 does.  Prints rates, batch wait
- * percentiles, reads in flight, CPU cost, accelerator utilization and the
- * ratio to the baseline.  With no PATH it generates a default dataset once in
+ * emulated accelerator as in MLPerf Storage and DLIO), and a naive baseline:
+ * one thread, open/read/close per file in the same order, which is what
+ * DataLoader with num_workers=0 does.  Every figure comes from runs long
+ * enough to mean something (--runtime measured after a --ramp, as fio's
+ * runtime and ramp_time), repeated (--repeat) with the two sides alternating;
+ * the report gives medians and spreads, and the ratio as the median of the
+ * runs' paired ratios.  With no PATH it generates a default dataset once in
  * the cache folder.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
 #include <limits.h>
+#include <math.h>
 #include <stddef.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <sys/resource.h>
 #include <sys/stat.h>
-#include <time.h>
+#include <sys/utsname.h>
 #include <unistd.h>
 
 #include "bench.h"
 #include "cli.h"
+#include "plot.h"
 
 #define DEFAULT_IMAGES "10000"
 #define DEFAULT_CLASSES "100"
+/* The shortest measured run whose figure means something on a shared
+ * machine: --runtime's default, and the line under which a run is flagged. */
+#define MIN_RUNTIME_S 2.0
+#define MIN_RUNTIME "2"
+/* Runs whose samples/s spread wider than this (max - min over the median)
+ * make the verdict say it is unsure. */
+#define WIDE_SPREAD 0.2
 
-static volatile sig_atomic_t interrupted;
 static void on_sigint(int sig)
 {
 	(void)sig;
-	interrupted = 1;
-}
-
-static double cpu_seconds(void)
-{
-	struct rusage ru;
-	getrusage(RUSAGE_SELF, &ru);
-	return (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6 +
-	       (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6;
-}
-
-static double rss_mb(void)
-{
-	FILE *f = fopen("/proc/self/statm", "re");
-	unsigned long size = 0, res = 0;
-	if (f) {
-		if (fscanf(f, "%lu %lu", &size, &res) != 2)
-			res = 0;
-		fclose(f);
-	}
-	return (double)res * (double)sysconf(_SC_PAGESIZE) / 1048576.0;
-}
-
-static void sleep_ms(double ms)
-{
-	if (ms <= 0)
-		return;
-	struct timespec ts = {.tv_sec = (time_t)(ms / 1000),
-			      .tv_nsec = (long)((ms - (double)(time_t)(ms / 1000) * 1000) * 1e6)};
-	while (nanosleep(&ts, &ts) && errno == EINTR && !interrupted)
-		;
+	bench_interrupted = 1;
 }
 
 /* The default dataset: generated once into the cache folder, then reused. */
@@ -97,353 +75,115 @@ static int default_dataset(char *out, size_t len)
 	return 0;
 }
 
-/* Fraction of a spread of samples whose pages are in the page cache (mincore). */
-static double cached_fraction(struct stk_loader *l)
+static double sps_of(const struct run *r)
 {
-	int64_t n = stk_loader_num_samples(l);
-	int64_t step = n > 64 ? n / 64 : 1;
-	uint64_t pages = 0, resident = 0;
-	long pg = sysconf(_SC_PAGESIZE);
-	unsigned char vec[256];
-	for (int64_t i = 0; i < n; i += step) {
-		char path[PATH_MAX];
-		uint64_t size;
-		if (stk_loader_sample(l, i, path, sizeof(path), &size, NULL) || !size)
-			continue;
-		int fd = open(path, O_RDONLY | O_CLOEXEC);
-		if (fd < 0)
-			continue;
-		size_t len = size > (uint64_t)pg * 256 ? (size_t)pg * 256 : (size_t)size;
-		void *m = mmap(NULL, len, PROT_READ, MAP_SHARED, fd, 0);
-		close(fd);
-		if (m == MAP_FAILED)
-			continue;
-		size_t np = (len + (size_t)pg - 1) / (size_t)pg;
-		if (mincore(m, len, vec) == 0)
-			for (size_t k = 0; k < np; k++) {
-				pages++;
-				resident += vec[k] & 1;
+	return r->wall > 0 ? (double)r->samples / r->wall : 0;
+}
+
+static double mbps_of(const struct run *r)
+{
+	return r->wall > 0 ? (double)r->bytes / r->wall / 1e6 : 0;
+}
+
+static double cpu_of(const struct run *r)
+{
+	return r->samples ? r->cpu / (double)r->samples * 1000 : 0;
+}
+
+static double au_of(const struct run *r)
+{
+	return r->wall > 0 && r->compute > 0 ? 100 * r->compute / r->wall : 0;
+}
+
+/* One figure of n runs into a spread. */
+static void spread_runs(const struct run *runs, int n, double (*f)(const struct run *),
+			struct spread *s)
+{
+	double v[BENCH_MAX_REPEAT] = {0};
+	for (int i = 0; i < n && i < BENCH_MAX_REPEAT; i++)
+		v[i] = f(&runs[i]);
+	spread_of(v, n, s);
+}
+
+/* The run whose samples/s is the median's (its latencies speak for all). */
+static int median_run(const struct run *runs, int n)
+{
+	struct spread s;
+	spread_runs(runs, n, sps_of, &s);
+	int best = 0;
+	for (int i = 1; i < n; i++)
+		if (fabs(sps_of(&runs[i]) - s.median) < fabs(sps_of(&runs[best]) - s.median))
+			best = i;
+	return best;
+}
+
+/* "63328", or with runs: "63328 (61.2k-65.0k)". */
+static const char *fmt_spread(char *buf, size_t len, const struct spread *s, const char *fmt)
+{
+	char lo[24], hi[24];
+	int n = snprintf(buf, len, fmt, s->median);
+	if (s->n > 1 && n > 0 && (size_t)n < len) {
+		double k = s->max >= 1e4 ? 1e3 : 1;
+		const char *u = k > 1 ? "k" : "";
+		int d = k > 1 || (s->max >= 10 && s->max < 100) ? 1 : s->max < 10 ? 2 : 0;
+		snprintf(lo, sizeof(lo), "%.*f%s", d, s->min / k, u);
+		snprintf(hi, sizeof(hi), "%.*f%s", d, s->max / k, u);
+		snprintf(buf + n, len - (size_t)n, " (%s-%s)", lo, hi);
+	}
+	return buf;
+}
+
+/* The verdict the runs agree on, and how sure: the kind most runs gave (the
+ * median run's evidence when it is that kind), "unsure" when they disagree
+ * or their samples/s spread wide. */
+static int pick_verdict(const struct stk_verdict *v, const struct run *runs, int n, bool terse,
+			char *note, size_t len)
+{
+	int count[STK_BOUND_COUNT] = {0}, top = 0;
+	for (int i = 0; i < n; i++)
+		if (v[i].kind >= 0 && v[i].kind < STK_BOUND_COUNT && ++count[v[i].kind] > count[top])
+			top = v[i].kind;
+	int med = median_run(runs, n), pick = med;
+	if (v[med].kind != top)
+		for (int i = 0; i < n; i++)
+			if (v[i].kind == top) {
+				pick = i;
+				break;
 			}
-		munmap(m, len);
+	struct spread s;
+	spread_runs(runs, n, sps_of, &s);
+	note[0] = 0;
+	if (terse) { /* a table row's: only when unsure */
+		if (count[top] < n || (n > 1 && spread_rel(&s) > WIDE_SPREAD))
+			snprintf(note, len, "unsure: %d of %d runs, spread %.0f %%", count[top], n,
+				 100 * spread_rel(&s));
+		return pick;
 	}
-	return pages ? (double)resident / (double)pages : 0;
+	if (count[top] < n)
+		snprintf(note, len, "%d of %d runs say so, %s; ", count[top], n,
+			 "the others another kind: not sure");
+	if (n > 1 && spread_rel(&s) > WIDE_SPREAD) {
+		size_t k = strlen(note);
+		snprintf(note + k, len - k, "the runs' samples/s spread %.0f %% (%.0f-%.0f): the "
+			 "machine was noisy, take this with care; ",
+			 100 * spread_rel(&s), s.min, s.max);
+	} else if (n > 1 && count[top] == n) {
+		snprintf(note, len, "all %d runs agree (samples/s spread %.0f %%); ", n,
+			 100 * spread_rel(&s));
+	}
+	size_t k = strlen(note);
+	if (k >= 2)
+		note[k - 2] = 0;
+	return pick;
 }
 
-static bool over_limit(const struct bench_opts *o, double t0, uint64_t samples)
+static void print_human(struct stk_loader *l, const struct bench_opts *o, const struct run *S,
+			const struct run *B, int n, const char *cache, double cached, double create_s)
 {
-	return interrupted || (o->seconds > 0 && now_s() - t0 >= o->seconds) ||
-	       (o->max_samples > 0 && samples >= (uint64_t)o->max_samples);
-}
-
-/* The loader run.  Records the delivered order into *order for the baseline. */
-static int run_loader(struct stk_loader *l, const struct bench_opts *o, struct run *r,
-		      int64_t **order, uint64_t *norder)
-{
-	uint64_t cap = (uint64_t)stk_loader_rank_samples(l) * (uint64_t)o->epochs;
+	char t1[64], t2[64], t3[64];
 	struct stk_loader_opts eff = {.size = sizeof(eff)};
 	stk_loader_options(l, &eff, NULL);
-	if (o->max_samples > 0 && cap > (uint64_t)o->max_samples + eff.batch_size)
-		cap = (uint64_t)o->max_samples + eff.batch_size;
-	*order = malloc((cap ? cap : 1) * sizeof(**order));
-	if (!*order) {
-		fprintf(stderr, "stoker bench: out of memory\n");
-		return -ENOMEM;
-	}
-	r->epochs = json_array();
-	double cpu0 = cpu_seconds(), t0 = now_s();
-	int rc = 0;
-	int64_t total_batches = stk_loader_len(l) * o->epochs;
-	for (int64_t e = 0; e < o->epochs && !rc && !over_limit(o, t0, r->samples); e++) {
-		if (e > 0 && (rc = stk_loader_start(l, (uint64_t)e, 0)) < 0)
-			break;
-		double te = now_s();
-		uint64_t es = 0;
-		struct stk_batch *b;
-		while (!over_limit(o, t0, r->samples) && (rc = stk_loader_next(l, &b)) == 1) {
-			for (uint32_t i = 0; i < b->count && *norder < cap; i++)
-				(*order)[(*norder)++] = b->indices[i];
-			r->samples += b->count;
-			es += b->count;
-			for (uint32_t i = 0; i < b->count; i++)
-				r->bytes += b->sizes[i];
-			r->batches++;
-			sleep_ms(o->compute_ms); /* the emulated accelerator holds the batch */
-			stk_batch_release(l, b);
-			if (r->batches % 16 == 0)
-				progress("epoch %lld/%lld  batch %llu/%lld  %.0f samples/s",
-					 (long long)e + 1, (long long)o->epochs,
-					 (unsigned long long)r->batches, (long long)total_batches,
-					 (double)r->samples / (now_s() - t0));
-		}
-		if (rc == 0 || rc == 1) {
-			rc = 0;
-			double rss = rss_mb();
-			if (e == 0)
-				r->rss_first_mb = rss;
-			r->rss_last_mb = rss;
-			json_array_append_new(r->epochs,
-					      json_pack("{s:I,s:I,s:f,s:f}", "epoch", (json_int_t)e,
-							"samples", (json_int_t)es, "seconds", now_s() - te,
-							"rss_mb", rss));
-		}
-	}
-	r->wall = now_s() - t0;
-	r->cpu = cpu_seconds() - cpu0;
-	r->compute = (double)r->batches * o->compute_ms / 1000.0;
-	progress_done();
-	r->st.size = sizeof(r->st);
-	stk_loader_stats(l, &r->st);
-	r->errors = r->st.errors;
-	if (rc < 0)
-		fprintf(stderr, "stoker bench: %s (%s)\n", stk_last_error(l), stk_err_name(rc));
-	return rc;
-}
-
-/* Shards kept open while their members are read one by one: a member costs
- * one pread, as in the loader, not an open of its shard each time. */
-#define SHARD_FDS 16
-struct shard_fds {
-	char path[SHARD_FDS][PATH_MAX];
-	int fd[SHARD_FDS];
-	unsigned next;
-};
-
-static struct shard_fds *shard_fds_new(void)
-{
-	struct shard_fds *c = calloc(1, sizeof(*c));
-	for (unsigned i = 0; c && i < SHARD_FDS; i++)
-		c->fd[i] = -1;
-	return c;
-}
-
-static void shard_fds_free(struct shard_fds *c)
-{
-	for (unsigned i = 0; c && i < SHARD_FDS; i++)
-		if (c->fd[i] >= 0)
-			close(c->fd[i]);
-	free(c);
-}
-
-static int shard_fd(struct shard_fds *c, const char *path)
-{
-	for (unsigned i = 0; i < SHARD_FDS; i++)
-		if (c->fd[i] >= 0 && !strcmp(c->path[i], path))
-			return c->fd[i];
-	unsigned k = c->next++ % SHARD_FDS;
-	if (c->fd[k] >= 0)
-		close(c->fd[k]);
-	snprintf(c->path[k], sizeof(c->path[k]), "%s", path);
-	c->fd[k] = open(path, O_RDONLY | O_CLOEXEC);
-	return c->fd[k];
-}
-
-static bool grow(char **buf, size_t *cap, size_t want)
-{
-	if (want <= *cap)
-		return true;
-	char *nb = realloc(*buf, want);
-	if (!nb)
-		return false;
-	*buf = nb;
-	*cap = want;
-	return true;
-}
-
-/* Reads sample i's bytes the way the loader does: a sample that is a whole
- * file with open, read to its end and close (what DataLoader does); a tar
- * member with a pread of its (offset, size) from its shard, never the whole
- * shard.  The bytes read, or -1 when the file cannot be opened or read. */
-static ssize_t read_sample(struct stk_loader *l, int64_t i, struct shard_fds *c, char **buf,
-			   size_t *cap)
-{
-	char path[PATH_MAX];
-	uint64_t off, size;
-	if (stk_loader_sample_extent(l, i, path, sizeof(path), &off, &size))
-		return -1;
-	if (off > 0) { /* a member of a tar shard */
-		int fd = shard_fd(c, path);
-		if (fd < 0 || !grow(buf, cap, (size_t)size + 1))
-			return -1;
-		size_t have = 0;
-		while (have < size) {
-			ssize_t got = pread(fd, *buf + have, (size_t)size - have, (off_t)(off + have));
-			if (got < 0 && errno == EINTR)
-				continue;
-			if (got <= 0)
-				return got < 0 ? -1 : (ssize_t)have;
-			have += (size_t)got;
-		}
-		return (ssize_t)have;
-	}
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -1;
-	struct stat st;
-	if (fstat(fd, &st) == 0)
-		grow(buf, cap, (size_t)st.st_size + 1);
-	ssize_t got;
-	size_t have = 0;
-	while ((got = read(fd, *buf + have, *cap - have)) > 0) {
-		have += (size_t)got;
-		if (have == *cap && !grow(buf, cap, *cap * 2))
-			break;
-	}
-	close(fd);
-	return (ssize_t)have;
-}
-
-/* The naive baseline: one thread, in the loader run's order, holding each
- * batch for compute_ms as the loader run did.  A folder's sample is an
- * open/read/close of its file; a shard's, a pread of its member. */
-static int run_baseline(struct stk_loader *l, const struct bench_opts *o, const int64_t *order,
-			uint64_t n, struct run *r, const struct stk_image_opts *img)
-{
-	size_t cap = 1 << 20;
-	char *buf = malloc(cap);
-	void *pixels = img ? malloc(stk_image_bytes(img)) : NULL;
-	struct shard_fds *fds = shard_fds_new();
-	struct stk_loader_opts eff = {.size = sizeof(eff)};
-	stk_loader_options(l, &eff, NULL);
-	if (!buf || (img && !pixels) || !fds) {
-		free(buf);
-		free(pixels);
-		shard_fds_free(fds);
-		return -ENOMEM;
-	}
-	double cpu0 = cpu_seconds(), t0 = now_s();
-	for (uint64_t i = 0; i < n && !interrupted; i++) {
-		ssize_t have = read_sample(l, order[i], fds, &buf, &cap);
-		if (have < 0) {
-			r->errors++;
-			continue;
-		}
-		r->bytes += (uint64_t)have;
-		if (img) { /* decode as the loader does, on this one thread */
-			char why[256];
-			double td = now_s();
-			if (stk_image_decode(img, buf, (size_t)have, eff.seed, 0, order[i], pixels, why,
-					     sizeof(why)))
-				r->errors++;
-			r->decode_s += now_s() - td;
-		}
-		r->samples++;
-		if ((i + 1) % eff.batch_size == 0 || i + 1 == n) {
-			r->batches++;
-			sleep_ms(o->compute_ms);
-		}
-		if (i % 512 == 0)
-			progress("baseline %llu/%llu  %.0f samples/s", (unsigned long long)i,
-				 (unsigned long long)n, (double)i / (now_s() - t0 + 1e-9));
-	}
-	r->wall = now_s() - t0;
-	r->cpu = cpu_seconds() - cpu0;
-	r->compute = (double)r->batches * o->compute_ms / 1000.0;
-	progress_done();
-	free(buf);
-	free(pixels);
-	shard_fds_free(fds);
-	return 0;
-}
-
-/* Puts the page cache in the state asked for before a timed run, so the
- * loader and the baseline start from the same one.  Warm: one untimed pass
- * over the epoch's samples, each read as the loader reads it (a shard's
- * members, not the shard per member), when they fit in half of the
- * available memory. */
-static void set_cache(struct stk_loader *l, const struct bench_opts *o, const int64_t *order,
-		      uint64_t n, const char **state)
-{
-	char why[256];
-	if (o->cache == CACHE_AS_IS)
-		return;
-	if (o->cache == CACHE_COLD) {
-		if (drop_caches(why, sizeof(why)) == 0) {
-			*state = "cold (dropped before each run)";
-		} else {
-			fprintf(stderr, "stoker bench: --cold: %s; measuring with the cache as it is\n",
-				why);
-			*state = "as found (could not drop)";
-		}
-		return;
-	}
-	uint64_t bytes = 0;
-	int64_t total = stk_loader_num_samples(l);
-	for (int64_t i = 0; i < total; i++) {
-		uint64_t size;
-		if (stk_loader_sample(l, i, NULL, 0, &size, NULL) == 0)
-			bytes += size;
-	}
-	long avail = sysconf(_SC_AVPHYS_PAGES), pg = sysconf(_SC_PAGESIZE);
-	if (avail > 0 && bytes > (uint64_t)avail * (uint64_t)pg / 2) {
-		*state = "as found (the dataset does not fit in half of free memory)";
-		return;
-	}
-	size_t cap = 1 << 20;
-	char *buf = malloc(cap);
-	struct shard_fds *fds = shard_fds_new();
-	if (!buf || !fds) {
-		free(buf);
-		shard_fds_free(fds);
-		return;
-	}
-	uint64_t want = order ? n : (uint64_t)total;
-	for (uint64_t i = 0; i < want && !interrupted; i++) {
-		read_sample(l, order ? order[i] : (int64_t)i, fds, &buf, &cap);
-		if (i % 1024 == 0)
-			progress("warming the page cache: %llu/%llu samples", (unsigned long long)i,
-				 (unsigned long long)want);
-	}
-	progress_done();
-	free(buf);
-	shard_fds_free(fds);
-	*state = "warm (files read once before each run)";
-}
-
-static json_t *run_json(const struct run *r)
-{
-	double sps = r->wall > 0 ? (double)r->samples / r->wall : 0;
-	return json_pack("{s:I,s:I,s:I,s:f,s:f,s:f,s:f,s:f,s:I}", "samples", (json_int_t)r->samples,
-			 "bytes", (json_int_t)r->bytes, "batches", (json_int_t)r->batches, "seconds",
-			 r->wall, "samples_per_s", sps, "mb_per_s",
-			 r->wall > 0 ? (double)r->bytes / r->wall / 1e6 : 0, "cpu_s_per_1000",
-			 r->samples ? r->cpu / (double)r->samples * 1000 : 0, "au_percent",
-			 r->wall > 0 && r->compute > 0 ? 100 * r->compute / r->wall : 0, "errors",
-			 (json_int_t)r->errors);
-}
-
-static int cmp_i64(const void *a, const void *b)
-{
-	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-	return x < y ? -1 : x > y;
-}
-
-/* Classes: the folder's class folders, or for shards and file lists (which
- * name no classes) the distinct labels of the samples. */
-static int64_t count_classes(struct stk_loader *l)
-{
-	int64_t k = stk_loader_num_classes(l), n = stk_loader_num_samples(l);
-	int64_t *v = k > 0 || n <= 0 ? NULL : malloc((size_t)n * sizeof(*v));
-	if (!v)
-		return k;
-	int64_t m = 0;
-	for (int64_t i = 0; i < n; i++)
-		if (stk_loader_sample(l, i, NULL, 0, NULL, &v[m]) == 0 && v[m] >= 0)
-			m++;
-	qsort(v, (size_t)m, sizeof(*v), cmp_i64);
-	for (int64_t i = 0; i < m; i++)
-		k += i == 0 || v[i] != v[i - 1];
-	free(v);
-	return k;
-}
-
-static void print_human(struct stk_loader *l, const struct bench_opts *o, const struct run *s,
-			const struct run *b, const char *cache, double cached, double create_s)
-{
-	char t1[32], t2[32], t3[32];
-	double sps = s->wall > 0 ? (double)s->samples / s->wall : 0;
-	double bps = b && b->wall > 0 ? (double)b->samples / b->wall : 0;
-	struct stk_loader_opts eff = {.size = sizeof(eff)};
-	stk_loader_options(l, &eff, NULL);
+	const struct run *s = &S[median_run(S, n)];
 	printf("stoker bench: %s\n", o->path);
 	printf("  %lld samples, %lld classes; engine %s, queue depth %u%s, batch %u, prefetch %u%s\n",
 	       (long long)stk_loader_num_samples(l), (long long)count_classes(l),
@@ -458,30 +198,55 @@ static void print_human(struct stk_loader *l, const struct bench_opts *o, const 
 			*nl = 0;
 		printf("  %s %s\n", line == tuning ? "chosen:" : "       ", line);
 	}
-	printf("\n");
-	printf("  %-26s %14s %14s\n", "", "stoker", b ? "baseline" : "");
-	printf("  %-26s %14.0f", "samples/s", sps);
-	if (b)
-		printf(" %14.0f   %.2fx", bps, bps > 0 ? sps / bps : 0);
-	if (b && s->st.decode_threads) /* like with like: the baseline decodes on one thread */
-		printf(" (%u decode thread%s vs 1)", s->st.decode_threads,
-		       s->st.decode_threads == 1 ? "" : "s");
-	printf("\n  %-26s %14.1f", "MB/s", s->wall > 0 ? (double)s->bytes / s->wall / 1e6 : 0);
-	if (b)
-		printf(" %14.1f", b->wall > 0 ? (double)b->bytes / b->wall / 1e6 : 0);
-	printf("\n  %-26s %14.3f", "CPU s per 1000 samples",
-	       s->samples ? s->cpu / (double)s->samples * 1000 : 0);
-	if (b)
-		printf(" %14.3f", b->samples ? b->cpu / (double)b->samples * 1000 : 0);
-	if (o->compute_ms > 0) {
-		printf("\n  %-26s %13.1f%%", "accelerator utilization",
-		       s->wall > 0 ? 100 * s->compute / s->wall : 0);
-		if (b)
-			printf(" %13.1f%%", b->wall > 0 ? 100 * b->compute / b->wall : 0);
+	double ep[BENCH_MAX_REPEAT], sec[BENCH_MAX_REPEAT];
+	for (int i = 0; i < n; i++) {
+		ep[i] = S[i].epochs_measured;
+		sec[i] = S[i].wall;
 	}
-	printf("\n  %-26s %14.2f", "seconds", s->wall);
-	if (b)
-		printf(" %14.2f", b->wall);
+	struct spread eps, secs;
+	spread_of(ep, n, &eps);
+	spread_of(sec, n, &secs);
+	printf("  %d run%s %s, each %.2f s measured%s (%.2f epochs; ended by %s)\n\n", n,
+	       n == 1 ? "" : "s", B ? (n == 1 ? "of each side" : "of each side, alternating") : "",
+	       secs.median, o->ramp > 0 ? " after a ramp" : "", eps.median, s->ended_by);
+	struct spread a, b, r;
+	const char *hdr = n > 1 ? "median (min-max)" : "";
+	printf("  %-24s %-24s %-24s%s\n", hdr, "stoker", B ? "baseline" : "", B ? "ratio" : "");
+	spread_runs(S, n, sps_of, &a);
+	printf("  %-24s %-24s", "samples/s", fmt_spread(t1, sizeof(t1), &a, "%.0f"));
+	if (B) {
+		spread_runs(B, n, sps_of, &b);
+		double ratios[BENCH_MAX_REPEAT];
+		for (int i = 0; i < n; i++)
+			ratios[i] = sps_of(&B[i]) > 0 ? sps_of(&S[i]) / sps_of(&B[i]) : 0;
+		spread_of(ratios, n, &r);
+		printf(" %-24s %s", fmt_spread(t2, sizeof(t2), &b, "%.0f"),
+		       fmt_spread(t3, sizeof(t3), &r, "%.2fx"));
+		if (s->st.decode_threads) /* like with like: the baseline decodes on one thread */
+			printf(" (%u decode thread%s vs 1)", s->st.decode_threads,
+			       s->st.decode_threads == 1 ? "" : "s");
+	}
+	spread_runs(S, n, mbps_of, &a);
+	printf("\n  %-24s %-24s", "MB/s", fmt_spread(t1, sizeof(t1), &a, "%.1f"));
+	if (B) {
+		spread_runs(B, n, mbps_of, &b);
+		printf(" %-24s", fmt_spread(t2, sizeof(t2), &b, "%.1f"));
+	}
+	spread_runs(S, n, cpu_of, &a);
+	printf("\n  %-24s %-24.3f", "CPU s per 1000 samples", a.median);
+	if (B) {
+		spread_runs(B, n, cpu_of, &b);
+		printf(" %-24.3f", b.median);
+	}
+	if (o->compute_ms > 0) {
+		spread_runs(S, n, au_of, &a);
+		printf("\n  %-24s %-24s", "accelerator utilization %",
+		       fmt_spread(t1, sizeof(t1), &a, "%.1f"));
+		if (B) {
+			spread_runs(B, n, au_of, &b);
+			printf(" %-24s", fmt_spread(t2, sizeof(t2), &b, "%.1f"));
+		}
+	}
 	printf("\n\n  batch wait p50/p99/max     %s / %s / %s   (stall %.1f %% of wall time)\n",
 	       fmt_ns(t1, sizeof(t1), (double)s->st.wait_p50_ns),
 	       fmt_ns(t2, sizeof(t2), (double)s->st.wait_p99_ns),
@@ -493,13 +258,13 @@ static void print_human(struct stk_loader *l, const struct bench_opts *o, const 
 	printf("  reads in flight            mean %.1f, max %u\n", s->st.inflight_mean,
 	       s->st.inflight_max);
 	if (s->st.decode_threads) {
+		const struct run *bm = B ? &B[median_run(B, n)] : NULL;
 		printf("  decode                     %u threads, %.0f images/s per core, p50/p99 %s / %s",
-		       s->st.decode_threads,
-		       s->st.decode_busy_s > 0 ? (double)s->samples / s->st.decode_busy_s : 0,
+		       s->st.decode_threads, s->st.decode_images_per_s_per_core,
 		       fmt_ns(t1, sizeof(t1), (double)s->st.decode_p50_ns),
 		       fmt_ns(t2, sizeof(t2), (double)s->st.decode_p99_ns));
-		if (b && b->decode_s > 0)
-			printf(" (baseline %.0f/s)", (double)b->samples / b->decode_s);
+		if (bm && bm->decode_s > 0)
+			printf(" (baseline %.0f/s)", (double)bm->samples / bm->decode_s);
 		printf("\n  restart intervals          %.1f %% of samples decoded from their crop's "
 		       "intervals only;\n                             %.1f %% of the entropy-coded data "
 		       "decoded per sample\n", 100 * s->st.decode_fast_share,
@@ -507,11 +272,40 @@ static void print_human(struct stk_loader *l, const struct bench_opts *o, const 
 	}
 	printf("  memory                     pool %s%s, RSS %.0f MB after epoch 1, %.0f MB at the end\n",
 	       fmt_bytes(t1, sizeof(t1), (double)s->st.pool_bytes),
-	       s->st.pinned ? " (pinned)" : "", s->rss_first_mb, s->rss_last_mb);
-	printf("  errors                     %llu", (unsigned long long)s->errors);
-	if (s->errors)
+	       s->st.pinned ? " (pinned)" : "", S[0].rss_first_mb, S[n - 1].rss_last_mb);
+	uint64_t errors = 0;
+	for (int i = 0; i < n; i++)
+		errors += S[i].errors;
+	printf("  errors                     %llu", (unsigned long long)errors);
+	if (errors)
 		printf(" (last: %s)", stk_last_error(l));
 	printf("\n");
+}
+
+/* Runs measured for less than the minimum: a warning for the report and
+ * JSON ("" when every run was long enough). */
+static void short_warning(const struct bench_opts *o, const struct run *S, const struct run *B,
+			  int n, char *out, size_t len)
+{
+	double shortest = 1e300;
+	const char *why = "";
+	for (int i = 0; i < n; i++) {
+		if (S[i].wall < shortest) {
+			shortest = S[i].wall;
+			why = S[i].ended_by;
+		}
+		if (B && B[i].wall < shortest) {
+			shortest = B[i].wall;
+			why = B[i].ended_by;
+		}
+	}
+	out[0] = 0;
+	if (shortest < MIN_RUNTIME_S)
+		snprintf(out, len, "a run measured only %.2f s (ended by %s; the minimum that means "
+			 "something here is %.0f s, --runtime): its figures are mostly noise%s",
+			 shortest, why, MIN_RUNTIME_S,
+			 o->cache == CACHE_COLD ? "; a cold run cannot be longer than one epoch: "
+						  "use more data" : "");
 }
 
 /* The loader's options from the parsed ones: PATH, and image mode's. */
@@ -543,8 +337,100 @@ static const struct stk_option *sweep_knob(struct bench_opts *o, const char *nam
 	return r;
 }
 
-/* --sweep knob=v1,v2,...: one loader run per value (no baseline), a table,
- * and an SVG chart of samples/s against the knob. */
+static json_t *stats_json(const struct run *r)
+{
+	json_t *st = run_json(r);
+	json_object_set_new(st, "batch_wait_ns",
+			    json_pack("{s:I,s:I,s:I}", "p50", (json_int_t)r->st.wait_p50_ns, "p99",
+				      (json_int_t)r->st.wait_p99_ns, "max",
+				      (json_int_t)r->st.wait_max_ns));
+	json_object_set_new(st, "read_latency_ns",
+			    json_pack("{s:I,s:I,s:I}", "p50", (json_int_t)r->st.read_p50_ns, "p99",
+				      (json_int_t)r->st.read_p99_ns, "max",
+				      (json_int_t)r->st.read_max_ns));
+	json_object_set_new(st, "inflight_mean", json_real(r->st.inflight_mean));
+	json_object_set_new(st, "inflight_max", json_integer(r->st.inflight_max));
+	json_object_set_new(st, "stall_ratio", json_real(r->st.stall_ratio));
+	json_object_set_new(st, "pool_bytes", json_integer((json_int_t)r->st.pool_bytes));
+	json_object_set_new(st, "pinned", json_boolean(r->st.pinned));
+	json_object_set_new(st, "epochs_measured", json_real(r->epochs_measured));
+	json_object_set_new(st, "ended_by", json_string(r->ended_by ? r->ended_by : ""));
+	if (r->st.decode_threads) {
+		json_object_set_new(st, "decode_images_per_s_per_core",
+				    json_real(r->st.decode_images_per_s_per_core));
+		json_object_set_new(st, "decode_fast_share", json_real(r->st.decode_fast_share));
+		json_object_set_new(st, "decode_entropy_share",
+				    json_real(r->st.decode_entropy_share));
+	}
+	return st;
+}
+
+/* Caption for charts: the data and the run's shape. */
+static void caption(const struct bench_opts *o, struct stk_loader *l, int runs, char *buf,
+		    size_t len)
+{
+	struct stk_loader_opts eff = {.size = sizeof(eff)};
+	stk_loader_options(l, &eff, NULL);
+	snprintf(buf, len, "%s: %lld samples, batch %u; %d run%s a point of %.1f s, median and "
+		 "min-max", o->path, (long long)stk_loader_num_samples(l), eff.batch_size, runs,
+		 runs == 1 ? "" : "s", o->runtime);
+}
+
+/* Every option in effect, as the table's text (JSON: the run is reproducible
+ * from it). */
+static json_t *options_json(const struct stk_loader_opts *lo, const struct stk_image_opts *img)
+{
+	json_t *j = json_object();
+	const struct stk_option *r;
+	for (int i = 0; (r = stk_option_at(i)); i++) {
+		if (r->group == STK_OPT_IMAGE && !img)
+			continue;
+		char v[256];
+		if (stk_option_get(r, r->group == STK_OPT_IMAGE ? (const void *)img : (const void *)lo,
+				   v, sizeof(v)) >= 0)
+			json_object_set_new(j, r->name, json_string(v));
+	}
+	return j;
+}
+
+/* --repeat runs of the loader (and the baseline, alternating) on one loader:
+ * S[0..n), B[0..n) (B NULL: no baseline), the verdict of each loader run. */
+static int run_repeats(struct stk_loader *l, struct bench_opts *o, struct run *S, struct run *B,
+		       struct stk_verdict *V, const struct stk_image_opts *img, const char **cache,
+		       double *cached, int64_t **last_order, uint64_t *last_n)
+{
+	int rc = 0;
+	uint64_t epoch = 0;
+	for (int i = 0; i < o->repeat && !rc && !bench_interrupted; i++) {
+		o->run_index = i;
+		if (o->cache == CACHE_COLD || (i == 0 && o->cache == CACHE_WARM))
+			set_cache(l, o, NULL, 0, cache);
+		if (i == 0 && cached)
+			*cached = cached_fraction(l);
+		/* the first batches may already be in flight: start over, in a new stats
+		 * window, once the cache is as asked */
+		if ((rc = stk_loader_restart(l, epoch, 0, STK_START_RESET_STATS)) < 0)
+			break;
+		int64_t *order = NULL;
+		uint64_t norder = 0;
+		rc = run_loader(l, o, epoch, &S[i], &order, &norder);
+		epoch = S[i].next_epoch;
+		V[i].size = sizeof(V[i]);
+		stk_loader_diagnose(l, 0, &V[i]);
+		if (!rc && B && !bench_interrupted) {
+			if (o->cache == CACHE_COLD)
+				set_cache(l, o, order, norder, cache);
+			rc = run_baseline(l, o, order, norder, &B[i], img);
+		}
+		free(*last_order);
+		*last_order = order;
+		*last_n = norder;
+	}
+	return rc;
+}
+
+/* --sweep knob=v1,v2,...: --repeat runs per value (no baseline), a table of
+ * medians and spreads, and a chart of samples/s against the knob. */
 static int run_sweep(struct bench_opts o)
 {
 	char knob[32] = "";
@@ -557,7 +443,8 @@ static int run_sweep(struct bench_opts o)
 		row = sweep_knob(&o, knob, &base);
 	}
 	char vals[64][24], why[512] = "";
-	double xs[64], ys[64];
+	double xs[64], ys[64], ylo[64], yhi[64];
+	const char *marks[64];
 	int n = 0;
 	for (const char *p = eq ? eq + 1 : ""; row && *p && n < 64;) {
 		const char *c = strchr(p, ',');
@@ -594,10 +481,17 @@ static int run_sweep(struct bench_opts o)
 		snprintf(plot, sizeof(plot), "stoker-sweep-%s.svg", knob);
 	json_t *rows = json_array();
 	if (!o.json)
-		printf("stoker bench --sweep %s: %s\n\n  %14s %12s %10s %8s %10s  %s\n", knob, o.path,
-		       knob, "samples/s", "MB/s", "stall", "in flight", "verdict");
+		printf("stoker bench --sweep %s: %s (%lld run%s a point, each %.1f s measured)\n\n"
+		       "  %14s %24s %10s %8s %10s  %s\n",
+		       knob, o.path, (long long)o.repeat, o.repeat == 1 ? "" : "s", o.runtime, knob,
+		       o.repeat > 1 ? "samples/s median (min-max)" : "samples/s", "MB/s", "stall",
+		       "in flight", "verdict");
 	int rc = 0;
-	for (int i = 0; i < n && !interrupted; i++) {
+	struct stk_loader *last = NULL;
+	char warn[512] = "", cap[1024] = "";
+	static struct run S[BENCH_MAX_REPEAT];
+	static struct stk_verdict V[BENCH_MAX_REPEAT];
+	for (int i = 0; i < n && !bench_interrupted; i++) {
 		stk_option_set(row, base, vals[i], NULL, 0);
 		struct stk_loader_opts lo;
 		struct stk_image_opts img;
@@ -609,67 +503,85 @@ static int run_sweep(struct bench_opts o)
 			break;
 		}
 		const char *cache = "as found";
-		if (o.cache != CACHE_AS_IS) {
-			set_cache(l, &o, NULL, 0, &cache);
-			stk_loader_restart(l, 0, 0, STK_START_RESET_STATS);
-		}
-		struct run r = {0};
+		memset(S, 0, sizeof(S));
+		memset(V, 0, sizeof(V));
 		int64_t *order = NULL;
 		uint64_t norder = 0;
-		rc = run_loader(l, &o, &r, &order, &norder);
-		struct stk_verdict v = {.size = sizeof(v)};
-		stk_loader_diagnose(l, 0, &v);
+		rc = run_repeats(l, &o, S, NULL, V, NULL, &cache, NULL, &order, &norder);
 		free(order);
-		json_decref(r.epochs);
-		stk_loader_destroy(l);
-		if (rc < 0)
+		if (rc < 0) {
+			stk_loader_destroy(l);
 			break;
-		ys[i] = r.wall > 0 ? (double)r.samples / r.wall : 0;
-		if (o.json)
-			json_array_append_new(rows, json_pack("{s:f,s:o,s:o}", "value", xs[i], "run",
-							      run_json(&r), "verdict",
-							      verdict_json(&v)));
-		else
-			printf("  %14s %12.0f %10.1f %7.1f%% %10.1f  %s\n", vals[i], ys[i],
-			       r.wall > 0 ? (double)r.bytes / r.wall / 1e6 : 0, r.st.stall_ratio * 100,
-			       r.st.inflight_mean, v.name);
+		}
+		int nr = o.repeat;
+		struct spread sp, mb;
+		spread_runs(S, nr, sps_of, &sp);
+		spread_runs(S, nr, mbps_of, &mb);
+		char note[256];
+		int pick = pick_verdict(V, S, nr, true, note, sizeof(note));
+		ys[i] = sp.median;
+		ylo[i] = sp.min;
+		yhi[i] = sp.max;
+		marks[i] = V[pick].name;
+		char w1[400];
+		short_warning(&o, S, NULL, nr, w1, sizeof(w1));
+		if (w1[0] && !warn[0])
+			snprintf(warn, sizeof(warn), "%s=%s: %s", knob, vals[i], w1);
+		const struct run *m = &S[median_run(S, nr)];
+		if (o.json) {
+			json_t *runs = json_array();
+			for (int k = 0; k < nr; k++)
+				json_array_append_new(runs, json_pack("{s:o,s:o}", "run", stats_json(&S[k]),
+								       "verdict", verdict_json(&V[k])));
+			json_array_append_new(rows, json_pack("{s:f,s:o,s:o,s:o,s:o,s:s}", "value", xs[i],
+							      "samples_per_s", spread_json(&sp),
+							      "mb_per_s", spread_json(&mb), "runs", runs,
+							      "verdict", verdict_json(&V[pick]),
+							      "verdict_note", note));
+		} else {
+			char t[64];
+			printf("  %14s %24s %10.1f %7.1f%% %10.1f  %s%s%s%s\n", vals[i],
+			       fmt_spread(t, sizeof(t), &sp, "%.0f"), mb.median,
+			       m->st.stall_ratio * 100, m->st.inflight_mean, V[pick].name,
+			       note[0] ? " (" : "", note, note[0] ? ")" : "");
+		}
+		json_decref(S[0].epochs);
+		for (int k = 1; k < nr; k++)
+			json_decref(S[k].epochs);
+		if (last)
+			stk_loader_destroy(last);
+		last = l;
 	}
-	if (rc == 0 && !interrupted) {
-		char title[128];
+	if (rc == 0 && !bench_interrupted && last) {
+		char title[128], png[4096];
 		snprintf(title, sizeof(title), "stoker bench: samples/s against %s", knob);
-		int w = write_svg(plot, title, knob, "samples/s", xs, ys, n);
+		caption(&o, last, (int)o.repeat, cap, sizeof(cap));
+		struct plot p = {.file = plot, .title = title, .xlabel = knob, .yunit = "samples/s",
+				 .caption = cap, .xs = xs, .ys = ys, .ylo = ylo, .yhi = yhi,
+				 .marks = marks, .n = n};
+		int w = plot_line(&p, png, sizeof(png));
 		if (w < 0)
 			fprintf(stderr, "stoker bench: %s: %s\n", plot, strerror(-w));
 		else if (!o.json)
-			printf("\n  plot: %s\n", plot);
+			printf("\n  plot: %s%s%s\n", plot, png[0] ? ", " : "", png);
+		if (!o.json && warn[0])
+			printf("\n  warning: %s\n", warn);
 		if (o.json) {
-			json_t *j = json_pack("{s:s,s:s,s:o,s:s}", "path", o.path, "knob", knob, "runs",
-					      rows, "plot", plot);
+			json_t *j = json_pack("{s:s,s:s,s:I,s:f,s:o,s:s,s:s}", "path", o.path, "knob", knob,
+					      "repeat", (json_int_t)o.repeat, "runtime_s", o.runtime,
+					      "runs", rows, "plot", plot, "png", png);
+			if (warn[0])
+				json_object_set_new(j, "warnings", json_pack("[s]", warn));
 			json_dumpf(j, stdout, JSON_INDENT(2));
 			putchar('\n');
 			json_decref(j);
 			rows = NULL;
 		}
 	}
+	if (last)
+		stk_loader_destroy(last);
 	json_decref(rows);
-	return rc < 0 || interrupted ? EXIT_FAIL : EXIT_OK;
-}
-
-/* Every option in effect, as the table's text (JSON: the run is reproducible
- * from it). */
-static json_t *options_json(const struct stk_loader_opts *lo, const struct stk_image_opts *img)
-{
-	json_t *j = json_object();
-	const struct stk_option *r;
-	for (int i = 0; (r = stk_option_at(i)); i++) {
-		if (r->group == STK_OPT_IMAGE && !img)
-			continue;
-		char v[256];
-		if (stk_option_get(r, r->group == STK_OPT_IMAGE ? (const void *)img : (const void *)lo,
-				   v, sizeof(v)) >= 0)
-			json_object_set_new(j, r->name, json_string(v));
-	}
-	return j;
+	return rc < 0 || bench_interrupted ? EXIT_FAIL : EXIT_OK;
 }
 
 int cmd_bench(int argc, char **argv)
@@ -679,16 +591,26 @@ int cmd_bench(int argc, char **argv)
 		"bench", "[options] [PATH]",
 		"Runs the loader over PATH (a folder in ImageFolder layout, a flat folder, a file\n"
 		"list or tar shards) and a naive synchronous baseline in the same run, and prints\n"
-		"how fast this machine can feed a GPU and what holds it back.  Without PATH, a\n"
+		"how fast this machine can feed a GPU and what holds it back.  Every figure comes\n"
+		"from runs of at least --runtime seconds measured after a --ramp, repeated\n"
+		"(--repeat, the two sides alternating): medians and spreads.  Without PATH, a\n"
 		"default dataset is generated once in the cache folder (~/.cache/stoker).  The\n"
 		"loader's options, their defaults and ranges are the library's (docs/options.md)."};
 	struct opt opts[128] = {
+		{"runtime", 0, OPT_DOUBLE, &o.runtime, MIN_RUNTIME, 0, 1e6, NULL, "S",
+		 "measure each run at least S seconds: epochs repeat (or the run stops at the time "
+		 "mid-epoch, without --epochs) until then; 0: exactly --epochs (1 by default)"},
+		{"ramp", 0, OPT_DOUBLE, &o.ramp, "0.25", 0, 1e6, NULL, "S",
+		 "the first S seconds of each run are not measured (warm-up of queues and caches)"},
+		{"repeat", 'r', OPT_INT, &o.repeat, "0", 0, BENCH_MAX_REPEAT, NULL, "N",
+		 "runs of each side, alternating; the tables give medians and spreads (0: 3 with the "
+		 "baseline or --sweep, else 1)"},
 		{"epochs", 'E', OPT_INT, &o.epochs, "0", 0, 1000000, NULL, "N",
-		 "epochs to run (0: 1 with --cache cold, where later epochs would be warm; else 3)"},
+		 "whole epochs a run reads at least (0: as many as --runtime takes, ending mid-epoch)"},
 		{"seconds", 's', OPT_DOUBLE, &o.seconds, "0", 0, 1e9, NULL, "S",
-		 "stop after S seconds (0 = no limit)"},
+		 "stop a run after S seconds (0 = no limit)"},
 		{"max-samples", 0, OPT_INT, &o.max_samples, "0", 0, 1e15, NULL, "N",
-		 "stop after N samples (0 = no limit)"},
+		 "stop a run after N samples (0 = no limit)"},
 		{"compute-ms", 'c', OPT_DOUBLE, &o.compute_ms, "0", 0, 1e6, NULL, "MS",
 		 "hold each batch MS ms (an emulated accelerator); prints AU %"},
 		{"cache", 0, OPT_CHOICE, &o.cache, "warm", 0, 0, "warm,cold,as-is", "C",
@@ -701,10 +623,11 @@ int cmd_bench(int argc, char **argv)
 		{"size", 0, OPT_STR, &o.size, NULL, 0, 0, NULL, "N",
 		 "--image: output N x N pixels (sets --width and --height)"},
 		{"sweep", 0, OPT_STR, &o.sweep, NULL, 0, 0, NULL, "K=V,..",
-		 "one run per value of a numeric option (threads, qd, prefetch, batch, "
-		 "decode-threads, ...); a table and a plot"},
+		 "--repeat runs per value of a numeric option (threads, qd, prefetch, batch, "
+		 "decode-threads, ...); a table and a chart"},
 		{"plot", 0, OPT_STR, &o.plot, NULL, 0, 0, NULL, "FILE",
-		 "--sweep: SVG chart file [stoker-sweep-KNOB.svg]"},
+		 "--sweep: SVG chart file, and FILE.png beside it with rsvg-convert "
+		 "[stoker-sweep-KNOB.svg]"},
 		{"vs", 0, OPT_STR, &o.vs, NULL, 0, 0, NULL, "torch",
 		 "also PyTorch's DataLoader on the same samples at its best worker count "
 		 "(python3 -m stoker.vs_torch), and stoker's ratio to it"},
@@ -759,8 +682,10 @@ int cmd_bench(int argc, char **argv)
 	sigaction(SIGTERM, &sa, NULL);
 	if (o.cold)
 		o.cache = CACHE_COLD;
-	if (!o.epochs)
-		o.epochs = o.cache == CACHE_COLD ? 1 : 3;
+	if (o.runtime <= 0 && !o.epochs)
+		o.epochs = 1;
+	if (!o.repeat)
+		o.repeat = o.sweep || !o.no_baseline ? 3 : 1;
 	if (o.sweep)
 		return run_sweep(o);
 
@@ -779,43 +704,52 @@ int cmd_bench(int argc, char **argv)
 	struct stk_loader_opts eff = {.size = sizeof(eff)};
 	struct stk_image_opts effimg = {.size = sizeof(effimg)};
 	stk_loader_options(l, &eff, &effimg);
-	struct run s = {0}, b = {0};
-	if (o.cache != CACHE_AS_IS) {
-		/* the first batches are already being read: start over, in a new
-		 * stats window, once the cache is as asked */
-		set_cache(l, &o, NULL, 0, &cache);
-		stk_loader_restart(l, 0, 0, STK_START_RESET_STATS);
-	}
-	double cached = cached_fraction(l);
+	double cached = 0;
+	static struct run S[BENCH_MAX_REPEAT], B[BENCH_MAX_REPEAT];
+	static struct stk_verdict V[BENCH_MAX_REPEAT];
+	bool base = !o.no_baseline;
 	int64_t *order = NULL;
 	uint64_t norder = 0;
-	rc = run_loader(l, &o, &s, &order, &norder);
-	struct stk_verdict verdict = {.size = sizeof(verdict)};
-	stk_loader_diagnose(l, 0, &verdict);
+	rc = run_repeats(l, &o, S, base ? B : NULL, V, o.image ? &effimg : NULL, &cache, &cached,
+			 &order, &norder);
+	int n = (int)o.repeat;
+	while (n > 1 && !S[n - 1].wall) /* interrupted: the runs that ran */
+		n--;
+	char note[256];
+	int pick = pick_verdict(V, S, n, false, note, sizeof(note));
+	char warn[512];
+	short_warning(&o, S, base ? B : NULL, n, warn, sizeof(warn));
+	struct spread ss;
+	spread_runs(S, n, sps_of, &ss);
 	char tuning[1024];
 	stk_loader_tuning(l, tuning, sizeof(tuning));
-	bool base = !o.no_baseline && rc == 0 && !interrupted;
-	if (base) {
-		set_cache(l, &o, order, norder, &cache);
-		rc = run_baseline(l, &o, order, norder, &b, o.image ? &effimg : NULL);
-	}
 	json_t *vt = NULL;
 	char vt_why[512] = "";
-	if (o.vs && rc == 0 && !interrupted) {
+	if (o.vs && rc == 0 && !bench_interrupted) {
 		if (o.cache == CACHE_WARM)
 			set_cache(l, &o, order, norder, &cache);
-		vt = bench_vs_torch(&o, &eff, &effimg, s.samples, vt_why, sizeof(vt_why));
+		vt = bench_vs_torch(&o, &eff, &effimg, 0, vt_why, sizeof(vt_why));
 	}
 	if (o.json) {
+		int med = median_run(S, n);
 		json_t *j = json_pack(
 			"{s:s,s:s,s:s,s:I,s:I,s:I,s:I,s:I,s:f,s:f,s:b,s:o}", "path", o.path, "engine",
 			stk_loader_engine(l), "cache", cache, "dataset_samples",
 			(json_int_t)stk_loader_num_samples(l), "batch_size", (json_int_t)eff.batch_size,
-			"queue_depth", (json_int_t)s.st.queue_depth, "prefetch", (json_int_t)eff.prefetch,
+			"queue_depth", (json_int_t)S[med].st.queue_depth, "prefetch", (json_int_t)eff.prefetch,
 			"epochs", (json_int_t)o.epochs, "compute_ms", o.compute_ms, "cached_fraction",
-			cached, "direct", s.st.direct != 0, "stoker", run_json(&s));
+			cached, "direct", S[med].st.direct != 0, "stoker", stats_json(&S[med]));
 		json_object_set_new(j, "options", options_json(&eff, o.image ? &effimg : NULL));
 		json_object_set_new(j, "create_s", json_real(create_s));
+		json_object_set_new(j, "runtime_s", json_real(o.runtime));
+		json_object_set_new(j, "ramp_s", json_real(o.ramp));
+		json_object_set_new(j, "repeat", json_integer(n));
+		json_object_set_new(j, "verdict", verdict_json(&V[pick]));
+		json_object_set_new(j, "verdict_note", json_string(note));
+		json_object_set_new(j, "samples_per_s", spread_json(&ss));
+		json_t *st = json_object_get(j, "stoker");
+		json_object_set_new(st, "epochs", S[med].epochs ? json_incref(S[med].epochs)
+								: json_array());
 		json_t *tl = json_array(); /* one line each: reads, queue depth, I/O threads */
 		for (char *line = tuning, *nl; line && *line; line = nl ? nl + 1 : NULL) {
 			if ((nl = strchr(line, '\n')))
@@ -823,73 +757,68 @@ int cmd_bench(int argc, char **argv)
 			json_array_append_new(tl, json_string(line));
 		}
 		json_object_set_new(j, "tuning", tl);
-		json_object_set_new(j, "verdict", verdict_json(&verdict));
-		if (o.image) {
+		if (o.image)
 			json_object_set_new(j, "image", json_pack("{s:I,s:I,s:s,s:I}", "width",
 								  (json_int_t)effimg.width, "height",
 								  (json_int_t)effimg.height, "crop",
 								  effimg.crop ? "center" : "random_resized",
 								  "decode_threads",
-								  (json_int_t)s.st.decode_threads));
-			json_object_set_new(json_object_get(j, "stoker"), "decode_images_per_s_per_core",
-					    json_real(s.st.decode_images_per_s_per_core));
-			json_object_set_new(json_object_get(j, "stoker"), "decode_fast_share",
-					    json_real(s.st.decode_fast_share));
-			json_object_set_new(json_object_get(j, "stoker"), "decode_entropy_share",
-					    json_real(s.st.decode_entropy_share));
-			json_object_set_new(json_object_get(j, "image"), "baseline_decode_threads",
-					    json_integer(1));
+								  (json_int_t)S[med].st.decode_threads));
+		json_t *runs = json_array();
+		double ratios[BENCH_MAX_REPEAT];
+		for (int i = 0; i < n; i++) {
+			json_t *one = json_pack("{s:o,s:o}", "stoker", stats_json(&S[i]), "verdict",
+						verdict_json(&V[i]));
+			if (base) {
+				json_object_set_new(one, "baseline", run_json(&B[i]));
+				ratios[i] = sps_of(&B[i]) > 0 ? sps_of(&S[i]) / sps_of(&B[i]) : 0;
+				json_object_set_new(one, "ratio", json_real(ratios[i]));
+			}
+			json_array_append_new(runs, one);
 		}
-		json_t *st = json_object_get(j, "stoker");
-		json_object_set_new(st, "batch_wait_ns",
-				    json_pack("{s:I,s:I,s:I}", "p50", (json_int_t)s.st.wait_p50_ns,
-					      "p99", (json_int_t)s.st.wait_p99_ns, "max",
-					      (json_int_t)s.st.wait_max_ns));
-		json_object_set_new(st, "read_latency_ns",
-				    json_pack("{s:I,s:I,s:I}", "p50", (json_int_t)s.st.read_p50_ns,
-					      "p99", (json_int_t)s.st.read_p99_ns, "max",
-					      (json_int_t)s.st.read_max_ns));
-		json_object_set_new(st, "inflight_mean", json_real(s.st.inflight_mean));
-		json_object_set_new(st, "inflight_max", json_integer(s.st.inflight_max));
-		json_object_set_new(st, "stall_ratio", json_real(s.st.stall_ratio));
-		json_object_set_new(st, "pool_bytes", json_integer((json_int_t)s.st.pool_bytes));
-		json_object_set_new(st, "pinned", json_boolean(s.st.pinned));
-		json_object_set_new(st, "epochs", s.epochs ? s.epochs : json_array());
-		s.epochs = NULL;
+		json_object_set_new(j, "runs", runs);
+		if (base) {
+			struct spread rs, bs;
+			spread_of(ratios, n, &rs);
+			spread_runs(B, n, sps_of, &bs);
+			json_object_set_new(j, "baseline", run_json(&B[median_run(B, n)]));
+			json_object_set_new(j, "baseline_samples_per_s", spread_json(&bs));
+			json_object_set_new(j, "ratio", json_real(rs.median));
+			json_object_set_new(j, "ratio_spread", spread_json(&rs));
+		}
 		if (vt) {
 			double bsps = json_real_value(
 				json_object_get(json_object_get(vt, "best"), "samples_per_s"));
-			json_object_set_new(vt, "ratio",
-					    json_real(bsps > 0 && s.wall > 0
-							      ? (double)s.samples / s.wall / bsps
-							      : 0));
+			json_object_set_new(vt, "ratio", json_real(bsps > 0 ? ss.median / bsps : 0));
 			json_object_set_new(j, "vs_torch", vt);
 			vt = NULL;
 		} else if (o.vs) {
 			json_object_set_new(j, "vs_torch", json_pack("{s:s}", "error", vt_why));
 		}
-		if (base) {
-			json_object_set_new(j, "baseline", run_json(&b));
-			double sps = s.wall > 0 ? (double)s.samples / s.wall : 0;
-			double bps = b.wall > 0 ? (double)b.samples / b.wall : 0;
-			json_object_set_new(j, "ratio", json_real(bps > 0 ? sps / bps : 0));
-		}
+		if (warn[0])
+			json_object_set_new(j, "warnings", json_pack("[s]", warn));
 		json_dumpf(j, stdout, JSON_INDENT(2));
 		putchar('\n');
 		json_decref(j);
-	} else if (s.batches || rc == 0) {
-		print_human(l, &o, &s, base ? &b : NULL, cache, cached, create_s);
+	} else if (S[0].batches || rc == 0) {
+		print_human(l, &o, S, base ? B : NULL, n, cache, cached, create_s);
+		device_print(&V[pick]);
 		if (vt)
-			vs_torch_print(vt, s.wall > 0 ? (double)s.samples / s.wall : 0);
+			vs_torch_print(vt, ss.median);
 		else if (o.vs)
 			printf("\n  vs PyTorch's DataLoader: not run: %s\n", vt_why);
-		verdict_print(&verdict);
+		verdict_print(&V[pick]);
+		if (note[0])
+			printf("  (%s)\n", note);
+		if (warn[0])
+			printf("\n  warning: %s.\n", warn);
 	}
-	json_decref(s.epochs);
+	for (int i = 0; i < (int)o.repeat; i++)
+		json_decref(S[i].epochs);
 	json_decref(vt);
 	free(order);
 	stk_loader_destroy(l);
-	if (interrupted) {
+	if (bench_interrupted) {
 		fprintf(stderr, "stoker bench: interrupted\n");
 		return EXIT_FAIL;
 	}

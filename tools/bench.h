@@ -4,6 +4,7 @@
 #define STK_BENCH_H
 
 #include <jansson.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -13,8 +14,9 @@ struct bench_opts {
 	const char *path;
 	struct stk_loader_opts lo;  /* the loader's options, as the table parses them */
 	struct stk_image_opts img;  /* with --image */
-	int64_t epochs, max_samples;
-	double compute_ms, seconds;
+	int64_t epochs, max_samples, repeat;
+	double compute_ms, seconds, runtime, ramp;
+	int run_index; /* which of the --repeat runs is going */
 	int cache; /* CACHE_* */
 	bool image, cold, json, no_baseline;
 	const char *sweep, *plot, *size, *vs;
@@ -29,11 +31,48 @@ struct run {
 	double rss_first_mb, rss_last_mb;
 	double decode_s; /* baseline: time decoding */
 	json_t *epochs; /* per-epoch figures */
+	uint64_t next_epoch;    /* the epoch after the last this run read */
+	double epochs_measured; /* batches measured / batches per epoch */
+	const char *ended_by;   /* what ended the measured part ("--runtime", ...) */
 };
+
+#define BENCH_MAX_REPEAT 64
+
+/* Several runs' figure: median, min-max, and Student's 95 % interval of the
+ * mean from three runs on. */
+struct spread {
+	int n;
+	double median, min, max, mean, lo95, hi95;
+	bool has_ci;
+};
+void spread_of(const double *v, int n, struct spread *s);
+/* (max - min) / median: 0.2 is a 20 % spread. */
+double spread_rel(const struct spread *s);
+json_t *spread_json(const struct spread *s);
+
+/* bench_run.c: set by SIGINT/SIGTERM; every loop stops at it. */
+extern volatile sig_atomic_t bench_interrupted;
+/* Fraction of a spread of samples whose pages are in the page cache. */
+double cached_fraction(struct stk_loader *l);
+/* The page cache as --cache asks, before a run; *state says what it is. */
+void set_cache(struct stk_loader *l, const struct bench_opts *o, const int64_t *order,
+	       uint64_t n, const char **state);
+/* One measured loader run from epoch0 (after a ramp), recording the order it
+ * delivered for the baseline.  0 or <0 (the loader's error, said). */
+int run_loader(struct stk_loader *l, const struct bench_opts *o, uint64_t epoch0, struct run *r,
+	       int64_t **order, uint64_t *norder);
+/* The synchronous baseline over order[0..n) for as long as the loader's run. */
+int run_baseline(struct stk_loader *l, const struct bench_opts *o, const int64_t *order, uint64_t n,
+		 struct run *r, const struct stk_image_opts *img);
+json_t *run_json(const struct run *r);
+/* Classes: the folder's, or the distinct labels of shards and file lists. */
+int64_t count_classes(struct stk_loader *l);
 
 /* The verdict as bench's JSON has it: kind, evidence, try, and the device. */
 json_t *verdict_json(const struct stk_verdict *v);
-/* The verdict's human lines: the device behind PATH, then verdict and try. */
+/* The device behind PATH as the verdict sampled it (iostat -x's figures). */
+void device_print(const struct stk_verdict *v);
+/* The verdict's human lines: verdict and try. */
 void verdict_print(const struct stk_verdict *v);
 
 /* --vs torch: PyTorch's DataLoader over the same samples (python3 -m
@@ -43,9 +82,5 @@ json_t *bench_vs_torch(const struct bench_opts *o, const struct stk_loader_opts 
 		       const struct stk_image_opts *img, uint64_t samples, char *why, size_t len);
 /* Its lines in bench's human report, with stoker's ratio to the best. */
 void vs_torch_print(const json_t *vt, double stoker_sps);
-
-/* Writes an SVG line chart of ys against xs (labels as given). 0 or -errno. */
-int write_svg(const char *file, const char *title, const char *xlabel, const char *ylabel,
-	      const double *xs, const double *ys, int n);
 
 #endif
