@@ -8,6 +8,7 @@
 #include "stoker/stoker.h"
 
 #include <errno.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -92,6 +93,25 @@ static inline const char *stk__entry_path(const struct stk_dataset *ds, int64_t 
 {
 	return ds->names + ds->entries[i].name;
 }
+
+/* --- cpushare.c --------------------------------------------------------- */
+
+/* What a CPU share is computed from (the running system, or a test's). */
+struct stk__cpu_facts {
+	cpu_set_t host;   /* the cgroup's cpuset within the online CPUs */
+	cpu_set_t mask;   /* this process's affinity */
+	double quota;     /* cpu.max in CPUs, 0: none */
+	int current;      /* the CPU the calling thread runs on, -1: unknown */
+};
+int stk__cpu_facts(struct stk__cpu_facts *f);
+/* The share from facts; local_world 0: no launcher.  loader_set gets the
+ * CPUs for the loader's threads, *pin whether to pin them. */
+void stk__cpu_share_of(const struct stk__cpu_facts *f, uint32_t local_rank,
+		       uint32_t local_world, const char *source, struct stk_cpu_share *out,
+		       cpu_set_t *loader_set, bool *pin);
+/* stk_cpu_share with the loader's CPU set; the reason in why on -EINVAL. */
+int stk__cpu_share(uint32_t local_rank, uint32_t local_world, struct stk_cpu_share *out,
+		   cpu_set_t *loader_set, bool *pin, char *why, size_t wlen);
 
 /* --- sampler.c ---------------------------------------------------------- */
 

@@ -128,6 +128,9 @@ struct stk_loader {
 	int64_t *scratch_idx;   /* batch_size indices, claim-time scratch */
 	struct sio **sort_scratch; /* batch_size pointers, claim-time scratch */
 	uint32_t *group_end;    /* shard shuffle: where each shard's samples end */
+	struct stk_cpu_share share; /* default thread counts and where threads run */
+	cpu_set_t cpuset;       /* the loader's threads' CPUs, when pin */
+	bool pin;
 	struct stk_image_opts img;
 	bool image;
 	uint64_t raw_bytes;     /* of a slot: the reads; the images follow */

@@ -105,9 +105,21 @@ static int pick_engine(struct stk_loader *l, char *err, size_t errlen)
 	return rc;
 }
 
+/* Thread attributes: pinned to the rank's share, off the trainer's CPU. */
+static pthread_attr_t *thread_attr(struct stk_loader *l, pthread_attr_t *a)
+{
+	if (!l->pin)
+		return NULL;
+	pthread_attr_init(a);
+	if (pthread_attr_setaffinity_np(a, sizeof(l->cpuset), &l->cpuset)) {
+		pthread_attr_destroy(a);
+		return NULL;
+	}
+	return a;
+}
+
 static int start_rings(struct stk_loader *l)
 {
-	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
 	bool uring = l->ops == &stk__engine_uring;
 	/* auto: the probe climbs up to what the slots can ever hold in flight */
 	uint64_t slots = (uint64_t)l->o.batch_size * l->o.prefetch;
@@ -117,7 +129,7 @@ static int start_rings(struct stk_loader *l)
 	 * pread and null: one scheduling thread; pread's workers do the reads. */
 	l->nrings = 1;
 	if (uring)
-		l->nrings = l->o.io_threads ? l->o.io_threads : (ncpu >= 2 ? 2 : 1);
+		l->nrings = l->o.io_threads ? l->o.io_threads : l->share.io_threads;
 	if (l->nrings > cap)
 		l->nrings = cap;
 	if (!uring && !l->o.io_threads)
@@ -145,12 +157,16 @@ static int start_rings(struct stk_loader *l)
 			return -ENOMEM;
 	}
 	int rc = 0;
+	pthread_attr_t attr, *pa = thread_attr(l, &attr);
 	pthread_mutex_lock(&l->mu);
 	for (uint32_t i = 0; i < l->nrings; i++) {
-		if ((rc = -pthread_create(&l->rings[i].tid, NULL, stk__loader_ring_main, &l->rings[i]))) {
+		if ((rc = -pthread_create(&l->rings[i].tid, pa, stk__loader_ring_main, &l->rings[i]))) {
 			l->nrings = i;
 			break;
 		}
+		char name[16]; /* what top -H and /proc/PID/task/TID/comm show */
+		snprintf(name, sizeof(name), "stk-io%u", i % 1000);
+		pthread_setname_np(l->rings[i].tid, name);
 	}
 	for (uint32_t i = 0; i < l->nrings; i++) {
 		while (!l->rings[i].init_done)
@@ -163,25 +179,33 @@ static int start_rings(struct stk_loader *l)
 	if (!rc)
 		stk__tune_init(l);
 	pthread_mutex_unlock(&l->mu);
+	if (pa)
+		pthread_attr_destroy(pa);
 	return rc;
 }
 
 static int start_decoders(struct stk_loader *l)
 {
-	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-	uint32_t n = l->img.decode_threads ? l->img.decode_threads : (ncpu > 1 ? (uint32_t)ncpu - 1 : 1);
+	uint32_t n = l->img.decode_threads ? l->img.decode_threads : l->share.decode_threads;
 	l->dq_cap = l->pool.nslots * l->o.batch_size;
 	l->dq = calloc(l->dq_cap, sizeof(*l->dq));
 	l->dthreads = calloc(n, sizeof(*l->dthreads));
 	if (!l->dq || !l->dthreads)
 		return -ENOMEM;
-	for (uint32_t i = 0; i < n; i++) {
-		int rc = -pthread_create(&l->dthreads[i], NULL, stk__loader_decode_main, l);
-		if (rc)
-			return rc;
-		l->ndthreads++;
+	pthread_attr_t attr, *pa = thread_attr(l, &attr);
+	int rc = 0;
+	for (uint32_t i = 0; i < n && !rc; i++) {
+		rc = -pthread_create(&l->dthreads[i], pa, stk__loader_decode_main, l);
+		if (!rc) {
+			char name[16];
+			snprintf(name, sizeof(name), "stk-decode%u", i % 1000);
+			pthread_setname_np(l->dthreads[i], name);
+			l->ndthreads++;
+		}
 	}
-	return 0;
+	if (pa)
+		pthread_attr_destroy(pa);
+	return rc;
 }
 
 /* Shard shuffle: the groups are the shards, whose samples are contiguous in
@@ -211,8 +235,8 @@ static int shard_mode(struct stk_loader *l, char *err, size_t errlen)
 				       l->o.shuffle_window);
 }
 
-/* What the option table cannot say: the caller's struct size and the rank
- * below the world size.  Defaults and ranges are stk__opts_apply's. */
+/* What the option table cannot say: the caller's struct size and the ranks
+ * below their world sizes.  Defaults and ranges are stk__opts_apply's. */
 static int validate(const struct stk_loader_opts *o, uint32_t caller_size, char *err,
 		    size_t errlen)
 {
@@ -222,6 +246,11 @@ static int validate(const struct stk_loader_opts *o, uint32_t caller_size, char 
 	}
 	if (o->rank >= o->world_size) {
 		snprintf(err, errlen, "rank: %u must be below world_size %u", o->rank, o->world_size);
+		return -EINVAL;
+	}
+	if (o->local_world_size && o->local_rank >= o->local_world_size) {
+		snprintf(err, errlen, "local_rank: %u must be below local_world_size %u", o->local_rank,
+			 o->local_world_size);
 		return -EINVAL;
 	}
 	return 0;
@@ -366,6 +395,10 @@ int stk_loader_create(struct stk_loader **out, const struct stk_loader_opts *opt
 				 stk_strerror(rc));
 		goto fail;
 	}
+	if ((rc = stk__cpu_share(l->o.local_rank, l->o.local_world_size, &l->share, &l->cpuset,
+				 &l->pin, errbuf, errlen)))
+		goto fail;
+	l->pin &= !(l->o.flags & STK_F_NO_AFFINITY);
 	if ((rc = pick_engine(l, errbuf, errlen)))
 		goto fail;
 	stk__tune_direct(l);

@@ -70,6 +70,16 @@ const char *stk_loader_class_name(const struct stk_loader *l, int64_t label)
 	return label >= 0 && label < l->ds->nclasses ? l->ds->classes[label] : NULL;
 }
 
+int stk_loader_cpu_share(const struct stk_loader *l, struct stk_cpu_share *out)
+{
+	if (out->size && out->size < offsetof(struct stk_cpu_share, cpulist))
+		return -EINVAL;
+	size_t n = out->size && out->size < sizeof(l->share) ? out->size : sizeof(l->share);
+	memcpy(out, &l->share, n);
+	out->size = (uint32_t)n;
+	return 0;
+}
+
 const char *stk_loader_engine(const struct stk_loader *l)
 {
 	return l->ops ? l->ops->name : "auto";
@@ -91,6 +101,10 @@ int stk_loader_options(const struct stk_loader *l, struct stk_loader_opts *out,
 	o.image = NULL;
 	if (l->ops == &stk__engine_uring)
 		o.io_threads = l->nrings;
+	if (strcmp(l->share.source, "none")) { /* "auto" resolved from the environment */
+		o.local_rank = l->share.local_rank;
+		o.local_world_size = l->share.local_world_size;
+	}
 	copy_sized(out, &o, sizeof(o));
 	if (img) {
 		struct stk_image_opts i = {0};

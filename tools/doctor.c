@@ -390,7 +390,7 @@ static void path_slot(struct doctor *d)
 
 /* The checks in the order they print: a new check is one more row. */
 static void (*const checks[])(struct doctor *) = {
-	check_cpu,      check_memory, check_shm,  check_io_uring, check_memlock,
+	check_cpu,      doc_share_check, check_memory, check_shm, check_io_uring, check_memlock,
 	path_slot,      check_dirty,  check_nofile, check_thp,    check_gpus,
 };
 
@@ -468,6 +468,10 @@ int cmd_doctor(int argc, char **argv)
 	struct opt opts[16] = {
 		{"sample-size", 0, OPT_SIZE, &d.sample, "0", 0, 1e12, NULL, "BYTES",
 		 "bytes per sample (0 = PATH's mean file size, else 110 kB)"},
+		{"local-world-size", 0, OPT_INT, &d.local_world, "0", 0, 1 << 20, NULL, "N",
+		 "ranks per host, for the cpu share (0 = LOCAL_WORLD_SIZE, OMPI_COMM_WORLD_LOCAL_SIZE)"},
+		{"decode-threads", 0, OPT_INT, &d.decode_threads, "0", 0, 1024, NULL, "N",
+		 "decode threads per rank, for the cpu share (0 = the share's default)"},
 		{"json", 'j', OPT_BOOL, &json, NULL, 0, 0, NULL, NULL, "print JSON"},
 		{"verbose", 'v', OPT_BOOL, &verbose, NULL, 0, 0, NULL, NULL,
 		 "say why for the checks that pass too"},

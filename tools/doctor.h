@@ -28,6 +28,7 @@ struct doctor {
 	const char *root; /* "" or a fake /proc + /sys tree (tests) */
 	const char *path; /* NULL without PATH */
 	uint64_t batch, prefetch, sample; /* sample: bytes, 0 = from PATH */
+	int64_t local_world, decode_threads; /* cpu share: 0 = from the environment / default */
 	/* PATH's files, counted once */
 	bool path_ok, is_dir, count_capped;
 	uint64_t files, bytes;
@@ -49,6 +50,9 @@ void doc_set(char *field, size_t len, const char *fmt, ...) __attribute__((forma
 
 /* The subcommand (also declared in cli.h, with the others). */
 int cmd_doctor(int argc, char **argv);
+
+/* The "cpu share" check: each rank's share of the host (doctor_share.c). */
+void doc_share_check(struct doctor *d);
 
 /* The checks about PATH: filesystem, mount options, device, queue settings,
  * the I/O plan for that storage, O_DIRECT (doctor_path.c). */

@@ -115,6 +115,7 @@ enum stk_on_error {
 #define STK_F_QUIET      (1u << 4) /* no notices on stderr (engine fallback...) */
 #define STK_F_NO_CACHE   (1u << 5) /* do not read or write the index cache */
 #define STK_F_BUFFERED   (1u << 6) /* buffered reads, whatever the dataset's size */
+#define STK_F_NO_AFFINITY (1u << 7) /* never pin the loader's threads (see stk_cpu_share) */
 
 /* Image mode: each sample is decoded (JPEG) and cropped into a fixed-size
  * RGB image in the batch.  Zero fields take their defaults (the option
@@ -202,6 +203,11 @@ struct stk_loader_opts {
 					   within a window: near-sequential reads */
 	} shuffle_mode;
 	uint32_t shuffle_window; /* STK_SHUFFLE_SHARD: window in samples */
+	/* Ranks sharing this host (see stk_cpu_share): local_world_size 0 reads
+	 * LOCAL_RANK / LOCAL_WORLD_SIZE (torchrun), else
+	 * OMPI_COMM_WORLD_LOCAL_RANK / _SIZE (Open MPI), else none. */
+	uint32_t local_rank;
+	uint32_t local_world_size;
 };
 
 /* ------------------------------------------------------------------------ */
@@ -233,7 +239,8 @@ struct stk_loader_opts {
 	  "reads in flight, all I/O threads together (auto: probed at the start and when the "  \
 	  "rate changes for where throughput stops rising; stk_loader_tuning says why)")        \
 	X(LOADER, io_threads, U32, io_threads, 0, "auto", 1, 256, "auto",                         \
-	  "I/O threads (auto: 2 io_uring rings, or 64 pread workers)")                           \
+	  "I/O threads (auto: 2 io_uring rings, 1 when the rank's CPU share is below 4; or 64 "  \
+	  "pread workers)")                                                                      \
 	X(LOADER, engine, ENUM, engine, 0, "auto", 0, 0, "auto,io_uring,pread,null",              \
 	  "read engine (auto: io_uring, else the pread pool, said once; null: no I/O, tests)")   \
 	X(LOADER, seed, U64, seed, 0, "0", 0, 0, NULL, "shuffle and augmentation seed")           \
@@ -271,7 +278,15 @@ struct stk_loader_opts {
 	X(LOADER, slot_bytes, U64, slot_bytes, 0, "auto", 1, 1099511627776.0, "auto",          \
 	  "bytes per batch slot (auto: from the dataset's sample sizes)")                        \
 	X(LOADER, null_latency, DURATION, null_latency_ns, 0, "0", 0, 3.6e12, NULL,                 \
-	  "engine null: each read completes after this long (tests, pipeline overhead)")
+	  "engine null: each read completes after this long (tests, pipeline overhead)")          \
+	X(LOADER, local_rank, U32, local_rank, 0, "0", 0, 1048575, NULL,                          \
+	  "this process's place among the ranks on this host (with local_world_size)")          \
+	X(LOADER, local_world_size, U32, local_world_size, 0, "auto", 1, 1048576, "auto",         \
+	  "ranks sharing this host's CPUs (auto: $LOCAL_WORLD_SIZE from torchrun, else Open "    \
+	  "MPI's $OMPI_COMM_WORLD_LOCAL_SIZE, else none: nothing pinned)")                       \
+	X(LOADER, affinity, NOFLAG, flags, STK_F_NO_AFFINITY, "true", 0, 0, NULL,                 \
+	  "with ranks sharing the host: pin the loader's threads to this rank's CPU share, off " \
+	  "the training thread's CPU")
 
 #define STK_IMAGE_OPTIONS(X)                                                                     \
 	X(IMAGE, width, U32, width, 0, "224", 1, 8192, NULL, "output width in pixels")            \
@@ -302,7 +317,8 @@ struct stk_loader_opts {
 	X(IMAGE, crop_frac, FLOAT, crop_frac, 0, "0.875", 0, 1, NULL,                             \
 	  "center: output / resized short side (224 of 256)")                                    \
 	X(IMAGE, decode_threads, U32, decode_threads, 0, "auto", 1, 1024, "auto",                 \
-	  "decode threads (auto: online CPUs - 1, at least 1)")                                  \
+	  "decode threads (auto: the rank's CPU share less one, at least 1; one process: usable "\
+	  "CPUs - 1)")                                                                           \
 	X(IMAGE, max_pixels, U64, max_pixels, 0, "100000000", 1, 1099511627776.0, NULL,           \
 	  "larger images are refused before any allocation")
 
@@ -340,6 +356,36 @@ STK_API int stk_option_set(const struct stk_option *opt, void *opts, const char 
  * Returns the length (snprintf's rule) or <0. */
 STK_API int stk_option_get(const struct stk_option *opt, const void *opts, char *buf,
 			   size_t len);
+
+/* A rank's share of its host's CPUs.  The ranks on a host divide the CPUs
+ * of its cgroup's cpuset (else the online ones) that this process's affinity
+ * allows, no more than the cgroup's cpu.max quota: rank r gets the r-th
+ * slice, or its own affinity mask when the launcher already bound it to a
+ * part of the host.  One CPU of the share is left to the training thread; the
+ * loader's I/O and decode threads are pinned to the rest (unless
+ * STK_F_NO_AFFINITY).  Without a launcher (local_world_size 0 and nothing in
+ * the environment) nothing is pinned and the defaults use every usable CPU. */
+struct stk_cpu_share {
+	uint32_t size;            /* set by the caller: sizeof(struct stk_cpu_share) */
+	uint32_t local_rank, local_world_size;
+	char source[40];          /* where they came from: "LOCAL_WORLD_SIZE",
+				     "OMPI_COMM_WORLD_LOCAL_SIZE", "options" or "none" */
+	uint32_t host_cpus;       /* the CPUs the host's ranks divide */
+	uint32_t allowed;         /* in this process's affinity mask */
+	double quota;             /* the cgroup's cpu.max in CPUs; 0: none */
+	uint32_t bound;           /* 1: the launcher bound this rank to CPUs of its own */
+	uint32_t cpus;            /* this rank's share */
+	uint32_t io_threads;      /* default I/O threads (io_uring rings) in the share */
+	uint32_t decode_threads;  /* default decode threads: the share less the trainer's CPU */
+	int32_t trainer_cpu;      /* the CPU left to the training thread; -1: none (share of 1) */
+	uint32_t oversubscribed;  /* 1: more ranks than usable CPUs: they share cores */
+	char cpulist[256];        /* where the loader's threads run: "2-7"; "" unpinned */
+};
+/* The share for (local_rank, local_world_size); 0/0 reads the environment as
+ * stk_loader_opts does.  0, or -EINVAL (rank not below size, or a malformed
+ * environment variable) with the reason in errbuf (may be NULL).  Any thread. */
+STK_API int stk_cpu_share(uint32_t local_rank, uint32_t local_world_size,
+			  struct stk_cpu_share *out, char *errbuf, size_t errlen);
 
 /* A batch: a read-only view owned by the loader, valid until stk_batch_release.
  * Sample i's bytes are data[offsets[i] .. offsets[i] + sizes[i]). */
@@ -464,6 +510,8 @@ STK_API int stk_loader_sample_extent(const struct stk_loader *loader, int64_t in
 /* Number of classes (folder mode) and a class name (static until destroy). */
 STK_API int64_t stk_loader_num_classes(const struct stk_loader *loader);
 STK_API const char *stk_loader_class_name(const struct stk_loader *loader, int64_t label);
+/* The CPU share the loader's thread defaults and affinity came from. */
+STK_API int stk_loader_cpu_share(const struct stk_loader *loader, struct stk_cpu_share *out);
 /* The engine in use: "io_uring", "pread" or "null". */
 STK_API const char *stk_loader_engine(const struct stk_loader *loader);
 /* The options in effect: the caller's, with every default applied and every

@@ -21,11 +21,13 @@ from . import _lib
 from .errors import DeviceError, Error, NoSlotError, OptionError
 from .batch import Batch, ImageBatch
 from .image import IMAGENET_MEAN, IMAGENET_STD, Image
+from .cpus import cpu_share
 from .loader import Loader
 from .jpeg import restart_info, transcode_jpeg
 
-__all__ = ["Loader", "Batch", "Image", "ImageBatch", "Error", "NoSlotError", "OptionError",
-           "DeviceError", "IMAGENET_MEAN", "IMAGENET_STD", "version", "lib_version", "lib_path",
+__all__ = ["Loader", "cpu_share", "Batch", "Image", "ImageBatch", "Error", "NoSlotError",
+           "OptionError", "DeviceError", "IMAGENET_MEAN", "IMAGENET_STD", "version", "lib_version",
+           "lib_path",
            "transcode_jpeg", "restart_info"]
 
 # The version this package was made for: include/stoker/stoker.h's, one owner.

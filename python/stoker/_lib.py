@@ -169,7 +169,36 @@ class LoaderOpts(ctypes.Structure):
         ("image", ctypes.POINTER(ImageOpts)),  # NULL: raw mode
         ("shuffle_mode", ctypes.c_int),        # enum stk_shuffle
         ("shuffle_window", c_u32),
+        ("local_rank", c_u32),
+        ("local_world_size", c_u32),           # 0: "auto", from the environment
     ]
+
+
+class CpuShare(ctypes.Structure):
+    """struct stk_cpu_share."""
+    _fields_ = [
+        ("size", c_u32),
+        ("local_rank", c_u32),
+        ("local_world_size", c_u32),
+        ("source", ctypes.c_char * 40),
+        ("host_cpus", c_u32),
+        ("allowed", c_u32),
+        ("quota", ctypes.c_double),
+        ("bound", c_u32),
+        ("cpus", c_u32),
+        ("io_threads", c_u32),
+        ("decode_threads", c_u32),
+        ("trainer_cpu", ctypes.c_int32),
+        ("oversubscribed", c_u32),
+        ("cpulist", ctypes.c_char * 256),
+    ]
+
+    def as_dict(self):
+        d = {name: getattr(self, name) for name, _ in self._fields_ if name != "size"}
+        d["source"] = d["source"].decode("ascii", "replace")
+        d["cpulist"] = d["cpulist"].decode("ascii", "replace")
+        d["bound"], d["oversubscribed"] = bool(d["bound"]), bool(d["oversubscribed"])
+        return d
 
 
 class BatchStruct(ctypes.Structure):
@@ -396,6 +425,10 @@ stk_loader_sample_extent = _proto("stk_loader_sample_extent", ctypes.c_int, _vp,
 stk_loader_resume_point = _proto("stk_loader_resume_point", ctypes.c_int, _vp,
                                  ctypes.POINTER(Resume))
 stk_loader_resume = _proto("stk_loader_resume", ctypes.c_int, _vp, ctypes.POINTER(Resume))
+stk_cpu_share = _proto("stk_cpu_share", ctypes.c_int, c_u32, c_u32, ctypes.POINTER(CpuShare),
+                       ctypes.c_char_p, ctypes.c_size_t)
+stk_loader_cpu_share = _proto("stk_loader_cpu_share", ctypes.c_int, _vp,
+                              ctypes.POINTER(CpuShare))
 stk_image_bytes = _proto("stk_image_bytes", ctypes.c_size_t, ctypes.POINTER(ImageOpts))
 stk_jpeg_transcode = _proto("stk_jpeg_transcode", ctypes.c_int, ctypes.c_void_p,
                                ctypes.c_size_t, ctypes.POINTER(ctypes.c_void_p),
@@ -449,7 +482,7 @@ def _check_layout():
                        ("stk_batch", BatchStruct), ("stk_stats", Stats),
                        ("stk_loader_state", LoaderState), ("stk_verdict", Verdict),
                        ("stk_option", Option), ("stk_resume", Resume),
-                       ("stk_resume_segment", ResumeSegment)):
+                       ("stk_resume_segment", ResumeSegment), ("stk_cpu_share", CpuShare)):
         theirs, ours = stk_struct_size(cname.encode()), ctypes.sizeof(cls)
         if theirs != ours:
             bad.append("struct %s: %d bytes in %s, %d in stoker/_lib.py" % (cname, theirs,

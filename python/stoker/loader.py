@@ -142,7 +142,8 @@ class Loader:
             drop_last, rank, world_size, prefetch, queue_depth, io_threads,
             engine, on_error, direct, shuffle_mode, ...).  rank and
             world_size default to $RANK and $WORLD_SIZE (torchrun) when given
-            neither.  `threads` is accepted for io_threads and `null_latency_ns`
+            neither; local_rank and local_world_size (the ranks sharing this
+            host's CPUs: stoker.cpu_share) to the launcher's environment.  `threads` is accepted for io_threads and `null_latency_ns`
             for null_latency.
 
     One thread iterates a loader; stats() and diagnose() may be called from
@@ -292,6 +293,16 @@ class Loader:
         h = self._handle()
         n = _lib.stk_loader_num_classes(h)
         return [os.fsdecode(_lib.stk_loader_class_name(h, i)) for i in range(n)]
+
+    @property
+    def cpu_share(self):
+        """This rank's share of the host's CPUs, which set the default thread
+        counts and where the loader's threads run (see stoker.cpu_share)."""
+        st = _lib.CpuShare(size=ctypes.sizeof(_lib.CpuShare))
+        rc = _lib.stk_loader_cpu_share(self._handle(), ctypes.byref(st))
+        if rc < 0:
+            raise error_from(rc, None, self._path)
+        return st.as_dict()
 
     @property
     def engine(self):

@@ -135,6 +135,9 @@ def test_torchrun_contract(tmp_path, jpeg_folder, shards):
         results = got[run["name"]]
         for r, res in enumerate(results):
             assert res["facts"]["rank"] == r and res["facts"]["world_size"] == world
+            share = res["facts"]["cpu_share"]  # the host's CPUs split by LOCAL_RANK
+            assert (share["source"], share["local_rank"], share["local_world_size"]) == \
+                ("LOCAL_WORLD_SIZE", r, world)
         check_epochs(results, N_IMAGES, world)
         for r, res in enumerate(results):
             mine = [(b["epoch"], b["number"], b["indices"]) for b in res["record"]]
@@ -305,3 +308,42 @@ def test_state_dict_refused(tmp_path, jpeg_folder):
         bad = dict(state, segments=[[2, 1000]])
         with pytest.raises(ValueError, match="more than epoch 1 had"):
             l.load_state_dict(bad)
+
+
+# --- ranks sharing a host -------------------------------------------------------
+
+def test_cpu_share_from_the_environment(image_folder, monkeypatch):
+    """With LOCAL_RANK / LOCAL_WORLD_SIZE set, a loader's default decode and
+    I/O threads are its share of the host (libstoker computes it; Python and
+    stoker doctor read the same), pinned off the trainer's CPU."""
+    for name in ("LOCAL_RANK", "LOCAL_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK",
+                 "OMPI_COMM_WORLD_LOCAL_SIZE"):
+        monkeypatch.delenv(name, raising=False)
+    alone = stoker.cpu_share()
+    assert alone["source"] == "none" and alone["cpulist"] == ""
+    monkeypatch.setenv("LOCAL_RANK", "1")
+    monkeypatch.setenv("LOCAL_WORLD_SIZE", "2")
+    want = stoker.cpu_share()
+    assert (want["source"], want["local_rank"], want["local_world_size"]) == \
+        ("LOCAL_WORLD_SIZE", 1, 2)
+    assert want["cpus"] == max(1, alone["cpus"] // 2) or want["bound"]
+    with stoker.Loader(image_folder, 8, image=stoker.Image(size=16), quiet=True) as l:
+        got = l.cpu_share
+        assert {k: got[k] for k in ("source", "local_rank", "cpus", "decode_threads")} == \
+            {k: want[k] for k in ("source", "local_rank", "cpus", "decode_threads")}
+        for _ in l:
+            pass
+        assert l.stats()["decode_threads"] == want["decode_threads"]
+        if want["trainer_cpu"] >= 0:
+            assert str(want["trainer_cpu"]) not in want["cpulist"].split(",")
+    # explicit arguments win over the environment
+    with stoker.Loader(image_folder, 8, quiet=True, local_rank=0, local_world_size=1) as l:
+        assert l.cpu_share["source"] == "options" and l.cpu_share["local_world_size"] == 1
+    assert stoker.cpu_share(0, 4)["local_world_size"] == 4
+    with pytest.raises(ValueError, match="local_rank: 2 must be below local_world_size 2"):
+        stoker.Loader(image_folder, 8, local_rank=2, local_world_size=2)
+    monkeypatch.setenv("LOCAL_RANK", "5")
+    with pytest.raises(stoker.Error, match="LOCAL_RANK=5 is not below LOCAL_WORLD_SIZE=2"):
+        stoker.Loader(image_folder, 8, quiet=True)
+    with pytest.raises(ValueError, match="LOCAL_RANK=5"):
+        stoker.cpu_share()
