@@ -206,12 +206,15 @@ static void claim(struct stk_loader *l, struct ring *r, struct slot *s, int64_t 
 		struct stk_io *io = &x->io;
 		s->indices[i] = idx;
 		s->labels[i] = e->label;
-		s->sizes[i] = e->size;
+		/* read_bytes: only the sample's first bytes, exactly those */
+		bool prefix = l->o.read_bytes && l->o.read_bytes < e->size;
+		uint64_t want = prefix ? l->o.read_bytes : e->size;
+		s->sizes[i] = want;
 		s->offsets[i] = off;
 		*x = (struct sio){.io = {.op = STK_IO_READ_FILE, .path = stk__entry_path(l->ds, idx),
-					 .len = stk__loader_read_len(l, e->size), .offset = e->offset,
-					 .buf_index = (int)si},
-				  .size = e->size, .slot = si, .idx = i};
+					 .len = prefix && !l->direct ? want : stk__loader_read_len(l, want),
+					 .offset = e->offset, .buf_index = (int)si},
+				  .size = want, .prefix = prefix, .slot = si, .idx = i};
 		if (l->direct && l->ds->shards) {
 			io->offset = e->offset & ~(uint64_t)(STK_DIRECT_ALIGN - 1);
 			x->skip = (uint32_t)(e->offset - io->offset);
@@ -256,10 +259,10 @@ static void complete(struct stk_loader *l, struct sio *x, uint64_t now)
 		l->tune.skip--;
 	if (io->res >= 0 && (uint64_t)io->res < x->skip + x->size)
 		io->res = STK_ESHORT;
-	else if (io->res >= 0 && (uint64_t)io->res > x->size && !l->ds->shards &&
+	else if (io->res >= 0 && (uint64_t)io->res > x->size && !l->ds->shards && !x->prefix &&
 		 l->ops != &stk__engine_null) /* null "reads" whatever it is asked */
 		io->res = STK_EGREW; /* the byte past the indexed size was there */
-	else if (io->res >= 0 && !l->ds->shards && !l->direct)
+	else if (io->res >= 0 && !l->ds->shards && !l->direct && !x->prefix)
 		((uint8_t *)io->buf)[x->size] = 0; /* the probe's byte: not left as it was */
 	if (io->res < 0)
 		sample_error(l, s, x, (int)io->res, NULL);

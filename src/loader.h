@@ -17,7 +17,8 @@ enum slot_state { SLOT_FREE, SLOT_FILLING, SLOT_READY, SLOT_HELD };
 /* One sample's read: the engine's I/O and what the loader knows of it. */
 struct sio {
 	struct stk_io io;     /* first: the engines hand back &sio->io */
-	uint64_t size;        /* the indexed size: what a good read returns */
+	uint64_t size;        /* what a good read returns: the indexed size, or read_bytes */
+	bool prefix;          /* read_bytes: a prefix of the sample, no growth probe */
 	uint32_t skip;        /* bytes read before the sample's first (O_DIRECT alignment) */
 	uint32_t slot, idx;   /* which batch slot, which sample in it */
 	uint64_t t_submit;    /* ns */

@@ -253,6 +253,12 @@ static int validate(const struct stk_loader_opts *o, uint32_t caller_size, char 
 			 o->local_world_size);
 		return -EINVAL;
 	}
+	if (o->read_bytes && o->image &&
+	    (!caller_size || caller_size >= offsetof(struct stk_loader_opts, image) + sizeof(void *))) {
+		snprintf(err, errlen, "read_bytes: image mode decodes whole files; read_bytes is for "
+				      "raw mode");
+		return -EINVAL;
+	}
 	return 0;
 }
 

@@ -29,13 +29,6 @@
 
 #define DEFAULT_IMAGES "10000"
 #define DEFAULT_CLASSES "100"
-/* The shortest measured run whose figure means something on a shared
- * machine: --runtime's default, and the line under which a run is flagged. */
-#define MIN_RUNTIME_S 2.0
-#define MIN_RUNTIME "2"
-/* Runs whose samples/s spread wider than this (max - min over the median)
- * make the verdict say it is unsure. */
-#define WIDE_SPREAD 0.2
 
 static void on_sigint(int sig)
 {
@@ -73,108 +66,6 @@ static int default_dataset(char *out, size_t len)
 		return -1;
 	}
 	return 0;
-}
-
-static double sps_of(const struct run *r)
-{
-	return r->wall > 0 ? (double)r->samples / r->wall : 0;
-}
-
-static double mbps_of(const struct run *r)
-{
-	return r->wall > 0 ? (double)r->bytes / r->wall / 1e6 : 0;
-}
-
-static double cpu_of(const struct run *r)
-{
-	return r->samples ? r->cpu / (double)r->samples * 1000 : 0;
-}
-
-static double au_of(const struct run *r)
-{
-	return r->wall > 0 && r->compute > 0 ? 100 * r->compute / r->wall : 0;
-}
-
-/* One figure of n runs into a spread. */
-static void spread_runs(const struct run *runs, int n, double (*f)(const struct run *),
-			struct spread *s)
-{
-	double v[BENCH_MAX_REPEAT] = {0};
-	for (int i = 0; i < n && i < BENCH_MAX_REPEAT; i++)
-		v[i] = f(&runs[i]);
-	spread_of(v, n, s);
-}
-
-/* The run whose samples/s is the median's (its latencies speak for all). */
-static int median_run(const struct run *runs, int n)
-{
-	struct spread s;
-	spread_runs(runs, n, sps_of, &s);
-	int best = 0;
-	for (int i = 1; i < n; i++)
-		if (fabs(sps_of(&runs[i]) - s.median) < fabs(sps_of(&runs[best]) - s.median))
-			best = i;
-	return best;
-}
-
-/* "63328", or with runs: "63328 (61.2k-65.0k)". */
-static const char *fmt_spread(char *buf, size_t len, const struct spread *s, const char *fmt)
-{
-	char lo[24], hi[24];
-	int n = snprintf(buf, len, fmt, s->median);
-	if (s->n > 1 && n > 0 && (size_t)n < len) {
-		double k = s->max >= 1e4 ? 1e3 : 1;
-		const char *u = k > 1 ? "k" : "";
-		int d = k > 1 || (s->max >= 10 && s->max < 100) ? 1 : s->max < 10 ? 2 : 0;
-		snprintf(lo, sizeof(lo), "%.*f%s", d, s->min / k, u);
-		snprintf(hi, sizeof(hi), "%.*f%s", d, s->max / k, u);
-		snprintf(buf + n, len - (size_t)n, " (%s-%s)", lo, hi);
-	}
-	return buf;
-}
-
-/* The verdict the runs agree on, and how sure: the kind most runs gave (the
- * median run's evidence when it is that kind), "unsure" when they disagree
- * or their samples/s spread wide. */
-static int pick_verdict(const struct stk_verdict *v, const struct run *runs, int n, bool terse,
-			char *note, size_t len)
-{
-	int count[STK_BOUND_COUNT] = {0}, top = 0;
-	for (int i = 0; i < n; i++)
-		if (v[i].kind >= 0 && v[i].kind < STK_BOUND_COUNT && ++count[v[i].kind] > count[top])
-			top = v[i].kind;
-	int med = median_run(runs, n), pick = med;
-	if (v[med].kind != top)
-		for (int i = 0; i < n; i++)
-			if (v[i].kind == top) {
-				pick = i;
-				break;
-			}
-	struct spread s;
-	spread_runs(runs, n, sps_of, &s);
-	note[0] = 0;
-	if (terse) { /* a table row's: only when unsure */
-		if (count[top] < n || (n > 1 && spread_rel(&s) > WIDE_SPREAD))
-			snprintf(note, len, "unsure: %d of %d runs, spread %.0f %%", count[top], n,
-				 100 * spread_rel(&s));
-		return pick;
-	}
-	if (count[top] < n)
-		snprintf(note, len, "%d of %d runs say so, %s; ", count[top], n,
-			 "the others another kind: not sure");
-	if (n > 1 && spread_rel(&s) > WIDE_SPREAD) {
-		size_t k = strlen(note);
-		snprintf(note + k, len - k, "the runs' samples/s spread %.0f %% (%.0f-%.0f): the "
-			 "machine was noisy, take this with care; ",
-			 100 * spread_rel(&s), s.min, s.max);
-	} else if (n > 1 && count[top] == n) {
-		snprintf(note, len, "all %d runs agree (samples/s spread %.0f %%); ", n,
-			 100 * spread_rel(&s));
-	}
-	size_t k = strlen(note);
-	if (k >= 2)
-		note[k - 2] = 0;
-	return pick;
 }
 
 static void print_human(struct stk_loader *l, const struct bench_opts *o, const struct run *S,
@@ -282,44 +173,6 @@ static void print_human(struct stk_loader *l, const struct bench_opts *o, const 
 	printf("\n");
 }
 
-/* Runs measured for less than the minimum: a warning for the report and
- * JSON ("" when every run was long enough). */
-static void short_warning(const struct bench_opts *o, const struct run *S, const struct run *B,
-			  int n, char *out, size_t len)
-{
-	double shortest = 1e300;
-	const char *why = "";
-	for (int i = 0; i < n; i++) {
-		if (S[i].wall < shortest) {
-			shortest = S[i].wall;
-			why = S[i].ended_by;
-		}
-		if (B && B[i].wall < shortest) {
-			shortest = B[i].wall;
-			why = B[i].ended_by;
-		}
-	}
-	out[0] = 0;
-	if (shortest < MIN_RUNTIME_S)
-		snprintf(out, len, "a run measured only %.2f s (ended by %s; the minimum that means "
-			 "something here is %.0f s, --runtime): its figures are mostly noise%s",
-			 shortest, why, MIN_RUNTIME_S,
-			 o->cache == CACHE_COLD ? "; a cold run cannot be longer than one epoch: "
-						  "use more data" : "");
-}
-
-/* The loader's options from the parsed ones: PATH, and image mode's. */
-static void loader_opts(const struct bench_opts *o, struct stk_loader_opts *lo,
-			struct stk_image_opts *img)
-{
-	*lo = o->lo;
-	lo->size = sizeof(*lo);
-	lo->path = o->path;
-	*img = o->img;
-	img->size = sizeof(*img);
-	lo->image = o->image ? img : NULL;
-}
-
 /* --sweep's knob: a numeric row of the option table, by its name or a short
  * alias (threads, qd, batch), and the struct it lives in. */
 static const struct stk_option *sweep_knob(struct bench_opts *o, const char *name, void **base)
@@ -337,34 +190,6 @@ static const struct stk_option *sweep_knob(struct bench_opts *o, const char *nam
 	return r;
 }
 
-static json_t *stats_json(const struct run *r)
-{
-	json_t *st = run_json(r);
-	json_object_set_new(st, "batch_wait_ns",
-			    json_pack("{s:I,s:I,s:I}", "p50", (json_int_t)r->st.wait_p50_ns, "p99",
-				      (json_int_t)r->st.wait_p99_ns, "max",
-				      (json_int_t)r->st.wait_max_ns));
-	json_object_set_new(st, "read_latency_ns",
-			    json_pack("{s:I,s:I,s:I}", "p50", (json_int_t)r->st.read_p50_ns, "p99",
-				      (json_int_t)r->st.read_p99_ns, "max",
-				      (json_int_t)r->st.read_max_ns));
-	json_object_set_new(st, "inflight_mean", json_real(r->st.inflight_mean));
-	json_object_set_new(st, "inflight_max", json_integer(r->st.inflight_max));
-	json_object_set_new(st, "stall_ratio", json_real(r->st.stall_ratio));
-	json_object_set_new(st, "pool_bytes", json_integer((json_int_t)r->st.pool_bytes));
-	json_object_set_new(st, "pinned", json_boolean(r->st.pinned));
-	json_object_set_new(st, "epochs_measured", json_real(r->epochs_measured));
-	json_object_set_new(st, "ended_by", json_string(r->ended_by ? r->ended_by : ""));
-	if (r->st.decode_threads) {
-		json_object_set_new(st, "decode_images_per_s_per_core",
-				    json_real(r->st.decode_images_per_s_per_core));
-		json_object_set_new(st, "decode_fast_share", json_real(r->st.decode_fast_share));
-		json_object_set_new(st, "decode_entropy_share",
-				    json_real(r->st.decode_entropy_share));
-	}
-	return st;
-}
-
 /* Caption for charts: the data and the run's shape. */
 static void caption(const struct bench_opts *o, struct stk_loader *l, int runs, char *buf,
 		    size_t len)
@@ -374,23 +199,6 @@ static void caption(const struct bench_opts *o, struct stk_loader *l, int runs, 
 	snprintf(buf, len, "%s: %lld samples, batch %u; %d run%s a point of %.1f s, median and "
 		 "min-max", o->path, (long long)stk_loader_num_samples(l), eff.batch_size, runs,
 		 runs == 1 ? "" : "s", o->runtime);
-}
-
-/* Every option in effect, as the table's text (JSON: the run is reproducible
- * from it). */
-static json_t *options_json(const struct stk_loader_opts *lo, const struct stk_image_opts *img)
-{
-	json_t *j = json_object();
-	const struct stk_option *r;
-	for (int i = 0; (r = stk_option_at(i)); i++) {
-		if (r->group == STK_OPT_IMAGE && !img)
-			continue;
-		char v[256];
-		if (stk_option_get(r, r->group == STK_OPT_IMAGE ? (const void *)img : (const void *)lo,
-				   v, sizeof(v)) >= 0)
-			json_object_set_new(j, r->name, json_string(v));
-	}
-	return j;
 }
 
 /* --repeat runs of the loader (and the baseline, alternating) on one loader:
@@ -588,12 +396,13 @@ int cmd_bench(int argc, char **argv)
 {
 	struct bench_opts o = {0};
 	static const struct cmd_help help = {
-		"bench", "[options] [PATH]",
+		"bench", "[options] [PATH...]",
 		"Runs the loader over PATH (a folder in ImageFolder layout, a flat folder, a file\n"
 		"list or tar shards) and a naive synchronous baseline in the same run, and prints\n"
 		"how fast this machine can feed a GPU and what holds it back.  Every figure comes\n"
 		"from runs of at least --runtime seconds measured after a --ramp, repeated\n"
-		"(--repeat, the two sides alternating): medians and spreads.  Without PATH, a\n"
+		"(--repeat, the two sides alternating): medians and spreads.  With several PATHs,\n"
+		"the same options on each in turn, side by side (no baseline).  Without PATH, a\n"
 		"default dataset is generated once in the cache folder (~/.cache/stoker).  The\n"
 		"loader's options, their defaults and ranges are the library's (docs/options.md)."};
 	struct opt opts[128] = {
@@ -611,6 +420,8 @@ int cmd_bench(int argc, char **argv)
 		 "stop a run after S seconds (0 = no limit)"},
 		{"max-samples", 0, OPT_INT, &o.max_samples, "0", 0, 1e15, NULL, "N",
 		 "stop a run after N samples (0 = no limit)"},
+		{"max-batches", 0, OPT_INT, &o.max_batches, "0", 0, 1e15, NULL, "N",
+		 "stop a run after N batches (0 = no limit)"},
 		{"compute-ms", 'c', OPT_DOUBLE, &o.compute_ms, "0", 0, 1e6, NULL, "MS",
 		 "hold each batch MS ms (an emulated accelerator); prints AU %"},
 		{"cache", 0, OPT_CHOICE, &o.cache, "warm", 0, 0, "warm,cold,as-is", "C",
@@ -643,8 +454,9 @@ int cmd_bench(int argc, char **argv)
 	int first = opt_parse(&help, opts, argc, argv);
 	if (first < 0)
 		return -first;
-	if (argc - first > 1) {
-		fprintf(stderr, "stoker bench: one PATH at most (got %d)\n", argc - first);
+	if (argc - first > 1 && (o.sweep || o.vs)) {
+		fprintf(stderr, "stoker bench: --%s takes one PATH (got %d); several PATHs are "
+				"compared with each other\n", o.sweep ? "sweep" : "vs", argc - first);
 		return EXIT_USAGE;
 	}
 	if (o.size) {
@@ -682,12 +494,14 @@ int cmd_bench(int argc, char **argv)
 	sigaction(SIGTERM, &sa, NULL);
 	if (o.cold)
 		o.cache = CACHE_COLD;
-	if (o.runtime <= 0 && !o.epochs)
-		o.epochs = 1;
+	if (o.runtime <= 0 && !o.epochs && !o.max_batches && !o.max_samples && !o.seconds)
+		o.epochs = 1; /* no minimum time and no limit: one epoch */
 	if (!o.repeat)
 		o.repeat = o.sweep || !o.no_baseline ? 3 : 1;
 	if (o.sweep)
 		return run_sweep(o);
+	if (argc - first > 1)
+		return bench_paths(&o, argv + first, argc - first);
 
 	const char *cache = "as found";
 	struct stk_loader *l;

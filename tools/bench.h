@@ -14,7 +14,7 @@ struct bench_opts {
 	const char *path;
 	struct stk_loader_opts lo;  /* the loader's options, as the table parses them */
 	struct stk_image_opts img;  /* with --image */
-	int64_t epochs, max_samples, repeat;
+	int64_t epochs, max_samples, max_batches, repeat;
 	double compute_ms, seconds, runtime, ramp;
 	int run_index; /* which of the --repeat runs is going */
 	int cache; /* CACHE_* */
@@ -37,6 +37,13 @@ struct run {
 };
 
 #define BENCH_MAX_REPEAT 64
+/* The shortest measured run whose figure means something on a shared
+ * machine: --runtime's default, and the line under which a run is flagged. */
+#define MIN_RUNTIME_S 2.0
+#define MIN_RUNTIME "2"
+/* Runs whose samples/s spread wider than this (max - min over the median)
+ * make the verdict say it is unsure. */
+#define WIDE_SPREAD 0.2
 
 /* Several runs' figure: median, min-max, and Student's 95 % interval of the
  * mean from three runs on. */
@@ -49,6 +56,25 @@ void spread_of(const double *v, int n, struct spread *s);
 /* (max - min) / median: 0.2 is a 20 % spread. */
 double spread_rel(const struct spread *s);
 json_t *spread_json(const struct spread *s);
+
+/* A run's figures, for spreads over runs. */
+double sps_of(const struct run *r);
+double mbps_of(const struct run *r);
+double cpu_of(const struct run *r);
+double au_of(const struct run *r);
+/* One figure of n runs into a spread. */
+void spread_runs(const struct run *runs, int n, double (*f)(const struct run *), struct spread *s);
+/* The run whose samples/s is the median's (its latencies speak for all). */
+int median_run(const struct run *runs, int n);
+/* "63328", or with runs: "63328 (61.2k-65.0k)". */
+const char *fmt_spread(char *buf, size_t len, const struct spread *s, const char *fmt);
+/* The verdict most runs gave (its index), and a note when they disagree or
+ * spread wide (terse: a table cell's, only then). */
+int pick_verdict(const struct stk_verdict *v, const struct run *runs, int n, bool terse,
+		 char *note, size_t len);
+/* A warning for runs measured under the minimum ("" when all were long enough). */
+void short_warning(const struct bench_opts *o, const struct run *S, const struct run *B, int n,
+		   char *out, size_t len);
 
 /* bench_run.c: set by SIGINT/SIGTERM; every loop stops at it. */
 extern volatile sig_atomic_t bench_interrupted;
@@ -65,6 +91,13 @@ int run_loader(struct stk_loader *l, const struct bench_opts *o, uint64_t epoch0
 int run_baseline(struct stk_loader *l, const struct bench_opts *o, const int64_t *order, uint64_t n,
 		 struct run *r, const struct stk_image_opts *img);
 json_t *run_json(const struct run *r);
+/* run_json with the loader's stats: latencies, reads in flight, decode. */
+json_t *stats_json(const struct run *r);
+/* Every option in effect as the table's text; img NULL in raw mode. */
+json_t *options_json(const struct stk_loader_opts *lo, const struct stk_image_opts *img);
+/* The loader's options from the parsed ones: PATH, and image mode's. */
+void loader_opts(const struct bench_opts *o, struct stk_loader_opts *lo,
+		 struct stk_image_opts *img);
 /* Classes: the folder's, or the distinct labels of shards and file lists. */
 int64_t count_classes(struct stk_loader *l);
 
@@ -80,6 +113,8 @@ void verdict_print(const struct stk_verdict *v);
  * in why (no interpreter, torch not importable, ...). */
 json_t *bench_vs_torch(const struct bench_opts *o, const struct stk_loader_opts *lo,
 		       const struct stk_image_opts *img, uint64_t samples, char *why, size_t len);
+/* stoker bench PATH1 PATH2 ...: the paths side by side (bench_paths.c). */
+int bench_paths(struct bench_opts *o, char **paths, int n);
 /* Its lines in bench's human report, with stoker's ratio to the best. */
 void vs_torch_print(const json_t *vt, double stoker_sps);
 

@@ -104,6 +104,10 @@ static bool measured_enough(const struct bench_opts *o, const struct run *r, dou
 		*why = "--max-samples";
 		return true;
 	}
+	if (o->max_batches > 0 && r->batches >= (uint64_t)o->max_batches) {
+		*why = "--max-batches";
+		return true;
+	}
 	bool time_ok = elapsed >= o->runtime;
 	if (o->epochs > 0) { /* whole epochs: at least --epochs, more to reach the time */
 		if (!epoch_end || epochs_done < o->epochs)
@@ -111,6 +115,8 @@ static bool measured_enough(const struct bench_opts *o, const struct run *r, dou
 		*why = epochs_done > o->epochs ? "epochs repeated to reach --runtime" : "--epochs";
 		return time_ok || o->runtime <= 0;
 	}
+	if (o->runtime <= 0)
+		return false; /* no minimum and no epochs: the limits above end it */
 	*why = "--runtime";
 	return time_ok;
 }
@@ -453,5 +459,63 @@ int64_t count_classes(struct stk_loader *l)
 		k += i == 0 || v[i] != v[i - 1];
 	free(v);
 	return k;
+}
+
+
+/* The loader's options from the parsed ones: PATH, and image mode's. */
+void loader_opts(const struct bench_opts *o, struct stk_loader_opts *lo,
+			struct stk_image_opts *img)
+{
+	*lo = o->lo;
+	lo->size = sizeof(*lo);
+	lo->path = o->path;
+	*img = o->img;
+	img->size = sizeof(*img);
+	lo->image = o->image ? img : NULL;
+}
+
+json_t *stats_json(const struct run *r)
+{
+	json_t *st = run_json(r);
+	json_object_set_new(st, "batch_wait_ns",
+			    json_pack("{s:I,s:I,s:I}", "p50", (json_int_t)r->st.wait_p50_ns, "p99",
+				      (json_int_t)r->st.wait_p99_ns, "max",
+				      (json_int_t)r->st.wait_max_ns));
+	json_object_set_new(st, "read_latency_ns",
+			    json_pack("{s:I,s:I,s:I}", "p50", (json_int_t)r->st.read_p50_ns, "p99",
+				      (json_int_t)r->st.read_p99_ns, "max",
+				      (json_int_t)r->st.read_max_ns));
+	json_object_set_new(st, "inflight_mean", json_real(r->st.inflight_mean));
+	json_object_set_new(st, "inflight_max", json_integer(r->st.inflight_max));
+	json_object_set_new(st, "stall_ratio", json_real(r->st.stall_ratio));
+	json_object_set_new(st, "pool_bytes", json_integer((json_int_t)r->st.pool_bytes));
+	json_object_set_new(st, "pinned", json_boolean(r->st.pinned));
+	json_object_set_new(st, "epochs_measured", json_real(r->epochs_measured));
+	json_object_set_new(st, "ended_by", json_string(r->ended_by ? r->ended_by : ""));
+	if (r->st.decode_threads) {
+		json_object_set_new(st, "decode_images_per_s_per_core",
+				    json_real(r->st.decode_images_per_s_per_core));
+		json_object_set_new(st, "decode_fast_share", json_real(r->st.decode_fast_share));
+		json_object_set_new(st, "decode_entropy_share",
+				    json_real(r->st.decode_entropy_share));
+	}
+	return st;
+}
+
+/* Every option in effect, as the table's text (JSON: the run is reproducible
+ * from it). */
+json_t *options_json(const struct stk_loader_opts *lo, const struct stk_image_opts *img)
+{
+	json_t *j = json_object();
+	const struct stk_option *r;
+	for (int i = 0; (r = stk_option_at(i)); i++) {
+		if (r->group == STK_OPT_IMAGE && !img)
+			continue;
+		char v[256];
+		if (stk_option_get(r, r->group == STK_OPT_IMAGE ? (const void *)img : (const void *)lo,
+				   v, sizeof(v)) >= 0)
+			json_object_set_new(j, r->name, json_string(v));
+	}
+	return j;
 }
 

@@ -208,6 +208,7 @@ struct stk_loader_opts {
 	 * OMPI_COMM_WORLD_LOCAL_RANK / _SIZE (Open MPI), else none. */
 	uint32_t local_rank;
 	uint32_t local_world_size;
+	uint64_t read_bytes;     /* raw mode: read only each sample's first bytes (0: all) */
 };
 
 /* ------------------------------------------------------------------------ */
@@ -277,6 +278,9 @@ struct stk_loader_opts {
 	  "where indexes go when the data folder is read-only (default: ~/.cache/stoker)")       \
 	X(LOADER, slot_bytes, U64, slot_bytes, 0, "auto", 1, 1099511627776.0, "auto",          \
 	  "bytes per batch slot (auto: from the dataset's sample sizes)")                        \
+	X(LOADER, read_bytes, U64, read_bytes, 0, "0", 0, 1099511627776.0, NULL,                 \
+	  "raw mode: read only the first N bytes of each sample (0: whole samples), as a "     \
+	  "storage test that reads 1 KiB of each file does")                                     \
 	X(LOADER, null_latency, DURATION, null_latency_ns, 0, "0", 0, 3.6e12, NULL,                 \
 	  "engine null: each read completes after this long (tests, pipeline overhead)")          \
 	X(LOADER, local_rank, U32, local_rank, 0, "0", 0, 1048575, NULL,                          \

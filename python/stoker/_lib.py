@@ -171,6 +171,7 @@ class LoaderOpts(ctypes.Structure):
         ("shuffle_window", c_u32),
         ("local_rank", c_u32),
         ("local_world_size", c_u32),           # 0: "auto", from the environment
+        ("read_bytes", c_u64),
     ]
 
 
