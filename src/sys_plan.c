@@ -3,7 +3,7 @@
  * loader should keep in flight and on how many I/O threads, and what the
  * PyTorch DataLoader rule of thumb says for the same storage.  One row per
  * storage kind (the only place these numbers live: `stoker doctor` prints
- * them, and an automatic queue depth starts from them); the kind comes from
+ * them, and the automatic queue depth falls back on them); the kind comes from
  * the readers of sys_block.c, so a fake root tree reaches every row in tests.
  * Also the RDMA device list, which decides what RLIMIT_MEMLOCK must allow.
  */

@@ -34,6 +34,12 @@ struct check *doc_add(struct doctor *d, const char *name, int status)
 	return c;
 }
 
+const char *doc_default(const char *name)
+{
+	const struct stk_option *o = stk_option_find(name);
+	return o && o->def ? o->def : "?";
+}
+
 void doc_set(char *field, size_t len, const char *fmt, ...)
 {
 	va_list ap;
@@ -316,9 +322,10 @@ static void check_nofile(struct doctor *d)
 		    d->count_capped ? ">= " : "", (unsigned long long)d->files);
 	else
 		SET(k, value, "soft %s, hard %s", soft, hard);
-	SET(k, why, "the loader keeps up to queue-depth files open (128 by default, and io_uring's "
+	SET(k, why, "the loader keeps up to queue-depth files open (%s by default, and io_uring's "
 		    "file table counts against the limit); DataLoader workers sharing tensors by file "
-		    "descriptor and readers keeping shards open need one per file");
+		    "descriptor and readers keeping shards open need one per file",
+	    doc_default("queue_depth"));
 	const char *raise = t.nofile_hard > t.nofile_soft
 				    ? ""
 				    : "  # raise the hard limit first: /etc/security/limits.conf "

@@ -44,6 +44,8 @@ struct doctor {
 
 /* Appends a check (the last slot is reused when full) and returns it. */
 struct check *doc_add(struct doctor *d, const char *name, int status);
+/* A loader option's default, as text, from the library's option table. */
+const char *doc_default(const char *name);
 /* printf into one of a check's fields (c->value, c->why, c->fix). */
 void doc_set(char *field, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 #define SET(c, field, ...) doc_set((c)->field, sizeof((c)->field), __VA_ARGS__)

@@ -90,7 +90,8 @@ static void check_fs(struct doctor *d, const struct stk_mount *m)
 		SET(c, why,
 		    "a network filesystem: every file costs a round trip (0.2-2 ms), so small files "
 		    "cap samples/s at reads in flight / latency; keep the queue deep (stoker's "
-		    "default is 128) and prefer large shards or a local copy");
+		    "default is %s; see the io plan below) and prefer large shards or a local copy",
+		    doc_default("queue_depth"));
 		SET(c, fix, "stoker pack %s OUT  # tar shards: one open per thousands of samples\n"
 			    "cp -r %s /local/nvme/  # or a local copy", d->path, d->path);
 	} else if (!strcmp(m->fstype, "overlay")) {
@@ -216,12 +217,13 @@ static void check_queue(struct doctor *d, const struct stk_blockdev *b)
 			    (long long)q.hw_queues, q.hw_queues == 1 ? "" : "s");
 		if (q.nr_requests < 32) {
 			c->status = ST_WARN;
-			SET(c, why, "fewer requests than the loader keeps in flight (128 by default): the "
-				    "rest wait in the block layer");
+			SET(c, why, "fewer requests than the loader keeps in flight (%s by default): the "
+				    "rest wait in the block layer", doc_default("queue_depth"));
 			SET(c, fix, "echo 256 > /sys/block/%s/queue/nr_requests  # the device may cap it",
 			    b->disk);
 		} else {
-			SET(c, why, "room for the loader's reads in flight (128 by default)");
+			SET(c, why, "room for the loader's reads in flight (%s by default)",
+			    doc_default("queue_depth"));
 		}
 	}
 }
@@ -246,9 +248,10 @@ static void check_io_plan(struct doctor *d)
 	    stk_sys_dev_kind_name(p.kind), rot, p.disk[0] ? " " : "", p.disk, p.queue_depth,
 	    p.io_threads, p.io_threads == 1 ? "" : "s", p.dl_workers_min, p.dl_workers_max);
 	SET(c, why, "%s", p.why);
-	SET(c, fix, "stoker bench %s --queue-depth %u --io-threads %u\n"
-		    "stoker.Loader(..., queue_depth=%u, threads=%u)  # the loader's defaults do not "
-		    "depend on the storage",
+	SET(c, fix, "stoker bench %s --queue-depth %u --io-threads %u  # to fix them; by default "
+		    "(auto) the loader probes for the depth where throughput stops rising, and takes "
+		    "this one when the consumer sets the pace\n"
+		    "stoker.Loader(..., queue_depth=%u, threads=%u)",
 	    d->path, p.queue_depth, p.io_threads, p.queue_depth, p.io_threads);
 }
 
