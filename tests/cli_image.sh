@@ -1,6 +1,7 @@
 #!/bin/sh
-# The image pipeline from the CLI: stoker bench --image decodes every sample,
-# and the centre crop matches torchvision/PIL within 2 grey levels.
+# The image pipeline from the CLI: stoker bench --image decodes every sample
+# and names a corrupt file.  (The comparison with torchvision/PIL, which can
+# be skipped, is cli_image_pil.sh: a skip is never counted as a pass here.)
 set -u
 t=$(mktemp -d) || exit 1
 trap 'rm -rf "$t"' EXIT
@@ -9,15 +10,6 @@ fail() { echo "FAIL: $*"; exit 1; }
 # no repeats); tests/cli_figures.sh checks those.
 QUICK="--runtime 0 --ramp 0 --repeat 1"
 "$STOKER" gen "$t/d" --images 24 --classes 2 --seed 3 >/dev/null || fail "gen"
-lib=$(dirname "$STOKER")/libstoker.so.0
-# a sanitizer build of the library needs its runtime first in the process
-pre=
-if ldd "$lib" | grep -q libasan; then
-	pre="$(cc -print-file-name=libasan.so) $(cc -print-file-name=libubsan.so)"
-fi
-LD_PRELOAD="$pre" ASAN_OPTIONS=detect_leaks=0 \
-	/usr/bin/python3 "$(dirname "$0")/image_vs_pil.py" "$lib" "$t"/d/c0000/*.jpg; rc=$?
-[ $rc = 0 ] || [ $rc = 77 ] || fail "centre crop differs from torchvision"
 out=$("$STOKER" bench $QUICK "$t/d" --image --size 96 --batch-size 5 --epochs 1 --json) || fail "bench --image exit $?"
 echo "$out" | /usr/bin/python3 -c '
 import json, sys
