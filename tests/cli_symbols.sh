@@ -48,7 +48,7 @@ def problems(exported):
     out = []
     for n in sorted(api):
         if n not in exported:
-            out.append("%s (STK_API in include/stoker/%s) is not exported" % (n, api[n]))
+            out.append("%s (STK_API in include/stoker/%s) is not exported: python3 mk/libmap.py > src/libstoker.map" % (n, api[n]))
     for n in sorted(exported):
         if n.startswith("stk__"):
             out.append("internal %s is exported" % n)
