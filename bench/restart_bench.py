@@ -39,6 +39,8 @@ a, b = sys.argv[1], sys.argv[2]
 n = same = 0
 for d, _, files in os.walk(a):
     for f in sorted(files):
+        if not f.lower().endswith((".jpg", ".jpeg")):
+            continue
         p = os.path.join(d, f)
         q = os.path.join(b, os.path.relpath(p, a))
         n += 1
@@ -128,9 +130,10 @@ def main():
     tc = info["transcode"]
     print("images: %d of %s; %d CPUs; DataLoader %d workers, stoker %d decode threads; batch %d"
           % (a.images, folder, os.cpu_count(), a.workers, a.decode_threads, a.batch))
-    print("transcode (1 thread): %d of %d files, %.1f files/s per core, rewritten JPEGs at "
-          "%.2f %% of their size; shards %d -> %d bytes (%.2f %%)" % (
+    print("transcode (1 thread): %d of %d files, %.1f files/s, %.1f files per CPU second, "
+          "rewritten JPEGs at %.2f %% of their size; shards %d -> %d bytes (%.2f %%)" % (
               tc["transcoded"], tc["files"], tc["files_per_s_per_thread"],
+              tc.get("files_per_cpu_s", 0),
               100 * tc["transcoded_size_ratio"], info["plain"]["bytes"], info["rst"]["bytes"],
               100.0 * info["rst"]["bytes"] / info["plain"]["bytes"]))
     if tc["kept_count"]:
@@ -164,6 +167,8 @@ def main():
         print("%-6d %12.0f %12.0f %12.0f %9.2f %9.2f  %.3f, %.3f" % (
             r + 1, got["tv"], got["plain"], got["rst"], r_tv[-1], r_plain[-1],
             last.get("decode_fast_share", 0), last.get("decode_entropy_share", 0)), flush=True)
+    if not a.rounds:
+        return
     med = {s: statistics.median(v) for s, v in res.items()}
     print("medians (images/s): torchvision %.0f, stoker %.0f, stoker on transcoded shards %.0f"
           % (med["tv"], med["plain"], med["rst"]))

@@ -21,13 +21,15 @@ cp "$T/data/c0000/00000000.jpg" "$T/data/c0001/deeper/copy.jpg"
 head -c 3000 "$T/data/c0000/00000002.jpg" >"$T/data/c0000/broken.jpg"
 printf 'hello\n' >"$T/data/c0001/notes.txt"
 printf '\211PNG\r\n\032\n....' >"$T/data/c0001/image.png"
+mkdir -p "$T/data/.git" && printf 'x\n' >"$T/data/.git/HEAD" && printf 'y' >"$T/data/.stoker-index"
 
 "$STOKER" transcode "$T/data" "$T/out" >"$T/log" || fail "transcode exited $?: $(cat "$T/log")"
 grep -q "transcoded 13 of 16 files" "$T/log" || fail "summary: $(cat "$T/log")"
 grep -q "kept as they were (3)" "$T/log" || fail "kept: $(cat "$T/log")"
 grep -q "c0000/broken.jpg: corrupt JPEG" "$T/log" || fail "broken.jpg not named: $(cat "$T/log")"
 grep -q "c0001/notes.txt: not a JPEG" "$T/log" || fail "notes.txt not named: $(cat "$T/log")"
-(cd "$T/data" && find . -type f | sort) >"$T/a"
+[ ! -e "$T/out/.git" ] && [ ! -e "$T/out/.stoker-index" ] || fail "hidden entries copied"
+(cd "$T/data" && find . -type f ! -path './.*' | sort) >"$T/a"
 (cd "$T/out" && find . -type f | sort) >"$T/b"
 cmp -s "$T/a" "$T/b" || fail "layout differs: $(diff "$T/a" "$T/b")"
 for f in c0000/broken.jpg c0001/notes.txt c0001/image.png; do
@@ -55,7 +57,7 @@ PYEOF
 "$PY" "$T/check.py" "$T/data" "$T/out" 13 || fail "PIL check"
 
 "$STOKER" transcode --json -j 1 "$T/data" "$T/out2" >"$T/json" || fail "--json exited $?"
-for key in files transcoded kept bytes_in bytes_out threads files_per_s_per_thread; do
+for key in files transcoded kept bytes_in bytes_out threads files_per_s_per_thread files_per_cpu_s; do
 	grep -q "\"$key\"" "$T/json" || fail "--json lacks $key: $(cat "$T/json")"
 done
 cmp -s "$T/out/c0000/00000000.jpg" "$T/out2/c0000/00000000.jpg" || fail "two runs differ"
@@ -73,7 +75,7 @@ cmp -s "$T/out/c0000/00000000.jpg" "$T/out2/c0000/00000000.jpg" || fail "two run
 
 # pack --transcode: the shard members are the rewritten files, the corrupt
 # one goes in as it was and is named.
-rm -f "$T/data/c0001/notes.txt" "$T/data/c0001/image.png"
+rm -rf "$T/data/c0001/notes.txt" "$T/data/c0001/image.png" "$T/data/.git" "$T/data/.stoker-index"
 rm -rf "$T/data/c0001/deeper"
 "$STOKER" pack --transcode "$T/data" "$T/shards" >"$T/log" || fail "pack --transcode exited $?"
 grep -q "transcoded 12 JPEGs" "$T/log" && grep -q "broken.jpg: corrupt JPEG" "$T/log" \

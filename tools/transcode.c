@@ -3,7 +3,8 @@
  * (restart markers that tile the MCU rows, optimized Huffman tables), so
  * image mode decodes only the intervals a crop covers.  Any other file, and
  * a JPEG the library refuses (corrupt, truncated, unsupported), is copied
- * byte for byte and named in the summary with the reason.  The tree is
+ * byte for byte and named in the summary with the reason; hidden entries
+ * (.stoker-index, .git) are left out.  The tree is
  * walked first (directories made as met), then worker threads take the
  * files in order; each output is written to <name>.tmp and renamed, so a
  * file under its final name is always complete.  transcode_file is shared
@@ -18,6 +19,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -122,39 +124,41 @@ static int add_entry(struct tc *t, const char *rel, uint64_t size)
 static int walk_one(const char *path, const struct stat *st, int type, struct FTW *ftw)
 {
 	struct tc *t = walking;
-	(void)ftw;
 	const char *rel = path + t->srclen;
 	while (*rel == '/')
 		rel++;
+	/* hidden entries (the loader's .stoker-index, .git) are not the dataset's */
+	if (ftw->level > 0 && path[ftw->base] == '.')
+		return type == FTW_D ? FTW_SKIP_SUBTREE : FTW_CONTINUE;
 	char out[4400];
 	if (snprintf(out, sizeof(out), "%s/%s", t->dst, rel) >= (int)sizeof(out)) {
 		snprintf(t->walk_err, sizeof(t->walk_err), "%s: path too long", path);
-		return 1;
+		return FTW_STOP;
 	}
 	if (type == FTW_D) {
 		if (mkdir(out, 0755) && errno != EEXIST) {
 			snprintf(t->walk_err, sizeof(t->walk_err), "cannot create %s: %s", out,
 				 strerror(errno));
-			return 1;
+			return FTW_STOP;
 		}
-		return 0;
+		return FTW_CONTINUE;
 	}
 	if (type == FTW_DNR || type == FTW_NS) {
 		snprintf(t->walk_err, sizeof(t->walk_err), "cannot read %s", path);
-		return 1;
+		return FTW_STOP;
 	}
 	struct stat target;
 	if (type == FTW_SL && (stat(path, &target) || !S_ISREG(target.st_mode)))
-		return 0; /* a link to a folder or to nothing: not followed, not copied */
+		return FTW_CONTINUE; /* a link to a folder or to nothing: not followed, not copied */
 	if (type == FTW_SL)
 		st = &target;
 	if (!S_ISREG(st->st_mode))
-		return 0;
+		return FTW_CONTINUE;
 	if (add_entry(t, rel, (uint64_t)st->st_size)) {
 		snprintf(t->walk_err, sizeof(t->walk_err), "out of memory");
-		return 1;
+		return FTW_STOP;
 	}
-	return 0;
+	return FTW_CONTINUE;
 }
 
 static int by_path(const void *a, const void *b)
@@ -256,7 +260,17 @@ static bool nonempty(const char *dir)
 	return r;
 }
 
-static int report(struct tc *t, int threads, double secs, bool json)
+/* CPU seconds of the process so far (all threads). */
+static double cpu_s(void)
+{
+	struct rusage ru;
+	if (getrusage(RUSAGE_SELF, &ru))
+		return 0;
+	return (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6 +
+	       (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6;
+}
+
+static int report(struct tc *t, int threads, double secs, double cpu, bool json)
 {
 	uint64_t in = 0, out = 0, tin = 0, tout = 0;
 	size_t ok = 0, kept = 0;
@@ -278,12 +292,13 @@ static int report(struct tc *t, int threads, double secs, bool json)
 			if (t->e[i].state == 2)
 				json_array_append_new(k, json_pack("{s:s,s:s}", "path", t->e[i].rel, "reason",
 								   t->e[i].why ? t->e[i].why : ""));
-		json_t *o = json_pack("{s:s,s:s,s:I,s:I,s:I,s:I,s:I,s:f,s:i,s:f,s:f,s:o}", "src", t->src,
-				      "dst", t->dst, "files", (json_int_t)t->n, "transcoded",
+		json_t *o = json_pack("{s:s,s:s,s:I,s:I,s:I,s:I,s:I,s:f,s:f,s:i,s:f,s:f,s:f,s:o}", "src",
+				      t->src, "dst", t->dst, "files", (json_int_t)t->n, "transcoded",
 				      (json_int_t)ok, "kept_count", (json_int_t)kept, "bytes_in",
 				      (json_int_t)in, "bytes_out", (json_int_t)out, "seconds", secs,
-				      "threads", threads, "files_per_s_per_thread",
-				      threads ? rate / threads : 0, "transcoded_size_ratio",
+				      "cpu_s", cpu, "threads", threads, "files_per_s_per_thread",
+				      threads ? rate / threads : 0, "files_per_cpu_s",
+				      cpu > 0 ? (double)t->n / cpu : 0, "transcoded_size_ratio",
 				      tin ? (double)tout / (double)tin : 1.0, "kept", k);
 		int bad = !o || json_dumpf(o, stdout, JSON_INDENT(2) | JSON_REAL_PRECISION(6));
 		json_decref(o);
@@ -292,10 +307,11 @@ static int report(struct tc *t, int threads, double secs, bool json)
 	} else {
 		char a[32], b[32];
 		printf("transcoded %zu of %zu files from %s to %s: %s -> %s (rewritten JPEGs at "
-		       "%.1f %% of their size), %.1f s, %.0f files/s (%.0f per thread, %d threads)\n",
+		       "%.1f %% of their size), %.1f s, %.0f files/s (%d threads; %.0f files per CPU "
+		       "second)\n",
 		       ok, t->n, t->src, t->dst, fmt_bytes(a, sizeof(a), (double)in),
 		       fmt_bytes(b, sizeof(b), (double)out), tin ? 100.0 * (double)tout / (double)tin : 100.0,
-		       secs, rate, threads ? rate / threads : 0, threads);
+		       secs, rate, threads, cpu > 0 ? (double)t->n / cpu : 0);
 		if (kept)
 			printf("kept as they were (%zu):\n", kept);
 		for (size_t i = 0; i < t->n; i++)
@@ -324,7 +340,8 @@ int cmd_transcode(int argc, char **argv)
 		"its MCU rows and optimized Huffman tables: image mode (stoker bench --image, the\n"
 		"loader) then decodes only the intervals each crop covers.  Progressive JPEGs\n"
 		"become baseline.  Other files, and JPEGs that are corrupt or unsupported, are\n"
-		"copied as they are and listed with the reason.",
+		"copied as they are and listed with the reason; hidden files and folders\n"
+		"(.stoker-index, .git) are left out.",
 	};
 	int first = opt_parse(&help, opts, argc, argv);
 	if (first < 0)
@@ -359,7 +376,7 @@ int cmd_transcode(int argc, char **argv)
 	}
 	t.srclen = strlen(t.src);
 	walking = &t;
-	int wr = nftw(t.src, walk_one, 32, FTW_PHYS);
+	int wr = nftw(t.src, walk_one, 32, FTW_PHYS | FTW_ACTIONRETVAL);
 	walking = NULL;
 	int rc = EXIT_FAIL;
 	if (wr) {
@@ -379,7 +396,7 @@ int cmd_transcode(int argc, char **argv)
 		fprintf(stderr, "stoker transcode: out of memory\n");
 		goto out;
 	}
-	double t0 = now_s();
+	double t0 = now_s(), c0 = cpu_s();
 	int started = 0;
 	for (; started < threads; started++)
 		if (pthread_create(&tid[started], NULL, worker, &t))
@@ -402,7 +419,7 @@ int cmd_transcode(int argc, char **argv)
 			fprintf(stderr, "stoker transcode: %s/%s: %s\n", t.src, t.e[i].rel, t.e[i].why);
 			goto out;
 		}
-	rc = report(&t, (int)(started ? started : 1), secs, json);
+	rc = report(&t, (int)(started ? started : 1), secs, cpu_s() - c0, json);
 out:
 	for (size_t i = 0; i < t.n; i++) {
 		free(t.e[i].rel);
