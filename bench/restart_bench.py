@@ -12,7 +12,9 @@ pixels must be equal.  Then --rounds rounds, each running torchvision
 (DataLoader, --workers workers), stoker on the plain shards and stoker on the
 transcoded shards (--decode-threads, default the CPU count: equal cores) in
 an order that rotates from round to round; each round's ratios are printed,
-and the medians are the result.
+and the medians are the result.  Beside the images/s ratios: the ratio of
+CPU seconds per image (torchvision's main process and workers, stoker's
+process), which a machine shared with other work shifts less.
 
 usage: restart_bench.py [--data DIR] [--work DIR] [--images N] [--rounds R]
                         [--check] [--stoker BIN]
@@ -30,6 +32,27 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
 import image_bench  # noqa: E402  (its torchvision side and warm())
+
+# torchvision's side, as image_bench.py's, also timing the CPU the pass
+# took: the main process and its workers (joined when the pass ends), so that
+# a loaded machine's scheduling shares can be told apart from work done.
+TV = r"""
+import resource, sys, time, torch
+from torchvision import datasets, transforms
+from torch.utils.data import DataLoader
+root, workers, batch = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+tf = transforms.Compose([transforms.RandomResizedCrop(224), transforms.RandomHorizontalFlip(),
+                         transforms.PILToTensor()])
+dl = DataLoader(datasets.ImageFolder(root, transform=tf), batch_size=batch, num_workers=workers)
+def cpu():
+    s, c = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return s.ru_utime + s.ru_stime + c.ru_utime + c.ru_stime
+c0, t0, k = cpu(), time.monotonic(), 0
+for x, y in dl:
+    k += len(x)
+t = time.monotonic() - t0
+print(k / t, (cpu() - c0) / k * 1000)
+"""
 
 CHECK = r"""
 import os, sys
@@ -144,29 +167,35 @@ def main():
         print("PIL: %d of %d transcoded files decode to the original's pixels" % (same, n))
     for d in (folder, plain, rst):
         image_bench.warm(d)
-    print("%-6s %12s %12s %12s %9s %9s  %s" % ("round", "torchvision", "stoker", "stoker rst",
-                                              "rst/tv", "rst/plain", "rst: fast share, entropy"))
+    print("load average at the start: %.2f" % os.getloadavg()[0])
+    print("%-6s %12s %12s %12s %9s %9s  %11s  %s" % (
+        "round", "torchvision", "stoker", "stoker rst", "rst/tv", "rst/plain", "CPU: tv plain",
+        "rst: fast share, entropy"))
     sides = ("tv", "plain", "rst")
     res = {s: [] for s in sides}
-    r_tv, r_plain, last = [], [], None
+    r_tv, r_plain, c_tv, c_plain, last = [], [], [], [], None
     for r in range(a.rounds):
         order = sides[r % 3:] + sides[:r % 3]  # rotate: no side always first
-        got = {}
+        got, cpu = {}, {}
         for s in order:
             if s == "tv":
-                got[s] = image_bench.torchvision(a, a.workers)
+                got[s], cpu[s] = map(float, run([sys.executable, "-c", TV, folder,
+                                                 str(a.workers), str(a.batch)]).split())
             else:
                 st = stoker(a, plain if s == "plain" else rst)
-                got[s] = st["samples_per_s"]
+                got[s], cpu[s] = st["samples_per_s"], st["cpu_s_per_1000"]
                 if s == "rst":
                     last = st
         for s in sides:
             res[s].append(got[s])
         r_tv.append(got["rst"] / got["tv"])
         r_plain.append(got["rst"] / got["plain"])
-        print("%-6d %12.0f %12.0f %12.0f %9.2f %9.2f  %.3f, %.3f" % (
-            r + 1, got["tv"], got["plain"], got["rst"], r_tv[-1], r_plain[-1],
-            last.get("decode_fast_share", 0), last.get("decode_entropy_share", 0)), flush=True)
+        c_tv.append(cpu["tv"] / cpu["rst"])
+        c_plain.append(cpu["plain"] / cpu["rst"])
+        print("%-6d %12.0f %12.0f %12.0f %9.2f %9.2f  %5.2f %5.2f  %.3f, %.3f" % (
+            r + 1, got["tv"], got["plain"], got["rst"], r_tv[-1], r_plain[-1], c_tv[-1],
+            c_plain[-1], last.get("decode_fast_share", 0), last.get("decode_entropy_share", 0)),
+            flush=True)
     if not a.rounds:
         return
     med = {s: statistics.median(v) for s, v in res.items()}
@@ -176,6 +205,9 @@ def main():
           % statistics.median(r_tv))
     print("median ratio, stoker transcoded / stoker plain: %.2f   (target >= 1.3)"
           % statistics.median(r_plain))
+    print("per CPU second (CPU time per image, the other side's over ours): %.2f x torchvision, "
+          "%.2f x stoker plain" % (statistics.median(c_tv), statistics.median(c_plain)))
+    print("load average at the end: %.2f" % os.getloadavg()[0])
 
 
 if __name__ == "__main__":

@@ -359,7 +359,6 @@ int stk__image_decode_box(const struct stk_image_opts *o, const uint8_t *src, si
 	int yoff = 0;
 	if (frc) { /* the sub-image's JPEG, read with the same settings */
 		fast = true;
-		em.strict = true;
 		yoff = fs.yoff;
 		total = stk__jpeg_rst_bytes(&fs.r, 0, fs.r.nint);
 		base = fs.buf;
@@ -367,6 +366,10 @@ int stk__image_decode_box(const struct stk_image_opts *o, const uint8_t *src, si
 		jpeg_mem_src(&ci, fs.buf, (unsigned long)fs.len);
 		jpeg_read_header(&ci, TRUE);
 		set_params(&ci, cmyk, denom);
+		/* from here on every warning is about the intervals: an error.  The
+		 * headers' warnings (an odd JFIF version...) the ordinary path
+		 * ignores too. */
+		em.strict = true;
 	}
 	struct stk__jpeg_hook hook;
 	if (fast)

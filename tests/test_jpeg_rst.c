@@ -424,6 +424,14 @@ static void test_fast_path_bad_markers(void **state)
 	memset(bad + r.off[40] + 3, 0x55, 20);
 	int rc = stk__image_decode_box(&o, bad, len, &over, 0, out, err, sizeof(err), &info);
 	assert_true(rc == 0 || (rc == STK_ECORRUPT && strstr(err, "restart interval 4")));
+	/* a header warning (JFIF version 2.1) is the headers', not the intervals':
+	 * decoded, as the ordinary path does */
+	memcpy(bad, jpg, len);
+	uint8_t *jfif = memmem(bad, 64, "JFIF", 5);
+	assert_non_null(jfif);
+	jfif[5] = 2;
+	assert_int_equal(stk__image_decode_box(&o, bad, len, &over, 0, out, err, sizeof(err), &info), 0);
+	assert_true(info.fast);
 	/* the whole file cut in the scan: the ordinary path says it is truncated */
 	assert_int_equal(stk_jpeg_restart_info(jpg, len / 2, NULL, NULL, why, sizeof(why)), 0);
 	assert_int_equal(stk__image_decode_box(&o, jpg, len / 2, &over, 0, out, err, sizeof(err), &info),
