@@ -8,7 +8,7 @@ install="$build help2man"
 deb="$install build-essential debhelper dh-python dpkg-dev lintian python3"
 # the tests also build the .deb and pip-install the Python package into a venv
 test="$deb g++ libcmocka-dev librsvg2-bin python3-pytest python3-numpy python3-torch python3-torchvision \
-	python3-venv python3-pip python3-setuptools python3-wheel"
+	python3-venv python3-pip python3-setuptools python3-wheel libopenmpi-dev openmpi-bin"
 bench="$test fio sysstat"
 case "$1" in
 build) want=$build ;;

@@ -160,6 +160,30 @@ void stk_hist_merge(struct stk_hist *dst, const struct stk_hist *src)
 	store_max(&dst->max, atomic_load(&s->max));
 }
 
+void stk_hist_merge_buckets(struct stk_hist *h, const uint64_t *upper, const uint64_t *count,
+			    size_t n, uint64_t min, uint64_t max, uint64_t sum)
+{
+	uint64_t total = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (!count[i])
+			continue;
+		atomic_fetch_add_explicit(&h->bucket[bucket_of(upper[i])], count[i],
+					  memory_order_relaxed);
+		total += count[i];
+	}
+	if (!total)
+		return;
+	atomic_fetch_add(&h->count, total);
+	atomic_fetch_add(&h->sum, sum);
+	store_min(&h->min, min);
+	store_max(&h->max, max);
+}
+
+uint64_t stk_hist_sum(const struct stk_hist *h)
+{
+	return atomic_load(&((struct stk_hist *)h)->sum);
+}
+
 uint64_t stk_hist_count(const struct stk_hist *h)
 {
 	return atomic_load(&((struct stk_hist *)h)->count);

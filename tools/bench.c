@@ -25,6 +25,7 @@
 
 #include "bench.h"
 #include "cli.h"
+#include "mpi.h"
 #include "plot.h"
 
 #define DEFAULT_IMAGES "10000"
@@ -37,7 +38,7 @@ static void on_sigint(int sig)
 }
 
 /* The default dataset: generated once into the cache folder, then reused. */
-static int default_dataset(char *out, size_t len)
+int bench_default_dataset(char *out, size_t len)
 {
 	char cache[PATH_MAX];
 	int rc = stk_cache_dir(cache, sizeof(cache));
@@ -480,11 +481,13 @@ int cmd_bench(int argc, char **argv)
 		fprintf(stderr, "stoker bench: %s\n", err);
 		return EXIT_USAGE;
 	}
+	if (mpi_wanted()) /* started by mpirun: every rank its share, rank 0 the report */
+		return bench_mpi(&o, first < argc ? argv[first] : NULL);
 	char defpath[PATH_MAX];
 	if (first < argc) {
 		o.path = argv[first];
 	} else {
-		if (default_dataset(defpath, sizeof(defpath)))
+		if (bench_default_dataset(defpath, sizeof(defpath)))
 			return EXIT_FAIL;
 		o.path = defpath;
 	}

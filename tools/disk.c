@@ -8,6 +8,7 @@
  * disk_io.c, the safety rules in disk_safe.c, output in disk_out.c.
  */
 #include "disk.h"
+#include "mpi.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -226,6 +227,9 @@ int cmd_disk(int argc, char **argv)
 	struct dk_case cases[sizeof(all_set) / sizeof(all_set[0])];
 	uint32_t ncases = build_cases(&a, mask, cases);
 	uint32_t nt = (uint32_t)(argc - first);
+	if (mpi_wanted()) /* started by mpirun: every rank on its own files, rank 0 the report */
+		return disk_mpi(&cf, cases, ncases, argv + first, nt, a.destructive, a.json,
+				a.pattern || a.bs || a.qd || a.threads ? "custom" : a.all ? "all" : "quick");
 	struct dk_target *targets = calloc(nt, sizeof(*targets));
 	struct dk_result *res = calloc((size_t)nt * ncases, sizeof(*res));
 	if (!targets || !res) {

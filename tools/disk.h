@@ -138,6 +138,9 @@ void dk_small_name(char *buf, size_t len, uint32_t i);
  * the case failed (r->err/errmsg say why); skipped cases return 0. */
 int dk_run_case(struct dk_target *t, const struct dk_case *c, const struct dk_conf *cf,
 		struct dk_result *r);
+/* Lays out the target's data file now, as the first block pattern would
+ * (mpirun: before the ranks meet to start timing).  0 or <0 (r says). */
+int dk_prepare(struct dk_target *t, const struct dk_conf *cf, struct dk_result *r);
 /* Removes the target's data file, if we made one. */
 void dk_target_done(struct dk_target *t);
 

@@ -239,6 +239,11 @@ static int layout(struct dk_target *t, const struct dk_conf *cf, struct dk_resul
 	return 0;
 }
 
+int dk_prepare(struct dk_target *t, const struct dk_conf *cf, struct dk_result *r)
+{
+	return t->kind == DK_DIR && !t->data_ready ? layout(t, cf, r) : 0;
+}
+
 void dk_target_done(struct dk_target *t)
 {
 	if (t->data_ready)

@@ -76,6 +76,15 @@ STK_API void stk_hist_add(struct stk_hist *h, uint64_t value);
 /* Adds src's counts into dst: histograms from several threads combine exactly. */
 STK_API void stk_hist_merge(struct stk_hist *dst, const struct stk_hist *src);
 STK_API uint64_t stk_hist_count(const struct stk_hist *h);
+/* The sum of the values (ns): with count, min and max, what a histogram in
+ * another process needs to be merged exactly (stk_hist_merge_buckets). */
+STK_API uint64_t stk_hist_sum(const struct stk_hist *h);
+/* Adds another process's histogram to h: its n non-empty buckets as
+ * stk_hist_bucket_next lists them (upper bound, count), and its min, max and
+ * sum.  The result is what stk_hist_merge would give with it at hand. */
+STK_API void stk_hist_merge_buckets(struct stk_hist *h, const uint64_t *upper,
+				    const uint64_t *count, size_t n, uint64_t min, uint64_t max,
+				    uint64_t sum);
 STK_API uint64_t stk_hist_min(const struct stk_hist *h);
 STK_API uint64_t stk_hist_max(const struct stk_hist *h);
 STK_API double stk_hist_mean(const struct stk_hist *h);
