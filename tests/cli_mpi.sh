@@ -49,10 +49,10 @@ assert d["rank_samples"] == 50, d["rank_samples"]          # 200 samples, rank r
 ranks = d["ranks"]
 assert [r["rank"] for r in ranks] == [0, 1, 2, 3]
 agg = d["aggregate"]
-assert agg["samples"] == sum(r["samples"] for r in ranks) > 0
-assert agg["bytes"] == sum(r["bytes"] for r in ranks)
-assert abs(agg["seconds"] - max(r["seconds"] for r in ranks)) < 1e-9
-assert abs(agg["samples_per_s"] - agg["samples"] / agg["seconds"]) < 1e-6 * agg["samples_per_s"]
+assert agg["samples"] == sum(r["samples"] for r in ranks) > 0, d
+assert agg["bytes"] == sum(r["bytes"] for r in ranks), d
+assert abs(agg["seconds"] - max(r["seconds"] for r in ranks)) <= 1e-9 * agg["seconds"], d
+assert abs(agg["samples_per_s"] - agg["samples"] / agg["seconds"]) < 1e-6 * agg["samples_per_s"], d
 sp = d["spread"]["samples_per_s"]
 assert sp["min"] <= sp["median"] <= sp["max"]
 assert d["slowest"]["rank"] == sp["slowest_rank"]
@@ -68,14 +68,13 @@ timeout 300 $MPI -np 4 "$S" disk "$tmp/disk" --pattern seqwrite,randread,smallfi
 $PY - "$tmp/json" <<'EOF' || fail "disk JSON"
 import json, sys
 d = json.load(open(sys.argv[1]))
-assert d["mpi"]["world_size"] == 4
+assert d["mpi"]["world_size"] == 4, d["mpi"]
 cases = d["mpi"]["cases"]
 assert [c["pattern"] for c in cases] == ["seqwrite", "randread", "smallfiles"], cases
 for c, res in zip(cases, d["results"]):
     assert len(c["ranks"]) == 4 and all(r["err"] == 0 for r in c["ranks"]), c
-    assert c["mb_per_s"]["min"] <= c["mb_per_s"]["median"] <= c["mb_per_s"]["max"]
-small = cases[2]
-assert sum(r["ios"] for r in small["ranks"]) == 160      # 40 files each
+    assert c["mb_per_s"]["min"] <= c["mb_per_s"]["median"] <= c["mb_per_s"]["max"], c
+assert d["results"][2]["smallfiles"]["files"] == 160, d["results"][2]   # 40 files each
 EOF
 [ -z "$(ls -A "$tmp/disk")" ] || fail "disk left files: $(ls -A "$tmp/disk")"
 timeout 300 $MPI -np 2 "$S" disk "$tmp/disk" --pattern randread --size 8MiB --runtime 0.3 \
