@@ -66,16 +66,20 @@ if not a or len(a) != len(b):
 fields = ["r/s", "w/s", "rkB/s", "wkB/s", "rrqm/s", "wrqm/s", "r_await", "w_await",
           "rareq-sz", "wareq-sz", "aqu-sz", "util"]
 bad = 0
-print("%-10s %12s %12s %8s" % ("field", "sysstat", "stoker", "ratio"))
+import statistics
+print("%-10s %12s %12s %8s  %s" % ("field", "sysstat", "stoker", "ratio",
+                                  "per-second ratios: median (min-max)"))
 for f in fields:
     x = sum(d[f] for d in a) / len(a)
     y = sum(d[f] for d in b) / len(b)
     ratio = y / x if x else float("nan")
+    per = [q[f] / p[f] for p, q in zip(a, b) if p[f]]
+    spread = ("%.3f (%.3f-%.3f)" % (statistics.median(per), min(per), max(per))) if per else "-"
     # sysstat prints 2 decimals: below ~0.2 that rounding alone is over 5 %
     ok = abs(x - y) <= 0.05 * max(abs(x), abs(y)) or abs(x - y) <= 0.01
     bad += not ok
-    print("%-10s %12.2f %12.2f %8s %s" % (f, x, y, "%.3f" % ratio if x else "-",
-                                          "" if ok else "  <-- off by more than 5 %"))
+    print("%-10s %12.2f %12.2f %8s  %s%s" % (f, x, y, "%.3f" % ratio if x else "-", spread,
+                                            "" if ok else "  <-- off by more than 5 %"))
 print("all fields within 5 %" if not bad else "%d field(s) off by more than 5 %%" % bad)
 sys.exit(1 if bad else 0)
 EOF

@@ -17,8 +17,10 @@
                     and as CPU time (thread_time: what other processes' load
                     inflates least); target <= 50 us.
 
-Rounds alternate C and Python and the best of each is kept, so a burst of
-load from other processes hurts both alike.  Keep it short on shared machines.
+Rounds alternate C and Python; each figure printed is the median of the
+rounds with their min-max spread, and each ratio the median of the rounds'
+paired ratios (C and Python of the same round), so a burst of load from
+other processes hurts both sides of a pair alike.
 
 usage: python_vs_c.py [--data DIR] [--stoker BIN] [--epochs N] [--rounds N]
                       [--batch-size N] [--parts raw,image,null] [--image-samples N]
@@ -29,6 +31,7 @@ Run from the source tree:  make && PYTHONPATH=python /usr/bin/python3 bench/pyth
 import argparse
 import json
 import os
+import statistics
 import subprocess
 import sys
 import time
@@ -43,8 +46,9 @@ from stoker import loader as _loader  # noqa: E402
 
 
 def c_bench(args, engine, epochs, cache="as-is"):
+    # one run of exactly these epochs (the rounds here are the repeats)
     cmd = [args.stoker, "bench", args.data, "--json", "--no-baseline", "--cache", cache,
-           "--engine", engine, "--epochs", str(epochs), "-b", str(args.batch_size),
+           "--runtime", "0", "--ramp", "0", "--repeat", "1", "--engine", engine, "--epochs", str(epochs), "-b", str(args.batch_size),
            "-p", str(args.prefetch), "-q", str(args.queue_depth), "--seed", "0"]
     env = dict(os.environ, STOKER_NO_PROGRESS="1")
     out = subprocess.run(cmd, check=True, capture_output=True, text=True, env=env).stdout
@@ -55,7 +59,7 @@ def c_bench(args, engine, epochs, cache="as-is"):
 
 def c_bench_image(args):
     cmd = [args.stoker, "bench", args.data, "--image", "--json", "--no-baseline", "--cache",
-           "as-is", "--size", str(args.image_size), "--max-samples", str(args.image_samples),
+           "as-is", "--runtime", "0", "--ramp", "0", "--repeat", "1", "--size", str(args.image_size), "--max-samples", str(args.image_samples),
            "--decode-threads", str(args.decode_threads), "-b", str(args.batch_size),
            "-p", str(args.prefetch), "-q", str(args.queue_depth), "--seed", "0"]
     env = dict(os.environ, STOKER_NO_PROGRESS="1")
@@ -152,9 +156,19 @@ def warm(data):
     return n
 
 
-def best(runs, key, lowest=False):
-    vals = [r[key] for r in runs]
-    return min(vals) if lowest else max(vals)
+def med(runs, key):
+    return statistics.median(r[key] for r in runs)
+
+
+def spread(runs, key, scale=1.0, fmt="%.0f"):
+    """"median (min-max)" of the rounds' figure."""
+    v = [r[key] * scale for r in runs]
+    return ("%s (%s-%s)" % (fmt, fmt, fmt)) % (statistics.median(v), min(v), max(v))
+
+
+def paired(a, b, key):
+    """The median of the rounds' ratios a[i] / b[i] (the same round's pair)."""
+    return statistics.median(x[key] / y[key] for x, y in zip(a, b))
 
 
 def main(argv=None):
@@ -165,7 +179,7 @@ def main(argv=None):
                     os.path.join(ROOT, "build", "stoker"))
     ap.add_argument("--epochs", type=int, default=2, help="epochs per throughput run")
     ap.add_argument("--null-epochs", type=int, default=50, help="epochs per null-engine run")
-    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--batch-size", type=int, default=256)
     ap.add_argument("--prefetch", type=int, default=4)
     ap.add_argument("--queue-depth", type=int, default=128)
@@ -206,20 +220,20 @@ def main(argv=None):
             c.append(c_bench(args, "auto", args.epochs))
             py.append(py_run(args, "auto", args.epochs))
             pycf.append(py_run(args, "auto", args.epochs, copy_free=True))
-        c_sps = best(c, "samples_per_s")
-        py_sps = best(py, "samples_per_s")
-        pycf_sps = best(pycf, "samples_per_s")
-        res.update({"c_samples_per_s": c_sps, "python_samples_per_s": py_sps,
-                    "python_copy_free_samples_per_s": pycf_sps,
-                    "ratio": py_sps / c_sps, "ratio_copy_free": pycf_sps / c_sps})
+        res.update({"c_samples_per_s": med(c, "samples_per_s"),
+                    "python_samples_per_s": med(py, "samples_per_s"),
+                    "python_copy_free_samples_per_s": med(pycf, "samples_per_s"),
+                    "ratio": paired(py, c, "samples_per_s"),
+                    "ratio_copy_free": paired(pycf, c, "samples_per_s")})
         res["runs"].update({"c": c, "python": py, "python_copy_free": pycf})
         print()
-        print("warm cache, raw mode (best of %d rounds)       samples/s   vs C" % args.rounds)
-        print("  C        stoker bench                      %10.0f" % c_sps)
-        print("  Python   stoker.Loader                     %10.0f   %5.1f %%  "
-              "(target >= 90 %%: %s)" % (py_sps, 100 * res["ratio"], ok(res["ratio"], 0.9)))
-        print("  Python   stoker.Loader(copy_free=True)     %10.0f   %5.1f %%"
-              % (pycf_sps, 100 * res["ratio_copy_free"]))
+        print("warm cache, raw mode (%d rounds: median (min-max))   samples/s   vs C (median "
+              "of pairs)" % args.rounds)
+        print("  C        stoker bench                   %26s" % spread(c, "samples_per_s"))
+        print("  Python   stoker.Loader                  %26s   %5.1f %%  (target >= 90 %%: %s)"
+              % (spread(py, "samples_per_s"), 100 * res["ratio"], ok(res["ratio"], 0.9)))
+        print("  Python   stoker.Loader(copy_free=True)  %26s   %5.1f %%"
+              % (spread(pycf, "samples_per_s"), 100 * res["ratio_copy_free"]))
 
     if "image" in parts:
         t = time.perf_counter()
@@ -230,24 +244,23 @@ def main(argv=None):
         for _ in range(args.rounds):
             ci.append(c_bench_image(args))
             pyi.append(py_run_image(args))
-        c_ips = best(ci, "samples_per_s")
-        py_ips = best(pyi, "samples_per_s")
         res.update({"image_size": args.image_size, "image_samples": args.image_samples,
                     "decode_threads": args.decode_threads,
-                    "c_images_per_s": c_ips, "python_images_per_s": py_ips,
-                    "image_ratio": py_ips / c_ips,
-                    "c_decode_images_per_s_per_core":
-                        best(ci, "decode_images_per_s_per_core"),
+                    "c_images_per_s": med(ci, "samples_per_s"),
+                    "python_images_per_s": med(pyi, "samples_per_s"),
+                    "image_ratio": paired(pyi, ci, "samples_per_s"),
+                    "c_decode_images_per_s_per_core": med(ci, "decode_images_per_s_per_core"),
                     "python_decode_images_per_s_per_core":
-                        best(pyi, "decode_images_per_s_per_core")})
+                        med(pyi, "decode_images_per_s_per_core")})
         res["runs"].update({"image_c": ci, "image_python": pyi})
         print()
-        print("image mode, %d px, %d images (best of %d)     images/s   vs C   per core"
-              % (args.image_size, args.image_samples, args.rounds))
-        print("  C        stoker bench --image              %10.0f            %8.0f"
-              % (c_ips, res["c_decode_images_per_s_per_core"]))
-        print("  Python   stoker.Loader(image=Image(%d))   %10.0f   %5.1f %%  %8.0f  "
-              "(target >= 90 %%: %s)" % (args.image_size, py_ips, 100 * res["image_ratio"],
+        print("image mode, %d px, %d images (%d rounds: median (min-max))   images/s   vs C   "
+              "per core" % (args.image_size, args.image_samples, args.rounds))
+        print("  C        stoker bench --image           %26s            %8.0f"
+              % (spread(ci, "samples_per_s"), res["c_decode_images_per_s_per_core"]))
+        print("  Python   stoker.Loader(image=Image(%d)) %26s   %5.1f %%  %8.0f  "
+              "(target >= 90 %%: %s)" % (args.image_size, spread(pyi, "samples_per_s"),
+                                         100 * res["image_ratio"],
                                          res["python_decode_images_per_s_per_core"],
                                          ok(res["image_ratio"], 0.9)))
 
@@ -256,21 +269,25 @@ def main(argv=None):
         for _ in range(args.rounds):
             cn.append(c_bench(args, "null", args.null_epochs))
             pyn.append(py_run(args, "null", args.null_epochs, split=True))
-        c_bat = best(cn, "s_per_batch", lowest=True)
-        py_bat = best(pyn, "s_per_batch", lowest=True)
-        outside = best(pyn, "outside_next_s_per_batch", lowest=True)
-        outside_cpu = best(pyn, "outside_next_cpu_s_per_batch", lowest=True)
+        c_bat = med(cn, "s_per_batch")
+        py_bat = med(pyn, "s_per_batch")
+        # the overhead of each round's pair, then their median
+        over = statistics.median(p["s_per_batch"] - q["s_per_batch"] for p, q in zip(pyn, cn))
+        outside = med(pyn, "outside_next_s_per_batch")
+        outside_cpu = med(pyn, "outside_next_cpu_s_per_batch")
         res.update({"null_c_us_per_batch": c_bat * 1e6, "null_python_us_per_batch": py_bat * 1e6,
-                    "overhead_us_per_batch": (py_bat - c_bat) * 1e6,
+                    "overhead_us_per_batch": over * 1e6,
                     "outside_next_us_per_batch": outside * 1e6,
                     "outside_next_cpu_us_per_batch": outside_cpu * 1e6})
         res["runs"].update({"null_c": cn, "null_python": pyn})
         print()
-        print("null engine, per batch of %d (best of %d)    microseconds"
+        print("null engine, per batch of %d (%d rounds: median (min-max))    microseconds"
               % (args.batch_size, args.rounds))
-        print("  C        stoker bench                      %10.1f" % (c_bat * 1e6))
-        print("  Python   stoker.Loader                     %10.1f" % (py_bat * 1e6))
-        print("  overhead Python - C                        %10.1f   (target <= 50: %s)"
+        print("  C        stoker bench                   %26s"
+              % spread(cn, "s_per_batch", 1e6, "%.1f"))
+        print("  Python   stoker.Loader                  %26s"
+              % spread(pyn, "s_per_batch", 1e6, "%.1f"))
+        print("  overhead Python - C (median of pairs)      %10.1f   (target <= 50: %s)"
               % (res["overhead_us_per_batch"], ok(res["overhead_us_per_batch"], 50, more=False)))
         print("  Python's own time outside the C wait       %10.1f   (target <= 50: %s)"
               % (res["outside_next_us_per_batch"],

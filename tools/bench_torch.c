@@ -24,8 +24,6 @@
 
 extern char **environ;
 
-/* How long the DataLoader runs at each worker count, at most. */
-#define VS_TORCH_SECONDS "5"
 
 static const char *python(void)
 {
@@ -135,12 +133,14 @@ json_t *bench_vs_torch(const struct bench_opts *o, const struct stk_loader_opts 
 {
 	static const char *const caches[] = {"warm", "cold", "as-is"};
 	char bs[32], n[32], seed[32], size[32], ff[32], sc[2][32], ra[2][32], mean[3][32],
-		sd[3][32];
+		sd[3][32], secs[32];
+	/* each worker count as long as one of stoker's runs (at least a second) */
+	snprintf(secs, sizeof(secs), "%g", o->runtime > 1 ? o->runtime : 1);
 	snprintf(bs, sizeof(bs), "%u", lo->batch_size);
 	snprintf(n, sizeof(n), "%llu", (unsigned long long)samples);
 	snprintf(seed, sizeof(seed), "%llu", (unsigned long long)lo->seed);
 	const char *argv[64] = {python(), "-m", "stoker.vs_torch", o->path, "--json",
-				"--batch-size", bs, "--samples", n, "--seconds", VS_TORCH_SECONDS,
+				"--batch-size", bs, "--samples", n, "--seconds", secs,
 				"--cache", caches[o->cache], "--seed", seed};
 	int k = 15;
 	if (o->image) {
