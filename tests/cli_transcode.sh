@@ -73,6 +73,19 @@ cmp -s "$T/out/c0000/00000000.jpg" "$T/out2/c0000/00000000.jpg" || fail "two run
 "$STOKER" transcode "$T/data" >/dev/null 2>&1; rc=$?
 [ $rc = 2 ] || fail "one operand: rc $rc"
 
+# SIGTERM while a .tmp is being written (a FIFO in its place holds the open):
+# the .tmp is removed and the process dies of the signal.
+mkdir -p "$T/sig/c0000" && mkfifo "$T/sig/c0000/00000000.jpg.tmp" || exit 1
+"$STOKER" transcode --force --threads 1 "$T/data" "$T/sig" >/dev/null 2>&1 &
+pid=$!
+i=0
+while [ $i -lt 300 ] && ! grep -qs wait_for_partner /proc/$pid/task/*/wchan; do
+	sleep 0.1; i=$((i + 1))
+done
+kill -TERM $pid; wait $pid; rc=$?
+[ $rc = 143 ] || fail "SIGTERM: exit $rc"
+[ ! -e "$T/sig/c0000/00000000.jpg.tmp" ] || fail "SIGTERM left the .tmp being written"
+
 # pack --transcode: the shard members are the rewritten files, the corrupt
 # one goes in as it was and is named.
 rm -rf "$T/data/c0001/notes.txt" "$T/data/c0001/image.png" "$T/data/.git" "$T/data/.stoker-index"

@@ -7,7 +7,9 @@
  * (.stoker-index, .git) are left out.  The tree is
  * walked first (directories made as met), then worker threads take the
  * files in order; each output is written to <name>.tmp and renamed, so a
- * file under its final name is always complete.  transcode_file is shared
+ * file under its final name is always complete, and SIGINT, SIGTERM or
+ * SIGHUP unlink the .tmp files being written before the process dies of the
+ * signal: an interrupted run leaves only whole files.  transcode_file is shared
  * with `stoker pack --transcode`. */
 #include "cli.h"
 
@@ -16,6 +18,7 @@
 #include <fcntl.h>
 #include <ftw.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -161,19 +164,62 @@ static int walk_one(const char *path, const struct stat *st, int type, struct FT
 	return FTW_CONTINUE;
 }
 
+/* The .tmp file each worker is writing, for the signal handler: a name is
+ * complete before its flag is set, and unlinking a name already renamed
+ * away is harmless.  Allocated before the handler is installed. */
+#define TMP_MAX_PATH 4500
+static char (*tmp_names)[TMP_MAX_PATH];
+static volatile sig_atomic_t *tmp_armed;
+static int tmp_slots;
+
+static void on_signal(int sig)
+{
+	for (int i = 0; i < tmp_slots; i++)
+		if (tmp_armed[i])
+			unlink(tmp_names[i]); /* async-signal-safe */
+	signal(sig, SIG_DFL);
+	raise(sig); /* dies of the signal, as the caller expects of Ctrl-C */
+}
+
+static int install_cleanup(int slots)
+{
+	tmp_names = calloc((size_t)slots, sizeof(*tmp_names));
+	tmp_armed = calloc((size_t)slots, sizeof(*tmp_armed));
+	if (!tmp_names || !tmp_armed)
+		return -1;
+	tmp_slots = slots;
+	struct sigaction sa = {.sa_handler = on_signal};
+	sigemptyset(&sa.sa_mask);
+	static const int sigs[] = {SIGINT, SIGTERM, SIGHUP};
+	for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
+		sigaddset(&sa.sa_mask, sigs[i]);
+	for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++) {
+		struct sigaction old;
+		/* a signal the caller ignores (nohup, a script's background job) stays so */
+		if (sigaction(sigs[i], NULL, &old) == 0 && old.sa_handler != SIG_IGN)
+			sigaction(sigs[i], &sa, NULL);
+	}
+	return 0;
+}
+
 static int by_path(const void *a, const void *b)
 {
 	return strcmp(((const struct entry *)a)->rel, ((const struct entry *)b)->rel);
 }
 
-static int write_file(const char *path, const void *data, size_t len, char *why, size_t whylen)
+static int write_file(const char *path, const void *data, size_t len, int slot, char *why,
+		      size_t whylen)
 {
-	char tmp[4500];
-	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
-	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	char *tmp = tmp_names[slot];
+	tmp_armed[slot] = 0;
+	atomic_signal_fence(memory_order_seq_cst);
+	snprintf(tmp, TMP_MAX_PATH, "%s.tmp", path);
+	atomic_signal_fence(memory_order_seq_cst);
+	tmp_armed[slot] = 1;
+	int rc = -1, fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 	if (fd < 0) {
 		snprintf(why, whylen, "cannot create %s: %s", tmp, strerror(errno));
-		return -1;
+		goto out;
 	}
 	const uint8_t *p = data;
 	for (size_t done = 0; done < len;) {
@@ -184,21 +230,31 @@ static int write_file(const char *path, const void *data, size_t len, char *why,
 			snprintf(why, whylen, "cannot write %s: %s", tmp, strerror(w ? errno : ENOSPC));
 			close(fd);
 			unlink(tmp);
-			return -1;
+			goto out;
 		}
 		done += (size_t)w;
 	}
 	if (close(fd) || rename(tmp, path)) {
 		snprintf(why, whylen, "cannot write %s: %s", path, strerror(errno));
 		unlink(tmp);
-		return -1;
+		goto out;
 	}
-	return 0;
+	rc = 0;
+out:
+	tmp_armed[slot] = 0;
+	atomic_signal_fence(memory_order_seq_cst);
+	return rc;
 }
+
+struct worker {
+	struct tc *t;
+	int slot; /* its tmp_names entry */
+};
 
 static void *worker(void *arg)
 {
-	struct tc *t = arg;
+	struct tc *t = ((struct worker *)arg)->t;
+	int slot = ((struct worker *)arg)->slot;
 	for (;;) {
 		size_t i = atomic_fetch_add(&t->next, 1);
 		if (i >= t->n || atomic_load(&t->failed))
@@ -210,7 +266,7 @@ static void *worker(void *arg)
 		void *data;
 		size_t len;
 		int rc = transcode_file(in, 0, &data, &len, why, sizeof(why));
-		if (rc >= 0 && write_file(out, data, len, why, sizeof(why)))
+		if (rc >= 0 && write_file(out, data, len, slot, why, sizeof(why)))
 			rc = -1;
 		free(data);
 		e->state = rc < 0 ? 3 : rc ? 2 : 1;
@@ -392,17 +448,24 @@ int cmd_transcode(int argc, char **argv)
 	if ((size_t)threads > t.n)
 		threads = t.n ? (int64_t)t.n : 1;
 	pthread_t *tid = calloc((size_t)threads, sizeof(*tid));
-	if (!tid) {
+	struct worker *w = calloc((size_t)threads, sizeof(*w));
+	if (!tid || !w || install_cleanup((int)threads)) {
 		fprintf(stderr, "stoker transcode: out of memory\n");
+		free(tid);
+		free(w);
 		goto out;
 	}
 	double t0 = now_s(), c0 = cpu_s();
 	int started = 0;
-	for (; started < threads; started++)
-		if (pthread_create(&tid[started], NULL, worker, &t))
+	for (; started < threads; started++) {
+		w[started] = (struct worker){&t, started};
+		if (pthread_create(&tid[started], NULL, worker, &w[started]))
 			break;
-	if (!started)
-		worker(&t);
+	}
+	if (!started) {
+		w[0] = (struct worker){&t, 0};
+		worker(&w[0]);
+	}
 	while (progress_enabled() && atomic_load(&t.done) < t.n && !atomic_load(&t.failed)) {
 		double s = now_s() - t0;
 		progress("transcode %s: %zu/%zu files, %.0f files/s", t.src, atomic_load(&t.done), t.n,
@@ -412,6 +475,7 @@ int cmd_transcode(int argc, char **argv)
 	for (int i = 0; i < started; i++)
 		pthread_join(tid[i], NULL);
 	free(tid);
+	free(w);
 	progress_done();
 	double secs = now_s() - t0;
 	for (size_t i = 0; i < t.n; i++)
