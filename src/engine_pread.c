@@ -47,7 +47,7 @@ static struct stk_io *pop(struct stk_io **head, struct stk_io **tail)
 }
 
 /* pread/pwrite until len bytes, end of file, or (O_DIRECT) a short block. */
-static int64_t transfer(int fd, struct stk_io *io, bool direct)
+static int64_t transfer(int fd, struct stk_io *io)
 {
 	uint64_t got = 0;
 	uint8_t *buf = io->buf;
@@ -63,8 +63,9 @@ static int64_t transfer(int fd, struct stk_io *io, bool direct)
 		if (r == 0)
 			break;
 		got += (uint64_t)r;
-		if (direct && got % STK_DIRECT_ALIGN)
-			break; /* a short direct read is end of file */
+		if (got % STK_DIRECT_ALIGN && got < io->len)
+			break; /* short and off a block boundary: end of file (O_DIRECT
+				* could not go on from there) */
 	}
 	return (int64_t)got;
 }
@@ -72,11 +73,11 @@ static int64_t transfer(int fd, struct stk_io *io, bool direct)
 static int64_t do_io(int root_fd, struct stk_io *io, bool direct)
 {
 	if (io->op != STK_IO_READ_FILE)
-		return transfer(io->fd, io, false);
+		return transfer(io->fd, io);
 	int fd = openat(root_fd, io->path, O_RDONLY | O_CLOEXEC | (direct ? O_DIRECT : 0));
 	if (fd < 0)
 		return -errno;
-	int64_t res = transfer(fd, io, direct);
+	int64_t res = transfer(fd, io);
 	close(fd);
 	return res;
 }

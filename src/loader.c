@@ -52,23 +52,17 @@ void stk__loader_notice(const struct stk_loader *l, const char *fmt, ...)
  * grew since indexing (rewritten in place, its folder's mtime unchanged)
  * shows as a read longer than the index says, not as a silent prefix.
  * Under O_DIRECT the read is rounded to the block size at both ends (a tar
- * member may start anywhere in a block). */
+ * member may start anywhere in a block).  A tar member's room counts the
+ * gap to the next one too (its header), which a merged read brings along
+ * (loader_shards.c). */
 uint64_t stk__loader_read_len(const struct stk_loader *l, uint64_t size)
 {
-	uint64_t probe = l->ds->shards ? 0 : 1;
+	if (l->ds->shards)
+		return l->direct ? STK_ALIGN_UP(size + STK_DIRECT_ALIGN - 1 + MERGE_GAP, STK_DIRECT_ALIGN)
+				 : size + MERGE_GAP;
 	if (!l->direct)
-		return size + probe;
-	return STK_ALIGN_UP(size + (l->ds->shards ? STK_DIRECT_ALIGN - 1 : probe), STK_DIRECT_ALIGN);
-}
-
-/* Shards: submit a batch's reads in file and offset order, so the device
- * sees runs it can merge; the samples keep their places in the batch. */
-static int by_place(const void *a, const void *b)
-{
-	const struct stk_io *x = &(*(struct sio *const *)a)->io, *y = &(*(struct sio *const *)b)->io;
-	if (x->path != y->path)
-		return x->path < y->path ? -1 : 1;
-	return x->offset < y->offset ? -1 : x->offset > y->offset;
+		return size + 1;
+	return STK_ALIGN_UP(size + 1, STK_DIRECT_ALIGN);
 }
 
 /* --- in-flight accounting ------------------------------------------------ */
@@ -106,18 +100,22 @@ static void compact(struct stk_loader *l, struct slot *s)
 	for (uint32_t i = 0; i < s->nios; i++) {
 		if (s->ios[i].io.res < 0)
 			continue;
-		if (off != s->offsets[i])
+		if (l->ds->shards) { /* laid out in file order: the bytes stay where they are */
+			off = s->offsets[s->nios];
+		} else if (off != s->offsets[i]) {
 			memmove(base + off, base + s->offsets[i], s->sizes[i]);
+		}
 		if (l->image && k != i) {
 			size_t ib = stk__image_bytes(&l->img);
 			uint8_t *img = base + l->img_off;
 			memcpy(img + (size_t)k * ib, img + (size_t)i * ib, ib);
 		}
-		s->offsets[k] = off;
+		s->offsets[k] = l->ds->shards ? s->offsets[i] : off;
 		s->sizes[k] = s->sizes[i];
 		s->labels[k] = s->labels[i];
 		s->indices[k] = s->indices[i];
-		off += s->sizes[i]; /* the reads are done: no alignment needed any more */
+		if (!l->ds->shards)
+			off += s->sizes[i]; /* the reads are done: no alignment needed any more */
 		k++;
 	}
 	s->offsets[k] = off;
@@ -144,8 +142,8 @@ static void finish_slot(struct stk_loader *l, struct slot *s)
  * detail and, if it is the slot's first, the slot's (the fail policy reports
  * the batch's first failure when the consumer reaches it).  why may be NULL.
  * Under mu. */
-static void sample_error(struct stk_loader *l, struct slot *s, struct sio *x, int rc,
-			 const char *why)
+void stk__loader_sample_error(struct stk_loader *l, struct slot *s, struct sio *x, int rc,
+			      const char *why)
 {
 	struct stk_io *io = &x->io;
 	const char *root = io->path[0] == '/' ? "" : l->ds->root;
@@ -182,23 +180,13 @@ static void sample_error(struct stk_loader *l, struct slot *s, struct sio *x, in
 	}
 }
 
-/* Claims batch `number` into slot s for ring r and queues its reads.  Under mu. */
-static void claim(struct stk_loader *l, struct ring *r, struct slot *s, int64_t number)
+/* Folders and file lists: one read a file, laid out in sample order. */
+static uint32_t lay_out_files(struct stk_loader *l, struct ring *r, struct slot *s, uint32_t n)
 {
-	uint32_t n = stk__sampler_batch(&l->sampler, number, l->scratch_idx);
 	uint32_t si = (uint32_t)(s - l->slots);
 	uint8_t *base = stk__pool_slot(&l->pool, si);
 	uint64_t off = 0;
 	uint32_t queued = 0;
-	s->state = SLOT_FILLING;
-	s->gen = l->gen;
-	s->number = number;
-	s->ring = r->id;
-	s->epoch = l->epoch;
-	s->err_idx = UINT32_MAX;
-	s->nerr = 0;
-	s->decoding = 0;
-	s->nios = n;
 	for (uint32_t i = 0; i < n; i++) {
 		int64_t idx = l->scratch_idx[i];
 		const struct stk_entry *e = &l->ds->entries[idx];
@@ -214,63 +202,84 @@ static void claim(struct stk_loader *l, struct ring *r, struct slot *s, int64_t 
 		*x = (struct sio){.io = {.op = STK_IO_READ_FILE, .path = stk__entry_path(l->ds, idx),
 					 .len = prefix && !l->direct ? want : stk__loader_read_len(l, want),
 					 .offset = e->offset, .buf_index = (int)si},
-				  .size = want, .prefix = prefix, .slot = si, .idx = i};
-		if (l->direct && l->ds->shards) {
-			io->offset = e->offset & ~(uint64_t)(STK_DIRECT_ALIGN - 1);
-			x->skip = (uint32_t)(e->offset - io->offset);
-			io->len = STK_ALIGN_UP(x->skip + e->size, STK_DIRECT_ALIGN);
-		}
+				  .size = want, .prefix = prefix, .at = e->offset, .slot = si, .idx = i};
 		if (io->len > l->raw_bytes - off) {
 			/* a batch far above the size bound (see slot_bytes_for) */
-			sample_error(l, s, x, STK_ETOOBIG, NULL);
+			stk__loader_sample_error(l, s, x, STK_ETOOBIG, NULL);
 			continue;
 		}
 		io->buf = base + off;
-		s->offsets[i] = off + x->skip;
+		s->offsets[i] = off;
 		off += io->len;
 		r->queue[(r->qhead + r->qlen++) % r->qcap] = x;
 		queued++;
 	}
 	s->offsets[n] = off;
-	if (l->ds->shards && queued > 1) { /* sort this batch's stretch of the queue */
-		struct sio **tmp = l->sort_scratch;
-		for (uint32_t k = 0; k < queued; k++)
-			tmp[k] = r->queue[(r->qhead + r->qlen - queued + k) % r->qcap];
-		qsort(tmp, queued, sizeof(*tmp), by_place);
-		for (uint32_t k = 0; k < queued; k++)
-			r->queue[(r->qhead + r->qlen - queued + k) % r->qcap] = tmp[k];
-	}
+	return queued;
+}
+
+/* Claims batch `number` into slot s for ring r and queues its reads.  Under mu. */
+static void claim(struct stk_loader *l, struct ring *r, struct slot *s, int64_t number)
+{
+	uint32_t n = stk__sampler_batch(&l->sampler, number, l->scratch_idx);
+	s->state = SLOT_FILLING;
+	s->gen = l->gen;
+	s->number = number;
+	s->ring = r->id;
+	s->epoch = l->epoch;
+	s->err_idx = UINT32_MAX;
+	s->nerr = 0;
+	s->decoding = 0;
+	s->nios = n;
+	uint32_t queued = l->ds->shards ? stk__shards_lay_out(l, r, s, n) : lay_out_files(l, r, s, n);
 	s->pending = s->unsent = queued;
 	if (queued == 0)
 		finish_slot(l, s);
 }
 
-/* One read finished.  Under mu. */
-static void complete(struct stk_loader *l, struct sio *x, uint64_t now)
+/* One sample's bytes landed (or not): checked, then decoded or counted.  Under mu. */
+static void sample_done(struct stk_loader *l, struct slot *s, struct sio *x)
 {
-	struct slot *s = &l->slots[x->slot];
 	struct stk_io *io = &x->io;
-	stk_hist_add(l->h_read, now - x->t_submit);
-	l->rd_reads++;
-	l->rd_lat += (double)(now - x->t_submit);
-	if (io->res > 0)
-		l->rd_bytes += (uint64_t)io->res;
-	if (l->tune.skip)
-		l->tune.skip--;
-	if (io->res >= 0 && (uint64_t)io->res < x->skip + x->size)
-		io->res = STK_ESHORT;
-	else if (io->res >= 0 && (uint64_t)io->res > x->size && !l->ds->shards && !x->prefix &&
-		 l->ops != &stk__engine_null) /* null "reads" whatever it is asked */
-		io->res = STK_EGREW; /* the byte past the indexed size was there */
-	else if (io->res >= 0 && !l->ds->shards && !l->direct && !x->prefix)
+	char why[256];
+	int rc = 0;
+	if (l->ops == &stk__engine_null) /* null "reads" whatever it is asked */
+		rc = io->res < 0 ? (int)io->res : 0;
+	else if (l->ds->shards)
+		rc = stk__shards_check(l, x, why, sizeof(why));
+	else if (io->res >= 0 && (uint64_t)io->res < x->skip + x->size)
+		rc = STK_ESHORT;
+	else if (io->res >= 0 && (uint64_t)io->res > x->size && !x->prefix)
+		rc = STK_EGREW; /* the byte past the indexed size was there */
+	else if (io->res < 0)
+		rc = (int)io->res;
+	else if (!l->direct && !x->prefix)
 		((uint8_t *)io->buf)[x->size] = 0; /* the probe's byte: not left as it was */
-	if (io->res < 0)
-		sample_error(l, s, x, (int)io->res, NULL);
+	if (rc < 0)
+		stk__loader_sample_error(l, s, x, rc, l->ds->shards && l->ops != &stk__engine_null ? why
+											   : NULL);
 	else if (l->image && s->gen == l->gen) {
 		s->decoding++;
 		l->dq[(l->dq_head + l->dq_len++) % l->dq_cap] = x;
 		pthread_cond_signal(&l->dcv);
 	}
+}
+
+/* One read finished: its sample, or (shards) every member it brought.  Under mu. */
+static void complete(struct stk_loader *l, struct sio *x, uint64_t now)
+{
+	struct slot *s = &l->slots[x->slot];
+	stk_hist_add(l->h_read, now - x->t_submit);
+	l->rd_reads++;
+	l->rd_lat += (double)(now - x->t_submit);
+	if (x->io.res > 0)
+		l->rd_bytes += (uint64_t)x->io.res;
+	if (l->tune.skip)
+		l->tune.skip--;
+	for (struct sio *m = x->rider; m; m = m->rider)
+		m->io.res = x->io.res;
+	for (struct sio *m = x; m; m = m->rider)
+		sample_done(l, s, m);
 	if (--s->pending == 0 && s->unsent == 0 && s->decoding == 0)
 		finish_slot(l, s);
 }
@@ -312,7 +321,7 @@ void *stk__loader_decode_main(void *arg)
 			}
 		}
 		if (rc)
-			sample_error(l, s, x, rc, why);
+			stk__loader_sample_error(l, s, x, rc, why);
 		if (--s->decoding == 0 && s->pending == 0 && s->unsent == 0)
 			finish_slot(l, s);
 	}

@@ -22,7 +22,22 @@ struct sio {
 	uint32_t skip;        /* bytes read before the sample's first (O_DIRECT alignment) */
 	uint32_t slot, idx;   /* which batch slot, which sample in it */
 	uint64_t t_submit;    /* ns */
+	uint64_t at;          /* shards: where the member's bytes start in its shard */
+	struct sio *rider;    /* shards: the next member the same read brings (merged) */
 };
+
+/* A tar shard, opened once (loader_shards.c). */
+struct shard {
+	int64_t first;        /* its first sample in the index */
+	int fd;               /* -1: each read opens it */
+};
+
+/* Shards: members of a batch at most MERGE_GAP apart (their tar headers)
+ * are read together, up to MERGE_MAX bytes a read; every member's room in a
+ * slot counts MERGE_GAP more, so a merged run always fits.  8 KiB: a label
+ * member and the headers, or the padding of a pack --align 4096. */
+#define MERGE_GAP 8192u
+#define MERGE_MAX (4u << 20)
 
 /* The loader's counters at one moment (all since create), and the device
  * behind the data then: two of them make a window (stats, diagnosis). */
@@ -170,6 +185,10 @@ struct stk_loader {
 	uint64_t t_create, wait_ns;
 	_Atomic uint64_t copy_ns; /* the consumer waiting on device copies (bindings) */
 	uint64_t rd_reads, rd_bytes; /* reads completed since create (under mu) */
+	uint64_t rd_members;    /* shards: members those reads brought (merged runs count all) */
+	struct shard *shards;   /* shards, in index order */
+	uint32_t nshards;
+	char shard_why[200];
 	double rd_lat;          /* and their latencies' sum, ns */
 	struct tune tune;
 	uint64_t poll_t0;       /* start of a wait spread over timed-out polls */
@@ -192,6 +211,17 @@ void *stk__loader_decode_main(void *loader);
 void stk__loader_wake_rings(struct stk_loader *l);
 /* Room a sample of `size` bytes takes in a slot (O_DIRECT rounds it). */
 uint64_t stk__loader_read_len(const struct stk_loader *l, uint64_t size);
+/* A failed sample, counted and named (why may be NULL).  Under mu. */
+void stk__loader_sample_error(struct stk_loader *l, struct slot *s, struct sio *x, int rc,
+			      const char *why);
+/* loader_shards.c: the shards' descriptors (at create; closed at destroy),
+ * a batch's reads laid out in place order with neighbours merged (returns
+ * the reads queued on r), and a landed member's check (0, or the error with
+ * the reason naming its offset in why). */
+int stk__shards_open(struct stk_loader *l, char *err, size_t errlen);
+void stk__shards_close(struct stk_loader *l);
+uint32_t stk__shards_lay_out(struct stk_loader *l, struct ring *r, struct slot *s, uint32_t n);
+int stk__shards_check(struct stk_loader *l, struct sio *x, char *why, size_t len);
 /* The detail stk_last_error gives. */
 void stk__loader_detail(struct stk_loader *l, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));

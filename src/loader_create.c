@@ -408,6 +408,8 @@ int stk_loader_create(struct stk_loader **out, const struct stk_loader_opts *opt
 	if ((rc = pick_engine(l, errbuf, errlen)))
 		goto fail;
 	stk__tune_direct(l);
+	if (l->ds->shards && (rc = stk__shards_open(l, errbuf, errlen)))
+		goto fail;
 	l->raw_bytes = slot_bytes_for(l);
 	if ((rc = check_fits(l, errbuf, errlen)))
 		goto fail;
@@ -527,6 +529,7 @@ void stk_loader_destroy(struct stk_loader *l)
 	free(l->scratch_idx);
 	free(l->sort_scratch);
 	free(l->group_end);
+	stk__shards_close(l);
 	free(l->path);
 	free(l->extensions);
 	free(l->cache_dir);

@@ -476,17 +476,19 @@ void stk__tune_tick(struct stk_loader *l, uint64_t now)
 int stk_loader_tuning(const struct stk_loader *cl, char *buf, size_t len)
 {
 	struct stk_loader *l = (struct stk_loader *)cl;
+	char threads[200] = "", shards[320] = "";
 	pthread_mutex_lock(&l->mu);
-	int n;
-	if (l->ops == &stk__engine_uring && !l->tune.auto_rings)
-		n = snprintf(buf, len, "%s\n%s\nI/O threads %u (%s)", l->tune.direct_why, l->tune.why,
-			     l->nrings, l->o.io_threads ? "asked" : "auto: one per online CPU, up to 2");
-	else if (l->ops == &stk__engine_uring && !strstr(l->tune.why, "I/O threads"))
-		n = snprintf(buf, len, "%s\n%s\nI/O threads %u of %u (auto: not busy copying from the "
-			     "page cache, all take batches)", l->tune.direct_why, l->tune.why,
-			     l->tune.active, l->nrings);
-	else
-		n = snprintf(buf, len, "%s\n%s", l->tune.direct_why, l->tune.why);
+	const struct tune *t = &l->tune;
+	if (l->ops == &stk__engine_uring && !t->auto_rings)
+		snprintf(threads, sizeof(threads), "\nI/O threads %u (%s)", l->nrings,
+			 l->o.io_threads ? "asked" : "auto: one per online CPU, up to 2");
+	else if (l->ops == &stk__engine_uring && !strstr(t->why, "I/O threads"))
+		snprintf(threads, sizeof(threads), "\nI/O threads %u of %u (auto: not busy copying "
+			 "from the page cache, all take batches)", t->active, l->nrings);
+	if (l->ds->shards)
+		snprintf(shards, sizeof(shards), "\n%s (%.2f members a read so far)", l->shard_why,
+			 l->rd_reads ? (double)l->rd_members / (double)l->rd_reads : 0.0);
+	int n = snprintf(buf, len, "%s\n%s%s%s", t->direct_why, t->why, threads, shards);
 	pthread_mutex_unlock(&l->mu);
 	return n;
 }

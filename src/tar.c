@@ -182,6 +182,15 @@ static bool checksum_ok(const unsigned char *b)
 	return (int64_t)want == us || (int64_t)want == ss;
 }
 
+int stk__tar_header_matches(const unsigned char *h, uint64_t size)
+{
+	uint64_t v;
+	if (all_zero(h, BLOCK) || !checksum_ok(h) || parse_size_field(h + H_SIZE, &v))
+		return 0;
+	/* from 8 GiB a PAX record may carry the size instead: the checksum must do */
+	return v == size || size >= (1ull << 33);
+}
+
 /* Copies a fixed-width, possibly unterminated header string. */
 static size_t field_str(char *dst, const unsigned char *f, size_t len)
 {

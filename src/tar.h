@@ -30,5 +30,10 @@ int stk__tar_open(struct stk__tar_iter **out, int fd, uint64_t file_size);
  * error every later call returns the same code.  err may be NULL. */
 int stk__tar_next(struct stk__tar_iter *it, struct stk__tar_member *m, char *err, size_t errlen);
 void stk__tar_close(struct stk__tar_iter *it);
+/* 1 when the 512 bytes at h are a tar header (checksum) whose size field
+ * says size (or defers to a PAX size): a member's bytes are still where the
+ * index found them.  For the loader's reads of shards, which see the header
+ * just before a member's data for free. */
+int stk__tar_header_matches(const unsigned char *h, uint64_t size);
 
 #endif

@@ -106,6 +106,30 @@ if [ -x "$ex" ]; then
 	[ "$a" = "$b" ] || fail "folder '$a' but shards '$b'"
 fi
 
+# --align 4096: every sample's bytes start on a 4 KiB boundary, GNU tar and
+# Python's tarfile see only the samples (the padding is PAX comments), and
+# the loader reads the same bytes (the epoch checksum above).
+"$STOKER" pack "$T/data" "$T/al" --align 4096 --shard-size 64k >/dev/null 2>"$T/err" ||
+	fail "--align: $(cat "$T/err")"
+/usr/bin/python3 - "$T/al" <<'EOF' || fail "--align: members not aligned or padding visible"
+import glob, sys, tarfile
+n = 0
+for f in sorted(glob.glob(sys.argv[1] + "/*.tar")):
+    for m in tarfile.open(f).getmembers():
+        assert m.name.endswith((".jpg", ".cls")), m.name
+        if m.name.endswith(".jpg"):
+            assert m.offset_data % 4096 == 0, (f, m.name, m.offset_data)
+            n += 1
+assert n > 0
+EOF
+tar tf "$T/al/train-000000.tar" | grep -qv '\.jpg$\|\.cls$' && fail "--align: GNU tar lists the padding"
+"$STOKER" pack "$T/data" "$T/bad" --align 1000 >/dev/null 2>&1
+[ $? = 2 ] || fail "--align 1000 accepted"
+if [ -x "$ex" ]; then
+	c=$("$ex" "$T/al" 7) || fail "epoch over the aligned shards"
+	[ "$a" = "$c" ] || fail "folder '$a' but aligned shards '$c'"
+fi
+
 # A full disk names the shard (when /dev/full lets us see ENOSPC through a link).
 if [ -w /dev/full ]; then
 	mkdir "$T/full" && ln -s /dev/full "$T/full/train-000000.tar.tmp"

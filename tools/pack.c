@@ -47,6 +47,7 @@ struct pack {
 	int64_t shard_samples;
 	int shards;
 	uint64_t bytes;         /* all shards, end blocks included */
+	uint64_t align;         /* --align: each sample's bytes start at a multiple (0: none) */
 	/* --transcode */
 	bool transcode;
 	void *mem;              /* the sample's bytes, when they come from memory */
@@ -147,6 +148,43 @@ static int pad(struct pack *p)
 	return put(p, zero, n);
 }
 
+/* --align: a PAX extended header ('x') holding one "comment" record, which
+ * every reader ignores (POSIX), sized so that the next member's data starts
+ * at a multiple of p->align in the shard: O_DIRECT then reads a member
+ * without a block of its neighbours at either end.  The header applies to
+ * the next member only, and a comment changes nothing about it. */
+static int align_pad(struct pack *p)
+{
+	if (!p->align)
+		return 0;
+	uint64_t at = (p->shard_bytes + BLOCK) % p->align; /* where the data would start */
+	if (!at)
+		return 0;
+	uint64_t need = p->align - at;   /* a multiple of BLOCK: header + record */
+	if (need < 2 * BLOCK)
+		need += p->align;
+	uint64_t rec = need - BLOCK;      /* the record fills the data blocks exactly */
+	char digits[24];
+	int d = snprintf(digits, sizeof(digits), "%llu", (unsigned long long)rec);
+	unsigned char h[BLOCK];
+	ustar_header(h, "././@PaxHeader", rec);
+	h[156] = 'x';
+	memset(h + 148, ' ', 8);
+	unsigned sum = 0;
+	for (unsigned i = 0; i < BLOCK; i++)
+		sum += h[i];
+	char cs[16];
+	snprintf(cs, sizeof(cs), "%06o", sum & 0777777);
+	memcpy(h + 148, cs, 7);
+	if (put(p, h, BLOCK) || put(p, digits, (size_t)d) || put(p, " comment=", 9))
+		return -1;
+	for (uint64_t k = (uint64_t)d + 10; k < rec; k++)
+		if (fputc('0', p->f) == EOF)
+			return -1;
+	p->shard_bytes += rec - (uint64_t)d - 10;
+	return put(p, "\n", 1);
+}
+
 /* The failure of a write to the shard: errno as fwrite/fclose left it. */
 static int write_failed(struct pack *p)
 {
@@ -244,6 +282,8 @@ static int add_sample(struct pack *p, int64_t k, const char *path, uint64_t size
 		return -1;
 	}
 	snprintf(name, sizeof(name), "%08lld.%s", (long long)k, ext);
+	if (align_pad(p))
+		return write_failed(p);
 	if (p->mem) { /* --transcode: the bytes are in memory */
 		ustar_header(h, name, size);
 		if (put(p, h, BLOCK) || put(p, p->mem, p->mem_len))
@@ -398,7 +438,7 @@ static int pack_all(struct pack *p, const int64_t *order, int64_t n)
 		}
 		/* A new shard when this sample would overflow the current one; a
 		 * sample larger than --shard-size still gets a shard of its own. */
-		uint64_t need = sample_bytes(size, label) + 2 * BLOCK;
+		uint64_t need = sample_bytes(size, label) + 2 * BLOCK + (p->align ? p->align + BLOCK : 0);
 		if (p->f && p->shard_samples && p->shard_bytes + need > p->shard_size &&
 		    shard_close(p))
 			return -1;
@@ -425,6 +465,7 @@ int cmd_pack(int argc, char **argv)
 	const char *prefix;
 	int64_t seed = -1;
 	bool json = false, transcode = false;
+	uint64_t align = 0;
 	const struct opt opts[] = {
 		{"shard-size", 0, OPT_SIZE, &shard_size, "1GiB", 4096, 1099511627776.0, NULL, "BYTES",
 		 "largest shard (a sample larger than this gets a shard of its own)"},
@@ -435,6 +476,10 @@ int cmd_pack(int argc, char **argv)
 		{"transcode", 0, OPT_BOOL, &transcode, NULL, 0, 0, NULL, NULL,
 		 "rewrite each JPEG losslessly with restart markers, so image mode decodes only "
 		 "a crop's intervals (see stoker transcode) [bytes as they are]"},
+		{"align", 0, OPT_SIZE, &align, "0", 0, 1048576, NULL, "BYTES",
+		 "start each sample's bytes at a multiple of BYTES (a power of two, 512 or more; "
+		 "4096 lets O_DIRECT read a member alone), padding with PAX comment headers every "
+		 "tar reader skips [0: none]"},
 		{"json", 0, OPT_BOOL, &json, NULL, 0, 0, NULL, NULL, "print a JSON summary"},
 		OPT_END,
 	};
@@ -451,6 +496,11 @@ int cmd_pack(int argc, char **argv)
 		fprintf(stderr, "stoker pack: give DIR and OUT\ntry 'stoker pack --help'\n");
 		return EXIT_USAGE;
 	}
+	if (align && (align < BLOCK || (align & (align - 1)))) {
+		fprintf(stderr, "stoker pack: --align: %llu is not a power of two of 512 or more\n",
+			(unsigned long long)align);
+		return EXIT_USAGE;
+	}
 	size_t pl = strlen(prefix);
 	if (!pl || pl > 200 || strchr(prefix, '/')) {
 		fprintf(stderr, "stoker pack: --prefix: '%s' must be 1-200 characters without '/'\n",
@@ -458,7 +508,7 @@ int cmd_pack(int argc, char **argv)
 		return EXIT_USAGE;
 	}
 	struct pack p = {.dir = argv[first], .out = argv[first + 1], .prefix = prefix,
-			 .shard_size = shard_size, .transcode = transcode,
+			 .shard_size = shard_size, .transcode = transcode, .align = align,
 			 .kept = transcode ? json_array() : NULL};
 
 	/* The null engine reads nothing: the loader is only the folder's index. */
