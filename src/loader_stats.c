@@ -170,6 +170,8 @@ int stk_loader_stats(const struct stk_loader *cl, struct stk_stats *out)
 	s.total_batches = now.batches;
 	s.total_errors = now.errors + l->index_errors;
 	s.total_wait_s = (double)now.wait_ns / 1e9;
+	s.total_decode_busy_s = (double)now.decode_ns / 1e9;
+	s.total_copy_wait_s = (double)now.copy_ns / 1e9;
 	copy_sized(out, &s, sizeof(s));
 	return 0;
 }

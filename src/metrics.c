@@ -71,6 +71,92 @@ static void put_double(struct out *o, double v)
 
 /* ---- the loader ---------------------------------------------------------- */
 
+static int escape_label(char *dst, size_t len, const char *s);
+
+static void gauge(struct out *o, const char *name, const char *help, const char *labels, double v)
+{
+	family(o, name, "gauge", help);
+	put(o, "%s{%s} ", name, labels);
+	put_double(o, v);
+}
+
+static void counter_s(struct out *o, const char *name, const char *help, const char *labels,
+		      double v)
+{
+	family(o, name, "counter", help);
+	put(o, "%s{%s} ", name, labels);
+	put_double(o, v);
+}
+
+/* The window the exported verdict covers: several of the loader's
+ * snapshots (one a second), short enough to follow a change of phase
+ * between two scrapes. */
+#define DIAG_WINDOW_S 10.0
+
+/* The library's verdict (stk_loader_diagnose over the last DIAG_WINDOW_S)
+ * as a state set, one series per kind, and its evidence as gauges; the
+ * device's figures only when the verdict sampled one (no false zeros). */
+static void diagnosis(struct out *o, const struct stk_loader *l, const char *labels)
+{
+	struct stk_verdict v = {.size = sizeof(v)};
+	if (stk_loader_diagnose(l, DIAG_WINDOW_S, &v) < 0)
+		v.kind = -1; /* cannot happen with a valid loader: every kind reads 0 */
+	family(o, "stoker_loader_bottleneck", "gauge",
+	       "The library's verdict over the diagnosis window: 1 for the kind that holds the "
+	       "input pipeline back, 0 for the others.");
+	for (int k = 0; k < STK_BOUND_COUNT; k++)
+		put(o, "stoker_loader_bottleneck{%s,kind=\"%s\"} %d\n", labels, stk_bound_name(k),
+		    k == v.kind);
+	gauge(o, "stoker_loader_diagnosis_window_seconds",
+	      "The window the verdict and its evidence cover (shorter while the loader is young).",
+	      labels, v.window_s);
+	gauge(o, "stoker_loader_diagnosis_data_stall_ratio",
+	      "Share of the diagnosis window the consumer waited for batches.", labels,
+	      v.stall_ratio);
+	gauge(o, "stoker_loader_diagnosis_copy_wait_ratio",
+	      "Share of the diagnosis window the consumer waited on host-to-device copies.", labels,
+	      v.copy_wait_ratio);
+	gauge(o, "stoker_loader_diagnosis_decode_busy_ratio",
+	      "Decode threads' busy share over the diagnosis window (image mode).", labels,
+	      v.decode_busy);
+	gauge(o, "stoker_loader_diagnosis_reads_in_flight",
+	      "Mean reads in flight over the diagnosis window.", labels, v.inflight_mean);
+	family(o, "stoker_loader_diagnosis_prefetch_batches", "gauge",
+	       "Batches the loader keeps in flight (prefetch), as the verdict saw it.");
+	put(o, "stoker_loader_diagnosis_prefetch_batches{%s} %" PRIu32 "\n", labels, v.prefetch);
+
+	static const struct {
+		const char *name, *help;
+	} dev[] = {
+		{"stoker_loader_diagnosis_device_utilization_ratio",
+		 "The data's block device: share of the window with I/O in flight (iostat %util / 100)."},
+		{"stoker_loader_diagnosis_device_read_await_seconds",
+		 "The data's block device: mean time a read took, queue included (iostat r_await)."},
+		{"stoker_loader_diagnosis_device_queue_size",
+		 "The data's block device: mean I/Os in flight (iostat aqu-sz)."},
+		{"stoker_loader_diagnosis_device_read_bytes_per_second",
+		 "The data's block device: bytes read per second, by every reader."},
+		{"stoker_loader_diagnosis_device_read_share",
+		 "The device's read bytes per byte the loader delivered: ~1 read from the device, "
+		 "~0 from the page cache."},
+	};
+	double val[] = {v.dev_util / 100, v.dev_r_await_ms / 1000, v.dev_aqu_sz,
+			v.dev_read_mb_s * 1e6, v.dev_share};
+	char dl[2 * sizeof(v.device) + 16] = "";
+	if (v.device_sampled) {
+		char esc[2 * sizeof(v.device) + 1];
+		if (escape_label(esc, sizeof(esc), v.device) == 0)
+			snprintf(dl, sizeof(dl), ",device=\"%s\"", esc);
+	}
+	for (size_t i = 0; i < STK_ARRAY_SIZE(dev); i++) {
+		family(o, dev[i].name, "gauge", dev[i].help);
+		if (dl[0]) {
+			put(o, "%s{%s%s} ", dev[i].name, labels, dl);
+			put_double(o, val[i]);
+		}
+	}
+}
+
 /* The `le` bounds of the exported histograms: 1 µs to 10 s in 1-2.5-5 steps,
  * spelled as Go's and Python's clients spell them (so the same bound is the
  * same label value across exporters). */
@@ -162,18 +248,21 @@ int stk_loader_metrics_text(const struct stk_loader *l, const char *name, char *
 	if ((rc = stk_hist_create(&h)) < 0)
 		return rc;
 	struct out o = {buf, len, 0};
+	/* Counters from the figures since create, never reset: a counter that
+	 * went back at stk_loader_stats_reset would read as a restart. */
 	static const struct {
 		const char *name, *help;
 		size_t off;
 	} counters[] = {
 		{"stoker_loader_samples_total", "Samples delivered to the consumer.",
-		 offsetof(struct stk_stats, samples)},
+		 offsetof(struct stk_stats, total_samples)},
 		{"stoker_loader_bytes_total", "Bytes of the samples delivered to the consumer.",
-		 offsetof(struct stk_stats, bytes)},
+		 offsetof(struct stk_stats, total_bytes)},
 		{"stoker_loader_batches_total", "Batches delivered to the consumer.",
-		 offsetof(struct stk_stats, batches)},
-		{"stoker_loader_errors_total", "Samples that failed to load (skipped or fatal).",
-		 offsetof(struct stk_stats, errors)},
+		 offsetof(struct stk_stats, total_batches)},
+		{"stoker_loader_errors_total",
+		 "Samples that failed to load (skipped or fatal), and files the index left out.",
+		 offsetof(struct stk_stats, total_errors)},
 	};
 	for (size_t i = 0; i < STK_ARRAY_SIZE(counters); i++) {
 		uint64_t v;
@@ -181,25 +270,35 @@ int stk_loader_metrics_text(const struct stk_loader *l, const char *name, char *
 		family(&o, counters[i].name, "counter", counters[i].help);
 		put(&o, "%s{%s} %" PRIu64 "\n", counters[i].name, labels, v);
 	}
-	family(&o, "stoker_loader_decode_busy_seconds_total", "counter",
-	       "Time the decode threads spent decoding (image mode).");
-	put(&o, "stoker_loader_decode_busy_seconds_total{%s} ", labels);
-	put_double(&o, s.decode_busy_s);
+	counter_s(&o, "stoker_loader_data_stall_seconds_total",
+		  "Time the consumer waited for batches (rate: the data stall ratio).", labels,
+		  s.total_wait_s);
+	counter_s(&o, "stoker_loader_copy_wait_seconds_total",
+		  "Time the consumer waited on host-to-device copies (bindings that copy).", labels,
+		  s.total_copy_wait_s);
+	counter_s(&o, "stoker_loader_decode_busy_seconds_total",
+		  "Time the decode threads spent decoding, all together (image mode).", labels,
+		  s.total_decode_busy_s);
 
-	family(&o, "stoker_loader_reads_in_flight", "gauge",
-	       "Time-weighted mean of reads in flight since the loader's last start.");
-	put(&o, "stoker_loader_reads_in_flight{%s} ", labels);
-	put_double(&o, s.inflight_mean);
+	gauge(&o, "stoker_loader_reads_in_flight",
+	      "Time-weighted mean of reads in flight over the stats window (create or last reset).",
+	      labels, s.inflight_mean);
 	family(&o, "stoker_loader_reads_in_flight_max", "gauge", "Most reads in flight at once.");
 	put(&o, "stoker_loader_reads_in_flight_max{%s} %" PRIu32 "\n", labels, s.inflight_max);
-	family(&o, "stoker_loader_data_stall_ratio", "gauge",
-	       "Share of wall time the consumer waited for batches since the loader's last start.");
-	put(&o, "stoker_loader_data_stall_ratio{%s} ", labels);
-	put_double(&o, s.stall_ratio);
+	gauge(&o, "stoker_loader_data_stall_ratio",
+	      "Share of wall time the consumer waited for batches over the stats window.", labels,
+	      s.stall_ratio);
 	family(&o, "stoker_loader_pool_bytes", "gauge", "Fixed batch-slot memory of the loader.");
 	put(&o, "stoker_loader_pool_bytes{%s} %" PRIu64 "\n", labels, s.pool_bytes);
 	family(&o, "stoker_loader_decode_threads", "gauge", "Decode threads (image mode).");
 	put(&o, "stoker_loader_decode_threads{%s} %" PRIu32 "\n", labels, s.decode_threads);
+	family(&o, "stoker_loader_queue_depth", "gauge",
+	       "Reads in flight at most, as the loader chose (tuned at run time unless fixed).");
+	put(&o, "stoker_loader_queue_depth{%s} %" PRIu32 "\n", labels, s.queue_depth);
+	family(&o, "stoker_loader_io_threads", "gauge", "I/O threads taking new batches.");
+	put(&o, "stoker_loader_io_threads{%s} %" PRIu32 "\n", labels, s.io_threads);
+
+	diagnosis(&o, l, labels);
 
 	histogram(&o, l, h, STK_HIST_BATCH_WAIT, "stoker_loader_batch_wait_seconds",
 		  "Consumer's wait for each batch (the trainer's dataloader time).", labels);

@@ -215,6 +215,17 @@ for n in cli-a cli-b; do
 done
 [ "$(grep -c '^# TYPE stoker_loader_samples_total counter$' "$tmp/out")" = 1 ] ||
 	fail "the loaders' families are not merged"
+# each loader's verdict: one series per kind, exactly one of them 1
+[ "$(grep -c '^# TYPE stoker_loader_bottleneck gauge$' "$tmp/out")" = 1 ] ||
+	fail "stoker_loader_bottleneck is not one merged family"
+for n in cli-a cli-b; do
+	kinds=$(grep -c "^stoker_loader_bottleneck{loader=\"$n\",pid=\"[0-9]*\",kind=\"[a-z-]*\"} [01]$" "$tmp/out")
+	ones=$(grep -c "^stoker_loader_bottleneck{loader=\"$n\",.*} 1$" "$tmp/out")
+	[ "$kinds" -ge 7 ] && [ "$ones" = 1 ] ||
+		fail "loader $n: $kinds bottleneck series with $ones at 1 (want every kind, one at 1)"
+	grep -q "^stoker_loader_diagnosis_data_stall_ratio{loader=\"$n\"," "$tmp/out" ||
+		fail "loader $n: no diagnosis evidence"
+done
 grep -q 'loader="stale"' "$tmp/out" && fail "a dead process's file was served"
 [ -e "$tmp/pub/$dead-stale.prom" ] || fail "the exporter removed a file it does not own"
 grep -qx 'stoker_exporter_loaders 2' "$tmp/out" || fail "stoker_exporter_loaders is not 2"

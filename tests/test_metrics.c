@@ -215,8 +215,16 @@ static void test_loader_text(void **state)
 	assert_true(must(t, SERIES("stoker_loader_pool_bytes")) == (double)st.pool_bytes);
 	double ratio = must(t, SERIES("stoker_loader_data_stall_ratio"));
 	assert_true(ratio >= 0 && ratio <= 1);
-	assert_true(must(t, SERIES("stoker_loader_reads_in_flight")) >= 0);
-	assert_true(must(t, SERIES("stoker_loader_reads_in_flight_max")) >= 1);
+	/* every read took 50 µs: a mean above zero, never above the most at once */
+	double inflight = must(t, SERIES("stoker_loader_reads_in_flight"));
+	double inflight_max = must(t, SERIES("stoker_loader_reads_in_flight_max"));
+	assert_true(inflight_max >= 1 && inflight_max == st.inflight_max);
+	assert_true(inflight > 0 && inflight <= inflight_max);
+	/* the consumer's waits: the counter is the stats' total, the histogram's sum agrees */
+	double stall_s = must(t, SERIES("stoker_loader_data_stall_seconds_total"));
+	assert_true(stall_s > 0 && stall_s <= st.total_wait_s);
+	assert_true(must(t, SERIES("stoker_loader_queue_depth")) == st.queue_depth);
+	assert_true(must(t, SERIES("stoker_loader_io_threads")) == st.io_threads);
 	for (const char *f = "stoker_loader_samples_total\0stoker_loader_bytes_total\0"
 			     "stoker_loader_batch_wait_seconds\0stoker_loader_read_latency_seconds\0"
 			     "stoker_loader_decode_seconds\0stoker_loader_reads_in_flight\0";
@@ -250,10 +258,95 @@ static void test_loader_text(void **state)
 	assert_int_equal(strlen(small), sizeof(small) - 1);
 	assert_int_equal(stk_loader_metrics_text(NULL, "x", small, sizeof(small)), -EINVAL);
 
-	/* counters restart with stk_loader_stats_reset */
+	/* counters never go back: a reset starts the stats' window, not theirs */
 	stk_loader_stats_reset(l);
 	t = render(l, "train");
-	assert_true(must(t, SERIES("stoker_loader_samples_total")) == 0);
+	assert_true(must(t, SERIES("stoker_loader_samples_total")) == N);
+	assert_true(must(t, SERIES("stoker_loader_batches_total")) == (N + BATCH - 1) / BATCH);
+	assert_true(must(t, SERIES("stoker_loader_bytes_total")) == (double)total_bytes);
+	assert_true(must(t, SERIES("stoker_loader_data_stall_seconds_total")) >= stall_s);
+	/* while the window's gauges and histograms restart */
+	snprintf(s, sizeof(s), "stoker_loader_batch_wait_seconds_count{%s}", labels);
+	assert_true(must(t, s) == 0);
+	free(t);
+#undef SERIES
+	stk_loader_destroy(l);
+}
+
+static void sleep_ms(int ms)
+{
+	struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+	nanosleep(&ts, NULL);
+}
+
+/* The kind set to 1 in stoker_loader_bottleneck; fails unless exactly one of
+ * the STK_BOUND_COUNT series is 1 and the others 0. */
+static int bottleneck_kind(const char *t, const char *labels)
+{
+	int kind = -1;
+	for (int k = 0; k < STK_BOUND_COUNT; k++) {
+		char s[256];
+		snprintf(s, sizeof(s), "stoker_loader_bottleneck{%s,kind=\"%s\"}", labels,
+			 stk_bound_name(k));
+		double v = must(t, s);
+		assert_true(v == 0 || v == 1);
+		if (v == 1) {
+			assert_int_equal(kind, -1);
+			kind = k;
+		}
+	}
+	assert_true(kind >= 0);
+	return kind;
+}
+
+/* The verdict the library gives is the one exported, with its evidence: a
+ * loader asked for nothing is "unknown"; a consumer slower than the null
+ * engine's reads is consumer-bound, waiting under 5 % of the time. */
+static void test_loader_verdict(void **state)
+{
+	(void)state;
+	struct stk_loader *l = make_loader();
+	char labels[128], s[256];
+	snprintf(labels, sizeof(labels), "loader=\"v\",pid=\"%d\"", (int)getpid());
+#define SERIES(name) (snprintf(s, sizeof(s), "%s{%s}", name, labels), s)
+	char *t = render(l, "v");
+	check_format(t);
+	assert_int_equal(bottleneck_kind(t, labels), STK_BOUND_UNKNOWN);
+	free(t);
+
+	struct stk_batch *b;
+	sleep_ms(50); /* the prefetch fills: every batch below is ready when asked for */
+	for (int i = 0; i < 4; i++) {
+		assert_int_equal(stk_loader_next(l, &b), 1);
+		stk_batch_release(l, b);
+		sleep_ms(50); /* the training step */
+	}
+	t = render(l, "v");
+	check_format(t);
+	struct stk_verdict v = {.size = sizeof(v)};
+	assert_int_equal(stk_loader_diagnose(l, 10, &v), 0);
+	int kind = bottleneck_kind(t, labels);
+	assert_int_equal(kind, v.kind);
+	if (kind != STK_BOUND_CONSUMER)
+		fail_msg("verdict %s, want consumer-bound: %s", stk_bound_name(kind), v.evidence);
+	double stall = must(t, SERIES("stoker_loader_diagnosis_data_stall_ratio"));
+	assert_true(stall < 0.05 && fabs(stall - v.stall_ratio) < 0.01);
+	double win = must(t, SERIES("stoker_loader_diagnosis_window_seconds"));
+	assert_true(win >= 0.12 && win < 10); /* the loader's life so far, not the 10 s asked */
+	assert_true(must(t, SERIES("stoker_loader_diagnosis_copy_wait_ratio")) == 0);
+	assert_true(must(t, SERIES("stoker_loader_diagnosis_decode_busy_ratio")) == 0);
+	assert_true(must(t, SERIES("stoker_loader_diagnosis_reads_in_flight")) > 0);
+	assert_true(must(t, SERIES("stoker_loader_diagnosis_prefetch_batches")) == v.prefetch);
+	/* the null engine reads no device: the families, no (false zero) samples */
+	assert_non_null(strstr(t, "# TYPE stoker_loader_diagnosis_device_utilization_ratio gauge\n"));
+	assert_null(strstr(t, "\nstoker_loader_diagnosis_device_"));
+	free(t);
+	/* the consumer's copy waits count (a binding's device copies): gpu-copy-bound */
+	stk_loader_add_time(l, STK_TIME_COPY_WAIT, 2000000000ull);
+	t = render(l, "v");
+	assert_int_equal(bottleneck_kind(t, labels), STK_BOUND_GPU_COPY);
+	assert_true(must(t, SERIES("stoker_loader_diagnosis_copy_wait_ratio")) > 0.3);
+	assert_true(must(t, SERIES("stoker_loader_copy_wait_seconds_total")) == 2.0);
 	free(t);
 #undef SERIES
 	stk_loader_destroy(l);
@@ -356,11 +449,6 @@ static bool exists(const char *p)
 	return stat(p, &st) == 0;
 }
 
-static void sleep_ms(int ms)
-{
-	struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
-	nanosleep(&ts, NULL);
-}
 
 static void test_publish(void **state)
 {
@@ -650,7 +738,8 @@ static void test_server_fn(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_loader_text), cmocka_unit_test(test_loader_names),
+		cmocka_unit_test(test_loader_text), cmocka_unit_test(test_loader_verdict),
+		cmocka_unit_test(test_loader_names),
 		cmocka_unit_test(test_disk_text),   cmocka_unit_test(test_gpu_text),
 		cmocka_unit_test(test_publish),	    cmocka_unit_test(test_listen_parse),
 		cmocka_unit_test(test_server),	    cmocka_unit_test(test_server_fn),

@@ -27,9 +27,12 @@ extern "C" {
 
 /* One loader's metrics (stoker_loader_*), labelled loader="<name>" (NULL →
  * "default"; at most 128 bytes, escaped as the format wants) and
- * pid="<this process>".  Counters and histograms restart only at
- * stk_loader_stats_reset; the in-flight mean and the stall ratio cover the
- * time since the last stk_loader_start.  Length needed, or -EINVAL. */
+ * pid="<this process>".  Counters run from create and never go back (the
+ * stats' total_* figures); histograms and the plain gauges cover the stats
+ * window (create or the last stk_loader_stats_reset); the verdict
+ * (stoker_loader_bottleneck{kind=...}) and its evidence
+ * (stoker_loader_diagnosis_*) cover the last 10 s, through
+ * stk_loader_diagnose.  Length needed, or -EINVAL. */
 STK_API int stk_loader_metrics_text(const struct stk_loader *loader, const char *name, char *buf,
 				    size_t len);
 

@@ -583,6 +583,8 @@ struct stk_stats {
 	uint32_t io_threads;      /* io_uring rings taking new batches now (pread: 1) */
 	uint32_t direct;          /* 1: O_DIRECT reads */
 	uint32_t probes;          /* queue-depth probes run so far (auto) */
+	double total_decode_busy_s; /* decode threads' busy time since create */
+	double total_copy_wait_s;   /* the consumer's wait on device copies since create */
 };
 STK_API int stk_loader_stats(const struct stk_loader *loader, struct stk_stats *out);
 

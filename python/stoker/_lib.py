@@ -268,6 +268,8 @@ class Stats(ctypes.Structure):
         ("io_threads", c_u32),
         ("direct", c_u32),
         ("probes", c_u32),
+        ("total_decode_busy_s", ctypes.c_double),
+        ("total_copy_wait_s", ctypes.c_double),
     ]
 
 
