@@ -203,5 +203,30 @@ if mount -t tmpfs -o size=8m,nr_inodes=64 tmpfs "$tmp/small" 2>/dev/null; then
 else
 	echo "note: cannot mount a small tmpfs (not root?): the full-disk case is not checked"
 fi
+# --- repeats, the short-run warning and the chart ------------------------------------
+mkdir -p "$tmp/r1" "$tmp/r2"
+"$S" disk $tiny -p seqread,randread --repeat 3 --json --plot "$tmp/d.svg" "$tmp/r1" "$tmp/r2" \
+	>"$tmp/r.json" || fail "--repeat exit $?"
+"$PY" - "$tmp/r.json" "$tmp/d.svg" <<'EOF' || fail "--repeat figures"
+import json, statistics, sys
+j = json.load(open(sys.argv[1]))
+assert j["repeat"] == 3, j.get("repeat")
+assert "0.2" in j["warnings"][0], j.get("warnings")   # -t 0.2: under the 2 s minimum, said
+for r in j["results"]:
+    runs = r["runs"]
+    assert len(runs) == 3, r
+    assert abs(r["mb_per_s_spread"]["median"] - statistics.median(x["mb_per_s"] for x in runs)) < 1e-6
+    assert r["mb_per_s_spread"]["min"] == min(x["mb_per_s"] for x in runs)
+svg = open(sys.argv[2]).read()
+assert svg.count("<rect x=") >= 4 and 'class="legend"' in svg and "MB/s" in svg, svg[:300]
+assert svg.count('class="errbar"') == 4, svg.count('class="errbar"')
+EOF
+out=$("$S" disk $tiny -p seqread --repeat 2 "$tmp/r1") || fail "--repeat table exit $?"
+echo "$out" | grep -q "2 rounds, the PATHs alternating" || fail "rounds line: $out"
+echo "$out" | grep -qE "MB/s +[0-9.]+ \([0-9.]+-[0-9.]+\)" || fail "median (min-max): $out"
+echo "$out" | grep -q "^warning: a pattern was measured only 0.2" || fail "warning: $out"
+[ -z "$(find "$tmp/r1" "$tmp/r2" -mindepth 1)" ] || fail "files left behind by --repeat"
+"$S" disk --repeat 0 "$tmp/r1" 2>/dev/null; [ $? = 2 ] || fail "--repeat 0 not exit 2"
+
 echo "ok"
 exit 0

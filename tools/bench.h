@@ -8,6 +8,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "spread.h"
 #include "stoker/stoker.h"
 
 struct bench_opts {
@@ -36,26 +37,11 @@ struct run {
 	const char *ended_by;   /* what ended the measured part ("--runtime", ...) */
 };
 
-#define BENCH_MAX_REPEAT 64
-/* The shortest measured run whose figure means something on a shared
- * machine: --runtime's default, and the line under which a run is flagged. */
-#define MIN_RUNTIME_S 2.0
-#define MIN_RUNTIME "2"
+#define BENCH_MAX_REPEAT SPREAD_MAX
 /* Runs whose samples/s spread wider than this (max - min over the median)
  * make the verdict say it is unsure. */
 #define WIDE_SPREAD 0.2
 
-/* Several runs' figure: median, min-max, and Student's 95 % interval of the
- * mean from three runs on. */
-struct spread {
-	int n;
-	double median, min, max, mean, lo95, hi95;
-	bool has_ci;
-};
-void spread_of(const double *v, int n, struct spread *s);
-/* (max - min) / median: 0.2 is a 20 % spread. */
-double spread_rel(const struct spread *s);
-json_t *spread_json(const struct spread *s);
 
 /* A run's figures, for spreads over runs. */
 double sps_of(const struct run *r);

@@ -29,6 +29,8 @@ struct args {
 	int64_t qd, threads, files, seed;
 	double runtime, ramp;
 	int engine;
+	int64_t repeat;
+	const char *plot;
 };
 
 /* The sets: quick (default, about 30 s per PATH) and --all (minutes).
@@ -185,6 +187,11 @@ int cmd_disk(int argc, char **argv)
 		{"no-drop", 0, OPT_BOOL, &a.no_drop, NULL, 0, 0, NULL, NULL,
 		 "never write /proc/sys/vm/drop_caches (it slows everyone on a shared machine)"},
 		{"seed", 0, OPT_INT, &a.seed, "0", 0, 0, NULL, "N", "random offsets and file sizes"},
+		{"repeat", 'r', OPT_INT, &a.repeat, "1", 1, SPREAD_MAX, NULL, "N",
+		 "rounds of every case, the PATHs alternating in each: MB/s and IOPS as the median "
+		 "(min-max), JSON every round"},
+		{"plot", 0, OPT_STR, &a.plot, NULL, 0, 0, NULL, "FILE",
+		 "an SVG chart of MB/s by pattern and PATH (and FILE.png with rsvg-convert)"},
 		{"json", 0, OPT_BOOL, &a.json, NULL, 0, 0, NULL, NULL, "JSON on stdout"},
 		OPT_END,
 	};
@@ -230,10 +237,14 @@ int cmd_disk(int argc, char **argv)
 	if (mpi_wanted()) /* started by mpirun: every rank on its own files, rank 0 the report */
 		return disk_mpi(&cf, cases, ncases, argv + first, nt, a.destructive, a.json,
 				a.pattern || a.bs || a.qd || a.threads ? "custom" : a.all ? "all" : "quick");
+	uint32_t rounds = (uint32_t)a.repeat;
+	size_t ncells = (size_t)nt * ncases;
 	struct dk_target *targets = calloc(nt, sizeof(*targets));
-	struct dk_result *res = calloc((size_t)nt * ncases, sizeof(*res));
-	if (!targets || !res) {
+	struct dk_result *all = calloc(ncells * rounds, sizeof(*all));
+	struct dk_result *res = calloc(ncells, sizeof(*res));
+	if (!targets || !all || !res) {
 		free(targets);
+		free(all);
 		free(res);
 		fprintf(stderr, "stoker disk: out of memory\n");
 		return EXIT_FAIL;
@@ -253,8 +264,8 @@ int cmd_disk(int argc, char **argv)
 			break;
 		}
 	}
-	for (size_t i = 0; rc == EXIT_OK && i < (size_t)nt * ncases; i++)
-		if (stk_hist_create(&res[i].hist)) {
+	for (size_t i = 0; rc == EXIT_OK && i < ncells * rounds; i++)
+		if (stk_hist_create(&all[i].hist)) {
 			fprintf(stderr, "stoker disk: out of memory\n");
 			rc = EXIT_FAIL;
 		}
@@ -262,18 +273,21 @@ int cmd_disk(int argc, char **argv)
 		ran = true;
 		atomic_store(&dk_stop, 0);
 		dk_signals_install();
-		for (uint32_t ti = 0; ti < nt && !atomic_load(&dk_stop); ti++) {
-			for (uint32_t ci = 0; ci < ncases && !atomic_load(&dk_stop); ci++) {
-				struct dk_result *r = &res[(size_t)ti * ncases + ci];
-				r->ran = true;
-				if (dk_run_case(&targets[ti], &cases[ci], &cf, r)) {
-					fprintf(stderr, "stoker disk: %s: %s\n", dk_pattern_name[cases[ci].pat],
-						r->errmsg);
-					rc = EXIT_FAIL;
+		/* rounds alternate the PATHs; a PATH's data file stays for its rounds */
+		for (uint32_t k = 0; k < rounds && !atomic_load(&dk_stop); k++)
+			for (uint32_t ti = 0; ti < nt && !atomic_load(&dk_stop); ti++) {
+				for (uint32_t ci = 0; ci < ncases && !atomic_load(&dk_stop); ci++) {
+					struct dk_result *r = &all[(k * nt + ti) * ncases + ci];
+					r->ran = true;
+					if (dk_run_case(&targets[ti], &cases[ci], &cf, r)) {
+						fprintf(stderr, "stoker disk: %s: %s\n",
+							dk_pattern_name[cases[ci].pat], r->errmsg);
+						rc = EXIT_FAIL;
+					}
 				}
 			}
+		for (uint32_t ti = 0; ti < nt; ti++)
 			dk_target_done(&targets[ti]);
-		}
 		dk_cleanup();
 		if (atomic_load(&dk_stop))
 			fprintf(stderr, "stoker disk: interrupted; the files it created are removed\n");
@@ -284,15 +298,43 @@ int cmd_disk(int argc, char **argv)
 	if (ran) {
 		struct dk_report rp = {&cf, a.pattern || a.bs || a.qd || a.threads ? "custom"
 					    : a.all ? "all" : "quick",
-				       targets, nt, cases, ncases, res, stopped};
+				       targets, nt, cases, ncases, res, stopped, rounds, all, ""};
+		/* each cell shows its median round (latencies too) */
+		for (uint32_t ti = 0; ti < nt; ti++)
+			for (uint32_t ci = 0; ci < ncases; ci++)
+				res[(size_t)ti * ncases + ci] = *dk_median_round(&rp, ti, ci);
+		char warn[256] = "";
+		double shortest = 1e300;
+		for (size_t i = 0; i < ncells * rounds; i++)
+			if (all[i].ran && !all[i].skipped && !all[i].err && all[i].c.runtime > 0 &&
+			    all[i].seconds < shortest)
+				shortest = all[i].seconds;
+		if (shortest < MIN_RUNTIME_S)
+			snprintf(warn, sizeof(warn), "a pattern was measured only %.2f s (--runtime): "
+				 "under %.0f s a figure is mostly noise", shortest, MIN_RUNTIME_S);
+		else if (a.runtime == 0)
+			snprintf(warn, sizeof(warn), "--runtime 0: each block pattern is one pass over "
+				 "the data, however short");
+		rp.warning = warn;
 		if (a.json ? dk_print_json(stdout, &rp) : (dk_print_table(stdout, &rp), 0)) {
 			fprintf(stderr, "stoker disk: cannot write the JSON\n");
 			rc = EXIT_FAIL;
 		}
+		if (a.plot) {
+			char png[4096];
+			int pr = dk_plot(&rp, a.plot, png, sizeof(png));
+			if (pr < 0) {
+				fprintf(stderr, "stoker disk: %s: %s\n", a.plot, strerror(-pr));
+				rc = EXIT_FAIL;
+			} else if (!a.json) {
+				printf("\nplot: %s%s%s\n", a.plot, png[0] ? ", " : "", png);
+			}
+		}
 	}
 	dk_signals_restore();
-	for (size_t i = 0; i < (size_t)nt * ncases; i++)
-		stk_hist_destroy(res[i].hist);
+	for (size_t i = 0; i < ncells * rounds; i++)
+		stk_hist_destroy(all[i].hist);
+	free(all);
 	free(res);
 	free(targets);
 	return stopped ? 130 : rc;

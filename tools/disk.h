@@ -14,6 +14,7 @@
 #include <stdio.h>
 
 #include "cli.h"
+#include "spread.h"
 
 /* Every file stoker disk creates starts with this, then the pid. */
 #define DK_PREFIX ".stoker-disk-"
@@ -186,13 +187,21 @@ struct dk_report {
 	uint32_t ntargets;
 	const struct dk_case *cases;
 	uint32_t ncases;
-	const struct dk_result *res;
+	const struct dk_result *res;  /* each (target, case): its median round's result */
 	bool interrupted;
+	uint32_t repeat;              /* rounds, the targets alternating in each */
+	const struct dk_result *all;  /* every round: all[(round * ntargets + t) * ncases + c] */
+	const char *warning;          /* "" or: a figure comes from a run too short to trust */
 };
 
 void dk_print_table(FILE *f, const struct dk_report *rp);
 /* 0, or -ENOMEM / -EIO. */
 int dk_print_json(FILE *f, const struct dk_report *rp);
+/* --plot: MB/s of every case (groups) and PATH (bars), median and min-max,
+ * as SVG (and PNG with rsvg-convert).  0 or -errno; png gets its path. */
+int dk_plot(const struct dk_report *rp, const char *file, char *png, size_t pnglen);
+/* The round whose MB/s is the median of the usable rounds of (t, c). */
+const struct dk_result *dk_median_round(const struct dk_report *rp, uint32_t t, uint32_t c);
 /* "4 KiB", "1 MiB" into buf. */
 const char *dk_fmt_iec(char *buf, size_t len, uint64_t bytes);
 

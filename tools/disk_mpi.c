@@ -302,7 +302,7 @@ int disk_mpi(const struct dk_conf *cf, const struct dk_case *cases, unsigned nca
 	dk_cleanup(); /* our files, then our folders (last in, first out) */
 	dk_signals_restore();
 	if (m.rank == 0 && !stop) {
-		struct dk_report rp = {cf, set, base, np, cases, ncases, res, false};
+		struct dk_report rp = {cf, set, base, np, cases, ncases, res, false, 1, res, ""};
 		if (json) {
 			char *buf = NULL;
 			size_t len = 0;

@@ -3,9 +3,12 @@
  * for machines (jansson; "schema_version" says which shape, see
  * tests/disk.schema.json).  Rates are SI (MB/s = 10^6 bytes/s, as fio's). */
 #include "disk.h"
+#include "plot.h"
 
 #include <errno.h>
+#include <math.h>
 #include <jansson.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define SCHEMA_VERSION 1
@@ -106,9 +109,42 @@ static bool row_value(enum row k, const struct dk_result *r, double *v)
 	}
 }
 
-static void cell(char *buf, size_t len, enum row k, const struct dk_result *r,
-		 const struct dk_result *first)
+/* The rounds' spread of a rate row (MB/s, IOPS) of (t, c); false if fewer
+ * than two usable rounds. */
+static bool rounds_spread(const struct dk_report *rp, uint32_t t, uint32_t c, enum row k,
+			  struct spread *s)
 {
+	double v[SPREAD_MAX];
+	int n = 0;
+	if (rp->repeat < 2 || (k != R_MBPS && k != R_IOPS))
+		return false;
+	for (uint32_t r = 0; r < rp->repeat && n < SPREAD_MAX; r++) {
+		const struct dk_result *x = &rp->all[((size_t)r * rp->ntargets + t) * rp->ncases + c];
+		if (usable(x))
+			v[n++] = k == R_MBPS ? mbps(x) : iops(x);
+	}
+	spread_of(v, n, s);
+	return n >= 2;
+}
+
+const struct dk_result *dk_median_round(const struct dk_report *rp, uint32_t t, uint32_t c)
+{
+	const struct dk_result *first = &rp->all[(size_t)t * rp->ncases + c], *best = first;
+	struct spread s;
+	if (!rounds_spread(rp, t, c, R_MBPS, &s))
+		return first;
+	for (uint32_t r = 0; r < rp->repeat; r++) {
+		const struct dk_result *x = &rp->all[((size_t)r * rp->ntargets + t) * rp->ncases + c];
+		if (usable(x) && (!usable(best) || fabs(mbps(x) - s.median) < fabs(mbps(best) - s.median)))
+			best = x;
+	}
+	return best;
+}
+
+static void cell(char *buf, size_t len, enum row k, const struct dk_report *rp, uint32_t ti,
+		 uint32_t ci)
+{
+	const struct dk_result *r = &rp->res[(size_t)ti * rp->ncases + ci], *first = &rp->res[ci];
 	if (!r->ran) {
 		snprintf(buf, len, "-");
 		return;
@@ -123,6 +159,10 @@ static void cell(char *buf, size_t len, enum row k, const struct dk_result *r,
 	}
 	double v = 0, f = 0;
 	row_value(k, r, &v);
+	struct spread sp;
+	bool spread = rounds_spread(rp, ti, ci, k, &sp);
+	if (spread)
+		v = sp.median;
 	if (k >= R_MIN && k <= R_MAX)
 		fmt_ns(buf, len, v);
 	else if (k == R_MBPS || k == R_READBACK)
@@ -131,7 +171,14 @@ static void cell(char *buf, size_t len, enum row k, const struct dk_result *r,
 		snprintf(buf, len, "%.0f", v);
 	else
 		snprintf(buf, len, "%.2f", v);
+	if (spread) {
+		size_t n = strlen(buf);
+		snprintf(buf + n, len - n, k == R_MBPS ? " (%.1f-%.1f)" : " (%.0f-%.0f)", sp.min, sp.max);
+	}
+	struct spread fs;
 	if (first && first != r && usable(first) && row_value(k, first, &f) && f > 0) {
+		if (rounds_spread(rp, 0, ci, k, &fs))
+			f = fs.median;
 		size_t n = strlen(buf);
 		snprintf(buf + n, len - n, "  %.2fx", v / f);
 	}
@@ -144,6 +191,9 @@ void dk_print_table(FILE *f, const struct dk_report *rp)
 	fprintf(f, "stoker disk %s: %s set, %s engine%s\n", stk_version(), rp->set,
 		cf->engine == DK_URING ? "io_uring" : "psync",
 		rp->interrupted ? " (INTERRUPTED: partial results)" : "");
+	if (rp->repeat > 1)
+		fprintf(f, "  %u rounds, the PATHs alternating: MB/s and IOPS are the median (min-max), "
+			   "latencies the median round's\n", rp->repeat);
 	for (uint32_t i = 0; i < rp->ntargets; i++) {
 		const struct dk_target *t = &rp->targets[i];
 		fprintf(f, "  [%u] %s: %s on %s (%s)", i + 1, t->path, kind_name[t->kind], t->fs,
@@ -162,8 +212,7 @@ void dk_print_table(FILE *f, const struct dk_report *rp)
 		w[ti] = strlen(c);
 		for (uint32_t ci = 0; ci < rp->ncases; ci++)
 			for (int k = 0; k < R_NROWS; k++) {
-				const struct dk_result *r = &rp->res[(size_t)ti * rp->ncases + ci];
-				cell(c, sizeof(c), (enum row)k, r, &rp->res[ci]);
+				cell(c, sizeof(c), (enum row)k, rp, ti, ci);
 				if (strlen(c) > w[ti])
 					w[ti] = strlen(c);
 			}
@@ -187,8 +236,7 @@ void dk_print_table(FILE *f, const struct dk_report *rp)
 				continue;
 			fprintf(f, "  %-*s", (int)w0 - 2, row_name((enum row)k, cs->pat));
 			for (uint32_t ti = 0; ti < nt; ti++) {
-				const struct dk_result *r = &rp->res[(size_t)ti * rp->ncases + ci];
-				cell(c, sizeof(c), (enum row)k, r, &rp->res[ci]);
+				cell(c, sizeof(c), (enum row)k, rp, ti, ci);
 				/* the last column is not padded: no trailing blanks */
 				fprintf(f, "  %-*s", ti + 1 < nt ? (int)w[ti] : 0, c);
 			}
@@ -201,6 +249,8 @@ void dk_print_table(FILE *f, const struct dk_report *rp)
 					r->errmsg);
 		}
 	}
+	if (rp->warning && rp->warning[0])
+		fprintf(f, "\nwarning: %s\n", rp->warning);
 	fflush(f);
 }
 
@@ -221,8 +271,9 @@ static json_t *lat_json(const struct stk_hist *h)
 	return o;
 }
 
-static json_t *result_json(const struct dk_result *r, const struct dk_result *first)
+static json_t *result_json(const struct dk_report *rp, uint32_t ti, uint32_t ci)
 {
+	const struct dk_result *r = &rp->res[(size_t)ti * rp->ncases + ci], *first = &rp->res[ci];
 	json_t *o = json_object();
 	if (!o)
 		return NULL;
@@ -246,6 +297,20 @@ static json_t *result_json(const struct dk_result *r, const struct dk_result *fi
 	json_object_set_new(o, "mb_per_s", json_real(mbps(r)));
 	json_object_set_new(o, "iops", json_real(iops(r)));
 	json_object_set_new(o, "latency_ns", lat_json(r->hist));
+	struct spread sp;
+	if (rounds_spread(rp, ti, ci, R_MBPS, &sp)) {
+		json_t *runs = json_array();
+		for (uint32_t k = 0; k < rp->repeat; k++) {
+			const struct dk_result *x =
+				&rp->all[((size_t)k * rp->ntargets + ti) * rp->ncases + ci];
+			json_array_append_new(runs, json_pack("{s:f,s:f,s:f}", "seconds", x->seconds,
+							      "mb_per_s", mbps(x), "iops", iops(x)));
+		}
+		json_object_set_new(o, "runs", runs);
+		json_object_set_new(o, "mb_per_s_spread", spread_json(&sp));
+		rounds_spread(rp, ti, ci, R_IOPS, &sp);
+		json_object_set_new(o, "iops_spread", spread_json(&sp));
+	}
 	if (first != r && usable(first) && usable(r) && mbps(first) > 0 && iops(first) > 0) {
 		json_t *q = json_object();
 		double p = (double)stk_hist_percentile(first->hist, 99);
@@ -316,11 +381,65 @@ int dk_print_json(FILE *f, const struct dk_report *rp)
 	json_object_set_new(root, "targets", tg);
 	for (uint32_t ti = 0; ti < rp->ntargets; ti++)
 		for (uint32_t ci = 0; ci < rp->ncases; ci++)
-			json_array_append_new(rs, result_json(&rp->res[(size_t)ti * rp->ncases + ci],
-							      &rp->res[ci]));
+			json_array_append_new(rs, result_json(rp, ti, ci));
 	json_object_set_new(root, "results", rs);
+	json_object_set_new(root, "repeat", json_integer(rp->repeat ? rp->repeat : 1));
+	if (rp->warning && rp->warning[0])
+		json_object_set_new(root, "warnings", json_pack("[s]", rp->warning));
 	int r = json_dumpf(root, f, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(10));
 	fputc('\n', f);
 	json_decref(root);
 	return r || fflush(f) ? -EIO : 0;
+}
+
+int dk_plot(const struct dk_report *rp, const char *file, char *png, size_t pnglen)
+{
+	uint32_t ng = rp->ncases, ns = rp->ntargets;
+	char(*titles)[48] = calloc(ng, sizeof(*titles));
+	const char **groups = calloc(ng, sizeof(*groups)), **series = calloc(ns, sizeof(*series));
+	double *ys = calloc((size_t)ng * ns, sizeof(*ys)), *lo = calloc((size_t)ng * ns, sizeof(*lo));
+	double *hi = calloc((size_t)ng * ns, sizeof(*hi));
+	int rc = -ENOMEM;
+	if (titles && groups && series && ys && lo && hi) {
+		for (uint32_t c = 0; c < ng; c++) {
+			const struct dk_case *k = &rp->cases[c];
+			char bs[24];
+			if (k->pat == DK_SMALLFILES)
+				snprintf(titles[c], sizeof(titles[c]), "%s qd%u", dk_pattern_name[k->pat], k->qd);
+			else
+				snprintf(titles[c], sizeof(titles[c]), "%s %s qd%u", dk_pattern_name[k->pat],
+					 dk_fmt_iec(bs, sizeof(bs), k->bs), k->qd);
+			groups[c] = titles[c];
+			for (uint32_t t = 0; t < ns; t++) {
+				size_t i = (size_t)c * ns + t;
+				const struct dk_result *r = &rp->res[(size_t)t * ng + c];
+				struct spread sp;
+				ys[i] = lo[i] = hi[i] = usable(r) ? mbps(r) : 0;
+				if (rounds_spread(rp, t, c, R_MBPS, &sp)) {
+					ys[i] = sp.median;
+					lo[i] = sp.min;
+					hi[i] = sp.max;
+				}
+			}
+		}
+		for (uint32_t t = 0; t < ns; t++)
+			series[t] = rp->targets[t].path;
+		char cap[256];
+		snprintf(cap, sizeof(cap), "stoker disk, %s set, %s engine; %u round%s, median and "
+			 "min-max", rp->set, rp->cf->engine == DK_URING ? "io_uring" : "psync",
+			 rp->repeat ? rp->repeat : 1, rp->repeat > 1 ? "s" : "");
+		struct plot_bars p = {.file = file, .title = "stoker disk: MB/s by pattern and PATH",
+				      .xlabel = "pattern", .yunit = "MB/s", .caption = cap,
+				      .series_title = "PATH", .groups = groups, .series = series,
+				      .ys = ys, .ylo = lo, .yhi = hi, .ngroups = (int)ng,
+				      .nseries = (int)ns};
+		rc = plot_bars(&p, png, pnglen);
+	}
+	free(titles);
+	free(groups);
+	free(series);
+	free(ys);
+	free(lo);
+	free(hi);
+	return rc;
 }

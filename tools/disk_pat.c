@@ -183,7 +183,10 @@ static int layout(struct dk_target *t, const struct dk_conf *cf, struct dk_resul
 	uint64_t size = cf->size / MiB * MiB;
 	if (size < MiB)
 		size = MiB;
-	snprintf(t->data_name, sizeof(t->data_name), DK_PREFIX "%d-data", (int)getpid());
+	/* one per target: two PATHs naming one folder keep their files apart
+	 * while --repeat's rounds alternate them */
+	static unsigned seq;
+	snprintf(t->data_name, sizeof(t->data_name), DK_PREFIX "%d-data-%u", (int)getpid(), seq++);
 	if (check_space(t, size, "the data file", r))
 		return r->err;
 	/* created buffered: a filesystem that refuses O_DIRECT may still create
