@@ -181,12 +181,11 @@ static json_t *aggregate(struct mpi *m, char **all, const struct bench_opts *o, 
 		json_object_set_new(agg, "au_percent_min_rank", json_integer(as.argmin));
 	}
 	for (int i = 0; i < 3; i++) {
-		if (!h[i] || !stk_hist_count(h[i]))
-			continue;
-		json_object_set_new(agg, i == 0 ? "batch_wait_ns" : i == 1 ? "read_latency_ns"
-									      : "decode_ns",
-				    lat_json(stk_hist_percentile(h[i], 50), stk_hist_percentile(h[i], 99),
-					     stk_hist_max(h[i])));
+		if (h[i] && stk_hist_count(h[i]))
+			json_object_set_new(agg, i == 0 ? "batch_wait_ns" : i == 1 ? "read_latency_ns"
+										      : "decode_ns",
+					    lat_json(stk_hist_percentile(h[i], 50),
+						     stk_hist_percentile(h[i], 99), stk_hist_max(h[i])));
 		stk_hist_destroy(h[i]);
 	}
 	json_t *slow = json_array_get(ranks, (size_t)ss.argmin);
