@@ -37,16 +37,17 @@ it = iter(l)
 first = next(it)            # threads up, first batch decoded: not timed
 got = 0
 dist.barrier()
-t0 = time.monotonic()
+t0, c0 = time.monotonic(), time.process_time()
 for b in it:
     got += len(b.labels)
     if got >= want:
         break
-dt = time.monotonic() - t0
+dt, cpu = time.monotonic() - t0, time.process_time() - c0
 share = l.cpu_share
 l.close()
 res = [None] * world
-dist.all_gather_object(res, {"samples": got, "seconds": dt, "cpulist": share["cpulist"],
+dist.all_gather_object(res, {"samples": got, "seconds": dt, "cpu_s": cpu,
+                             "cpulist": share["cpulist"],
                              "decode_threads": share["decode_threads"]})
 if dist.get_rank() == 0:
     print(json.dumps(res))
@@ -75,7 +76,8 @@ def run(path, n, samples, size):
     res = json.loads(outs[0].strip().splitlines()[-1])
     total = sum(r["samples"] for r in res)
     wall = max(r["seconds"] for r in res)   # the job ends with its slowest rank
-    return total / wall, res
+    cpu_ms = 1000 * sum(r["cpu_s"] for r in res) / total
+    return total / wall, res, cpu_ms
 
 
 def main():
@@ -90,17 +92,20 @@ def main():
     # warm the page cache: decode is what is measured
     subprocess.run(["cat"] + [os.path.join(d, f) for d, _, fs in os.walk(a.path) for f in fs],
                    stdout=subprocess.DEVNULL, check=False)
-    ratios = []
+    ratios, cpus = [], []
     for i in range(a.rounds):
-        one, r1 = run(a.path, 1, a.samples, a.size)
-        many, rn = run(a.path, a.ranks, a.samples, a.size)
+        one, r1, c1 = run(a.path, 1, a.samples, a.size)
+        many, rn, cn = run(a.path, a.ranks, a.samples, a.size)
         ratios.append(many / one)
-        print("round %d: 1 rank %.0f samples/s (CPUs %s), %d ranks %.0f samples/s (CPUs %s): "
-              "%.2fx" % (i + 1, one, r1[0]["cpulist"] or "all", a.ranks, many,
-                         " | ".join(r["cpulist"] or "all" for r in rn), many / one), flush=True)
-    print("median %d ranks / 1 rank: %.2fx (target >= %.1fx); load %s" % (
-        a.ranks, statistics.median(ratios), 0.9 * a.ranks,
-        open("/proc/loadavg").read().split()[0]))
+        cpus.append(cn / c1)
+        print("round %d: 1 rank %.0f samples/s (CPUs %s, %.2f CPU ms/sample), %d ranks %.0f "
+              "samples/s (CPUs %s, %.2f CPU ms/sample): %.2fx; load %s" % (
+                  i + 1, one, r1[0]["cpulist"] or "all", c1, a.ranks, many,
+                  " | ".join(r["cpulist"] or "all" for r in rn), cn, many / one,
+                  open("/proc/loadavg").read().split()[0]), flush=True)
+    print("median %d ranks / 1 rank: %.2fx (target >= %.1fx); CPU per sample, %d ranks / 1: "
+          "%.2f" % (a.ranks, statistics.median(ratios), 0.9 * a.ranks, a.ranks,
+                    statistics.median(cpus)))
 
 
 if __name__ == "__main__":

@@ -16,5 +16,7 @@ run sh bench/index_bench.sh
 run sh bench/disk_vs_fio.sh "${BENCH_DIR:-/tmp}"
 run sh bench/iostat_vs_sysstat.sh
 run sh bench/gen_bench.sh
+run env PYTHONPATH=python "$PYTHON" bench/ranks_bench.py   # torchrun-style ranks on one host
+run sh bench/mpi_bench.sh                                 # mpirun -np 2, cold
 run sh bench/gpu_check.sh   # says so and exits 0 without a GPU
 exit $rc
