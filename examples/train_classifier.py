@@ -145,6 +145,8 @@ def main(argv=None):
                     help="torch's intra-op threads for the step (0: torch's default)")
     ap.add_argument("--report-every", type=float, default=None,
                     help="stoker: log the verdict every N seconds while training")
+    ap.add_argument("--warmup", type=int, default=2,
+                    help="stoker: steps before the verdict's window starts")
     ap.add_argument("--lr", type=float, default=0.05)
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args(argv)
@@ -173,6 +175,10 @@ def main(argv=None):
         images = images.to(device, non_blocking=True)
         labels = labels.to(device, non_blocking=True)
         wait += time.perf_counter() - tw
+        if made and step == min(args.warmup, args.steps - 1) + 1:
+            # the verdict is over the steady state: the first steps (filling the
+            # prefetch, first allocations) are the warm-up
+            made[0].reset_stats()
 
         x = (images.float() - mean) / std
         out = model(x)

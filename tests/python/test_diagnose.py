@@ -44,7 +44,7 @@ def test_verdict_flips_with_the_model(train_folder):
     assert kind == "decode-bound", p.stdout
     # report_every: one log line a second through logging, with the verdict
     assert re.search(r"stoker: \d+ samples/s, data stall \d+ %: [a-z-]+: ", p.stderr), p.stderr
-    kind, p = train(train_folder, "wide", 12)
+    kind, p = train(train_folder, "wide", 14)
     assert kind == "consumer-bound", p.stdout
 
 
