@@ -45,6 +45,7 @@ void stk__loader_snap(struct stk_loader *l, struct stk__snap *out)
 	out->bytes = atomic_load(&l->bytes);
 	out->batches = atomic_load(&l->batches);
 	out->errors = atomic_load(&l->errors);
+	out->replaced = atomic_load(&l->replaced);
 	out->wait_ns = l->wait_ns;
 	out->decode_ns = l->decode_ns;
 	out->copy_ns = atomic_load(&l->copy_ns);

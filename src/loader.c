@@ -122,12 +122,16 @@ static void compact(struct stk_loader *l, struct slot *s)
 	s->nios = k;
 }
 
-/* All reads of a slot are in: it is ready (or free, if from before a restart). */
-static void finish_slot(struct stk_loader *l, struct slot *s)
+/* All reads of a slot are in: it is ready (or free, if from before a
+ * restart), unless the replace policy starts another round for its failed
+ * samples.  Under mu. */
+void stk__loader_finish_slot(struct stk_loader *l, struct slot *s)
 {
 	if (s->gen != l->gen) {
 		s->state = SLOT_FREE;
 	} else {
+		if (l->o.on_error == STK_ON_ERROR_REPLACE && stk__loader_replace_round(l, s))
+			return; /* stand-ins in flight */
 		bool bad = false;
 		for (uint32_t i = 0; i < s->nios; i++)
 			bad |= s->ios[i].io.res < 0;
@@ -138,79 +142,23 @@ static void finish_slot(struct stk_loader *l, struct slot *s)
 	pthread_cond_broadcast(&l->cv);
 }
 
-/* A failed sample: counts it and records "<path>: <reason>" as the loader's
- * detail and, if it is the slot's first, the slot's (the fail policy reports
- * the batch's first failure when the consumer reaches it).  why may be NULL.
- * Under mu. */
-void stk__loader_sample_error(struct stk_loader *l, struct slot *s, struct sio *x, int rc,
-			      const char *why)
-{
-	struct stk_io *io = &x->io;
-	const char *root = io->path[0] == '/' ? "" : l->ds->root;
-	const char *sep = io->path[0] == '/' ? "" : "/";
-	io->res = rc;
-	if (s->gen != l->gen)
-		return; /* from before a restart: nobody will see it */
-	s->nerr++;
-	if ((rc == STK_ESHORT || rc == STK_EGREW) && !l->index_dropped) {
-		/* the index no longer matches the data: the next create must not
-		 * reuse it (the folder's mtime did not change) */
-		l->index_dropped = true;
-		if (l->ds->cache_path)
-			unlink(l->ds->cache_path);
-	}
-	if (why)
-		stk__loader_detail(l, "%s%s%s: %s", root, sep, io->path, why);
-	else if (rc == STK_ESHORT)
-		stk__loader_detail(l, "%s%s%s: short read: indexed %llu bytes, the file has fewer",
-				   root, sep, io->path, (unsigned long long)x->size);
-	else if (rc == STK_EGREW)
-		stk__loader_detail(l, "%s%s%s: the file is larger than the %llu bytes indexed (changed "
-				   "in place since); the index is built again at the next create",
-				   root, sep, io->path, (unsigned long long)x->size);
-	else if (rc == STK_ETOOBIG)
-		stk__loader_detail(l, "%s%s%s: %llu bytes do not fit in what is left of the batch slot "
-				   "(%llu bytes); raise slot_bytes", root, sep, io->path,
-				   (unsigned long long)x->size, (unsigned long long)l->raw_bytes);
-	else
-		stk__loader_detail(l, "%s%s%s: %s", root, sep, io->path, stk_strerror(rc));
-	if (x->idx < s->err_idx) {
-		s->err_idx = x->idx;
-		snprintf(s->err, sizeof(s->err), "%s", l->detail);
-	}
-}
-
 /* Folders and file lists: one read a file, laid out in sample order. */
 static uint32_t lay_out_files(struct stk_loader *l, struct ring *r, struct slot *s, uint32_t n)
 {
-	uint32_t si = (uint32_t)(s - l->slots);
-	uint8_t *base = stk__pool_slot(&l->pool, si);
 	uint64_t off = 0;
 	uint32_t queued = 0;
 	for (uint32_t i = 0; i < n; i++) {
-		int64_t idx = l->scratch_idx[i];
-		const struct stk_entry *e = &l->ds->entries[idx];
 		struct sio *x = &s->ios[i];
-		struct stk_io *io = &x->io;
-		s->indices[i] = idx;
-		s->labels[i] = e->label;
-		/* read_bytes: only the sample's first bytes, exactly those */
-		bool prefix = l->o.read_bytes && l->o.read_bytes < e->size;
-		uint64_t want = prefix ? l->o.read_bytes : e->size;
-		s->sizes[i] = want;
-		s->offsets[i] = off;
-		*x = (struct sio){.io = {.op = STK_IO_READ_FILE, .path = stk__entry_path(l->ds, idx),
-					 .len = prefix && !l->direct ? want : stk__loader_read_len(l, want),
-					 .offset = e->offset, .buf_index = (int)si},
-				  .size = want, .prefix = prefix, .at = e->offset, .slot = si, .idx = i};
-		if (io->len > l->raw_bytes - off) {
+		uint64_t len = stk__loader_setup_read(l, s, i, l->scratch_idx[i], off);
+		x->place = off;
+		x->room = len;
+		if (len > l->raw_bytes - off) {
 			/* a batch far above the size bound (see slot_bytes_for) */
+			x->room = 0;
 			stk__loader_sample_error(l, s, x, STK_ETOOBIG, NULL);
 			continue;
 		}
-		io->buf = base + off;
-		s->offsets[i] = off;
-		off += io->len;
+		off += len;
 		r->queue[(r->qhead + r->qlen++) % r->qcap] = x;
 		queued++;
 	}
@@ -232,9 +180,21 @@ static void claim(struct stk_loader *l, struct ring *r, struct slot *s, int64_t 
 	s->decoding = 0;
 	s->nios = n;
 	uint32_t queued = l->ds->shards ? stk__shards_lay_out(l, r, s, n) : lay_out_files(l, r, s, n);
+	for (uint32_t i = 0; i < n; i++) { /* each place's history starts, for replace */
+		struct sio *x = &s->ios[i];
+		x->orig = s->indices[i];
+		x->attempt = x->reads = 0;
+		if (l->ds->shards) { /* its bytes share a merged read: a stand-in goes after */
+			x->place = NO_PLACE;
+			x->room = stk__shards_room(l, x->orig);
+		}
+	}
+	s->used = s->offsets[n]; /* stand-ins go after the batch's reads */
+	s->replaced = 0;
+	s->gave_up = false;
 	s->pending = s->unsent = queued;
 	if (queued == 0)
-		finish_slot(l, s);
+		stk__loader_finish_slot(l, s);
 }
 
 /* One sample's bytes landed (or not): checked, then decoded or counted.  Under mu. */
@@ -281,7 +241,7 @@ static void complete(struct stk_loader *l, struct sio *x, uint64_t now)
 	for (struct sio *m = x; m; m = m->rider)
 		sample_done(l, s, m);
 	if (--s->pending == 0 && s->unsent == 0 && s->decoding == 0)
-		finish_slot(l, s);
+		stk__loader_finish_slot(l, s);
 }
 
 /* A decode thread: takes landed samples off the queue and writes their
@@ -323,7 +283,7 @@ void *stk__loader_decode_main(void *arg)
 		if (rc)
 			stk__loader_sample_error(l, s, x, rc, why);
 		if (--s->decoding == 0 && s->pending == 0 && s->unsent == 0)
-			finish_slot(l, s);
+			stk__loader_finish_slot(l, s);
 	}
 	pthread_mutex_unlock(&l->mu);
 	return NULL;
@@ -595,9 +555,14 @@ int stk_loader_next_timeout(struct stk_loader *l, struct stk_batch **out, uint64
 	l->poll_t0 = rc == -ETIMEDOUT ? (l->poll_t0 ? l->poll_t0 : t0) : 0;
 	if (rc == 0 && s && s->state == SLOT_READY) {
 		atomic_fetch_add(&l->errors, s->nerr);
-		/* fail policy: the batch's first failed sample ends the epoch */
-		if (l->o.on_error == STK_ON_ERROR_FAIL && s->err_idx != UINT32_MAX) {
-			rc = (int)s->ios[s->err_idx].io.res;
+		s->replaced = 0;
+		for (uint32_t i = 0; i < s->nios; i++)
+			s->replaced += s->ios[i].reads > 0 && s->ios[i].io.res >= 0;
+		atomic_fetch_add(&l->replaced, s->replaced);
+		/* fail policy: the batch's first failed sample ends the epoch; so
+		 * does, under replace, a sample no stand-in could be found for */
+		if ((l->o.on_error == STK_ON_ERROR_FAIL && s->err_idx != UINT32_MAX) || s->gave_up) {
+			rc = s->gave_up ? s->gave_up_rc : (int)s->ios[s->err_idx].io.res;
 			snprintf(l->detail, sizeof(l->detail), "%s", s->err);
 			l->fatal = rc;
 			s->state = SLOT_FREE;
@@ -615,6 +580,7 @@ int stk_loader_next_timeout(struct stk_loader *l, struct stk_batch **out, uint64
 			b->sizes = s->sizes;
 			b->labels = s->labels;
 			b->indices = s->indices;
+			b->replaced = s->replaced;
 			if (l->image) {
 				b->images = b->data + l->img_off;
 				b->image_bytes = stk__image_bytes(&l->img);

@@ -24,6 +24,12 @@ struct sio {
 	uint64_t t_submit;    /* ns */
 	uint64_t at;          /* shards: where the member's bytes start in its shard */
 	struct sio *rider;    /* shards: the next member the same read brings (merged) */
+	/* the place in the batch (loader_error.c): kept across stand-ins */
+	int64_t orig;         /* the dataset index the sampler put here */
+	uint64_t place, room; /* where its read went in the slot (NO_PLACE: shared with
+				 others), and the room it took there (alone, for shards) */
+	uint32_t attempt;     /* replace: candidates drawn so far */
+	uint32_t reads;       /* replace: stand-in reads so far */
 };
 
 /* A tar shard, opened once (loader_shards.c). */
@@ -43,7 +49,7 @@ struct shard {
  * behind the data then: two of them make a window (stats, diagnosis). */
 struct stk__snap {
 	uint64_t t;
-	uint64_t samples, bytes, batches, errors;
+	uint64_t samples, bytes, batches, errors, replaced;
 	uint64_t wait_ns, decode_ns, copy_ns;
 	uint64_t decoded, decoded_fast; /* image mode: samples decoded, by restart intervals */
 	double entropy_sum;       /* their shares of entropy-coded data decoded, summed */
@@ -62,6 +68,10 @@ struct slot {
 	uint64_t epoch;
 	uint32_t err_idx;       /* the first failed sample, for the fail policy's message */
 	uint32_t nerr;          /* failed samples: counted when the batch is handed out */
+	uint64_t used;          /* bytes of the slot's read area laid out (stand-ins go after) */
+	uint32_t replaced;      /* places holding a stand-in (on_error replace) */
+	bool gave_up;           /* replace: a place got no stand-in; the batch fails */
+	int gave_up_rc;
 	char err[PATH_MAX + 256];
 	uint64_t *offsets, *sizes;
 	int64_t *labels, *indices;
@@ -179,6 +189,7 @@ struct stk_loader {
 	 * mark, stk__snap); counted when a batch is handed out, errors too, so a
 	 * reset or a restart never drops the count of a batch the consumer gets */
 	_Atomic uint64_t samples, bytes, batches, errors;
+	_Atomic uint64_t replaced; /* stand-ins handed out (replace), since create */
 	uint64_t index_errors;  /* left out of the index by the error policy: kept by resets */
 	bool index_dropped;     /* a file changed size: its cache file was removed */
 	_Atomic uint32_t inflight, inflight_max;
@@ -214,6 +225,8 @@ uint64_t stk__loader_read_len(const struct stk_loader *l, uint64_t size);
 /* A failed sample, counted and named (why may be NULL).  Under mu. */
 void stk__loader_sample_error(struct stk_loader *l, struct slot *s, struct sio *x, int rc,
 			      const char *why);
+#define NO_PLACE UINT64_MAX
+
 /* loader_shards.c: the shards' descriptors (at create; closed at destroy),
  * a batch's reads laid out in place order with neighbours merged (returns
  * the reads queued on r), and a landed member's check (0, or the error with
@@ -222,6 +235,11 @@ int stk__shards_open(struct stk_loader *l, char *err, size_t errlen);
 void stk__shards_close(struct stk_loader *l);
 uint32_t stk__shards_lay_out(struct stk_loader *l, struct ring *r, struct slot *s, uint32_t n);
 int stk__shards_check(struct stk_loader *l, struct sio *x, char *why, size_t len);
+/* The room a read of member idx alone takes, and that read laid out for
+ * sample i of slot s at byte `place` (replace's stand-ins).  Under mu. */
+uint64_t stk__shards_room(const struct stk_loader *l, int64_t idx);
+uint64_t stk__shards_setup_one(struct stk_loader *l, struct slot *s, uint32_t i, int64_t idx,
+			       uint64_t place);
 /* The detail stk_last_error gives. */
 void stk__loader_detail(struct stk_loader *l, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
@@ -239,6 +257,19 @@ void stk__tune_direct(struct stk_loader *l);
 void stk__tune_init(struct stk_loader *l);
 void stk__tune_tick(struct stk_loader *l, uint64_t now);
 void stk__tune_restart(struct stk_loader *l);
+/* loader.c: a slot whose reads and decodes are all in.  Under mu. */
+void stk__loader_finish_slot(struct stk_loader *l, struct slot *s);
+/* loader_error.c.  Lays out the read of dataset sample idx as sample i of
+ * slot s at byte `place` of its read area; returns the room it takes. */
+uint64_t stk__loader_setup_read(struct stk_loader *l, struct slot *s, uint32_t i, int64_t idx,
+				uint64_t place);
+/* A failed sample: counted with its batch, named as the loader's detail (and
+ * the slot's, if it is the first).  why may be NULL.  Under mu. */
+void stk__loader_sample_error(struct stk_loader *l, struct slot *s, struct sio *x, int rc,
+			      const char *why);
+/* on_error replace: stand-ins queued for the slot's failed samples (true),
+ * or none left to try (false: the slot finishes).  Under mu. */
+bool stk__loader_replace_round(struct stk_loader *l, struct slot *s);
 /* A one-line note on stderr, unless STK_F_QUIET. */
 void stk__loader_notice(const struct stk_loader *l, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));

@@ -182,6 +182,39 @@ uint32_t stk__shards_lay_out(struct stk_loader *l, struct ring *r, struct slot *
 	return queued;
 }
 
+uint64_t stk__shards_room(const struct stk_loader *l, int64_t idx)
+{
+	const struct stk_entry *e = &l->ds->entries[idx];
+	bool prefix = l->o.read_bytes && l->o.read_bytes < e->size;
+	uint64_t size = prefix ? l->o.read_bytes : e->size;
+	return run_end(l, e->offset + size) - run_start(l, e->offset);
+}
+
+uint64_t stk__shards_setup_one(struct stk_loader *l, struct slot *s, uint32_t i, int64_t idx,
+			       uint64_t place)
+{
+	uint32_t si = (uint32_t)(s - l->slots);
+	const struct stk_entry *e = &l->ds->entries[idx];
+	struct sio *x = &s->ios[i];
+	bool prefix = l->o.read_bytes && l->o.read_bytes < e->size;
+	s->indices[i] = idx;
+	s->labels[i] = e->label;
+	s->sizes[i] = prefix ? l->o.read_bytes : e->size;
+	const struct shard *sh = shard_of(l, idx);
+	uint64_t start = run_start(l, e->offset);
+	x->io = (struct stk_io){.op = sh->fd >= 0 ? STK_IO_READ : STK_IO_READ_FILE, .fd = sh->fd,
+				.path = stk__entry_path(l->ds, idx), .buf_index = (int)si,
+				.buf = stk__pool_slot(&l->pool, si) + place,
+				.len = stk__shards_room(l, idx), .offset = start};
+	x->size = s->sizes[i];
+	x->prefix = prefix;
+	x->at = e->offset;
+	x->skip = (uint32_t)(e->offset - start);
+	x->rider = NULL;
+	s->offsets[i] = place + x->skip;
+	return x->io.len;
+}
+
 int stk__shards_check(struct stk_loader *l, struct sio *x, char *why, size_t len)
 {
 	int64_t res = x->io.res;

@@ -172,6 +172,8 @@ int stk_loader_stats(const struct stk_loader *cl, struct stk_stats *out)
 	s.total_wait_s = (double)now.wait_ns / 1e9;
 	s.total_decode_busy_s = (double)now.decode_ns / 1e9;
 	s.total_copy_wait_s = (double)now.copy_ns / 1e9;
+	s.replaced = now.replaced - m.replaced;
+	s.total_replaced = now.replaced;
 	copy_sized(out, &s, sizeof(s));
 	return 0;
 }

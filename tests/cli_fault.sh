@@ -43,6 +43,18 @@ assert s["samples"] == 2 * 59, s["samples"]
 PY
 	i=$((i + 1))
 done
+# on_error replace: every batch full, the short file counted each epoch.
+cp whole.jpg "$victim"
+"$STOKER" bench data --epochs 1 --no-baseline --cache as-is >/dev/null || fail "indexing"
+truncate -s 10 "$victim"
+"$STOKER" bench data --batch-size 8 --epochs 2 --no-shuffle --on-error replace --json \
+	>b.json 2>err.txt || fail "bench --on-error replace exited $?: $(cat err.txt)"
+"$PY" - b.json <<'PY' || fail "--on-error replace: $(cat b.json)"
+import json, sys
+s = json.load(open(sys.argv[1]))["stoker"]
+assert s["samples"] == 2 * 60, s["samples"]
+assert s["errors"] >= 2, s["errors"]
+PY
 cp whole.jpg "$victim"
 
 # Class 8: a PATH that does not exist is bad usage (exit 2), as documented.

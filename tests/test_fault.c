@@ -488,6 +488,113 @@ static void test_refused_options(void **state)
 	drop_dataset(d);
 }
 
+/* One epoch under on_error replace: the indices in delivery order (room for
+ * N + 8), the count; every batch full (batch_size, the last one the rest). */
+static int64_t replaced_epoch(struct stk_loader *l, uint32_t bs, int64_t *got, uint64_t *repl)
+{
+	struct stk_batch *b;
+	int64_t k = 0, batches = stk_loader_len(l);
+	int rc;
+	*repl = 0;
+	uint8_t want[MAXLEN + 1];
+	while ((rc = stk_loader_next(l, &b)) == 1) {
+		uint32_t full = (int64_t)b->number + 1 < batches ? bs : (uint32_t)(N - (batches - 1) * bs);
+		if (b->count != full)
+			fail_msg("batch %llu has %u samples, not %u", (unsigned long long)b->number,
+				 b->count, full);
+		for (uint32_t i = 0; i < b->count; i++) {
+			char path[PATH_MAX];
+			uint64_t size;
+			int64_t label;
+			assert_int_equal(stk_loader_sample(l, b->indices[i], path, sizeof(path), &size,
+							   &label), 0);
+			assert_int_equal(b->labels[i], label);
+			assert_int_equal(b->sizes[i], size);
+			FILE *f = fopen(path, "rb");
+			assert_non_null(f);
+			size_t n = fread(want, 1, sizeof(want), f);
+			fclose(f);
+			assert_int_equal(n, size); /* a stand-in is a good sample */
+			assert_memory_equal(b->data + b->offsets[i], want, n);
+			got[k++] = b->indices[i];
+		}
+		*repl += b->replaced;
+		stk_batch_release(l, b);
+	}
+	assert_int_equal(rc, 0);
+	return k;
+}
+
+/* on_error replace: a bad sample's place gets a good stand-in drawn from
+ * (seed, epoch, index): every batch full, the bad ones counted and named,
+ * the same stand-ins whatever the engine, queue depth, prefetch or timing. */
+static void test_replace(void **state)
+{
+	(void)state;
+	char *d = make_dataset();
+	static const struct {
+		enum stk_engine engine;
+		uint32_t qd, prefetch, bs;
+	} shapes[] = {{STK_ENGINE_AUTO, 64, 4, 8}, {STK_ENGINE_PREAD, 3, 1, 8},
+		      {STK_ENGINE_AUTO, 1, 2, 8}, {STK_ENGINE_AUTO, 16, 3, 1}};
+	struct stk_loader *l[4];
+	for (int k = 0; k < 4; k++)
+		l[k] = make((struct stk_loader_opts){
+			.path = d, .batch_size = shapes[k].bs, .prefetch = shapes[k].prefetch,
+			.queue_depth = shapes[k].qd, .engine = shapes[k].engine, .seed = 5,
+			.on_error = STK_ON_ERROR_REPLACE, .flags = STK_F_NO_CACHE});
+	/* bad after indexing: two short files, one gone (no folder re-read) */
+	char p[PATH_MAX];
+	static const int bad[][2] = {{0, 3}, {1, 17}, {2, 9}};
+	for (int k = 0; k < 3; k++) {
+		snprintf(p, sizeof(p), "%s/c%d/%03d.jpg", d, bad[k][0], bad[k][1]);
+		if (k < 2)
+			assert_int_equal(truncate(p, 20), 0);
+		else
+			assert_int_equal(unlink(p), 0);
+	}
+	int64_t first[2][N + 8];
+	for (int epoch = 0; epoch < 2; epoch++) {
+		for (int k = 0; k < 4; k++) {
+			int64_t got[N + 8];
+			uint64_t repl;
+			assert_int_equal(stk_loader_start(l[k], (uint64_t)epoch, 0), 0);
+			stk_loader_stats_reset(l[k]);
+			assert_int_equal(replaced_epoch(l[k], shapes[k].bs, got, &repl), N);
+			struct stk_stats st = {.size = sizeof(st)};
+			stk_loader_stats(l[k], &st);
+			assert_true(st.errors >= 3); /* a stand-in may be a bad one too: counted */
+			assert_int_equal(st.replaced, 3);
+			assert_int_equal(repl, 3);
+			assert_int_equal(st.samples, N);
+			assert_non_null(strstr(stk_last_error(l[k]), "stand-in"));
+			if (k == 0)
+				memcpy(first[epoch], got, sizeof(got));
+			else if (memcmp(first[epoch], got, N * sizeof(int64_t)))
+				fail_msg("epoch %d: shape %d chose other stand-ins than shape 0", epoch, k);
+		}
+	}
+	assert_true(memcmp(first[0], first[1], N * sizeof(int64_t))); /* epochs differ */
+	for (int k = 0; k < 4; k++)
+		stk_loader_destroy(l[k]);
+	drop_dataset(d);
+
+	/* nothing good to stand in: the epoch ends with the error, named */
+	d = make_dataset();
+	struct stk_loader *all = make((struct stk_loader_opts){
+		.path = d, .batch_size = 4, .on_error = STK_ON_ERROR_REPLACE, .flags = STK_F_NO_CACHE});
+	for (int c = 0; c < NCLASS; c++)
+		for (int i = 0; i < PER_CLASS; i++) {
+			snprintf(p, sizeof(p), "%s/c%d/%03d.jpg", d, c, i);
+			assert_int_equal(truncate(p, 1), 0);
+		}
+	struct stk_batch *b;
+	assert_int_equal(stk_loader_next(all, &b), STK_ESHORT);
+	assert_non_null(strstr(stk_last_error(all), "no stand-in"));
+	stk_loader_destroy(all);
+	drop_dataset(d);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -496,6 +603,7 @@ int main(void)
 		cmocka_unit_test(test_file_grew),
 		cmocka_unit_test(test_damaged_shard_remembered),
 		cmocka_unit_test(test_reset_keeps_errors),
+		cmocka_unit_test(test_replace),
 		cmocka_unit_test(test_refused_options),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

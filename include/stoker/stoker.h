@@ -112,6 +112,8 @@ enum stk_engine {
 enum stk_on_error {
 	STK_ON_ERROR_SKIP = 0, /* drop the sample from its batch and count it */
 	STK_ON_ERROR_FAIL,     /* stk_loader_next returns the error */
+	STK_ON_ERROR_REPLACE,  /* a stand-in drawn from (seed, epoch, index) takes its place,
+				  so every batch keeps its size; counted and named */
 };
 
 /* Flags for stk_loader_opts.flags; zero gives the defaults. */
@@ -267,9 +269,10 @@ struct stk_loader_opts {
 	  "shuffle_mode shard: the window, in samples")                                          \
 	X(LOADER, drop_last, FLAG, flags, STK_F_DROP_LAST, "false", 0, 0, NULL,                   \
 	  "drop the tail that does not fill a batch (else the last batch is short)")             \
-	X(LOADER, on_error, ENUM, on_error, 0, "skip", 0, 0, "skip,fail",                         \
-	  "a missing, unreadable, short or corrupt sample is skipped and counted, or ends the "   \
-	  "epoch; either way it is named")                                                       \
+	X(LOADER, on_error, ENUM, on_error, 0, "skip", 0, 0, "skip,fail,replace",                 \
+	  "a missing, unreadable, short or corrupt sample is skipped (the batch is shorter), "    \
+	  "ends the epoch, or is replaced by another sample drawn from (seed, epoch, index) "     \
+	  "(every batch full); always counted and named")                                        \
 	X(LOADER, direct, FLAG, flags, STK_F_DIRECT, "false", 0, 0, NULL,                         \
 	  "O_DIRECT reads (a filesystem that refuses them gets buffered reads, said once); "     \
 	  "neither direct nor buffered: O_DIRECT when the dataset is larger than the page cache") \
@@ -419,6 +422,8 @@ struct stk_batch {
 	uint32_t channels, height, width;
 	enum stk_dtype dtype;
 	uint32_t nhwc;          /* 1: N×H×W×C, 0: N×C×H×W */
+	uint32_t replaced;      /* on_error replace: samples that stand in for bad ones
+				   (their indices and labels are the stand-ins') */
 };
 
 /* Checks options as create would, without touching the data: the defaults
@@ -585,6 +590,9 @@ struct stk_stats {
 	uint32_t probes;          /* queue-depth probes run so far (auto) */
 	double total_decode_busy_s; /* decode threads' busy time since create */
 	double total_copy_wait_s;   /* the consumer's wait on device copies since create */
+	uint64_t replaced;        /* on_error replace: stand-ins handed out (each bad sample
+				     they replace is in errors) */
+	uint64_t total_replaced;
 };
 STK_API int stk_loader_stats(const struct stk_loader *loader, struct stk_stats *out);
 

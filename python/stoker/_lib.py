@@ -223,6 +223,7 @@ class BatchStruct(ctypes.Structure):
         ("width", c_u32),
         ("dtype", ctypes.c_int),       # enum stk_dtype
         ("nhwc", c_u32),
+        ("replaced", c_u32),           # on_error replace: stand-ins in this batch
     ]
 
 
@@ -270,6 +271,8 @@ class Stats(ctypes.Structure):
         ("probes", c_u32),
         ("total_decode_busy_s", ctypes.c_double),
         ("total_copy_wait_s", ctypes.c_double),
+        ("replaced", c_u64),                        # on_error replace: stand-ins
+        ("total_replaced", c_u64),
     ]
 
 

@@ -309,6 +309,13 @@ class Loader:
         """The read engine in use: "io_uring", "pread" or "null"."""
         return _lib.stk_loader_engine(self._handle()).decode("ascii")
 
+    @property
+    def last_error(self):
+        """The last bad sample or failure the loader met, "<path>: <reason>"
+        ("" if none): under on_error="skip" or "replace" the one last counted
+        in stats()["errors"], or what the index left out."""
+        return _lib.stk_last_error(self._handle()).decode("utf-8", "replace")
+
     def sample(self, index):
         """(path, size, label) of the dataset's sample `index`."""
         buf = ctypes.create_string_buffer(4096 + 256)

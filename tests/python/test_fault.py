@@ -7,6 +7,7 @@ import os
 import subprocess
 
 import pytest
+import torch
 
 import stoker
 from conftest import stoker_cli
@@ -55,3 +56,34 @@ def test_sample_extent_points_at_the_member(folder, tmp_path):
                 assert member == src.read()
         with pytest.raises(IndexError):
             l.sample_extent(l.num_samples)
+
+
+def test_replace_keeps_every_batch_full_in_image_mode(jpeg_folder, tmp_path):
+    import shutil
+    d = str(tmp_path / "ds")
+    shutil.copytree(jpeg_folder, d)
+    img = stoker.Image(32)
+    victims = sorted(os.path.join(d, c, f) for c in sorted(os.listdir(d))
+                     for f in sorted(os.listdir(os.path.join(d, c))))[4::29]
+    for v in victims:  # same size, not a JPEG any more: a decode error
+        with open(v, "r+b") as f:
+            f.write(b"\0\0\0\0")
+    with stoker.Loader(d, 8, seed=3, image=img, on_error="replace", index_cache=False,
+                       quiet=True) as l:
+        for epoch in (0, 1):
+            l.set_epoch(epoch)
+            n = 0
+            for k, b in enumerate(l):
+                assert b.count == (8 if k + 1 < len(l) else l.num_samples - 8 * (len(l) - 1))
+                for i, idx in enumerate(b.indices.tolist()):
+                    path, size, label = l.sample(idx)
+                    assert path not in victims and label == int(b.labels[i])
+                    with open(path, "rb") as f:
+                        want = img.decode(f.read(), seed=3, epoch=epoch, index=idx)
+                    assert torch.equal(b.images[i], want)
+                n += b.count
+            st = l.stats()
+            assert n == l.num_samples
+            assert st["replaced"] == len(victims) * (epoch + 1)
+            assert st["errors"] >= st["replaced"]
+            assert "stand-in" in l.last_error and any(v in l.last_error for v in victims)
