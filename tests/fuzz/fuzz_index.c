@@ -1,0 +1,137 @@
+/* fuzz_index.c — libFuzzer target for the index-cache loader
+ * (stk__index_load, dataset_cache.c): the input's first byte says what the
+ * harness fixes up, the rest is the cache file.  Bit 0: the checksum made
+ * right (else almost every input stops there); bit 1: the folder records
+ * named "" given the test folder's mtime, so the entries' checks, the
+ * folders' and the bad records' are reached.  The file is a memfd opened by
+ * its /proc path; the data folder an empty temporary one.  What a caller
+ * relies on: a defined return (0, 1, STK_EINDEX with a reason, -ESTALE,
+ * -errno), and on 0 an index whose every entry names a NUL-terminated path
+ * inside the map with a label and a place in range.  Built and run by `make
+ * fuzz` (clang); tests/test_fuzz.c replays tests/fuzz/index_corpus in every
+ * `make test`. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "dataset.h"
+#include "internal.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+static int fuzz_index_dir(void)
+{
+	static int fd = -1;
+	if (fd >= 0)
+		return fd;
+	char tmpl[] = "/tmp/stoker-fuzz-index-XXXXXX";
+	if (!mkdtemp(tmpl))
+		abort();
+	fd = open(tmpl, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		abort();
+	return fd;
+}
+
+static size_t fuzz_pad8(size_t x)
+{
+	return (x + 7) & ~(size_t)7;
+}
+
+/* Gives every folder record named "" the data folder's mtime and size. */
+static void fuzz_fix_mtimes(uint8_t *p, size_t len, int dir)
+{
+	struct idx_header h;
+	memcpy(&h, p, sizeof(h));
+	if (h.n > len || h.ndirs > len || h.names_len > len || h.class_names_len > len ||
+	    h.dir_names_len > len)
+		return;
+	size_t o_dirs = fuzz_pad8(sizeof(h)) + fuzz_pad8(h.n * sizeof(struct stk_entry)) +
+			fuzz_pad8(h.names_len) + fuzz_pad8(h.class_names_len);
+	size_t o_dnames = o_dirs + fuzz_pad8(h.ndirs * sizeof(struct idx_dir));
+	if (o_dnames + h.dir_names_len > len)
+		return;
+	struct stat st;
+	if (fstatat(dir, "", &st, AT_EMPTY_PATH))
+		return;
+	for (uint64_t i = 0; i < h.ndirs; i++) {
+		struct idx_dir d;
+		memcpy(&d, p + o_dirs + i * sizeof(d), sizeof(d));
+		if (d.name < h.dir_names_len && p[o_dnames + d.name] == 0) {
+			d.mtime_ns = stk__mtime_ns(&st);
+			d.size = (uint64_t)st.st_size;
+			memcpy(p + o_dirs + i * sizeof(d), &d, sizeof(d));
+		}
+	}
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	static int mfd = -1;
+	if (!size)
+		return 0;
+	int dir = fuzz_index_dir();
+	if (mfd < 0 && (mfd = memfd_create("fuzz_index", MFD_CLOEXEC)) < 0)
+		abort();
+	size_t len = size - 1;
+	uint8_t *p = malloc(len ? len : 1);
+	if (!p)
+		abort();
+	memcpy(p, data + 1, len);
+	uint64_t key = 0;
+	if (len >= sizeof(struct idx_header)) {
+		struct idx_header h;
+		memcpy(&h, p, sizeof(h));
+		key = h.key; /* the key is the caller's; take the file's */
+		if (data[0] & 2)
+			fuzz_fix_mtimes(p, len, dir);
+		if (data[0] & 1) {
+			h.checksum = stk__index_file_checksum(p, len);
+			memcpy(p + offsetof(struct idx_header, checksum), &h.checksum, 8);
+		}
+	}
+	if (ftruncate(mfd, 0) || (len && pwrite(mfd, p, len, 0) != (ssize_t)len))
+		abort();
+	free(p);
+	char path[64], why[256];
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", mfd);
+	struct stk_dataset ds = {.root_fd = dir};
+	why[0] = 0;
+	int rc = stk__index_load(path, key, dir, dir, &ds, why, sizeof(why));
+	if (rc == STK_EINDEX && (!why[0] || !memchr(why, 0, sizeof(why))))
+		abort(); /* damage always says why */
+	if (rc != 0 && rc != 1 && rc != STK_EINDEX && rc != -ESTALE && !(rc < 0 && rc > -4096))
+		abort();
+	if (rc)
+		return 0;
+	/* what the loader then reads: each entry's path, label and place */
+	const struct idx_header *h = ds.map;
+	for (int64_t i = 0; i < ds.n; i++) {
+		const struct stk_entry *e = &ds.entries[i];
+		if (e->name >= ds.names_len || strlen(ds.names + e->name) >= ds.names_len - e->name)
+			abort();
+		if (h->kind == KIND_FOLDER && (e->label < 0 || e->label >= ds.nclasses))
+			abort();
+		if (e->label < -1 || e->size > ds.max_size)
+			abort();
+	}
+	for (uint64_t off = 0, k = 0; k < (uint64_t)ds.nclasses; k++) {
+		if (off >= h->class_names_len)
+			abort();
+		off += strlen(ds.class_names + off) + 1;
+	}
+	for (uint64_t off = 0, k = 0; k < ds.nbad * 3; k++) {
+		if (off >= ds.bad_len)
+			abort();
+		off += strlen(ds.bad + off) + 1;
+	}
+	munmap(ds.map, ds.map_len);
+	return 0;
+}

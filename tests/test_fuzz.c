@@ -1,0 +1,73 @@
+/* test_fuzz.c — replays the fuzzers' corpora (tests/fuzz/image_corpus, index_corpus) through
+ * the same harnesses `make fuzz` runs under libFuzzer: the JPEG path with
+ * random crop boxes, the index-cache loader, in every `make test` with any C
+ * compiler (and under ASan/UBSan in CI).  A harness aborts on a broken
+ * contract; a crasher found by the fuzzer goes into its corpus once fixed. */
+#include "testutil.h"
+
+#include <dirent.h>
+#include <limits.h>
+
+#define LLVMFuzzerTestOneInput fuzz_image_one
+#include "fuzz/fuzz_image.c"
+#undef LLVMFuzzerTestOneInput
+#define LLVMFuzzerTestOneInput fuzz_index_one
+#include "fuzz/fuzz_index.c"
+#undef LLVMFuzzerTestOneInput
+
+/* Runs fn over every file of dir; the count of files. */
+static int replay(const char *dir, int (*fn)(const uint8_t *, size_t))
+{
+	DIR *d = opendir(dir);
+	if (!d)
+		return -1;
+	struct dirent *e;
+	int files = 0;
+	while ((e = readdir(d))) {
+		if (e->d_name[0] == '.')
+			continue;
+		char p[PATH_MAX];
+		snprintf(p, sizeof(p), "%s/%s", dir, e->d_name);
+		FILE *f = fopen(p, "rb");
+		assert_non_null(f);
+		fseek(f, 0, SEEK_END);
+		long n = ftell(f);
+		rewind(f);
+		uint8_t *buf = malloc(n > 0 ? (size_t)n : 1);
+		assert_non_null(buf);
+		assert_int_equal(fread(buf, 1, (size_t)n, f), (size_t)n);
+		fclose(f);
+		fn(buf, (size_t)n);
+		free(buf);
+		files++;
+	}
+	closedir(d);
+	return files;
+}
+
+static void test_image_corpus(void **state)
+{
+	(void)state;
+	int n = replay("tests/fuzz/image_corpus", fuzz_image_one);
+	if (n < 0)
+		skip(); /* run from another folder than the repository's */
+	assert_true(n >= 10);
+}
+
+static void test_index_corpus(void **state)
+{
+	(void)state;
+	int n = replay("tests/fuzz/index_corpus", fuzz_index_one);
+	if (n < 0)
+		skip();
+	assert_true(n >= 8);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_image_corpus),
+		cmocka_unit_test(test_index_corpus),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
