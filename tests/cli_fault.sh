@@ -45,9 +45,9 @@ PY
 done
 # on_error replace: every batch full, the short file counted each epoch.
 cp whole.jpg "$victim"
-"$STOKER" bench data --epochs 1 --no-baseline --cache as-is >/dev/null || fail "indexing"
+"$STOKER" bench $QUICK data --epochs 1 --no-baseline --cache as-is >/dev/null || fail "indexing"
 truncate -s 10 "$victim"
-"$STOKER" bench data --batch-size 8 --epochs 2 --no-shuffle --on-error replace --json \
+"$STOKER" bench $QUICK data --batch-size 8 --epochs 2 --no-shuffle --on-error replace --json \
 	>b.json 2>err.txt || fail "bench --on-error replace exited $?: $(cat err.txt)"
 "$PY" - b.json <<'PY' || fail "--on-error replace: $(cat b.json)"
 import json, sys

@@ -32,6 +32,9 @@ static struct file *files;
 static int64_t nfiles;
 static atomic_int stop_chaos;
 static atomic_ullong chaos_ops;
+/* held by the chaos thread while it has a file open, so that counting the
+ * process's descriptors sees the loader's only */
+static pthread_mutex_t chaos_fd_mu = PTHREAD_MUTEX_INITIALIZER;
 
 static uint64_t mix(uint64_t x)
 {
@@ -98,9 +101,11 @@ static void *chaos(void *arg)
 		nanosleep(&ts, NULL);
 		for (int k = 0; k < n; k++) {
 			struct file *f = gone[k];
+			pthread_mutex_lock(&chaos_fd_mu);
 			int fd = open(f->path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
 			if (fd < 0 || write(fd, f->bytes, f->len) != (ssize_t)f->len || close(fd))
 				die("chaos: restore");
+			pthread_mutex_unlock(&chaos_fd_mu);
 		}
 		atomic_fetch_add(&chaos_ops, (unsigned long long)n);
 		ts.tv_nsec = 1000000 + (long)(mix(s++) % 3000000);
@@ -183,7 +188,9 @@ int main(int argc, char **argv)
 		delivered += got;
 		errors += ee;
 		long rss = rss_kb();
+		pthread_mutex_lock(&chaos_fd_mu);
 		int fds = open_fds();
+		pthread_mutex_unlock(&chaos_fd_mu);
 		if (e == 9) { /* after the warm-up epochs: caches, the allocator's arenas */
 			rss_first = rss;
 			fds_first = fds;

@@ -63,7 +63,8 @@ def test_replace_keeps_every_batch_full_in_image_mode(jpeg_folder, tmp_path):
     d = str(tmp_path / "ds")
     shutil.copytree(jpeg_folder, d)
     img = stoker.Image(32)
-    victims = sorted(os.path.join(d, c, f) for c in sorted(os.listdir(d))
+    classes = sorted(c for c in os.listdir(d) if os.path.isdir(os.path.join(d, c)))
+    victims = sorted(os.path.join(d, c, f) for c in classes
                      for f in sorted(os.listdir(os.path.join(d, c))))[4::29]
     for v in victims:  # same size, not a JPEG any more: a decode error
         with open(v, "r+b") as f:
