@@ -88,8 +88,18 @@ static void hash_raw(struct hasher *h, const uint8_t *p, size_t len)
 		hash_block(h, h->buf);
 		h->nbuf = 0;
 	}
-	for (; len >= 32; p += 32, len -= 32)
-		hash_block(h, p);
+	/* the lanes in locals: through h, every store would alias the bytes */
+	uint64_t v0 = h->v[0], v1 = h->v[1], v2 = h->v[2], v3 = h->v[3];
+	for (; len >= 32; p += 32, len -= 32) {
+		v0 = hround(v0, load64(p));
+		v1 = hround(v1, load64(p + 8));
+		v2 = hround(v2, load64(p + 16));
+		v3 = hround(v3, load64(p + 24));
+	}
+	h->v[0] = v0;
+	h->v[1] = v1;
+	h->v[2] = v2;
+	h->v[3] = v3;
 	memcpy(h->buf, p, len);
 	h->nbuf = len;
 }
