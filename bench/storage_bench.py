@@ -65,7 +65,9 @@ def load():
 
 def stoker(binary, path, extra):
     drop()
-    out = subprocess.run([binary, "bench", path, "--cold", "--no-baseline", "--json"] + extra,
+    # --ramp 0: the auto probe's first levels count, as fio's start does
+    out = subprocess.run([binary, "bench", path, "--cold", "--no-baseline", "--json", "--ramp", "0"]
+                         + extra,
                          check=True, capture_output=True, text=True).stdout
     j = json.loads(out)
     return {"mb_s": j["stoker"]["mb_per_s"], "sps": j["stoker"]["samples_per_s"],

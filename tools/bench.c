@@ -216,6 +216,8 @@ static int run_repeats(struct stk_loader *l, struct bench_opts *o, struct run *S
 			set_cache(l, o, NULL, 0, cache);
 		if (i == 0 && cached)
 			*cached = cached_fraction(l);
+		if (bench_interrupted)
+			break; /* a Ctrl-C in the warm-up: no restart to wait for */
 		/* the first batches may already be in flight: start over, in a new stats
 		 * window, once the cache is as asked */
 		if ((rc = stk_loader_restart(l, epoch, 0, STK_START_RESET_STATS)) < 0)

@@ -59,7 +59,7 @@ double cached_fraction(struct stk_loader *l)
 	uint64_t pages = 0, resident = 0;
 	long pg = sysconf(_SC_PAGESIZE);
 	unsigned char vec[256];
-	for (int64_t i = 0; i < n; i += step) {
+	for (int64_t i = 0; i < n && !bench_interrupted; i += step) { /* Ctrl-C: now */
 		char path[PATH_MAX];
 		uint64_t off, size;
 		if (stk_loader_sample_extent(l, i, path, sizeof(path), &off, &size) || !size)
@@ -451,9 +451,20 @@ int64_t count_classes(struct stk_loader *l)
 	if (!v)
 		return k;
 	int64_t m = 0;
+	bool small = true; /* labels below 2^24: a bitmap, no sort (1M samples: ~10 ms) */
 	for (int64_t i = 0; i < n; i++)
 		if (stk_loader_sample(l, i, NULL, 0, NULL, &v[m]) == 0 && v[m] >= 0)
-			m++;
+			small &= v[m++] < (1 << 24);
+	uint8_t *bits = small ? calloc(1 << 21, 1) : NULL;
+	if (bits) {
+		for (int64_t i = 0; i < m; i++) {
+			k += !(bits[v[i] >> 3] & (1u << (v[i] & 7)));
+			bits[v[i] >> 3] |= (uint8_t)(1u << (v[i] & 7));
+		}
+		free(bits);
+		free(v);
+		return k;
+	}
 	qsort(v, (size_t)m, sizeof(*v), cmp_i64);
 	for (int64_t i = 0; i < m; i++)
 		k += i == 0 || v[i] != v[i - 1];
