@@ -144,33 +144,7 @@ grep -qx 'stoker_exporter_loaders 0' "$tmp/out" || fail "loaders in an empty fol
 # of two fake GPUs, in base units, and the text still valid
 if command -v cc >/dev/null 2>&1; then
 	mkdir "$tmp/nvml"
-	cat >"$tmp/nvml/fake.c" <<'EOF'
-/* the few NVML calls stoker makes, answering for two GPUs */
-#include <stdio.h>
-struct mem { unsigned long long total, free, used; };
-struct util { unsigned int gpu, memory; };
-static int dev[2];
-int nvmlInit_v2(void) { return 0; }
-int nvmlShutdown(void) { return 0; }
-const char *nvmlErrorString(int r) { (void)r; return "fake"; }
-int nvmlDeviceGetCount_v2(unsigned int *n) { *n = 2; return 0; }
-int nvmlDeviceGetHandleByIndex_v2(unsigned int i, void **h) { *h = &dev[i]; return 0; }
-int nvmlDeviceGetName(void *h, char *b, unsigned int n) { (void)h; snprintf(b, n, "Fake GPU"); return 0; }
-int nvmlDeviceGetMemoryInfo(void *h, struct mem *m)
-{
-	m->total = 80ull << 30;
-	m->used = h == &dev[0] ? 1ull << 30 : 2ull << 30;
-	m->free = m->total - m->used;
-	return 0;
-}
-int nvmlDeviceGetUtilizationRates(void *h, struct util *u)
-{
-	u->gpu = h == &dev[0] ? 42 : 100;
-	u->memory = 0;
-	return 0;
-}
-EOF
-	if cc -shared -fPIC -o "$tmp/nvml/libnvidia-ml.so.1" "$tmp/nvml/fake.c" 2>"$tmp/err"; then
+	if cc -shared -fPIC -o "$tmp/nvml/libnvidia-ml.so.1" "$here/fixtures/nvml/fake_nvml.c" 2>"$tmp/err"; then
 		LD_LIBRARY_PATH="$tmp/nvml${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
 			"$S" exporter --once --root "$root" --dir "$tmp/pub" >"$tmp/out" 2>"$tmp/err" ||
 			fail "--once with a fake NVML"
