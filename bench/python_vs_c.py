@@ -23,13 +23,14 @@ paired ratios (C and Python of the same round), so a burst of load from
 other processes hurts both sides of a pair alike.
 
 usage: python_vs_c.py [--data DIR] [--stoker BIN] [--epochs N] [--rounds N]
-                      [--batch-size N] [--parts raw,image,null] [--image-samples N]
+                      [--batch-size N] [--parts raw,image,null,diagnose] [--image-samples N]
                       [--json OUT]
 Run from the source tree:  make && PYTHONPATH=python /usr/bin/python3 bench/python_vs_c.py
 """
 
 import argparse
 import json
+import logging
 import os
 import statistics
 import subprocess
@@ -144,6 +145,31 @@ def py_run(args, engine, epochs, copy_free=False, split=False):
     return r
 
 
+def diag_run(args, report_every, seconds=4.0):
+    """A training loop's shape: null-engine batches taken every 2 ms (the
+    step's time, asleep) for `seconds` of wall time; the process's CPU seconds
+    per wall second, which report_every adds to (its lines go to a logger that
+    drops them)."""
+    logging.getLogger("stoker").setLevel(logging.INFO)
+    logging.getLogger("stoker").propagate = False
+    loader = stoker.Loader(args.data, args.batch_size, seed=0, engine="null", quiet=True,
+                           report_every=report_every)
+    try:
+        t0, c0 = time.perf_counter(), time.process_time()
+        epoch = 0
+        while time.perf_counter() - t0 < seconds:
+            loader.set_epoch(epoch)
+            for _ in loader:
+                time.sleep(0.002)
+                if time.perf_counter() - t0 >= seconds:
+                    break
+            epoch += 1
+        wall, used = time.perf_counter() - t0, time.process_time() - c0
+    finally:
+        loader.close()
+    return {"wall_s": wall, "cpu_s": used, "cpu_per_s": used / wall, "epochs": epoch}
+
+
 def warm(data):
     """Reads every file once so that both sides start from a warm page cache."""
     n = 0
@@ -183,7 +209,7 @@ def main(argv=None):
     ap.add_argument("--batch-size", type=int, default=256)
     ap.add_argument("--prefetch", type=int, default=4)
     ap.add_argument("--queue-depth", type=int, default=128)
-    ap.add_argument("--parts", default="raw,image,null",
+    ap.add_argument("--parts", default="raw,image,null,diagnose",
                     help="comparisons to run, of raw (warm cache), image, null")
     ap.add_argument("--image-samples", type=int, default=2048,
                     help="images per image-mode run (the first of epoch 0)")
@@ -193,8 +219,8 @@ def main(argv=None):
     ap.add_argument("--json", help="also write the results here")
     args = ap.parse_args(argv)
     parts = set(args.parts.split(","))
-    if not parts <= {"raw", "image", "null"}:
-        ap.error("--parts takes raw, image and null")
+    if not parts <= {"raw", "image", "null", "diagnose"}:
+        ap.error("--parts takes raw, image, null and diagnose")
     if not os.path.isdir(args.data):
         ap.error("%s is not a folder; make one with: %s gen %s --images 20000 --classes 100"
                  % (args.data, args.stoker, args.data))
@@ -295,6 +321,38 @@ def main(argv=None):
         print("    the same, CPU time of the thread         %10.1f   (target <= 50: %s)"
               % (res["outside_next_cpu_us_per_batch"],
                  ok(res["outside_next_cpu_us_per_batch"], 50, more=False)))
+    if "diagnose" in parts:
+        # what report_every costs: one diagnose() call a period, and the
+        # process's CPU in a loop that takes a batch every 2 ms with
+        # report_every=1 and without, alternating (the library's own snapshot a
+        # second runs in both)
+        calls = []
+        with stoker.Loader(args.data, args.batch_size, seed=0, engine="null", quiet=True) as l:
+            for _ in l:
+                pass
+            for _ in range(args.rounds):
+                t = time.thread_time()
+                for _ in range(2000):
+                    l.diagnose(10)
+                calls.append((time.thread_time() - t) / 2000)
+        on, off = [], []
+        for _ in range(args.rounds):
+            for every, runs in ((1.0, on), (None, off)):
+                runs.append(diag_run(args, every))
+        call = statistics.median(calls)
+        cost = statistics.median(a["cpu_per_s"] - b["cpu_per_s"] for a, b in zip(on, off))
+        res.update({"diagnose_call_us": call * 1e6, "report_every_1_cpu_share": cost,
+                    "report_every_1_cpu_share_by_call": call / 1.0})
+        res["runs"].update({"report_on": on, "report_off": off})
+        print()
+        print("diagnosis (%d rounds)" % args.rounds)
+        print("  one diagnose() call, CPU                 %10.1f us   (median of %s)"
+              % (call * 1e6, ", ".join("%.1f" % (c * 1e6) for c in calls)))
+        print("  report_every=1: a call a second          %10.4f %% of a core   (target <= 1 %%: %s)"
+              % (100 * call, ok(call, 0.01, more=False)))
+        print("  process CPU, a batch every 2 ms: without %s, with %s %% of a core"
+              % (spread(off, "cpu_per_s", 100, "%.2f"), spread(on, "cpu_per_s", 100, "%.2f")))
+        print("  with - without (median of pairs)         %10.2f %% of a core" % (100 * cost))
     if args.json:
         with open(args.json, "w") as f:
             json.dump(res, f, indent=2)

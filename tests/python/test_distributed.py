@@ -159,8 +159,11 @@ def test_real_torchrun_with_the_workaround(tmp_path, jpeg_folder):
                shuffle_mode="global")
     cfg, out = tmp_path / "cfg.json", tmp_path / "out.json"
     cfg.write_text(json.dumps({"runs": [run]}))
-    p = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone",
-                        "--nproc_per_node", "2", "--redirects", "1", "--tee", "1",
+    # --standalone would rendezvous on port 29400 whatever runs beside it: a free
+    # port instead (what --standalone does otherwise: c10d, one node)
+    p = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--rdzv_backend", "c10d",
+                        "--rdzv_endpoint", "localhost:%d" % free_port(), "--rdzv_id", "stoker-test",
+                        "--nnodes", "1", "--nproc_per_node", "2", "--redirects", "1", "--tee", "1",
                         "--log_dir", str(tmp_path / "logs"), WORKER, str(cfg), str(out)],
                        env=worker_env(), capture_output=True, text=True, timeout=TIMEOUT)
     assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-3000:]
