@@ -116,11 +116,15 @@ test: all
 	$(Q)$(MAKE) --no-print-directory test-c test-cli test-py
 	@echo "all tests passed ($(BUILD))"
 
+# The tests' index caches (lists, read-only folders) go to the build folder,
+# not the user's ~/.cache/stoker.
+TEST_ENV = XDG_CACHE_HOME=$(CURDIR)/$(BUILD)/test-cache
+
 test-c: $(TEST_BIN) $(EXAMPLE_BIN)
-	$(Q)sh tests/run_c.sh $(BUILD) $(TEST_BIN)
+	$(Q)$(TEST_ENV) sh tests/run_c.sh $(BUILD) $(TEST_BIN)
 
 test-cli: all $(EXAMPLE_BIN)
-	$(Q)BUILD=$(BUILD) SANITIZE=$(SANITIZE) sh tests/cli.sh
+	$(Q)$(TEST_ENV) BUILD=$(BUILD) SANITIZE=$(SANITIZE) sh tests/cli.sh
 
 # Python tests (pytest under Debian's interpreter, where python3-torch lives).
 # Under ASan the runtime must come first in the process: preload it.
@@ -130,7 +134,7 @@ PY_PRELOAD = LD_PRELOAD="$$($(CC) -print-file-name=libasan.so) $$($(CC) -print-f
 endif
 test-py: all
 	$(Q)if [ -d tests/python ]; then \
-		$(PY_PRELOAD) STOKER_LIB=$(CURDIR)/$(BUILD)/libstoker.so.0 STOKER=$(CURDIR)/$(BUILD)/stoker \
+		$(PY_PRELOAD) $(TEST_ENV) STOKER_LIB=$(CURDIR)/$(BUILD)/libstoker.so.0 STOKER=$(CURDIR)/$(BUILD)/stoker \
 		PYTHONPATH=$(CURDIR)/python $(PYTHON) -m pytest -q tests/python; fi
 
 bench: all

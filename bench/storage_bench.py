@@ -184,7 +184,7 @@ def main():
             res[name] = r
             v = r["mb_s"] if isinstance(r, dict) else r
             print("  round %d %-24s %8.1f MB/s%s" % (rnd + 1, name, v,
-                  ("  load %s  %s" % (r["load"], " | ".join(r["tuning"][1:2]))
+                  ("  load %s  %s" % (r.get("load", "-"), " | ".join(r.get("tuning", [])[1:2]))
                    if isinstance(r, dict) else "")), flush=True)
         rows.append(res)
 

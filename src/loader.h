@@ -136,6 +136,7 @@ struct tune {
 	uint64_t probe_t;       /* when the last probe started */
 	unsigned probes;
 	bool unsure;            /* the last probe could not fill its levels */
+	bool down;              /* the probe steps below its start (nothing above it gained) */
 	char why[400];
 	char direct_why[200];
 };

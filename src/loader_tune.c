@@ -9,13 +9,19 @@
  * keep an epoch and buffered reads only add page-cache insertion and a copy
  * (2-3x the CPU per sample, measured) and evict the trainer's memory.
  *
- * Queue depth (auto): a probe at the start climbs 8, 16, 32, ... (up to
- * what the engines and the batch slots can hold), one window per level
- * (after the level's first reads, 250 ms and 4 x qd reads at least), and
- * stops when two doublings in a row gained under 10 %: past the knee latency
- * only grows (Little's law).  It keeps the lowest level within 5 % of the
- * best rate: too low a depth costs far more than one too high, and one
- * window can be off by that much on a shared machine.  A level the loader could not keep full (the
+ * Queue depth (auto): a probe at the start begins at the depth the storage's
+ * plan gives (stk_io_plan: 128 for a virtio or unknown disk, 256 for NVMe,
+ * 16 for a hard disk; at least 8), so that a cold epoch is read near its
+ * best depth from the first window, and climbs by doublings (up to what the
+ * engines and the batch slots can hold), one window per level (after the
+ * level's first reads, 250 ms and 4 x qd reads at least); it stops when two
+ * doublings in a row gained under 10 %: past the knee latency only grows
+ * (Little's law).  When nothing above the starting depth gained, it steps
+ * down by halves (to 8 at least) while the rate holds within 5 % of the
+ * best: page-cache reads and fast devices reach their rate at a lower depth,
+ * with less latency.  It keeps the lowest level within 5 % of the best rate:
+ * too low a depth costs far more than one too high, and one window can be
+ * off by that much on a shared machine.  A level the loader could not keep full (the
  * consumer or the slots set the pace) is no measure: retried, and after 4
  * such windows kept.  Then, when the I/O threads were busy over 60 % of the
  * time (reads from the page cache: their copies are the limit) and their
@@ -43,7 +49,7 @@ enum { TUNE_OFF, TUNE_QD, TUNE_RINGS, TUNE_WATCH };
 #define WATCH_NS 1000000000ull
 #define REPROBE_NS 10000000000ull
 #define GAIN 1.10
-#define START_QD 8u
+#define MIN_QD 8u
 #define MAX_AUTO_QD 512u
 
 static void fmt_gb(char *b, size_t n, double bytes)
@@ -155,6 +161,14 @@ static void apply(struct stk_loader *l)
 	stk__loader_wake_rings(l);
 }
 
+/* Where a probe starts: the storage's planned depth, between MIN_QD and
+ * what the engines hold. */
+static unsigned start_qd(const struct tune *t)
+{
+	unsigned q = t->plan_qd > MIN_QD ? t->plan_qd : MIN_QD;
+	return q < t->max_qd ? q : t->max_qd;
+}
+
 void stk__tune_init(struct stk_loader *l)
 {
 	struct tune *t = &l->tune;
@@ -168,7 +182,7 @@ void stk__tune_init(struct stk_loader *l)
 										     : 128;
 	if (t->plan_qd > t->max_qd)
 		t->plan_qd = t->max_qd;
-	t->qd = t->auto_qd ? (START_QD < t->max_qd ? START_QD : t->max_qd) : l->o.queue_depth;
+	t->qd = t->auto_qd ? start_qd(t) : l->o.queue_depth;
 	t->phase = t->auto_qd || t->auto_rings ? TUNE_QD : TUNE_OFF;
 	t->probes = t->auto_qd;
 	t->probe_t = stk__now_ns();
@@ -301,17 +315,28 @@ static void settle_rings(struct stk_loader *l, unsigned pick, const char *reason
 	apply(l);
 }
 
-/* The probe's pick: the lowest level within 5 % of the best rate seen (a
- * lower depth that moves as much has the lower latency). */
-static unsigned pick(const struct tune *t)
+static double best_rate(const struct tune *t)
 {
 	double best = 0;
 	for (unsigned i = 0; i < t->npts; i++)
 		best = t->pts[i].rate > best ? t->pts[i].rate : best;
-	for (unsigned i = 0; i < t->npts; i++)
-		if (t->pts[i].rate >= 0.95 * best)
-			return i;
-	return t->npts - 1;
+	return best;
+}
+
+/* The probe's pick: the lowest level (depth, or ring count) within 5 % of
+ * the best rate seen (a lower depth that moves as much has the lower
+ * latency).  The points are in the order probed: up, then maybe down. */
+static unsigned pick(const struct tune *t, bool rings)
+{
+	double best = best_rate(t);
+	unsigned k = t->npts - 1;
+	for (unsigned i = 0; i < t->npts; i++) {
+		unsigned a = rings ? t->pts[i].rings : t->pts[i].qd;
+		unsigned b = rings ? t->pts[k].rings : t->pts[k].qd;
+		if (t->pts[i].rate >= 0.95 * best && (t->pts[k].rate < 0.95 * best || a < b))
+			k = i;
+	}
+	return k;
 }
 
 /* Levels since the best rate last rose by GAIN: the climb stops after two,
@@ -334,12 +359,35 @@ static unsigned flat(const struct tune *t)
 
 static void why_flat(const struct tune *t, bool rings, char *b, size_t n)
 {
-	double best = 0;
-	for (unsigned i = 0; i < t->npts; i++)
-		best = t->pts[i].rate > best ? t->pts[i].rate : best;
+	double best = best_rate(t);
 	snprintf(b, n, "%s: the lowest %s within 5 %% of the best rate (%.3g MB/s)",
 		 rings ? "no gain from more" : "throughput stopped rising", rings ? "count" : "depth",
 		 best / 1e6);
+}
+
+/* The probe's next level, its "so far" said in the reasons. */
+static void next_qd(struct stk_loader *l, unsigned qd)
+{
+	struct tune *t = &l->tune;
+	char pts[256];
+	t->qd = qd;
+	points(t, false, pts, sizeof(pts));
+	snprintf(t->why, sizeof(t->why), "queue depth %u (auto: probing, so far %s)", t->qd, pts);
+	apply(l);
+}
+
+/* The climb is over: below the start if nothing above it gained, else the pick. */
+static void climbed(struct stk_loader *l, const char *why)
+{
+	struct tune *t = &l->tune;
+	unsigned k = pick(t, false);
+	if (t->pts[k].qd == t->pts[0].qd && t->pts[0].qd / 2 >= MIN_QD &&
+	    t->npts < STK_ARRAY_SIZE(t->pts)) {
+		t->down = true;
+		next_qd(l, t->pts[0].qd / 2);
+		return;
+	}
+	settle_qd(l, k, why);
 }
 
 /* One probe window closed with point p. */
@@ -352,21 +400,28 @@ static void step_qd(struct stk_loader *l, const struct tune_point *p)
 		settle_qd(l, 0, "");
 		return;
 	}
-	if (t->npts >= 3 && flat(t) >= 2) {
-		unsigned k = pick(t);
+	if (t->down) { /* below the start: on while the rate holds */
+		if (p->rate >= 0.95 * best_rate(t) && p->qd / 2 >= MIN_QD &&
+		    t->npts < STK_ARRAY_SIZE(t->pts)) {
+			next_qd(l, p->qd / 2);
+			return;
+		}
 		why_flat(t, false, why, sizeof(why));
-		settle_qd(l, k, why);
+		settle_qd(l, pick(t, false), why);
+		return;
+	}
+	if (t->npts >= 3 && flat(t) >= 2) {
+		why_flat(t, false, why, sizeof(why));
+		climbed(l, why);
 		return;
 	}
 	if (p->qd * 2 > t->max_qd || t->npts == STK_ARRAY_SIZE(t->pts)) {
-		unsigned k = pick(t);
 		snprintf(why, sizeof(why), "%s at the most the slots and engines hold (%u)",
 			 flat(t) ? "flat" : "still rising", t->max_qd);
-		settle_qd(l, k, why);
+		climbed(l, why);
 		return;
 	}
-	t->qd = p->qd * 2;
-	apply(l);
+	next_qd(l, p->qd * 2);
 }
 
 static void step_rings(struct stk_loader *l, const struct tune_point *p)
@@ -375,7 +430,7 @@ static void step_rings(struct stk_loader *l, const struct tune_point *p)
 	char why[96];
 	t->pts[t->npts++] = *p;
 	if (t->npts >= 2 && (flat(t) >= 1 || t->active >= l->nrings)) {
-		unsigned k = pick(t);
+		unsigned k = pick(t, true);
 		if (flat(t))
 			why_flat(t, true, why, sizeof(why));
 		else
@@ -399,11 +454,12 @@ static void start_probe(struct stk_loader *l, uint64_t now)
 	t->unsure = false;
 	t->probe_t = now;
 	t->phase = TUNE_QD;
+	t->down = false;
 	if (t->auto_rings)
 		t->active = l->nrings;
 	if (t->auto_qd) {
 		t->probes++;
-		t->qd = START_QD < t->max_qd ? START_QD : t->max_qd;
+		t->qd = start_qd(t);
 		size_t k = strlen(t->why);
 		snprintf(t->why + k, sizeof(t->why) - k, " (re-probing: the rate changed)");
 	}
