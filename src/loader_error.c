@@ -59,18 +59,26 @@ uint64_t stk__loader_setup_read(struct stk_loader *l, struct slot *s, uint32_t i
 	uint32_t si = (uint32_t)(s - l->slots);
 	const struct stk_entry *e = &l->ds->entries[idx];
 	struct sio *x = &s->ios[i];
-	struct sio keep = *x; /* the place's history (orig, place, room, tries) */
 	bool prefix;
 	uint64_t want = want_of(l, e, &prefix);
 	s->indices[i] = idx;
 	s->labels[i] = e->label;
 	s->sizes[i] = want;
-	*x = (struct sio){.io = {.op = STK_IO_READ_FILE, .path = stk__entry_path(l->ds, idx),
-				 .len = room_for(l, idx), .offset = e->offset, .buf_index = (int)si,
-				 .buf = stk__pool_slot(&l->pool, si) + place},
-			  .size = want, .prefix = prefix, .at = e->offset, .slot = si, .idx = i,
-			  .orig = keep.orig, .place = keep.place, .room = keep.room,
-			  .attempt = keep.attempt, .reads = keep.reads};
+	/* field by field: the place's history (orig, place, room, attempt,
+	 * reads) stays, and a whole-struct copy a sample was a third of the
+	 * loader's own instructions a batch */
+	x->io = (struct stk_io){.op = STK_IO_READ_FILE, .path = stk__entry_path(l->ds, idx),
+				.len = prefix && !l->direct ? want : stk__loader_read_len(l, want),
+				.offset = e->offset, .buf_index = (int)si,
+				.buf = stk__pool_slot(&l->pool, si) + place};
+	x->size = want;
+	x->prefix = prefix;
+	x->skip = 0;
+	x->slot = si;
+	x->idx = i;
+	x->t_submit = 0;
+	x->at = e->offset;
+	x->rider = NULL;
 	s->offsets[i] = place;
 	return x->io.len;
 }
