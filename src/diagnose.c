@@ -172,6 +172,13 @@ int stk_loader_diagnose(const struct stk_loader *cl, double window_s, struct stk
 	}
 
 	double stall = v.stall_ratio, inflight = v.inflight_mean;
+	/* "12.3 of 16"; over a window that held a probe's deeper levels the mean
+	 * can pass today's depth: said so, not "148.5 of 16" */
+	char fl[96];
+	if (inflight <= qd + 0.05)
+		snprintf(fl, sizeof(fl), "%.1f of %u", inflight, qd);
+	else
+		snprintf(fl, sizeof(fl), "%.1f (depth %u now, deeper while probed)", inflight, qd);
 	bool null_engine = l->o.engine == STK_ENGINE_NULL;
 	bool sampled = v.device_sampled && !null_engine;
 	/* the device is ours to blame only when our reads reached it: page-cache
@@ -202,17 +209,15 @@ int stk_loader_diagnose(const struct stk_loader *cl, double window_s, struct stk
 	} else if (v.decode_busy >= 0.8) {
 		v.kind = STK_BOUND_DECODE;
 		snprintf(v.evidence, sizeof(v.evidence),
-			 "%u decode threads busy %.0f %% of the time; %.1f of %u reads in flight",
-			 dthreads, v.decode_busy * 100, inflight, qd);
+			 "%u decode threads busy %.0f %% of the time; %s reads in flight",
+			 dthreads, v.decode_busy * 100, fl);
 		snprintf(v.advice, sizeof(v.advice),
 			 "more decode_threads (cores), a smaller image size, or data stored smaller");
 	} else if (disk_busy) {
 		v.kind = STK_BOUND_STORAGE;
 		snprintf(v.evidence, sizeof(v.evidence),
-			 "%s %%util %.0f, aqu-sz %.1f, r_await %.2f ms, %.0f MB/s; %.1f of %u reads "
-			 "in flight",
-			 v.device, v.dev_util, v.dev_aqu_sz, v.dev_r_await_ms, v.dev_read_mb_s,
-			 inflight, qd);
+			 "%s %%util %.0f, aqu-sz %.1f, r_await %.2f ms, %.0f MB/s; %s reads in flight",
+			 v.device, v.dev_util, v.dev_aqu_sz, v.dev_r_await_ms, v.dev_read_mb_s, fl);
 		snprintf(v.advice, sizeof(v.advice),
 			 "faster storage, samples packed into shards, or memory for the page cache; "
 			 "`stoker disk PATH` measures the device");
@@ -226,7 +231,7 @@ int stk_loader_diagnose(const struct stk_loader *cl, double window_s, struct stk
 	} else if (inflight >= 0.8 * qd && (!sampled || from_disk)) {
 		v.kind = STK_BOUND_STORAGE;
 		snprintf(v.evidence, sizeof(v.evidence),
-			 "%.1f of %u reads in flight: every read waits on storage (%s)", inflight, qd,
+			 "%s reads in flight: every read waits on storage (%s)", fl,
 			 null_engine ? "the null engine's simulated latency"
 			 : !sampled  ? "no block device to sample: a network or virtual filesystem"
 				     : "the device reports under 80 % busy: latency, not bandwidth");
@@ -236,8 +241,8 @@ int stk_loader_diagnose(const struct stk_loader *cl, double window_s, struct stk
 		v.kind = STK_BOUND_IO_THREAD;
 		snprintf(v.evidence, sizeof(v.evidence),
 			 "the consumer waited %.0f %% of the time while the reads came from the page "
-			 "cache (%.1f of %u in flight): the I/O threads' copies are the limit",
-			 stall * 100, inflight, qd);
+			 "cache, %s in flight: the I/O threads' copies are the limit",
+			 stall * 100, fl);
 		snprintf(v.advice, sizeof(v.advice), "more io_threads (one per free core)");
 	}
 	v.name = stk_bound_name(v.kind);

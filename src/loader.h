@@ -137,7 +137,7 @@ struct tune {
 	unsigned probes;
 	bool unsure;            /* the last probe could not fill its levels */
 	bool down;              /* the probe steps below its start (nothing above it gained) */
-	char why[400];
+	char why[800];
 	char direct_why[200];
 };
 

@@ -83,7 +83,7 @@ static void print_human(struct stk_loader *l, const struct bench_opts *o, const 
 	       eff.batch_size, eff.prefetch, s->st.direct ? ", O_DIRECT" : "");
 	printf("  loader ready in %.3f s (index, pool, threads); page cache: %s (%.0f %% of sampled\n"
 	       "  file pages resident at the start)\n", create_s, cache, cached * 100);
-	char tuning[1024];
+	char tuning[2048];
 	stk_loader_tuning(l, tuning, sizeof(tuning));
 	for (char *line = tuning, *nl; line; line = nl ? nl + 1 : NULL) {
 		if ((nl = strchr(line, '\n')))
@@ -540,7 +540,7 @@ int cmd_bench(int argc, char **argv)
 	short_warning(&o, S, base ? B : NULL, n, warn, sizeof(warn));
 	struct spread ss;
 	spread_runs(S, n, sps_of, &ss);
-	char tuning[1024];
+	char tuning[2048];
 	stk_loader_tuning(l, tuning, sizeof(tuning));
 	json_t *vt = NULL;
 	char vt_why[512] = "";
