@@ -55,4 +55,24 @@ int stk__uring_probe(char *why, size_t len);
 int stk__engine_pick(enum stk_engine want, const struct stk_engine_ops **ops, char *note,
 		     size_t notelen, char *err, size_t errlen);
 
+/* A FIFO of I/Os through their priv.next (the null and pread engines' queues). */
+static inline void stk__io_push(struct stk_io **head, struct stk_io **tail, struct stk_io *io)
+{
+	io->priv.next = NULL;
+	if (*tail)
+		(*tail)->priv.next = io;
+	else
+		*head = io;
+	*tail = io;
+}
+
+static inline struct stk_io *stk__io_pop(struct stk_io **head, struct stk_io **tail)
+{
+	struct stk_io *io = *head;
+	*head = io->priv.next;
+	if (!*head)
+		*tail = NULL;
+	return io;
+}
+
 #endif

@@ -23,25 +23,6 @@ struct stk_eng {
 	unsigned nchan;
 };
 
-static void push(struct stk_io **head, struct stk_io **tail, struct stk_io *io)
-{
-	io->priv.next = NULL;
-	if (*tail)
-		(*tail)->priv.next = io;
-	else
-		*head = io;
-	*tail = io;
-}
-
-static struct stk_io *pop(struct stk_io **head, struct stk_io **tail)
-{
-	struct stk_io *io = *head;
-	*head = io->priv.next;
-	if (!*head)
-		*tail = NULL;
-	return io;
-}
-
 static int null_init(struct stk_eng **out, const struct stk_engine_cfg *cfg)
 {
 	struct stk_eng *e = calloc(1, sizeof(*e));
@@ -88,7 +69,7 @@ static int null_submit(struct stk_eng *e, struct stk_io **ios, unsigned n)
 			ios[i]->priv.t = e->chan[c] > now ? e->chan[c] : now;
 			e->chan[c] = ios[i]->priv.t + e->latency_ns;
 		}
-		push(&e->todo_head, &e->todo_tail, ios[i]);
+		stk__io_push(&e->todo_head, &e->todo_tail, ios[i]);
 	}
 	pthread_mutex_unlock(&e->mu);
 	return 0;
@@ -101,7 +82,7 @@ static int null_reap(struct stk_eng *e, struct stk_io **done, unsigned max, bool
 	for (;;) {
 		uint64_t now = stk__now_ns();
 		while (e->todo_head && n < max && e->todo_head->priv.t + e->latency_ns <= now)
-			done[n++] = pop(&e->todo_head, &e->todo_tail);
+			done[n++] = stk__io_pop(&e->todo_head, &e->todo_tail);
 		if (n || !wait || e->woken)
 			break;
 		if (!e->todo_head) {

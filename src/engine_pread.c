@@ -27,25 +27,6 @@ struct stk_eng {
 	unsigned nthreads;
 };
 
-static void push(struct stk_io **head, struct stk_io **tail, struct stk_io *io)
-{
-	io->priv.next = NULL;
-	if (*tail)
-		(*tail)->priv.next = io;
-	else
-		*head = io;
-	*tail = io;
-}
-
-static struct stk_io *pop(struct stk_io **head, struct stk_io **tail)
-{
-	struct stk_io *io = *head;
-	*head = io->priv.next;
-	if (!*head)
-		*tail = NULL;
-	return io;
-}
-
 /* pread/pwrite until len bytes, end of file, or (O_DIRECT) a short block. */
 static int64_t transfer(int fd, struct stk_io *io)
 {
@@ -91,12 +72,12 @@ static void *worker(void *arg)
 			pthread_cond_wait(&e->work_cv, &e->mu);
 		if (e->stop)
 			break;
-		struct stk_io *io = pop(&e->todo_head, &e->todo_tail);
+		struct stk_io *io = stk__io_pop(&e->todo_head, &e->todo_tail);
 		pthread_mutex_unlock(&e->mu);
 		int64_t res = do_io(e->root_fd, io, e->direct);
 		pthread_mutex_lock(&e->mu);
 		io->res = res;
-		push(&e->done_head, &e->done_tail, io);
+		stk__io_push(&e->done_head, &e->done_tail, io);
 		pthread_cond_signal(&e->done_cv);
 	}
 	pthread_mutex_unlock(&e->mu);
@@ -164,7 +145,7 @@ static int pool_submit(struct stk_eng *e, struct stk_io **ios, unsigned n)
 {
 	pthread_mutex_lock(&e->mu);
 	for (unsigned i = 0; i < n; i++)
-		push(&e->todo_head, &e->todo_tail, ios[i]);
+		stk__io_push(&e->todo_head, &e->todo_tail, ios[i]);
 	pthread_cond_broadcast(&e->work_cv);
 	pthread_mutex_unlock(&e->mu);
 	return 0;
@@ -174,7 +155,7 @@ static int take_done(struct stk_eng *e, struct stk_io **done, unsigned max)
 {
 	unsigned n = 0;
 	while (e->done_head && n < max)
-		done[n++] = pop(&e->done_head, &e->done_tail);
+		done[n++] = stk__io_pop(&e->done_head, &e->done_tail);
 	return (int)n;
 }
 

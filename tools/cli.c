@@ -14,6 +14,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -441,4 +442,34 @@ int drop_caches(char *why, size_t len)
 		return -e;
 	}
 	return 0;
+}
+
+int mkdirs(const char *dir, char *failed, size_t len)
+{
+	char p[4096];
+	int n = snprintf(p, sizeof(p), "%s", dir);
+	if (n < 0 || (size_t)n >= sizeof(p))
+		return -ENAMETOOLONG;
+	int e = 0;
+	for (char *s = p + 1;; s++) {
+		if (*s != '/' && *s)
+			continue;
+		char c = *s;
+		*s = 0;
+		if (mkdir(p, 0755) && errno != EEXIST) {
+			e = -errno;
+			break;
+		}
+		*s = c;
+		if (!c)
+			break;
+	}
+	struct stat st;
+	if (!e && stat(p, &st))
+		e = -errno;
+	else if (!e && !S_ISDIR(st.st_mode))
+		e = -ENOTDIR;
+	if (e && failed && len)
+		snprintf(failed, len, "%s", p);
+	return e;
 }

@@ -90,6 +90,10 @@ static inline uint64_t mix64(uint64_t x)
  * with the reason in why. */
 int drop_caches(char *why, size_t len);
 
+/* mkdir -p DIR (0755): 0 when DIR is a directory at the end, else -errno
+ * with the path up to the component that failed in `failed` (may be NULL). */
+int mkdirs(const char *dir, char *failed, size_t len);
+
 /* Subcommands. */
 int cmd_bench(int argc, char **argv);
 int cmd_gen(int argc, char **argv);

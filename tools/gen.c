@@ -134,26 +134,6 @@ static void *worker(void *arg)
 	return NULL;
 }
 
-/* mkdir -p.  0, or -errno with path cut at the component that failed. */
-static int mkdirs(char *path)
-{
-	for (char *p = path + 1;; p++) {
-		if (*p && *p != '/')
-			continue;
-		char c = *p;
-		*p = 0;
-		if (mkdir(path, 0755) && errno != EEXIST)
-			return -errno;
-		if (!c)
-			break;
-		*p = c;
-	}
-	struct stat st;
-	if (stat(path, &st))
-		return -errno;
-	return S_ISDIR(st.st_mode) ? 0 : -ENOTDIR;
-}
-
 /* 1 if dir holds anything, 0 if empty or missing, -errno if unreadable. */
 static int dir_nonempty(const char *dir)
 {
@@ -365,14 +345,13 @@ int cmd_gen(int argc, char **argv)
 			"write into it\n", dirarg);
 		return EXIT_FAIL;
 	}
-	char *path = strdup(dirarg); /* mkdirs writes into it */
-	int e = path ? mkdirs(path) : -ENOMEM;
-	if (e)
-		fprintf(stderr, "stoker gen: cannot create %s: %s\n", path ? path : dirarg,
+	char failed[4096];
+	int e = mkdirs(dirarg, failed, sizeof(failed));
+	if (e) {
+		fprintf(stderr, "stoker gen: cannot create %s: %s\n", e == -ENAMETOOLONG ? dirarg : failed,
 			strerror(-e));
-	free(path);
-	if (e)
 		return EXIT_FAIL;
+	}
 
 	/* Names at least c0000 and 00000000, wider when needed so that sorted
 	 * names stay in number order. */

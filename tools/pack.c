@@ -347,30 +347,6 @@ static uint64_t sample_bytes(uint64_t size, int64_t label)
 	return BLOCK + (size + BLOCK - 1) / BLOCK * BLOCK + (label >= 0 ? 2 * BLOCK : 0);
 }
 
-/* mkdir -p: 0 or -errno. */
-static int mkdirs(const char *dir)
-{
-	char p[4096];
-	int n = snprintf(p, sizeof(p), "%s", dir);
-	if (n < 0 || (size_t)n >= sizeof(p))
-		return -ENAMETOOLONG;
-	for (char *s = p + 1;; s++) {
-		if (*s != '/' && *s)
-			continue;
-		char c = *s;
-		*s = 0;
-		if (mkdir(p, 0755) && errno != EEXIST)
-			return -errno;
-		*s = c;
-		if (!c)
-			break;
-	}
-	struct stat st;
-	if (stat(p, &st))
-		return -errno;
-	return S_ISDIR(st.st_mode) ? 0 : -ENOTDIR;
-}
-
 static int write_classes(struct pack *p)
 {
 	char path[4200], tmp[4300];
@@ -528,7 +504,7 @@ int cmd_pack(int argc, char **argv)
 	}
 	int rc = EXIT_FAIL;
 	int64_t n = stk_loader_num_samples(p.loader), *order = NULL;
-	e = mkdirs(p.out);
+	e = mkdirs(p.out, NULL, 0);
 	if (e) {
 		fprintf(stderr, "stoker pack: cannot create %s: %s\n", p.out, strerror(-e));
 		goto out;

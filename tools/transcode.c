@@ -280,27 +280,6 @@ static void *worker(void *arg)
 	return NULL;
 }
 
-/* mkdir -p: 0 or -errno. */
-static int make_dirs(const char *dir)
-{
-	char p[4096];
-	int n = snprintf(p, sizeof(p), "%s", dir);
-	if (n < 0 || (size_t)n >= sizeof(p))
-		return -ENAMETOOLONG;
-	for (char *s = p + 1;; s++) {
-		if (*s != '/' && *s)
-			continue;
-		char c = *s;
-		*s = 0;
-		if (mkdir(p, 0755) && errno != EEXIST)
-			return -errno;
-		*s = c;
-		if (!c)
-			break;
-	}
-	return 0;
-}
-
 static bool nonempty(const char *dir)
 {
 	DIR *d = opendir(dir);
@@ -419,7 +398,7 @@ int cmd_transcode(int argc, char **argv)
 			"write into it\n", t.dst);
 		return EXIT_FAIL;
 	}
-	int e = make_dirs(t.dst);
+	int e = mkdirs(t.dst, NULL, 0);
 	if (e || !realpath(t.dst, rd)) {
 		fprintf(stderr, "stoker transcode: cannot create %s: %s\n", t.dst,
 			strerror(e ? -e : errno));
