@@ -94,6 +94,10 @@ int drop_caches(char *why, size_t len);
  * with the path up to the component that failed in `failed` (may be NULL). */
 int mkdirs(const char *dir, char *failed, size_t len);
 
+/* SIGINT, SIGTERM and SIGHUP go to handler (each blocked while it runs),
+ * except those the caller ignores (nohup, a background job). */
+void on_stop_signals(void (*handler)(int));
+
 /* Subcommands. */
 int cmd_bench(int argc, char **argv);
 int cmd_gen(int argc, char **argv);

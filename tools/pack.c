@@ -88,17 +88,7 @@ static void on_signal(int sig)
 
 static void install_cleanup(void)
 {
-	struct sigaction sa = {.sa_handler = on_signal};
-	sigemptyset(&sa.sa_mask);
-	static const int sigs[] = {SIGINT, SIGTERM, SIGHUP};
-	for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
-		sigaddset(&sa.sa_mask, sigs[i]);
-	for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++) {
-		struct sigaction old;
-		/* a signal the caller ignores (nohup, a script's background job) stays so */
-		if (sigaction(sigs[i], NULL, &old) == 0 && old.sa_handler != SIG_IGN)
-			sigaction(sigs[i], &sa, NULL);
-	}
+	on_stop_signals(on_signal);
 }
 
 /* A ustar header for a regular file.  Sizes of 8 GiB and more do not fit

@@ -133,13 +133,6 @@ static double y_axis(FILE *f, double ymax, const char *unit)
 	return top;
 }
 
-static void footer(FILE *f, const char *caption)
-{
-	fprintf(f, "<text x=\"%.0f\" y=\"%.0f\" font-size=\"10\" fill=\"#555\" class=\"caption\">", L,
-		H - 10);
-	xml(f, caption);
-	fputs("</text>\n</svg>\n", f);
-}
 
 /* The legend: one coloured square and name per entry. */
 static void legend(FILE *f, const char *title, const char *const *names, int n)
@@ -183,6 +176,21 @@ static void to_png(const char *svg, char *png, size_t len)
 		;
 	if (WIFEXITED(st) && WEXITSTATUS(st) == 0)
 		snprintf(png, len, "%s", out);
+}
+
+/* The caption, the end of the SVG, and the PNG beside it: 0 or -errno. */
+static int finish(FILE *f, const char *caption, const char *svg, char *png, size_t pnglen)
+{
+	char cap[1024];
+	caption_text(cap, sizeof(cap), caption);
+	fprintf(f, "<text x=\"%.0f\" y=\"%.0f\" font-size=\"10\" fill=\"#555\" class=\"caption\">", L,
+		H - 10);
+	xml(f, cap);
+	fputs("</text>\n</svg>\n", f);
+	if (fclose(f))
+		return -errno;
+	to_png(svg, png, pnglen);
+	return 0;
 }
 
 int plot_line(const struct plot *p, char *png, size_t pnglen)
@@ -258,13 +266,7 @@ int plot_line(const struct plot *p, char *png, size_t pnglen)
 #undef PY
 	if (p->marks)
 		legend(f, p->marks_title ? p->marks_title : "verdict", kinds, nk);
-	char cap[1024];
-	caption_text(cap, sizeof(cap), p->caption);
-	footer(f, cap);
-	if (fclose(f))
-		return -errno;
-	to_png(p->file, png, pnglen);
-	return 0;
+	return finish(f, p->caption, p->file, png, pnglen);
 }
 
 int plot_bars(const struct plot_bars *p, char *png, size_t pnglen)
@@ -307,11 +309,5 @@ int plot_bars(const struct plot_bars *p, char *png, size_t pnglen)
 	xml(f, p->xlabel);
 	fputs("</text>\n", f);
 	legend(f, p->series_title, p->series, p->nseries);
-	char cap[1024];
-	caption_text(cap, sizeof(cap), p->caption);
-	footer(f, cap);
-	if (fclose(f))
-		return -errno;
-	to_png(p->file, png, pnglen);
-	return 0;
+	return finish(f, p->caption, p->file, png, pnglen);
 }

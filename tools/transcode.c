@@ -188,17 +188,7 @@ static int install_cleanup(int slots)
 	if (!tmp_names || !tmp_armed)
 		return -1;
 	tmp_slots = slots;
-	struct sigaction sa = {.sa_handler = on_signal};
-	sigemptyset(&sa.sa_mask);
-	static const int sigs[] = {SIGINT, SIGTERM, SIGHUP};
-	for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
-		sigaddset(&sa.sa_mask, sigs[i]);
-	for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++) {
-		struct sigaction old;
-		/* a signal the caller ignores (nohup, a script's background job) stays so */
-		if (sigaction(sigs[i], NULL, &old) == 0 && old.sa_handler != SIG_IGN)
-			sigaction(sigs[i], &sa, NULL);
-	}
+	on_stop_signals(on_signal);
 	return 0;
 }
 
