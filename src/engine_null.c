@@ -103,8 +103,8 @@ static void null_wake(struct stk_eng *e)
 {
 	pthread_mutex_lock(&e->mu);
 	e->woken = true;
-	pthread_cond_signal(&e->done_cv);
 	pthread_mutex_unlock(&e->mu);
+	pthread_cond_signal(&e->done_cv); /* after the unlock: the woken reap does not wait for mu */
 }
 
 const struct stk_engine_ops stk__engine_null = {

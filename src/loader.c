@@ -12,7 +12,10 @@
  * decode task for the decode threads, which write the cropped image into the
  * slot's image area; a slot is ready when its last read and decode are done.
  * One mutex guards the slots, the decode queue and the counters; the engines
- * are only touched by their own thread (wake excepted).  Create, stop and
+ * are only touched by their own thread (wake excepted).  A release takes no
+ * lock: it marks its slot, which the I/O thread takes back under the mutex,
+ * and wakes an I/O thread that waits for slots once half the pool is back
+ * (the consumer wakes it at once when it would wait itself).  Create, stop and
  * destroy are loader_create.c's; queries and statistics loader_stats.c's.
  */
 #include "loader.h"
@@ -83,12 +86,40 @@ static void inflight_change(struct stk_loader *l, struct ring *r, int delta)
 
 /* --- the I/O threads ----------------------------------------------------- */
 
+/* How many free slots a waiting ring is woken for: half the pool, so that a
+ * consumer slower than the reads wakes it every other batch, not every batch
+ * (a consumer about to wait for a batch wakes it at once: stk_loader_next). */
+static uint32_t wake_at(const struct stk_loader *l)
+{
+	return l->pool.nslots / 2 ? l->pool.nslots / 2 : 1;
+}
+
+/* A free slot, once the released ones are taken back.  Under mu. */
 static struct slot *free_slot(struct stk_loader *l)
 {
-	for (uint32_t i = 0; i < l->pool.nslots; i++)
-		if (l->slots[i].state == SLOT_FREE)
-			return &l->slots[i];
-	return NULL;
+	struct slot *found = NULL;
+	for (uint32_t i = 0; i < l->pool.nslots; i++) {
+		struct slot *s = &l->slots[i];
+		if (s->state == SLOT_HELD && atomic_load(&s->returned) &&
+		    atomic_exchange(&s->returned, false)) {
+			s->state = SLOT_FREE;
+			atomic_fetch_sub(&l->returned, 1);
+		}
+		if (!found && s->state == SLOT_FREE)
+			found = s;
+	}
+	return found;
+}
+
+/* Wakes the rings that wait for a slot or the window (ring_main's want),
+ * not the ones with reads in flight: those look again when a read lands. */
+static void wake_wanting(struct stk_loader *l)
+{
+	for (uint32_t i = 0; i < l->nrings; i++) {
+		struct ring *r = &l->rings[i];
+		if (atomic_load(&r->want) && atomic_exchange(&r->want, false) && r->eng)
+			r->ops->wake(r->eng);
+	}
 }
 
 /* Compacts a batch whose samples failed under the skip policy. */
@@ -289,6 +320,15 @@ void *stk__loader_decode_main(void *arg)
 	return NULL;
 }
 
+/* Free slots (after free_slot has taken the released ones back).  Under mu. */
+static uint32_t free_slots(const struct stk_loader *l)
+{
+	uint32_t n = 0;
+	for (uint32_t i = 0; i < l->pool.nslots; i++)
+		n += l->slots[i].state == SLOT_FREE;
+	return n;
+}
+
 static bool can_claim(const struct stk_loader *l)
 {
 	return !l->draining && !l->fatal && l->next_start < l->sampler.batches &&
@@ -331,6 +371,15 @@ void *stk__loader_ring_main(void *arg)
 		/* keep enough claimed to fill the queue depth */
 		while (!l->stop && r->take && r->qlen < r->qd && can_claim(l) && (s = free_slot(l)))
 			claim(l, r, s, l->next_start++);
+		/* Room for more, but no slot free or the window full: the flag asks
+		 * the consumer for a wake, then the slots are looked at once more
+		 * (a release marks its slot, then reads the flag: one of the two
+		 * sides sees the other). */
+		bool more = !l->stop && r->take && r->qlen < r->qd && !l->draining && !l->fatal &&
+			    l->next_start < l->sampler.batches;
+		atomic_store(&r->want, more);
+		if (more && can_claim(l) && free_slot(l))
+			continue;
 		if ((l->draining || l->stop) && r->qlen) {
 			/* drop what was never sent; its slot is freed once idle */
 			for (uint32_t i = 0; i < r->qlen; i++) {
@@ -537,6 +586,9 @@ int stk_loader_next_timeout(struct stk_loader *l, struct stk_batch **out, uint64
 				break;
 			}
 		}
+		if (free_slot(l)) /* about to wait: a ring waiting for slots claims now,
+				   * not at half the pool */
+			wake_wanting(l);
 		if (deadline == UINT64_MAX) {
 			pthread_cond_wait(&l->cv, &l->mu);
 		} else {
@@ -568,6 +620,8 @@ int stk_loader_next_timeout(struct stk_loader *l, struct stk_batch **out, uint64
 			s->state = SLOT_FREE;
 		}
 		if (rc == 0) {
+			if (atomic_exchange(&s->returned, false)) /* a stale release's mark */
+				atomic_fetch_sub(&l->returned, 1);
 			s->state = SLOT_HELD;
 			struct stk_batch *b = &s->batch;
 			b->epoch = l->epoch;
@@ -603,13 +657,16 @@ int stk_loader_next_timeout(struct stk_loader *l, struct stk_batch **out, uint64
 		}
 	}
 	l->wait_ns += waited;
+	/* the window moved: a ring waiting for it claims once half the slots
+	 * are free (as release wakes) */
+	bool wake = rc == 1 && free_slot(l) && free_slots(l) >= wake_at(l);
 	if (rc < 0 && rc != -ETIMEDOUT)
 		snprintf(l->last_error, sizeof(l->last_error), "%s", l->detail);
 	pthread_mutex_unlock(&l->mu);
-	if (rc == 1) {
-		stk__loader_wake_rings(l); /* the window moved */
+	if (wake)
+		wake_wanting(l);
+	if (rc == 1)
 		stk__loader_tick(l, now);
-	}
 	return rc;
 }
 
@@ -618,11 +675,12 @@ void stk_batch_release(struct stk_loader *l, struct stk_batch *b)
 	if (!b)
 		return;
 	struct slot *s = (struct slot *)b; /* the view is the slot's first member */
-	pthread_mutex_lock(&l->mu);
-	if (s->state == SLOT_HELD)
-		s->state = SLOT_FREE;
-	pthread_cond_broadcast(&l->cv);
-	pthread_mutex_unlock(&l->mu);
-	stk__loader_wake_rings(l);
+	/* No lock: the ring holding mu for a claim would make every release
+	 * wait for it.  free_slot takes the slot back under mu; no waiter on cv
+	 * waits for a release (next says STK_ENOSLOT at once). */
+	if (atomic_exchange(&s->returned, true))
+		return; /* released twice: once counts */
+	if (atomic_fetch_add(&l->returned, 1) + 1 >= wake_at(l))
+		wake_wanting(l);
 }
 

@@ -62,6 +62,8 @@ struct stk__snap {
 struct slot {
 	struct stk_batch batch; /* first: the public view's address is the slot's */
 	enum slot_state state;
+	_Atomic bool returned;  /* stk_batch_release's mark, without mu: a held slot
+				   is free once free_slot (under mu) sees it */
 	uint64_t gen;           /* the start() generation it was filled for */
 	int64_t number;
 	uint32_t nios, pending, unsent, decoding;
@@ -73,8 +75,8 @@ struct slot {
 	bool gave_up;           /* replace: a place got no stand-in; the batch fails */
 	int gave_up_rc;
 	char err[PATH_MAX + 256];
-	uint64_t *offsets, *sizes;
-	int64_t *labels, *indices;
+	uint64_t *offsets, *sizes; /* one block of 4 x batch_size + 1: offsets[batch_size + 1], */
+	int64_t *labels, *indices; /* then sizes, labels, indices (loader_create.c) */
 	struct sio *ios;
 	uint32_t ring;
 };
@@ -89,6 +91,8 @@ struct ring {
 	unsigned qd;            /* reads in flight at most now (loader_tune.c sets it; under mu) */
 	unsigned cap;           /* what the engine was sized for */
 	bool take;              /* takes new batches (loader_tune.c; under mu) */
+	_Atomic bool want;      /* waits for a slot or the window to move: the
+				   consumer's next release or batch wakes it */
 	unsigned inflight;
 	struct sio **queue;    /* claimed, not yet submitted (FIFO) */
 	uint32_t qhead, qlen, qcap;
@@ -194,6 +198,7 @@ struct stk_loader {
 	uint64_t index_errors;  /* left out of the index by the error policy: kept by resets */
 	bool index_dropped;     /* a file changed size: its cache file was removed */
 	_Atomic uint32_t inflight, inflight_max;
+	_Atomic uint32_t returned; /* slots released, not yet taken back (free_slot) */
 	uint64_t t_create, wait_ns;
 	_Atomic uint64_t copy_ns; /* the consumer waiting on device copies (bindings) */
 	uint64_t rd_reads, rd_bytes; /* reads completed since create (under mu) */

@@ -434,16 +434,18 @@ int stk_loader_create(struct stk_loader **out, const struct stk_loader_opts *opt
 	}
 	for (uint32_t i = 0; i < nslots; i++) {
 		struct slot *s = &l->slots[i];
-		s->offsets = calloc(meta + 1, sizeof(uint64_t));
-		s->sizes = calloc(meta, sizeof(uint64_t));
-		s->labels = calloc(meta, sizeof(int64_t));
-		s->indices = calloc(meta, sizeof(int64_t));
+		/* one block, offsets | sizes | labels | indices: a full batch's
+		 * four arrays are copied in one go (the Python binding does) */
+		s->offsets = calloc(4 * meta + 1, sizeof(uint64_t));
 		s->ios = calloc(meta, sizeof(struct sio));
-		if (!s->offsets || !s->sizes || !s->labels || !s->indices || !s->ios) {
+		if (!s->offsets || !s->ios) {
 			snprintf(errbuf, errlen, "out of memory");
 			rc = -ENOMEM;
 			goto fail;
 		}
+		s->sizes = s->offsets + meta + 1;
+		s->labels = (int64_t *)(s->sizes + meta);
+		s->indices = s->labels + meta;
 	}
 	if (l->image && (rc = start_decoders(l))) {
 		snprintf(errbuf, errlen, "cannot start the decode threads: %s", stk_strerror(rc));
@@ -491,6 +493,7 @@ void stk_loader_stop(struct stk_loader *l)
 	for (uint32_t i = 0; i < l->nrings; i++) {
 		struct ring *r = &l->rings[i];
 		pthread_join(r->tid, NULL);
+		atomic_store(&r->want, false); /* a later release wakes nothing */
 		if (r->eng)
 			r->ops->exit(r->eng); /* waits for the reads still in flight */
 		r->eng = NULL;
@@ -514,10 +517,7 @@ void stk_loader_destroy(struct stk_loader *l)
 	}
 	free(l->rings);
 	for (uint32_t i = 0; l->slots && i < l->o.prefetch; i++) {
-		free(l->slots[i].offsets);
-		free(l->slots[i].sizes);
-		free(l->slots[i].labels);
-		free(l->slots[i].indices);
+		free(l->slots[i].offsets); /* sizes, labels and indices are in its block */
 		free(l->slots[i].ios);
 	}
 	free(l->slots);

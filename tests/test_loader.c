@@ -8,6 +8,8 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <pthread.h>
+#include <time.h>
 
 #define NCLASS 3
 #define PER_CLASS 17
@@ -73,38 +75,44 @@ static struct stk_loader *make(struct stk_loader_opts o)
 	return l;
 }
 
+/* A batch's samples hold their files' bytes, sizes and labels. */
+static void check_batch(struct stk_loader *l, const struct stk_batch *b)
+{
+	uint8_t *want = malloc(20000);
+	assert_non_null(want);
+	for (uint32_t i = 0; i < b->count; i++) {
+		char path[PATH_MAX];
+		uint64_t size;
+		int64_t label;
+		assert_int_equal(stk_loader_sample(l, b->indices[i], path, sizeof(path), &size, &label), 0);
+		assert_int_equal(b->labels[i], label);
+		assert_int_equal(b->sizes[i], size);
+		FILE *f = fopen(path, "rb");
+		assert_non_null(f);
+		size_t got = fread(want, 1, 20000, f);
+		fclose(f);
+		assert_int_equal(got, b->sizes[i]);
+		if (got)
+			assert_memory_equal(b->data + b->offsets[i], want, got);
+	}
+	free(want);
+}
+
 /* Runs a whole epoch; writes the delivered indices to out (room for cap). */
 static int64_t run_epoch(struct stk_loader *l, int64_t *out, int64_t cap, bool check_bytes)
 {
 	int64_t k = 0;
 	struct stk_batch *b;
 	int rc;
-	uint8_t *want = malloc(20000);
-	assert_non_null(want);
 	while ((rc = stk_loader_next(l, &b)) == 1) {
 		for (uint32_t i = 0; i < b->count; i++) {
 			assert_true(k < cap);
 			out[k++] = b->indices[i];
-			if (!check_bytes)
-				continue;
-			char path[PATH_MAX];
-			uint64_t size;
-			int64_t label;
-			assert_int_equal(stk_loader_sample(l, b->indices[i], path, sizeof(path), &size, &label), 0);
-			assert_int_equal(b->labels[i], label);
-			assert_int_equal(b->sizes[i], size);
-			/* bytes equal to the file's */
-			FILE *f = fopen(path, "rb");
-			assert_non_null(f);
-			size_t got = fread(want, 1, 20000, f);
-			fclose(f);
-			assert_int_equal(got, b->sizes[i]);
-			if (got)
-				assert_memory_equal(b->data + b->offsets[i], want, got);
 		}
+		if (check_bytes)
+			check_batch(l, b);
 		stk_batch_release(l, b);
 	}
-	free(want);
 	assert_int_equal(rc, 0);
 	return k;
 }
@@ -505,6 +513,114 @@ static void test_slots_held(void **state)
 	stk_loader_destroy(l);
 }
 
+/* Slots come back without the loader's lock, and a waiting I/O thread is
+ * woken once half the pool is free (or when the consumer is about to wait):
+ * batches released in any order, twice, or by another thread while the
+ * consumer waits all come back, and every batch still holds its own bytes. */
+struct releaser {
+	struct stk_loader *l;
+	struct stk_batch *q[16];
+	unsigned head, tail;
+	bool done;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+};
+
+static void *releaser_main(void *arg)
+{
+	struct releaser *r = arg;
+	pthread_mutex_lock(&r->mu);
+	for (;;) {
+		while (r->head == r->tail && !r->done)
+			pthread_cond_wait(&r->cv, &r->mu);
+		if (r->head == r->tail)
+			break;
+		struct stk_batch *b = r->q[r->head++ % 16];
+		pthread_mutex_unlock(&r->mu);
+		struct timespec d = {0, 200000}; /* the consumer reaches its next wait first */
+		nanosleep(&d, NULL);
+		stk_batch_release(r->l, b);
+		pthread_mutex_lock(&r->mu);
+	}
+	pthread_mutex_unlock(&r->mu);
+	return NULL;
+}
+
+/* A batch within 10 s: a lost wake fails the test instead of hanging it. */
+static int next_or_hang(struct stk_loader *l, struct stk_batch **b)
+{
+	int rc = stk_loader_next_timeout(l, b, 10000000000ull);
+	if (rc == -ETIMEDOUT)
+		fail_msg("no batch in 10 s: the I/O thread was not woken");
+	return rc;
+}
+
+static void test_release_patterns(void **state)
+{
+	(void)state;
+	for (uint32_t prefetch = 1; prefetch <= 8; prefetch++) {
+		struct stk_loader *l = make((struct stk_loader_opts){.batch_size = 2,
+								     .prefetch = prefetch});
+		struct stk_batch *held[8], *b;
+		unsigned nh = 0, step = 0;
+		int64_t samples = 0;
+		int rc;
+		for (uint64_t epoch = 0; epoch < 3; epoch++) {
+			assert_int_equal(stk_loader_start(l, epoch, 0), 0);
+			while ((rc = next_or_hang(l, &b)) == 1) {
+				check_batch(l, b);
+				samples += b->count;
+				held[nh++] = b;
+				step++;
+				/* keep between 0 and prefetch - 1 held; give back one from the middle */
+				while (nh > step % prefetch) {
+					unsigned k = step % nh;
+					stk_batch_release(l, held[k]);
+					if (step % 3 == 0)
+						stk_batch_release(l, held[k]); /* twice: once counts */
+					held[k] = held[--nh];
+				}
+			}
+			assert_int_equal(rc, 0);
+		}
+		while (nh)
+			stk_batch_release(l, held[--nh]);
+		assert_int_equal(samples, 3 * N);
+
+		/* released by another thread, late, while this one waits in next */
+		struct releaser r = {.l = l};
+		pthread_mutex_init(&r.mu, NULL);
+		pthread_cond_init(&r.cv, NULL);
+		pthread_t t;
+		assert_int_equal(pthread_create(&t, NULL, releaser_main, &r), 0);
+		assert_int_equal(stk_loader_start(l, 3, 0), 0);
+		samples = 0;
+		while ((rc = next_or_hang(l, &b)) == 1 || rc == STK_ENOSLOT) {
+			if (rc == STK_ENOSLOT) { /* all held by the releaser: let it catch up */
+				struct timespec d = {0, 1000000};
+				nanosleep(&d, NULL);
+				continue;
+			}
+			check_batch(l, b);
+			samples += b->count;
+			pthread_mutex_lock(&r.mu);
+			r.q[r.tail++ % 16] = b;
+			pthread_cond_signal(&r.cv);
+			pthread_mutex_unlock(&r.mu);
+		}
+		assert_int_equal(rc, 0);
+		assert_int_equal(samples, N);
+		pthread_mutex_lock(&r.mu);
+		r.done = true;
+		pthread_cond_signal(&r.cv);
+		pthread_mutex_unlock(&r.mu);
+		pthread_join(t, NULL);
+		pthread_mutex_destroy(&r.mu);
+		pthread_cond_destroy(&r.cv);
+		stk_loader_destroy(l);
+	}
+}
+
 static void test_slot_too_small(void **state)
 {
 	(void)state;
@@ -610,6 +726,7 @@ int main(void)
 		cmocka_unit_test(test_flat_and_list),
 		cmocka_unit_test(test_bad_input),
 		cmocka_unit_test(test_slots_held),
+		cmocka_unit_test(test_release_patterns),
 		cmocka_unit_test(test_slot_too_small),
 		cmocka_unit_test(test_timeout_and_stop),
 		cmocka_unit_test(test_null_engine_and_stats),

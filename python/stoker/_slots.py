@@ -108,7 +108,10 @@ class _Lease:
 
     def __del__(self):
         try:
-            self.release()
+            core = self.core
+            if core is not None:
+                self.core = None
+                core.release(self.addr, id(self))
         except Exception:  # interpreter shutdown: nothing sensible left to do
             pass
 
@@ -116,12 +119,13 @@ class _Lease:
 class _SlotViews:
     """numpy views over one slot's per-sample arrays (fixed C allocations)."""
 
-    __slots__ = ("view", "key", "offsets", "sizes", "labels", "indices", "image")
+    __slots__ = ("view", "key", "offsets", "sizes", "labels", "indices", "image", "full",
+                 "block")
 
     def __init__(self, addr, batch_size):
         self.view = _lib.BatchStruct.from_address(addr)
         v = self.view
-        self.key = self.current()
+        self.full = batch_size
         # image mode: (images - data, bytes per image, one image's shape, numpy dtype)
         self.image = None
         if v.images:
@@ -136,11 +140,22 @@ class _SlotViews:
         self.sizes = arr(v.sizes, batch_size)
         self.labels = arr(v.labels, batch_size)
         self.indices = arr(v.indices, batch_size)
+        # libstoker keeps the four arrays in one block (offsets | sizes | labels
+        # | indices): a full batch's are then one copy, in the order _next lays
+        # them out.  Checked, not assumed.
+        self.block = None
+        b = batch_size
+        if (v.sizes == v.offsets + 8 * (b + 1) and v.labels == v.sizes + 8 * b
+                and v.indices == v.labels + 8 * b):
+            self.block = arr(v.offsets, 4 * b + 1)
+        self.key = self.current()
 
     def current(self):
-        """The slot's array pointers now (they are fixed today; checked anyway)."""
+        """The slot's array pointers now (fixed for the loader's life; checked
+        anyway, cheaply: the other three follow offsets, see above)."""
         v = self.view
-        return (v.offsets, v.sizes, v.labels, v.indices, v.images)
+        return (v.offsets, v.images) if self.block is not None else \
+            (v.offsets, v.sizes, v.labels, v.indices, v.images)
 
 
 def _closed_message(core):

@@ -447,7 +447,9 @@ class Loader:
         elif self._pending_copies:
             self._reap_copies()
 
-        rc = self._wait(h)
+        rc = _lib.stk_loader_next_timeout(h, self._out_ref, _POLL_NS)
+        if rc == _ETIMEDOUT:
+            rc = self._wait(h)
         if rc == _lib.ENOSLOT and core.owned:
             # Slots may be held only by finished GPU copies or by batches in
             # reference cycles: free those and try once more.
@@ -472,8 +474,11 @@ class Loader:
         v = views.view
         n = v.count
         # One copy of the small arrays, then a tensor over each part.
-        meta = np.concatenate((views.offsets[:n + 1], views.sizes[:n], views.labels[:n],
-                               views.indices[:n]))
+        if n == views.full and views.block is not None:
+            meta = views.block.copy()
+        else:
+            meta = np.concatenate((views.offsets[:n + 1], views.sizes[:n], views.labels[:n],
+                                   views.indices[:n]))
         img = views.image
         if img is None:
             lease = _Lease(core, addr, v.data, v.data_bytes)
