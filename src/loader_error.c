@@ -100,29 +100,34 @@ void stk__loader_sample_error(struct stk_loader *l, struct slot *s, struct sio *
 		if (l->ds->cache_path)
 			unlink(l->ds->cache_path);
 	}
+	char msg[sizeof(l->detail)];
 	if (why)
-		stk__loader_detail(l, "%s%s%s: %s", root, sep, io->path, why);
+		snprintf(msg, sizeof(msg), "%s%s%s: %s", root, sep, io->path, why);
 	else if (rc == STK_ESHORT)
-		stk__loader_detail(l, "%s%s%s: short read: indexed %llu bytes, the file has fewer",
-				   root, sep, io->path, (unsigned long long)x->size);
+		snprintf(msg, sizeof(msg), "%s%s%s: short read: indexed %llu bytes, the file has fewer",
+			 root, sep, io->path, (unsigned long long)x->size);
 	else if (rc == STK_EGREW)
-		stk__loader_detail(l, "%s%s%s: the file is larger than the %llu bytes indexed (changed "
-				   "in place since); the index is built again at the next create",
-				   root, sep, io->path, (unsigned long long)x->size);
+		snprintf(msg, sizeof(msg), "%s%s%s: the file is larger than the %llu bytes indexed "
+			 "(changed in place since); the index is built again at the next create",
+			 root, sep, io->path, (unsigned long long)x->size);
 	else if (rc == STK_ETOOBIG)
-		stk__loader_detail(l, "%s%s%s: %llu bytes do not fit in what is left of the batch slot "
-				   "(%llu bytes); raise slot_bytes", root, sep, io->path,
-				   (unsigned long long)x->size, (unsigned long long)l->raw_bytes);
+		snprintf(msg, sizeof(msg), "%s%s%s: %llu bytes do not fit in what is left of the batch "
+			 "slot (%llu bytes); raise slot_bytes", root, sep, io->path,
+			 (unsigned long long)x->size, (unsigned long long)l->raw_bytes);
 	else
-		stk__loader_detail(l, "%s%s%s: %s", root, sep, io->path, stk_strerror(rc));
-	if (l->o.on_error == STK_ON_ERROR_REPLACE) { /* not formatted into itself */
-		char said[sizeof(l->detail)];
-		snprintf(said, sizeof(said), "%s", l->detail);
-		stk__loader_detail(l, "%.*s (replaced by a stand-in)", (int)(sizeof(said) - 32), said);
+		snprintf(msg, sizeof(msg), "%s%s%s: %s", root, sep, io->path, stk_strerror(rc));
+	if (l->o.on_error == STK_ON_ERROR_REPLACE) {
+		size_t n = strlen(msg), room = sizeof(msg) - 32; /* the note always fits */
+		snprintf(msg + (n < room ? n : room), sizeof(msg) - (n < room ? n : room),
+			 " (replaced by a stand-in)");
 	}
+	/* Once an error ended the epoch, its reason is what stk_last_error says:
+	 * the reads still landing do not write over it. */
+	if (!l->fatal)
+		memcpy(l->detail, msg, sizeof(msg));
 	if (x->idx < s->err_idx) {
 		s->err_idx = x->idx;
-		snprintf(s->err, sizeof(s->err), "%s", l->detail);
+		snprintf(s->err, sizeof(s->err), "%s", msg);
 	}
 }
 

@@ -641,9 +641,50 @@ static void test_replace(void **state)
 	assert_int_equal(stk_loader_start(all, 0, 0), 0);
 	struct stk_batch *b;
 	assert_int_equal(stk_loader_next(all, &b), STK_ESHORT);
-	assert_non_null(strstr(stk_last_error(all), "no stand-in"));
+	if (!strstr(stk_last_error(all), "no stand-in"))
+		fail_msg("the error does not say no stand-in was found: %s", stk_last_error(all));
 	stk_loader_destroy(all);
 	drop_dataset(d);
+}
+
+/* The error that ended the epoch is what stk_last_error names afterwards,
+ * not a later batch's sample whose read landed after it (under replace the
+ * other batches' stand-in reads keep landing, and failing, after it). */
+static void test_error_stays(void **state)
+{
+	(void)state;
+	const enum stk_on_error policies[] = {STK_ON_ERROR_FAIL, STK_ON_ERROR_REPLACE};
+	for (int k = 0; k < 2; k++) {
+		char *d = make_dataset();
+		struct stk_loader *l = make((struct stk_loader_opts){
+			.path = d, .batch_size = 2, .prefetch = 8, .on_error = policies[k],
+			.flags = STK_F_NO_CACHE | STK_F_NO_SHUFFLE});
+		char first[PATH_MAX] = "";
+		int64_t n = stk_loader_num_samples(l);
+		for (int64_t i = 0; i < n; i++) {
+			char p[PATH_MAX];
+			uint64_t size;
+			int64_t label;
+			assert_int_equal(stk_loader_sample(l, i, p, sizeof(p), &size, &label), 0);
+			if (size == 0)
+				continue;
+			if (!first[0] && i < 2)
+				snprintf(first, sizeof(first), "%s", p); /* batch 0's first damaged sample */
+			assert_int_equal(truncate(p, 0), 0);
+		}
+		assert_true(first[0]);
+		assert_int_equal(stk_loader_start(l, 0, 0), 0); /* read again, damaged */
+		struct stk_batch *b;
+		assert_int_equal(stk_loader_next(l, &b), STK_ESHORT);
+		struct timespec pause = {0, 100000000}; /* the other batches' reads land meanwhile */
+		nanosleep(&pause, NULL);
+		const char *e = stk_last_error(l);
+		if (!strstr(e, first) ||
+		    (policies[k] == STK_ON_ERROR_REPLACE && !strstr(e, "no stand-in")))
+			fail_msg("stk_last_error says \"%s\", not batch 0's %s", e, first);
+		stk_loader_destroy(l);
+		drop_dataset(d);
+	}
 }
 
 int main(void)
@@ -655,6 +696,7 @@ int main(void)
 		cmocka_unit_test(test_damaged_shard_remembered),
 		cmocka_unit_test(test_reset_keeps_errors),
 		cmocka_unit_test(test_replace),
+		cmocka_unit_test(test_error_stays),
 		cmocka_unit_test(test_refused_options),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
