@@ -117,9 +117,10 @@ void stk__loader_sample_error(struct stk_loader *l, struct slot *s, struct sio *
 	else
 		snprintf(msg, sizeof(msg), "%s%s%s: %s", root, sep, io->path, stk_strerror(rc));
 	if (l->o.on_error == STK_ON_ERROR_REPLACE) {
-		size_t n = strlen(msg), room = sizeof(msg) - 32; /* the note always fits */
-		snprintf(msg + (n < room ? n : room), sizeof(msg) - (n < room ? n : room),
-			 " (replaced by a stand-in)");
+		size_t at = strlen(msg);
+		if (at > sizeof(msg) - 32)
+			at = sizeof(msg) - 32; /* the note always fits */
+		snprintf(msg + at, sizeof(msg) - at, " (replaced by a stand-in)");
 	}
 	/* Once an error ended the epoch, its reason is what stk_last_error says:
 	 * the reads still landing do not write over it. */
