@@ -94,10 +94,9 @@ static uint32_t wake_at(const struct stk_loader *l)
 	return l->pool.nslots / 2 ? l->pool.nslots / 2 : 1;
 }
 
-/* A free slot, once the released ones are taken back.  Under mu. */
-static struct slot *free_slot(struct stk_loader *l)
+/* Released slots (stk_batch_release's marks) become free.  Under mu. */
+static void take_back(struct stk_loader *l)
 {
-	struct slot *found = NULL;
 	for (uint32_t i = 0; i < l->pool.nslots; i++) {
 		struct slot *s = &l->slots[i];
 		if (s->state == SLOT_HELD && atomic_load(&s->returned) &&
@@ -105,10 +104,17 @@ static struct slot *free_slot(struct stk_loader *l)
 			s->state = SLOT_FREE;
 			atomic_fetch_sub(&l->returned, 1);
 		}
-		if (!found && s->state == SLOT_FREE)
-			found = s;
 	}
-	return found;
+}
+
+/* A free slot, once the released ones are taken back.  Under mu. */
+static struct slot *free_slot(struct stk_loader *l)
+{
+	take_back(l);
+	for (uint32_t i = 0; i < l->pool.nslots; i++)
+		if (l->slots[i].state == SLOT_FREE)
+			return &l->slots[i];
+	return NULL;
 }
 
 /* Wakes the rings that wait for a slot or the window (ring_main's want),
@@ -320,7 +326,7 @@ void *stk__loader_decode_main(void *arg)
 	return NULL;
 }
 
-/* Free slots (after free_slot has taken the released ones back).  Under mu. */
+/* Free slots (after take_back).  Under mu. */
 static uint32_t free_slots(const struct stk_loader *l)
 {
 	uint32_t n = 0;
@@ -659,7 +665,11 @@ int stk_loader_next_timeout(struct stk_loader *l, struct stk_batch **out, uint64
 	l->wait_ns += waited;
 	/* the window moved: a ring waiting for it claims once half the slots
 	 * are free (as release wakes) */
-	bool wake = rc == 1 && free_slot(l) && free_slots(l) >= wake_at(l);
+	bool wake = false;
+	if (rc == 1) {
+		take_back(l);
+		wake = free_slots(l) >= wake_at(l);
+	}
 	if (rc < 0 && rc != -ETIMEDOUT)
 		snprintf(l->last_error, sizeof(l->last_error), "%s", l->detail);
 	pthread_mutex_unlock(&l->mu);

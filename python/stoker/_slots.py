@@ -108,10 +108,7 @@ class _Lease:
 
     def __del__(self):
         try:
-            core = self.core
-            if core is not None:
-                self.core = None
-                core.release(self.addr, id(self))
+            self.release()
         except Exception:  # interpreter shutdown: nothing sensible left to do
             pass
 
@@ -119,13 +116,11 @@ class _Lease:
 class _SlotViews:
     """numpy views over one slot's per-sample arrays (fixed C allocations)."""
 
-    __slots__ = ("view", "key", "offsets", "sizes", "labels", "indices", "image", "full",
-                 "block")
+    __slots__ = ("view", "key", "offsets", "sizes", "labels", "indices", "image", "block")
 
     def __init__(self, addr, batch_size):
         self.view = _lib.BatchStruct.from_address(addr)
         v = self.view
-        self.full = batch_size
         # image mode: (images - data, bytes per image, one image's shape, numpy dtype)
         self.image = None
         if v.images:

@@ -474,7 +474,7 @@ class Loader:
         v = views.view
         n = v.count
         # One copy of the small arrays, then a tensor over each part.
-        if n == views.full and views.block is not None:
+        if n == self.batch_size and views.block is not None:
             meta = views.block.copy()
         else:
             meta = np.concatenate((views.offsets[:n + 1], views.sizes[:n], views.labels[:n],
