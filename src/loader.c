@@ -15,7 +15,12 @@
  * are only touched by their own thread (wake excepted).  A release takes no
  * lock: it marks its slot, which the I/O thread takes back under the mutex,
  * and wakes an I/O thread that waits for slots once half the pool is back
- * (the consumer wakes it at once when it would wait itself).  Create, stop and
+ * (the consumer wakes it at once when it would wait itself).  Nor does taking
+ * a batch that is ready: a ring publishes the slot's number (ready_no) after
+ * its last write, and the consumer marks it held; a consumer waiting for a
+ * batch already claimed sleeps on its own condition (wcv), since a ring holds
+ * the mutex while it lays out or completes a batch and a consumer woken for
+ * the mutex sleeps on it again.  Create, stop and
  * destroy are loader_create.c's; queries and statistics loader_stats.c's.
  */
 #include "loader.h"
@@ -175,8 +180,11 @@ void stk__loader_finish_slot(struct stk_loader *l, struct slot *s)
 		if (bad && l->o.on_error == STK_ON_ERROR_SKIP)
 			compact(l, s);
 		s->state = SLOT_READY;
+		/* after the slot's last write: the consumer may take it without mu
+		 * (seq_cst: stk__loader_signal's look at `waiting` comes after) */
+		atomic_store(&s->ready_no, s->number);
 	}
-	pthread_cond_broadcast(&l->cv);
+	stk__loader_signal(l);
 }
 
 /* Folders and file lists: one read a file, laid out in sample order. */
@@ -364,7 +372,7 @@ void *stk__loader_ring_main(void *arg)
 	pthread_mutex_lock(&l->mu);
 	r->init_rc = rc;
 	r->init_done = true;
-	pthread_cond_broadcast(&l->cv);
+	stk__loader_signal(l);
 	if (rc) {
 		pthread_mutex_unlock(&l->mu);
 		return NULL;
@@ -399,10 +407,12 @@ void *stk__loader_ring_main(void *arg)
 			for (uint32_t i = 0; i < l->pool.nslots; i++) {
 				struct slot *x = &l->slots[i];
 				if (x->ring == r->id && (x->state == SLOT_FILLING || x->state == SLOT_READY) &&
-				    x->gen != l->gen && x->decoding == 0)
+				    x->gen != l->gen && x->decoding == 0) {
+					atomic_store(&x->ready_no, -1);
 					x->state = SLOT_FREE;
+				}
 			}
-			pthread_cond_broadcast(&l->cv);
+			stk__loader_signal(l);
 		}
 		unsigned n = 0;
 		uint64_t now = stk__now_ns();
@@ -443,9 +453,23 @@ broken:
 		l->fatal = rc;
 		stk__loader_detail(l, "%s engine failed: %s", r->ops->name, stk_strerror(rc));
 	}
-	pthread_cond_broadcast(&l->cv);
+	stk__loader_signal(l);
 	pthread_mutex_unlock(&l->mu);
 	return NULL;
+}
+
+void stk__loader_signal(struct stk_loader *l)
+{
+	pthread_cond_broadcast(&l->cv);
+	/* the consumer raises `waiting`, then looks (ready_now, fatal, stop):
+	 * the change came first, or this sees the flag */
+	if (atomic_load(&l->waiting)) {
+		/* the lock waits until the consumer sleeps (or looked again);
+		 * the broadcast after it, so the woken one does not wait for wmu */
+		pthread_mutex_lock(&l->wmu);
+		pthread_mutex_unlock(&l->wmu);
+		pthread_cond_broadcast(&l->wcv);
+	}
 }
 
 void stk__loader_wake_rings(struct stk_loader *l)
@@ -553,9 +577,162 @@ static struct slot *ready_slot(struct stk_loader *l, int64_t number)
 	return NULL;
 }
 
+/* The next batch's slot if it is ready, found without mu (ready_no is
+ * published after the slot's last write), else NULL. */
+static struct slot *ready_now(struct stk_loader *l)
+{
+	if (l->fatal || l->stop)
+		return NULL;
+	int64_t number = atomic_load_explicit(&l->next_out, memory_order_relaxed);
+	for (uint32_t i = 0; i < l->pool.nslots; i++)
+		if (atomic_load_explicit(&l->slots[i].ready_no, memory_order_acquire) == number)
+			return &l->slots[i];
+	return NULL;
+}
+
+/* The fail policy's end of the epoch: the batch has a failed sample, or
+ * (replace) a place no stand-in could be found for. */
+static bool ends_epoch(const struct stk_loader *l, const struct slot *s)
+{
+	return (l->o.on_error == STK_ON_ERROR_FAIL && s->err_idx != UINT32_MAX) || s->gave_up;
+}
+
+/* A ready batch's failed and replaced samples, counted as it is taken. */
+static void count_errors(struct stk_loader *l, struct slot *s)
+{
+	atomic_fetch_add(&l->errors, s->nerr);
+	s->replaced = 0;
+	for (uint32_t i = 0; i < s->nios; i++)
+		s->replaced += s->ios[i].reads > 0 && s->ios[i].io.res >= 0;
+	atomic_fetch_add(&l->replaced, s->replaced);
+}
+
+/* Hands ready slot s (the next batch) to the consumer; `whole` is how long
+ * it waited for it.  The consumer's thread, with or without mu: nothing here
+ * is another thread's (the I/O threads only read the state). */
+static struct stk_batch *hand_out(struct stk_loader *l, struct slot *s, uint64_t whole)
+{
+	atomic_store_explicit(&s->ready_no, -1, memory_order_relaxed);
+	if (atomic_exchange(&s->returned, false)) /* a stale release's mark */
+		atomic_fetch_sub(&l->returned, 1);
+	s->state = SLOT_HELD;
+	struct stk_batch *b = &s->batch;
+	b->epoch = l->epoch;
+	b->number = (uint64_t)s->number;
+	b->count = s->nios;
+	b->slot = (uint32_t)(s - l->slots);
+	b->data = stk__pool_slot(&l->pool, b->slot);
+	b->data_bytes = s->offsets[s->nios];
+	b->offsets = s->offsets;
+	b->sizes = s->sizes;
+	b->labels = s->labels;
+	b->indices = s->indices;
+	b->replaced = s->replaced;
+	if (l->image) {
+		b->images = b->data + l->img_off;
+		b->image_bytes = stk__image_bytes(&l->img);
+		b->channels = 3;
+		b->height = l->img.height;
+		b->width = l->img.width;
+		b->dtype = l->img.dtype;
+		b->nhwc = !!(l->img.flags & STK_IMG_NHWC);
+	}
+	l->next_out++; /* after the state: a ring that sees the window move sees the slot held */
+	atomic_fetch_add(&l->batches, 1);
+	atomic_fetch_add(&l->samples, b->count);
+	uint64_t bytes = 0;
+	for (uint32_t i = 0; i < b->count; i++)
+		bytes += b->sizes[i];
+	atomic_fetch_add(&l->bytes, bytes);
+	stk_hist_add(l->h_wait, whole);
+	return b;
+}
+
 int stk_loader_next(struct stk_loader *l, struct stk_batch **out)
 {
 	return stk_loader_next_timeout(l, out, UINT64_MAX);
+}
+
+/* Free or released slots, without mu. */
+static uint32_t free_or_returned(const struct stk_loader *l)
+{
+	uint32_t n = atomic_load(&l->returned);
+	for (uint32_t i = 0; i < l->pool.nslots; i++)
+		n += l->slots[i].state == SLOT_FREE;
+	return n;
+}
+
+/* Takes ready slot s as the next batch: the consumer's thread, without mu
+ * (the caller may hold it); t0: when the call began. */
+static int take(struct stk_loader *l, struct slot *s, uint64_t t0, struct stk_batch **out)
+{
+	uint64_t now = stk__now_ns();
+	/* polls that timed out and the call that got the batch are one wait */
+	uint64_t whole = l->poll_t0 ? now - l->poll_t0 : now - t0;
+	l->poll_t0 = 0;
+	l->wait_ns += now - t0;
+	count_errors(l, s);
+	*out = hand_out(l, s, whole);
+	/* the window moved and a slot left READY: a ring waiting for either is
+	 * woken once half the pool is free or released (as release wakes) */
+	if (free_or_returned(l) >= wake_at(l))
+		wake_wanting(l);
+	stk__loader_tick(l, now);
+	return 1;
+}
+
+/* What the consumer gets now, under mu: 1 with *ps the next batch's slot
+ * READY (one that ends the epoch, or one that became ready since ready_now
+ * looked), 0 at the epoch's end, an error, or -EAGAIN: wait. */
+static int look(struct stk_loader *l, struct slot **ps)
+{
+	*ps = NULL;
+	if (l->fatal)
+		return l->fatal;
+	if (l->stop) {
+		stk__loader_detail(l, "the loader was stopped (stk_loader_stop)");
+		return -ECANCELED;
+	}
+	if (l->next_out >= l->sampler.batches)
+		return 0;
+	struct slot *s = ready_slot(l, l->next_out);
+	if (s && s->state == SLOT_READY) {
+		*ps = s;
+		return 1;
+	}
+	if (!s && !free_slot(l) && l->next_start <= l->next_out) {
+		bool all_held = true;
+		for (uint32_t i = 0; i < l->pool.nslots; i++)
+			all_held &= l->slots[i].state == SLOT_HELD;
+		if (all_held) {
+			stk__loader_detail(l, "all %u batch slots are held: release batches "
+					   "(stk_batch_release) or raise prefetch", l->pool.nslots);
+			return STK_ENOSLOT;
+		}
+	}
+	if (free_slot(l)) /* about to wait: a ring waiting for slots claims now,
+			   * not at half the pool */
+		wake_wanting(l);
+	return -EAGAIN;
+}
+
+/* Sleeps until the next batch may be ready, the loader fails or stops, or
+ * the deadline, on wcv: not on cv, whose wake would wait for mu again. */
+static void wait_ready(struct stk_loader *l, uint64_t deadline)
+{
+	pthread_mutex_lock(&l->wmu);
+	atomic_store(&l->waiting, true);
+	if (!ready_now(l) && !l->fatal && !l->stop) {
+		if (deadline == UINT64_MAX) {
+			pthread_cond_wait(&l->wcv, &l->wmu);
+		} else {
+			struct timespec ts = {.tv_sec = (time_t)(deadline / 1000000000ull),
+					      .tv_nsec = (long)(deadline % 1000000000ull)};
+			pthread_cond_timedwait(&l->wcv, &l->wmu, &ts);
+		}
+	}
+	atomic_store(&l->waiting, false);
+	pthread_mutex_unlock(&l->wmu);
 }
 
 int stk_loader_next_timeout(struct stk_loader *l, struct stk_batch **out, uint64_t timeout_ns)
@@ -563,103 +740,46 @@ int stk_loader_next_timeout(struct stk_loader *l, struct stk_batch **out, uint64
 	*out = NULL;
 	uint64_t t0 = stk__now_ns();
 	uint64_t deadline = timeout_ns > UINT64_MAX - t0 ? UINT64_MAX : t0 + timeout_ns;
-	pthread_mutex_lock(&l->mu);
-	int rc = 0;
-	struct slot *s = NULL;
+	struct slot *s;
+	int rc;
 	for (;;) {
-		if (l->fatal) {
-			rc = l->fatal;
+		/* A ready batch is taken without mu, which a ring holds while it
+		 * lays out or completes a batch (the consumer would sleep on it). */
+		if ((s = ready_now(l)) && !ends_epoch(l, s))
+			return take(l, s, t0, out);
+		/* Claimed, so on its way (a failure is a batch too; a stop or an
+		 * engine's failure wakes the wait): waited for apart from mu. */
+		if (!s && !l->fatal && !l->stop && l->next_start > l->next_out &&
+		    stk__now_ns() < deadline) {
+			if (free_or_returned(l)) /* about to wait (as look) */
+				wake_wanting(l);
+			wait_ready(l, deadline);
+			continue;
+		}
+		pthread_mutex_lock(&l->mu);
+		if ((rc = look(l, &s)) != -EAGAIN)
+			break;
+		if (stk__now_ns() >= deadline) {
+			rc = -ETIMEDOUT;
 			break;
 		}
-		if (l->stop) {
-			stk__loader_detail(l, "the loader was stopped (stk_loader_stop)");
-			rc = -ECANCELED;
-			break;
-		}
-		if (l->next_out >= l->sampler.batches)
-			break;
-		s = ready_slot(l, l->next_out);
-		if (s && s->state == SLOT_READY)
-			break;
-		if (!s && !free_slot(l) && l->next_start <= l->next_out) {
-			bool all_held = true;
-			for (uint32_t i = 0; i < l->pool.nslots; i++)
-				all_held &= l->slots[i].state == SLOT_HELD;
-			if (all_held) {
-				stk__loader_detail(l, "all %u batch slots are held: release batches "
-						   "(stk_batch_release) or raise prefetch", l->pool.nslots);
-				rc = STK_ENOSLOT;
-				break;
-			}
-		}
-		if (free_slot(l)) /* about to wait: a ring waiting for slots claims now,
-				   * not at half the pool */
-			wake_wanting(l);
-		if (deadline == UINT64_MAX) {
-			pthread_cond_wait(&l->cv, &l->mu);
-		} else {
-			if (stk__now_ns() >= deadline) {
-				rc = -ETIMEDOUT;
-				break;
-			}
-			struct timespec ts = {.tv_sec = (time_t)(deadline / 1000000000ull),
-					      .tv_nsec = (long)(deadline % 1000000000ull)};
-			pthread_cond_timedwait(&l->cv, &l->mu, &ts);
-		}
+		pthread_mutex_unlock(&l->mu);
+		wait_ready(l, deadline);
 	}
+	/* under mu: the epoch's end, an error, a time-out, or a READY slot */
 	uint64_t now = stk__now_ns(), waited = now - t0;
-	/* polls that timed out and the call that got the batch are one wait */
 	uint64_t whole = l->poll_t0 ? now - l->poll_t0 : waited;
 	l->poll_t0 = rc == -ETIMEDOUT ? (l->poll_t0 ? l->poll_t0 : t0) : 0;
-	if (rc == 0 && s && s->state == SLOT_READY) {
-		atomic_fetch_add(&l->errors, s->nerr);
-		s->replaced = 0;
-		for (uint32_t i = 0; i < s->nios; i++)
-			s->replaced += s->ios[i].reads > 0 && s->ios[i].io.res >= 0;
-		atomic_fetch_add(&l->replaced, s->replaced);
-		/* fail policy: the batch's first failed sample ends the epoch; so
-		 * does, under replace, a sample no stand-in could be found for */
-		if ((l->o.on_error == STK_ON_ERROR_FAIL && s->err_idx != UINT32_MAX) || s->gave_up) {
+	if (rc == 1) {
+		count_errors(l, s);
+		if (ends_epoch(l, s)) { /* the batch's first failed sample ends the epoch */
 			rc = s->gave_up ? s->gave_up_rc : (int)s->ios[s->err_idx].io.res;
 			snprintf(l->detail, sizeof(l->detail), "%s", s->err);
 			l->fatal = rc;
+			atomic_store(&s->ready_no, -1);
 			s->state = SLOT_FREE;
-		}
-		if (rc == 0) {
-			if (atomic_exchange(&s->returned, false)) /* a stale release's mark */
-				atomic_fetch_sub(&l->returned, 1);
-			s->state = SLOT_HELD;
-			struct stk_batch *b = &s->batch;
-			b->epoch = l->epoch;
-			b->number = (uint64_t)s->number;
-			b->count = s->nios;
-			b->slot = (uint32_t)(s - l->slots);
-			b->data = stk__pool_slot(&l->pool, b->slot);
-			b->data_bytes = s->offsets[s->nios];
-			b->offsets = s->offsets;
-			b->sizes = s->sizes;
-			b->labels = s->labels;
-			b->indices = s->indices;
-			b->replaced = s->replaced;
-			if (l->image) {
-				b->images = b->data + l->img_off;
-				b->image_bytes = stk__image_bytes(&l->img);
-				b->channels = 3;
-				b->height = l->img.height;
-				b->width = l->img.width;
-				b->dtype = l->img.dtype;
-				b->nhwc = !!(l->img.flags & STK_IMG_NHWC);
-			}
-			l->next_out++;
-			*out = b;
-			rc = 1;
-			atomic_fetch_add(&l->batches, 1);
-			atomic_fetch_add(&l->samples, b->count);
-			uint64_t bytes = 0;
-			for (uint32_t i = 0; i < b->count; i++)
-				bytes += b->sizes[i];
-			atomic_fetch_add(&l->bytes, bytes);
-			stk_hist_add(l->h_wait, whole);
+		} else {
+			*out = hand_out(l, s, whole);
 		}
 	}
 	l->wait_ns += waited;

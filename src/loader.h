@@ -61,7 +61,10 @@ struct stk__snap {
 
 struct slot {
 	struct stk_batch batch; /* first: the public view's address is the slot's */
-	enum slot_state state;
+	_Atomic(enum slot_state) state; /* changed under mu, but READY -> HELD by the
+				   consumer's lock-free hand-out (ready_no) */
+	_Atomic int64_t ready_no; /* number while READY for the current generation,
+				   else -1: what stk_loader_next looks at without mu */
 	_Atomic bool returned;  /* stk_batch_release's mark, without mu: a held slot
 				   is free once free_slot (under mu) sees it */
 	uint64_t gen;           /* the start() generation it was filled for */
@@ -178,14 +181,22 @@ struct stk_loader {
 
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
-	bool stop, draining;
+	/* The consumer's wait for a batch, apart from mu (which a ring holds
+	 * while it lays out or completes a batch: a consumer woken for a batch
+	 * would sleep again on the lock): stk__loader_signal wakes it. */
+	pthread_mutex_t wmu;
+	pthread_cond_t wcv;
+	_Atomic bool waiting;
+	_Atomic bool stop;      /* written under mu; the hand-out reads it without */
+	bool draining;
 	bool joined;            /* stk_loader_stop has joined the threads */
 	uint64_t gen, epoch;
 	struct stk__segment prev[STK_RESUME_SEGMENTS]; /* the epoch's segments before this one */
 	uint32_t nprev;
 	_Atomic uint64_t fingerprint; /* of the index, 0 until first asked for */
-	int64_t next_start, next_out;
-	int fatal;
+	_Atomic int64_t next_start; /* the next batch to claim (rings, under mu) */
+	_Atomic int64_t next_out; /* the next to hand out (the consumer's, without mu) */
+	_Atomic int fatal;      /* written under mu; the hand-out reads it without */
 	char detail[PATH_MAX + 256];   /* written under mu */
 	char last_error[PATH_MAX + 256]; /* the consumer's copy */
 
@@ -199,7 +210,8 @@ struct stk_loader {
 	bool index_dropped;     /* a file changed size: its cache file was removed */
 	_Atomic uint32_t inflight, inflight_max;
 	_Atomic uint32_t returned; /* slots released, not yet taken back (free_slot) */
-	uint64_t t_create, wait_ns;
+	uint64_t t_create;
+	_Atomic uint64_t wait_ns; /* the consumer's time in stk_loader_next */
 	_Atomic uint64_t copy_ns; /* the consumer waiting on device copies (bindings) */
 	uint64_t rd_reads, rd_bytes; /* reads completed since create (under mu) */
 	uint64_t rd_members;    /* shards: members those reads brought (merged runs count all) */
@@ -226,6 +238,9 @@ void *stk__loader_ring_main(void *ring);
 void *stk__loader_decode_main(void *loader);
 /* Wakes every I/O thread (a slot freed, a stop). */
 void stk__loader_wake_rings(struct stk_loader *l);
+/* Wakes whoever waits for the loader: a start or a create (cv, under mu)
+ * and a consumer waiting for its batch (wcv).  After the change it is for. */
+void stk__loader_signal(struct stk_loader *l);
 /* Room a sample of `size` bytes takes in a slot (O_DIRECT rounds it). */
 uint64_t stk__loader_read_len(const struct stk_loader *l, uint64_t size);
 /* A failed sample, counted and named (why may be NULL).  Under mu. */

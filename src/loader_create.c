@@ -342,12 +342,16 @@ int stk_loader_create(struct stk_loader **out, const struct stk_loader_opts *opt
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 	pthread_cond_init(&l->cv, &ca);
+	pthread_mutex_init(&l->wmu, NULL);
+	pthread_cond_init(&l->wcv, &ca);
 	pthread_condattr_destroy(&ca);
 	pthread_cond_init(&l->dcv, NULL);
 	int rc;
 	if ((rc = take_opts(&l->o, opts, errbuf, errlen)) < 0) {
 		pthread_mutex_destroy(&l->mu);
 		pthread_cond_destroy(&l->cv);
+		pthread_mutex_destroy(&l->wmu);
+		pthread_cond_destroy(&l->wcv);
 		pthread_cond_destroy(&l->dcv);
 		free(l);
 		return rc;
@@ -438,6 +442,7 @@ int stk_loader_create(struct stk_loader **out, const struct stk_loader_opts *opt
 		 * four arrays are copied in one go (the Python binding does) */
 		s->offsets = calloc(4 * meta + 1, sizeof(uint64_t));
 		s->ios = calloc(meta, sizeof(struct sio));
+		s->ready_no = -1;
 		if (!s->offsets || !s->ios) {
 			snprintf(errbuf, errlen, "out of memory");
 			rc = -ENOMEM;
@@ -485,7 +490,7 @@ void stk_loader_stop(struct stk_loader *l)
 	bool joined = l->joined;
 	l->stop = l->joined = true;
 	pthread_cond_broadcast(&l->dcv);
-	pthread_cond_broadcast(&l->cv);
+	stk__loader_signal(l);
 	pthread_mutex_unlock(&l->mu);
 	if (joined)
 		return;
@@ -535,6 +540,8 @@ void stk_loader_destroy(struct stk_loader *l)
 	free(l->cache_dir);
 	pthread_mutex_destroy(&l->mu);
 	pthread_cond_destroy(&l->cv);
+	pthread_mutex_destroy(&l->wmu);
+	pthread_cond_destroy(&l->wcv);
 	pthread_cond_destroy(&l->dcv);
 	free(l);
 }
