@@ -644,6 +644,21 @@ static void test_slot_too_small(void **state)
 	stk_loader_destroy(l);
 }
 
+static void *stop_later(void *l)
+{
+	struct timespec d = {0, 100000000};
+	nanosleep(&d, NULL);
+	stk_loader_stop(l);
+	return NULL;
+}
+
+static uint64_t mono_ns(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
+}
+
 static void test_timeout_and_stop(void **state)
 {
 	(void)state;
@@ -683,6 +698,22 @@ static void test_timeout_and_stop(void **state)
 	assert_int_equal(stk_loader_next(l, &c), -ECANCELED);
 	assert_int_equal(stk_loader_start(l, 1, 0), -ECANCELED);
 	stk_batch_release(l, b);
+	stk_loader_destroy(l);
+
+	/* a stop from another thread wakes a consumer waiting for a batch whose
+	 * reads are in flight (3 s each) at once, not when they land */
+	l = make((struct stk_loader_opts){.batch_size = 4, .prefetch = 2, .queue_depth = 4,
+					  .engine = STK_ENGINE_NULL,
+					  .null_latency_ns = 3000000000ull});
+	pthread_t t;
+	assert_int_equal(pthread_create(&t, NULL, stop_later, l), 0);
+	uint64_t t0 = mono_ns();
+	assert_int_equal(stk_loader_next_timeout(l, &b, 10000000000ull), -ECANCELED);
+	uint64_t dt = mono_ns() - t0;
+	if (dt > 1500000000ull)
+		fail_msg("stk_loader_next returned %.2f s after the stop, when the reads landed",
+			 (double)dt / 1e9 - 0.1);
+	pthread_join(t, NULL);
 	stk_loader_destroy(l);
 }
 
