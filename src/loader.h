@@ -63,8 +63,9 @@ struct slot {
 	struct stk_batch batch; /* first: the public view's address is the slot's */
 	_Atomic(enum slot_state) state; /* changed under mu, but READY -> HELD by the
 				   consumer's lock-free hand-out (ready_no) */
-	_Atomic int64_t ready_no; /* number while READY for the current generation,
-				   else -1: what stk_loader_next looks at without mu */
+	_Atomic int64_t ready_no; /* number while READY, else -1 (a restart's drain
+				   clears an old generation's): what stk_loader_next
+				   looks at without mu */
 	_Atomic bool returned;  /* stk_batch_release's mark, without mu: a held slot
 				   is free once free_slot (under mu) sees it */
 	uint64_t gen;           /* the start() generation it was filled for */
