@@ -334,7 +334,8 @@ void *stk__loader_decode_main(void *arg)
 	return NULL;
 }
 
-/* Free slots (after take_back).  Under mu. */
+/* Free slots (after take_back, under mu; or, without mu, with the
+ * released ones not yet taken back: l->returned). */
 static uint32_t free_slots(const struct stk_loader *l)
 {
 	uint32_t n = 0;
@@ -653,15 +654,6 @@ int stk_loader_next(struct stk_loader *l, struct stk_batch **out)
 	return stk_loader_next_timeout(l, out, UINT64_MAX);
 }
 
-/* Free or released slots, without mu. */
-static uint32_t free_or_returned(const struct stk_loader *l)
-{
-	uint32_t n = atomic_load(&l->returned);
-	for (uint32_t i = 0; i < l->pool.nslots; i++)
-		n += l->slots[i].state == SLOT_FREE;
-	return n;
-}
-
 /* Takes ready slot s as the next batch: the consumer's thread, without mu
  * (the caller may hold it); t0: when the call began. */
 static int take(struct stk_loader *l, struct slot *s, uint64_t t0, struct stk_batch **out)
@@ -675,7 +667,7 @@ static int take(struct stk_loader *l, struct slot *s, uint64_t t0, struct stk_ba
 	*out = hand_out(l, s, whole);
 	/* the window moved and a slot left READY: a ring waiting for either is
 	 * woken once half the pool is free or released (as release wakes) */
-	if (free_or_returned(l) >= wake_at(l))
+	if (free_slots(l) + l->returned >= wake_at(l))
 		wake_wanting(l);
 	stk__loader_tick(l, now);
 	return 1;
@@ -751,13 +743,18 @@ int stk_loader_next_timeout(struct stk_loader *l, struct stk_batch **out, uint64
 		 * engine's failure wakes the wait): waited for apart from mu. */
 		if (!s && !l->fatal && !l->stop && l->next_start > l->next_out &&
 		    stk__now_ns() < deadline) {
-			if (free_or_returned(l)) /* about to wait (as look) */
+			if (free_slots(l) + l->returned) /* about to wait (as look) */
 				wake_wanting(l);
 			wait_ready(l, deadline);
 			continue;
 		}
 		pthread_mutex_lock(&l->mu);
-		if ((rc = look(l, &s)) != -EAGAIN)
+		rc = look(l, &s);
+		if (rc == 1 && !ends_epoch(l, s)) { /* ready since ready_now looked */
+			pthread_mutex_unlock(&l->mu);
+			return take(l, s, t0, out);
+		}
+		if (rc != -EAGAIN)
 			break;
 		if (stk__now_ns() >= deadline) {
 			rc = -ETIMEDOUT;
@@ -766,37 +763,21 @@ int stk_loader_next_timeout(struct stk_loader *l, struct stk_batch **out, uint64
 		pthread_mutex_unlock(&l->mu);
 		wait_ready(l, deadline);
 	}
-	/* under mu: the epoch's end, an error, a time-out, or a READY slot */
-	uint64_t now = stk__now_ns(), waited = now - t0;
-	uint64_t whole = l->poll_t0 ? now - l->poll_t0 : waited;
+	/* under mu: the epoch's end, an error, a time-out, or a READY batch
+	 * that ends the epoch (its first failed sample) */
 	l->poll_t0 = rc == -ETIMEDOUT ? (l->poll_t0 ? l->poll_t0 : t0) : 0;
 	if (rc == 1) {
 		count_errors(l, s);
-		if (ends_epoch(l, s)) { /* the batch's first failed sample ends the epoch */
-			rc = s->gave_up ? s->gave_up_rc : (int)s->ios[s->err_idx].io.res;
-			snprintf(l->detail, sizeof(l->detail), "%s", s->err);
-			l->fatal = rc;
-			atomic_store(&s->ready_no, -1);
-			s->state = SLOT_FREE;
-		} else {
-			*out = hand_out(l, s, whole);
-		}
+		rc = s->gave_up ? s->gave_up_rc : (int)s->ios[s->err_idx].io.res;
+		snprintf(l->detail, sizeof(l->detail), "%s", s->err);
+		l->fatal = rc;
+		atomic_store(&s->ready_no, -1);
+		s->state = SLOT_FREE;
 	}
-	l->wait_ns += waited;
-	/* the window moved: a ring waiting for it claims once half the slots
-	 * are free (as release wakes) */
-	bool wake = false;
-	if (rc == 1) {
-		take_back(l);
-		wake = free_slots(l) >= wake_at(l);
-	}
+	l->wait_ns += stk__now_ns() - t0;
 	if (rc < 0 && rc != -ETIMEDOUT)
 		snprintf(l->last_error, sizeof(l->last_error), "%s", l->detail);
 	pthread_mutex_unlock(&l->mu);
-	if (wake)
-		wake_wanting(l);
-	if (rc == 1)
-		stk__loader_tick(l, now);
 	return rc;
 }
 
