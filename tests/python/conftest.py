@@ -8,6 +8,7 @@ and STOKER (the CLI).  Run by hand from the source tree:
 import os
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -21,6 +22,24 @@ PER_CLASS = 17
 def stoker_cli():
     cli = os.environ.get("STOKER") or os.path.join(ROOT, "build", "stoker")
     return cli if os.access(cli, os.X_OK) else None
+
+
+def thread_count():
+    """The process's threads, as /proc/self/task lists them."""
+    return len(os.listdir("/proc/self/task"))
+
+
+def threads_after_join(want, timeout=1.0):
+    """The thread count once it is `want`, or after `timeout` s: a thread that
+    pthread_join has returned for leaves /proc/self/task a moment later (the
+    kernel wakes the joiner as the thread exits, then reaps it; ~4 ms here).
+    A thread that was not joined stays, and the count with it."""
+    end = time.monotonic() + timeout
+    n = thread_count()
+    while n != want and time.monotonic() < end:
+        time.sleep(0.001)
+        n = thread_count()
+    return n
 
 
 def sample_bytes(c, i):

@@ -17,16 +17,12 @@ import torch
 import stoker
 from stoker import _lib
 
-from conftest import assert_labels_equal_imagefolder
+from conftest import assert_labels_equal_imagefolder, thread_count, threads_after_join
 
 N = 40  # the image_folder fixture: `stoker gen DIR --images 40 --classes 2`
 
 pytestmark = pytest.mark.skipif(_lib.stk_image_decode is None,
                                 reason="this libstoker has no image mode")
-
-
-def thread_count():
-    return len(os.listdir("/proc/self/task"))
 
 
 def read(path):
@@ -219,13 +215,13 @@ def test_close_with_live_images_joins_threads_at_once(image_folder):
     core = l._core
     l.close()
     if _lib.stk_loader_stop is not None:
-        assert thread_count() == base, "close() joins the I/O and decode threads"
+        assert threads_after_join(base) == base, "close() joins the I/O and decode threads"
     assert core.h is not None, "the pool stays mapped while a tensor is alive"
     assert np.array_equal(images.numpy(), want)
     del images, labels
     gc.collect()
     assert core.h is None, "destroyed with the last tensor"
-    assert thread_count() == base
+    assert threads_after_join(base) == base
 
 
 # --- errors -------------------------------------------------------------------------

@@ -21,17 +21,14 @@ import torch
 import stoker
 from stoker import _lib
 
-from conftest import CLASSES, PER_CLASS, ROOT, assert_labels_equal_imagefolder, sample_bytes
+from conftest import (CLASSES, PER_CLASS, ROOT, assert_labels_equal_imagefolder, sample_bytes,
+                      thread_count, threads_after_join)
 
 N = len(CLASSES) * PER_CLASS
 
 
 def epoch_indices(loader):
     return [int(i) for b in loader for i in b.indices]
-
-
-def thread_count():
-    return len(os.listdir("/proc/self/task"))
 
 
 def check_bytes(loader, batch):
@@ -402,7 +399,7 @@ def test_close_waits_for_live_tensors(jpeg_folder):
     l.close()
     assert l.closed
     if _lib.stk_loader_stop is not None:
-        assert thread_count() == base, "close() joins the I/O threads at once"
+        assert threads_after_join(base) == base, "close() joins the I/O threads at once"
     with pytest.raises(ValueError, match="closed"):
         iter(l)
     # the batch is still readable: the C loader is destroyed with the last tensor
@@ -411,7 +408,7 @@ def test_close_waits_for_live_tensors(jpeg_folder):
     del b
     gc.collect()
     assert core.h is None, "destroyed (the pool unmapped) with the last tensor"
-    assert thread_count() == base, "the I/O threads are joined"
+    assert threads_after_join(base) == base, "the I/O threads are joined"
 
 
 # --- errors -------------------------------------------------------------------
