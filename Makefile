@@ -36,9 +36,9 @@ ALL_CFLAGS = -std=gnu11 $(WARN) $(CFLAGS) $(SANFLAGS) -pthread -Iinclude -D_GNU_
 LIBS = $(shell $(PKG_CONFIG) --libs $(PKGS) 2>/dev/null) -ldl -lm -pthread
 LDFLAGS_ALL := $(LDFLAGS) $(SANFLAGS)
 
-LIB_SRC := $(sort $(wildcard src/*.c))
+LIB_SRC := $(sort $(wildcard src/*/*.c))
 LIB_OBJ := $(LIB_SRC:src/%.c=$(BUILD)/src/%.o)
-TOOL_SRC := $(sort $(wildcard tools/*.c))
+TOOL_SRC := $(sort $(wildcard tools/*.c tools/*/*.c))
 TOOL_OBJ := $(TOOL_SRC:tools/%.c=$(BUILD)/tools/%.o)
 TEST_SRC := $(sort $(wildcard tests/test_*.c))
 TEST_BIN := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
@@ -58,19 +58,19 @@ deps: $(DEPS_OK)
 # The resampler's inner loops are written for the vectorizer; no fused
 # multiply-adds (a -march with FMA would otherwise contract some of them), so
 # every SIMD level gives the same bytes.
-$(BUILD)/src/resample.o: FILE_CFLAGS = -O3 -ffp-contract=off
+$(BUILD)/src/image/resample.o: FILE_CFLAGS = -O3 -ffp-contract=off
 # The same for `stoker gen`'s pictures (no traps either: selects, not branches).
-$(BUILD)/tools/gen_image.o: FILE_CFLAGS = -O3 -ffp-contract=off -fno-trapping-math
+$(BUILD)/tools/gen/image.o: FILE_CFLAGS = -O3 -ffp-contract=off -fno-trapping-math
 
 $(BUILD)/src/%.o: src/%.c $(DEPS_OK)
 	@mkdir -p $(@D)
 	@$(if $(Q),echo "  CC      $<")
-	$(Q)$(CC) $(ALL_CFLAGS) $(FILE_CFLAGS) -fPIC -fvisibility=hidden -DSTK_BUILDING -c -o $@ $<
+	$(Q)$(CC) $(ALL_CFLAGS) $(FILE_CFLAGS) -Isrc -fPIC -fvisibility=hidden -DSTK_BUILDING -c -o $@ $<
 
 $(BUILD)/tools/%.o: tools/%.c $(DEPS_OK)
 	@mkdir -p $(@D)
 	@$(if $(Q),echo "  CC      $<")
-	$(Q)$(CC) $(ALL_CFLAGS) $(FILE_CFLAGS) -c -o $@ $<
+	$(Q)$(CC) $(ALL_CFLAGS) $(FILE_CFLAGS) -Itools -c -o $@ $<
 
 $(BUILD)/libstoker.so: $(LIB_OBJ) src/libstoker.map
 	@$(if $(Q),echo "  LD      $@")
@@ -145,26 +145,26 @@ bench: all
 # $(BUILD)/fuzz-corpus; add any crasher, once fixed, to tests/fuzz/tar_corpus
 # (test_tar replays that corpus in every `make test`).
 FUZZ_TIME ?= 300
-$(BUILD)/fuzz_tar: tests/fuzz/fuzz_tar.c src/tar.c src/tar.h
+$(BUILD)/fuzz_tar: tests/fuzz/fuzz_tar.c src/dataset/tar.c src/dataset/tar.h
 	@mkdir -p $(@D)
 	$(Q)clang -g -O1 -fsanitize=fuzzer,address,undefined -std=gnu11 -D_GNU_SOURCE \
-		-Iinclude -Isrc tests/fuzz/fuzz_tar.c src/tar.c -o $@
-# The restart-interval scanner and sub-image builder (src/jpeg_rst.c); its
+		-Iinclude -Isrc tests/fuzz/fuzz_tar.c src/dataset/tar.c -o $@
+# The restart-interval scanner and sub-image builder (src/image/jpeg_rst.c); its
 # corpus, tests/fuzz/rst_corpus, is replayed by test_jpeg_rst.
-$(BUILD)/fuzz_rst: tests/fuzz/fuzz_rst.c src/jpeg_rst.c src/jpeg_rst.h
+$(BUILD)/fuzz_rst: tests/fuzz/fuzz_rst.c src/image/jpeg_rst.c src/image/jpeg_rst.h
 	@mkdir -p $(@D)
 	$(Q)clang -g -O1 -fsanitize=fuzzer,address,undefined -std=gnu11 -D_GNU_SOURCE \
-		-Isrc tests/fuzz/fuzz_rst.c src/jpeg_rst.c -o $@
+		-Isrc tests/fuzz/fuzz_rst.c src/image/jpeg_rst.c -o $@
 # The JPEG path (stk_image_decode, random crop boxes) and the index-cache
 # loader (stk__index_load) need the whole library: built from its sources
 # with clang.  Their corpora, tests/fuzz/image_corpus and index_corpus
 # (tests/fuzz/make_corpus.py wrote the seeds), are replayed by test_fuzz.
 FUZZ_LIB_CFLAGS = -g -O1 -fsanitize=fuzzer,address,undefined -std=gnu11 -D_GNU_SOURCE -pthread \
 	-Iinclude -Isrc $(shell $(PKG_CONFIG) --cflags $(PKGS) 2>/dev/null)
-$(BUILD)/fuzz_image: tests/fuzz/fuzz_image.c $(LIB_SRC) $(wildcard src/*.h)
+$(BUILD)/fuzz_image: tests/fuzz/fuzz_image.c $(LIB_SRC) $(wildcard src/*/*.h)
 	@mkdir -p $(@D)
 	$(Q)clang $(FUZZ_LIB_CFLAGS) tests/fuzz/fuzz_image.c $(LIB_SRC) -o $@ $(LIBS)
-$(BUILD)/fuzz_index: tests/fuzz/fuzz_index.c $(LIB_SRC) $(wildcard src/*.h)
+$(BUILD)/fuzz_index: tests/fuzz/fuzz_index.c $(LIB_SRC) $(wildcard src/*/*.h)
 	@mkdir -p $(@D)
 	$(Q)clang $(FUZZ_LIB_CFLAGS) tests/fuzz/fuzz_index.c $(LIB_SRC) -o $@ $(LIBS)
 FUZZERS = tar rst image index

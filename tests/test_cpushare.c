@@ -5,7 +5,7 @@
  * threads really run on the share. */
 #include "testutil.h"
 
-#include "internal.h"
+#include "sys/cpushare.h"
 #include "stoker/stoker.h"
 
 #include <dirent.h>

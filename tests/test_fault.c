@@ -5,7 +5,7 @@
  * the binding. */
 #include "testutil.h"
 
-#include "dataset.h"
+#include "dataset/build.h"
 #include "stoker/stoker.h"
 
 #include <errno.h>

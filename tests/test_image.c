@@ -3,8 +3,8 @@
  * the corrupt-file corpus (under ASan in CI: nothing written out of bounds). */
 #include "testutil.h"
 
-#include "image.h"
-#include "resample.h"
+#include "image/image.h"
+#include "image/resample.h"
 #include "stoker/stoker.h"
 
 #include <errno.h>

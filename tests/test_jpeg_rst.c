@@ -6,9 +6,9 @@
  * corpus (tests/fuzz/rst_corpus). */
 #include "testutil.h"
 
-#include "image.h"
-#include "jpeg_fast.h"
-#include "jpeg_rst.h"
+#include "image/image.h"
+#include "image/jpeg_fast.h"
+#include "image/jpeg_rst.h"
 #include "stoker/stoker.h"
 
 #include <dirent.h>

@@ -3,7 +3,7 @@
  * engines agreeing, errors named, the index cache. */
 #include "testutil.h"
 
-#include "engine.h"
+#include "io/engine.h"
 #include "stoker/stoker.h"
 
 #include <errno.h>

@@ -6,7 +6,7 @@
  * and 405 elsewhere, and refuses bad listen strings. */
 #include "testutil.h"
 
-#include "metrics_int.h"
+#include "metrics/metrics_int.h"
 #include "stoker/metrics.h"
 
 #include <arpa/inet.h>

@@ -16,7 +16,7 @@
 #include <limits.h>
 #include <sys/resource.h>
 
-#include "pool.h"
+#include "loader/pool.h"
 #include "stoker/stoker.h"
 #include "stoker/sys.h"
 

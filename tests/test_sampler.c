@@ -5,7 +5,7 @@
  * shares need padding; the loader's resume point and its refusals. */
 #include "testutil.h"
 
-#include "internal.h"
+#include "sampler/sampler.h"
 #include "stoker/stoker.h"
 
 #include <errno.h>

@@ -8,8 +8,8 @@
 #include <errno.h>
 #include <sys/mman.h>
 
-#include "internal.h"
-#include "tar.h"
+#include "base/internal.h"
+#include "dataset/tar.h"
 
 #define PY "/usr/bin/python3"
 

@@ -33,10 +33,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "cli.h"
+#include "common/cli.h"
 #include "stoker/metrics.h"
 
-/* The subcommand (to be declared in cli.h with the others). */
+/* The subcommand (to be declared in common/cli.h with the others). */
 int cmd_exporter(int argc, char **argv);
 
 #define MAX_FILES 4096

@@ -18,10 +18,10 @@
 #include <string.h>
 #include <time.h>
 
-#include "cli.h"
+#include "common/cli.h"
 #include "stoker/sys.h"
 
-/* The subcommand (also declared in cli.h, with the others). */
+/* The subcommand (also declared in common/cli.h, with the others). */
 int cmd_iostat(int argc, char **argv);
 
 struct snap {

@@ -2,7 +2,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "cli.h"
+#include "common/cli.h"
 
 static const struct {
 	const char *name;

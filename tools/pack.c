@@ -15,7 +15,7 @@
  * With --transcode each JPEG goes in rewritten by stk_jpeg_transcode
  * (transcode_file, shared with `stoker transcode`); a file it refuses goes
  * in as it was and is named in the summary. */
-#include "cli.h"
+#include "common/cli.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -32,7 +32,7 @@
 #define COPY_BUF (1u << 20)
 #define EXT_MAX 32 /* keeps "<key>.<ext>" far under ustar's 100 bytes */
 
-/* Declared in cli.h once the command is registered; repeated here so that the
+/* Declared in common/cli.h once the command is registered; repeated here so that the
  * file builds warning-free on its own. */
 int cmd_pack(int argc, char **argv);
 

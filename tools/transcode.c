@@ -11,7 +11,7 @@
  * SIGHUP unlink the .tmp files being written before the process dies of the
  * signal: an interrupted run leaves only whole files.  transcode_file is shared
  * with `stoker pack --transcode`. */
-#include "cli.h"
+#include "common/cli.h"
 
 #include <dirent.h>
 #include <errno.h>

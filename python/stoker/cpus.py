@@ -1,6 +1,6 @@
 """stoker.cpu_share(): a rank's share of its host's CPUs, as libstoker
 computes it for the loader's default threads and their affinity (the one
-rule: stk_cpu_share in src/cpushare.c; `stoker doctor` prints the same)."""
+rule: stk_cpu_share in src/sys/cpushare.c; `stoker doctor` prints the same)."""
 
 import ctypes
 

@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "image.h"
+#include "image/image.h"
 #include "stoker/stoker.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

@@ -1,5 +1,5 @@
 /* fuzz_index.c — libFuzzer target for the index-cache loader
- * (stk__index_load, dataset_cache.c): the input's first byte says what the
+ * (stk__index_load, dataset/cache.c): the input's first byte says what the
  * harness fixes up, the rest is the cache file.  Bit 0: the checksum made
  * right (else almost every input stops there); bit 1: the folder records
  * named "" given the test folder's mtime, so the entries' checks, the
@@ -21,8 +21,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "dataset.h"
-#include "internal.h"
+#include "dataset/build.h"
+#include "base/internal.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -1,21 +1,21 @@
 /* fuzz_rst.c — libFuzzer target for the restart-interval scanner and the
- * sub-image builder (src/jpeg_rst.c).  For any input the scanner returns a
+ * sub-image builder (src/image/jpeg_rst.c).  For any input the scanner returns a
  * defined code; when it finds intervals, sub-images drawn from the input's
  * bytes (rounded out to whole intervals) are built into a buffer of exactly
  * the announced size, and scanning a built one finds its own intervals with
- * the same bytes as the source's: what image.c feeds libjpeg is a valid
+ * the same bytes as the source's: what image/image.c feeds libjpeg is a valid
  * restart-indexed JPEG of the MCUs asked for, and nothing is read or written
  * out of bounds.  tests/test_jpeg_rst.c replays tests/fuzz/rst_corpus
  * through this function in every `make test`.
  *   clang -g -O1 -fsanitize=fuzzer,address,undefined -std=gnu11 -D_GNU_SOURCE \
- *     -Isrc tests/fuzz/fuzz_rst.c src/jpeg_rst.c -o build/fuzz_rst
+ *     -Isrc tests/fuzz/fuzz_rst.c src/image/jpeg_rst.c -o build/fuzz_rst
  *   build/fuzz_rst -max_total_time=300 -max_len=65536 tests/fuzz/rst_corpus */
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "jpeg_rst.h"
+#include "image/jpeg_rst.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -25,7 +25,7 @@ static void check_sub(const uint8_t *data, const struct stk__jpeg_rst *r, struct
 		return;
 	if (s.c0 >= s.c1 || s.r0 >= s.r1 || s.c1 > r->mcux || s.r1 > r->mcuy)
 		abort();
-	/* zero padding after each interval, as image.c asks, or none */
+	/* zero padding after each interval, as image/image.c asks, or none */
 	size_t pad = (s.c0 + s.r1) % 2 ? 16 : 0, tail = pad ? 100 : 0;
 	size_t max = stk__jpeg_rst_build_len(r, &s, pad, tail);
 	uint32_t n = stk__jpeg_rst_count(r, &s);

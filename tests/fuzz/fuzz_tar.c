@@ -1,9 +1,9 @@
-/* fuzz_tar.c — libFuzzer target for the tar member iterator (src/tar.c).
+/* fuzz_tar.c — libFuzzer target for the tar member iterator (src/dataset/tar.c).
  * The input is written to one memfd, reused across runs, and iterated to the
  * end: the iterator must return a defined code and read nothing past the file.
  * Build and run (see the Makefile's fuzz target):
  *   clang -g -O1 -fsanitize=fuzzer,address,undefined -std=gnu11 -D_GNU_SOURCE \
- *     -Iinclude -Isrc tests/fuzz/fuzz_tar.c src/tar.c -o build/fuzz_tar
+ *     -Iinclude -Isrc tests/fuzz/fuzz_tar.c src/dataset/tar.c -o build/fuzz_tar
  *   build/fuzz_tar -max_total_time=300 -max_len=65536 tests/fuzz/tar_corpus */
 #include <stddef.h>
 #include <stdint.h>
@@ -13,7 +13,7 @@
 #include <unistd.h>
 
 #include "stoker/stoker.h"
-#include "tar.h"
+#include "dataset/tar.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -1,0 +1,47 @@
+/* internal.h — shared by libstoker's subsystems; never installed. */
+#ifndef STK_INTERNAL_H
+#define STK_INTERNAL_H
+
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include "stoker/stoker.h"
+
+#include <errno.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <time.h>
+
+#define STK__XSTR(x) #x
+#define STK__STR(x) STK__XSTR(x)
+#define STK_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+#define STK_ALIGN_UP(x, a) (((x) + (a)-1) & ~((uint64_t)(a)-1))
+#define STK_DIRECT_ALIGN 4096u
+
+static inline uint64_t stk__now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* splitmix64: seeds and per-sample generators. */
+static inline uint64_t stk__mix64(uint64_t x)
+{
+	x += 0x9e3779b97f4a7c15ull;
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+	x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+	return x ^ (x >> 31);
+}
+
+/* --- base/options.c ---------------------------------------------------------- */
+
+/* Gives each zero field of `opts` (a struct stk_loader_opts or stk_image_opts,
+ * as group says) its row's default and checks every option's range.  0, or
+ * <0 with "name: reason" in err. */
+int stk__opts_apply(enum stk_opt_group group, void *opts, char *err, size_t errlen);
+
+#endif

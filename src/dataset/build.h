@@ -1,0 +1,142 @@
+/* build.h — the index builder and the cache file's layout, shared by
+ * build.c (the builder), dataset/dataset.c (folders, file lists), cache.c (the cache
+ * file) and shards.c (tar shards).  Single-threaded: one builder per index
+ * build. */
+#ifndef STK_DATASET_BUILD_H
+#define STK_DATASET_BUILD_H
+
+#include "dataset/index.h"
+
+#include <sys/stat.h>
+
+#define IDX_MAGIC "STKIDX01"
+#define IDX_VERSION 3u
+#define IDX_NAME ".stoker-index"
+
+enum { KIND_FOLDER = 1, KIND_FLAT = 2, KIND_LIST = 3, KIND_SHARDS = 4 };
+
+/* The cache file's header (dataset/cache.c). */
+struct idx_header {
+	char magic[8];
+	uint32_t version;
+	uint32_t kind;
+	uint64_t key;        /* hash of the absolute root, kind and extensions */
+	uint64_t n, nclasses, ndirs;
+	uint64_t names_len, class_names_len, dir_names_len;
+	uint64_t max_size;
+	uint64_t total_len;  /* of the whole file: a truncated cache is refused */
+	uint64_t nbad, bad_len; /* what the index left out (bad records, below) */
+	uint64_t checksum;   /* stk__index_checksum of the file: last, see there */
+};
+
+/* A bad record: a file, folder or shard the index left out under the skip
+ * policy, remembered so that a later run under the fail policy still fails
+ * and every run counts it.  Three strings: "<kind><code>" (kind: 'S' stat
+ * failed or not a regular file, 'O' open failed: both checked again at load,
+ * and the cache is stale once the check passes; 'D' damaged content, which
+ * the shard's recorded size and mtime cover; code: the error, in decimal),
+ * the path relative to the root, and the message. */
+enum { BAD_STAT = 'S', BAD_OPEN = 'O', BAD_DAMAGE = 'D' };
+
+static inline uint64_t stk__mtime_ns(const struct stat *st)
+{
+	return (uint64_t)st->st_mtim.tv_sec * 1000000000ull + (uint64_t)st->st_mtim.tv_nsec;
+}
+
+/* A folder (or the list file) whose change invalidates the index. */
+struct idx_dir {
+	uint64_t mtime_ns;
+	uint64_t size;       /* list file only */
+	uint64_t name;       /* offset in dir_names: path relative to root ("" = root) */
+};
+
+/* A growable byte buffer for the string arenas. */
+struct buf {
+	char *p;
+	uint64_t len, cap;
+};
+
+/* Everything the builder accumulates. */
+struct builder {
+	const struct stk__index_opts *o;
+	int root_fd;
+	struct stk_entry *e;
+	int64_t n, cap;
+	struct buf names, class_names, dir_names;
+	struct buf bad;      /* bad records */
+	uint64_t nbad;
+	struct idx_dir *dirs;
+	uint64_t ndirs, dirs_cap;
+	char *err;
+	size_t errlen;
+	const char *root;
+};
+
+/* A directory's entries split into sorted subfolders and sorted files (following
+ * symlinks, like os.walk(followlinks=True)).  Names are malloc'ed. */
+struct listing {
+	char **dirs, **files;
+	size_t ndirs, nfiles;
+};
+
+/* Appends l bytes of s and a NUL to b; *off is where they start.  0 or -ENOMEM. */
+int stk__buf_add(struct buf *b, const char *s, size_t l, uint64_t *off);
+/* A file, folder or shard that cannot be indexed (kind BAD_*, rel to the
+ * root, rc its error): under skip_bad a bad record (0: go on), else the
+ * build fails with the message (rc). */
+int stk__build_bad(struct builder *b, char kind, const char *rel, int rc, const char *fmt, ...)
+	__attribute__((format(printf, 5, 6)));
+/* Formats the error into the builder's buffer and returns rc. */
+int stk__build_fail(struct builder *b, int rc, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+/* FNV-1a of l bytes of p, continuing from h. */
+uint64_t stk__fnv1a(uint64_t h, const void *p, size_t l);
+/* Adds a sample: its name's offset in b->names, size, label, offset in its file. */
+int stk__build_add_entry(struct builder *b, uint64_t name, uint64_t size, int64_t label,
+			 uint64_t offset);
+/* Records a folder (or file) whose change makes the index stale. */
+int stk__build_add_dir(struct builder *b, const char *rel, const struct stat *st);
+/* Appends a copy of s to the growable array *v.  0 or -ENOMEM. */
+int stk__str_push(char ***v, size_t *n, size_t *cap, const char *s);
+/* qsort comparator for char *. */
+int stk__cmp_str(const void *a, const void *b);
+/* Lists rel (relative to the root) into l, sorted; its stat into *dst. */
+int stk__build_list_dir(struct builder *b, const char *rel, struct listing *l, struct stat *dst);
+void stk__listing_free(struct listing *l);
+
+/* dataset/cache.c.  The checksum a cache file of len bytes at p (its header
+ * first) must carry (tests and the fuzzer forge valid ones with it). */
+uint64_t stk__index_file_checksum(const void *p, size_t len);
+/* The header of the index b holds (counts, the largest
+ * sample, the file's length). */
+void stk__index_header(struct idx_header *h, uint32_t kind, uint64_t key, const struct builder *b);
+/* Writes the index to path (atomically: a temporary file renamed).  0 or <0. */
+int stk__index_write(const char *path, const struct idx_header *h, const struct builder *b);
+/* Maps the cache file at path, checks its integrity (checksum, every entry
+ * against the header and the folders) and checks it against the data: the
+ * folders' mtimes under vfd, the bad records under data_fd.  0 and fills ds;
+ * 1 when it is another version's or another dataset's (rebuilt silently);
+ * STK_EINDEX when damaged, with the reason in why; -ESTALE when the data
+ * changed; or -errno. */
+int stk__index_load(const char *path, uint64_t key, int vfd, int data_fd, struct stk_dataset *ds,
+		    char *why, size_t whylen);
+/* What the index left out (ds->nbad records): under skip_bad the first is
+ * named in o->warning (0); else, from a cache that a skip run wrote, the
+ * error naming it (its code, the message in err). */
+int stk__index_bad_report(const struct stk_dataset *ds, const struct stk__index_opts *o,
+			  const char *cache, char *err, size_t errlen);
+/* The two places a cache may be: beside the data, and in the cache folder
+ * (user[0] = 0 when there is none). */
+void stk__index_paths(const struct stk__index_opts *o, const char *abs, bool is_list,
+		      uint64_t key, char *beside, char *user, size_t len);
+
+/* dataset/shards.c.  Whether a path has glob or brace characters. */
+bool stk__shards_is_pattern(const char *p);
+/* Whether a file name ends in .tar. */
+bool stk__shards_is_tar(const char *name);
+/* Whether the folder holds .tar files and no subfolders (a shard set). */
+bool stk__shards_is_dir(int root_fd);
+/* Indexes the shards of the root folder, or of pattern when not NULL. */
+int stk__shards_build(struct builder *b, const char *pattern);
+
+#endif

@@ -1,0 +1,589 @@
+/*
+ * dataset/cache.c — the index's cache file, and where it lives.
+ *
+ * One file: a header, the entries, the name arenas, the folders (with their
+ * mtimes; a list's or a shard's size too) whose change makes it stale, and
+ * the bad records (what the skip policy left out), each part padded to 8
+ * bytes.  Written to a temporary name and renamed into place, mapped
+ * read-only when loaded.  Never trusted blindly: a checksum over the whole
+ * file, every entry checked against the header and the folders (labels in
+ * range, names at a name's start, a member inside its shard), and the whole
+ * refused when its magic, version, key (absolute root, kind, extensions),
+ * length or any folder's mtime disagrees.  A damaged cache is rebuilt and
+ * the caller says so once; another version's, silently.  Beside the data
+ * when writable, else in stk_cache_dir().
+ */
+#include "base/internal.h"
+#include "dataset/build.h"
+
+#include <fcntl.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static size_t pad8(size_t x)
+{
+	return (x + 7) & ~(size_t)7;
+}
+
+/* --- the checksum: a 64-bit hash in four lanes (xxHash64's rounds), fed as
+ * a stream.  It skips two fields, read as zeros: the checksum itself, and the
+ * first folder's mtime, which stk__index_write patches after the rename
+ * (that field is only ever compared with the folder's live mtime, so a
+ * damaged one can only make the cache stale). */
+
+#define H1 0x9e3779b185ebca87ull
+#define H2 0xc2b2ae3d27d4eb4full
+#define H3 0x165667b19e3779f9ull
+#define H4 0x85ebca77c2b2ae63ull
+#define H5 0x27d4eb2f165667c5ull
+
+struct hasher {
+	uint64_t v[4], total;
+	uint8_t buf[32];
+	size_t nbuf;
+	uint64_t pos;                    /* file offset of the next byte fed */
+	uint64_t skip_at[2], skip_len[2]; /* fields read as zeros */
+};
+
+static uint64_t rotl(uint64_t x, int r)
+{
+	return (x << r) | (x >> (64 - r));
+}
+
+static uint64_t hround(uint64_t acc, uint64_t in)
+{
+	return rotl(acc + in * H2, 31) * H1;
+}
+
+static uint64_t load64(const uint8_t *p)
+{
+	uint64_t v;
+	memcpy(&v, p, 8);
+	return v;
+}
+
+static void hash_block(struct hasher *h, const uint8_t *p)
+{
+	for (int i = 0; i < 4; i++)
+		h->v[i] = hround(h->v[i], load64(p + 8 * i));
+}
+
+static void hash_raw(struct hasher *h, const uint8_t *p, size_t len)
+{
+	h->total += len;
+	if (h->nbuf) {
+		size_t take = 32 - h->nbuf < len ? 32 - h->nbuf : len;
+		memcpy(h->buf + h->nbuf, p, take);
+		h->nbuf += take;
+		p += take;
+		len -= take;
+		if (h->nbuf < 32)
+			return;
+		hash_block(h, h->buf);
+		h->nbuf = 0;
+	}
+	/* the lanes in locals: through h, every store would alias the bytes */
+	uint64_t v0 = h->v[0], v1 = h->v[1], v2 = h->v[2], v3 = h->v[3];
+	for (; len >= 32; p += 32, len -= 32) {
+		v0 = hround(v0, load64(p));
+		v1 = hround(v1, load64(p + 8));
+		v2 = hround(v2, load64(p + 16));
+		v3 = hround(v3, load64(p + 24));
+	}
+	h->v[0] = v0;
+	h->v[1] = v1;
+	h->v[2] = v2;
+	h->v[3] = v3;
+	memcpy(h->buf, p, len);
+	h->nbuf = len;
+}
+
+/* Feeds len bytes that sit at the stream's current offset. */
+static void hash_feed(struct hasher *h, const void *data, size_t len)
+{
+	static const uint8_t zeros[8];
+	const uint8_t *p = data;
+	while (len) {
+		size_t run = len;
+		for (int k = 0; k < 2; k++) {
+			uint64_t a = h->skip_at[k], z = a + h->skip_len[k];
+			if (h->pos >= a && h->pos < z) { /* inside a skipped field */
+				size_t n = (size_t)(z - h->pos) < len ? (size_t)(z - h->pos) : len;
+				hash_raw(h, zeros, n);
+				h->pos += n;
+				p += n;
+				len -= n;
+				run = 0;
+				break;
+			}
+			if (a > h->pos && a - h->pos < run)
+				run = (size_t)(a - h->pos);
+		}
+		if (run) {
+			hash_raw(h, p, run);
+			h->pos += run;
+			p += run;
+			len -= run;
+		}
+	}
+}
+
+static uint64_t hash_end(struct hasher *h)
+{
+	uint64_t x;
+	if (h->total >= 32) {
+		x = rotl(h->v[0], 1) + rotl(h->v[1], 7) + rotl(h->v[2], 12) + rotl(h->v[3], 18);
+		for (int i = 0; i < 4; i++)
+			x = (x ^ hround(0, h->v[i])) * H1 + H4;
+	} else {
+		x = H5;
+	}
+	x += h->total;
+	size_t i = 0;
+	for (; i + 8 <= h->nbuf; i += 8)
+		x = rotl(x ^ hround(0, load64(h->buf + i)), 27) * H1 + H4;
+	for (; i < h->nbuf; i++)
+		x = rotl(x ^ (h->buf[i] * H5), 11) * H1;
+	x ^= x >> 33;
+	x *= H2;
+	x ^= x >> 29;
+	x *= H3;
+	return x ^ (x >> 32);
+}
+
+/* Where the parts of an index with header h start. */
+struct layout {
+	size_t entries, names, cnames, dirs, dnames, bad, end;
+};
+
+static struct layout layout_of(const struct idx_header *h)
+{
+	struct layout y;
+	y.entries = pad8(sizeof(*h));
+	y.names = y.entries + pad8(h->n * sizeof(struct stk_entry));
+	y.cnames = y.names + pad8(h->names_len);
+	y.dirs = y.cnames + pad8(h->class_names_len);
+	y.dnames = y.dirs + pad8(h->ndirs * sizeof(struct idx_dir));
+	y.bad = y.dnames + pad8(h->dir_names_len);
+	y.end = y.bad + pad8(h->bad_len);
+	return y;
+}
+
+static void hash_start(struct hasher *h, const struct layout *y, bool has_dirs)
+{
+	*h = (struct hasher){.v = {H1 + H2, H2, 0, -H1}};
+	h->skip_at[0] = offsetof(struct idx_header, checksum);
+	h->skip_len[0] = 8;
+	h->skip_at[1] = y->dirs + offsetof(struct idx_dir, mtime_ns);
+	h->skip_len[1] = has_dirs ? 8 : 0;
+}
+
+/* The parts of the file b writes with header h, padding included. */
+struct part {
+	const void *p;
+	size_t l;
+};
+
+static size_t index_parts(const struct idx_header *h, const struct builder *b, struct part *v)
+{
+	size_t n = 0;
+	v[n++] = (struct part){h, sizeof(*h)};
+	v[n++] = (struct part){b->e, (size_t)b->n * sizeof(*b->e)};
+	v[n++] = (struct part){b->names.p, b->names.len};
+	v[n++] = (struct part){b->class_names.p, b->class_names.len};
+	v[n++] = (struct part){b->dirs, b->ndirs * sizeof(*b->dirs)};
+	v[n++] = (struct part){b->dir_names.p, b->dir_names.len};
+	v[n++] = (struct part){b->bad.p, b->bad.len};
+	return n;
+}
+
+static uint64_t builder_checksum(const struct idx_header *h, const struct builder *b)
+{
+	static const char zeros[8];
+	struct part v[8];
+	size_t n = index_parts(h, b, v);
+	struct layout y = layout_of(h);
+	struct hasher hs;
+	hash_start(&hs, &y, b->ndirs > 0);
+	for (size_t i = 0; i < n; i++) {
+		if (v[i].l)
+			hash_feed(&hs, v[i].p, v[i].l);
+		hash_feed(&hs, zeros, pad8(v[i].l) - v[i].l);
+	}
+	return hash_end(&hs);
+}
+
+uint64_t stk__index_file_checksum(const void *p, size_t len)
+{
+	const struct idx_header *h = p;
+	if (len < sizeof(*h))
+		return 0;
+	struct layout y = layout_of(h);
+	struct hasher hs;
+	hash_start(&hs, &y, h->ndirs > 0);
+	hash_feed(&hs, p, len);
+	return hash_end(&hs);
+}
+
+void stk__index_header(struct idx_header *h, uint32_t kind, uint64_t key, const struct builder *b)
+{
+	*h = (struct idx_header){.version = IDX_VERSION, .kind = kind, .key = key,
+				 .n = (uint64_t)b->n, .ndirs = b->ndirs, .names_len = b->names.len,
+				 .class_names_len = b->class_names.len,
+				 .dir_names_len = b->dir_names.len, .nbad = b->nbad,
+				 .bad_len = b->bad.len};
+	memcpy(h->magic, IDX_MAGIC, 8);
+	for (uint64_t off = 0; off < b->class_names.len; off += strlen(b->class_names.p + off) + 1)
+		h->nclasses++;
+	for (int64_t i = 0; i < b->n; i++)
+		if (b->e[i].size > h->max_size)
+			h->max_size = b->e[i].size;
+	h->total_len = layout_of(h).end;
+	h->checksum = builder_checksum(h, b);
+}
+
+int stk__index_write(const char *path, const struct idx_header *h, const struct builder *b)
+{
+	char tmp[PATH_MAX];
+	if (snprintf(tmp, sizeof(tmp), "%s.tmp.%d", path, (int)getpid()) >= (int)sizeof(tmp))
+		return -ENAMETOOLONG;
+	FILE *f = fopen(tmp, "we");
+	if (!f)
+		return -errno;
+	static const char zeros[8];
+	struct part parts[8];
+	size_t np = index_parts(h, b, parts);
+	int rc = 0;
+	for (size_t i = 0; i < np && !rc; i++) {
+		if (parts[i].l && fwrite(parts[i].p, 1, parts[i].l, f) != parts[i].l)
+			rc = -EIO;
+		size_t pad = pad8(parts[i].l) - parts[i].l;
+		if (!rc && pad && fwrite(zeros, 1, pad, f) != pad)
+			rc = -EIO;
+	}
+	if (fclose(f) && !rc)
+		rc = -errno;
+	if (!rc && rename(tmp, path))
+		rc = -errno;
+	if (rc) {
+		unlink(tmp);
+		return rc;
+	}
+	/* Renaming the cache into a folder changes that folder's mtime: when the
+	 * folder is the indexed root (dirs[0]), record its new mtime (a field
+	 * the checksum skips). */
+	struct stat st;
+	if (h->kind != KIND_LIST && b->ndirs && !b->dir_names.p[b->dirs[0].name] &&
+	    !fstatat(b->root_fd, "", &st, AT_EMPTY_PATH)) {
+		uint64_t m = stk__mtime_ns(&st);
+		off_t at = (off_t)(layout_of(h).dirs + offsetof(struct idx_dir, mtime_ns));
+		int fd = open(path, O_WRONLY | O_CLOEXEC);
+		if (fd >= 0) {
+			if (pwrite(fd, &m, sizeof(m), at) != (ssize_t)sizeof(m))
+				rc = -EIO;
+			close(fd);
+		}
+	}
+	return rc;
+}
+
+/* --- bad records ----------------------------------------------------------- */
+
+int stk__build_bad(struct builder *b, char kind, const char *rel, int rc, const char *fmt, ...)
+{
+	char msg[PATH_MAX + 512];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	if (!b->o->skip_bad)
+		return stk__build_fail(b, rc, "%s", msg);
+	char head[16];
+	uint64_t off;
+	snprintf(head, sizeof(head), "%c%d", kind, rc);
+	if (stk__buf_add(&b->bad, head, strlen(head), &off) ||
+	    stk__buf_add(&b->bad, rel, strlen(rel), &off) ||
+	    stk__buf_add(&b->bad, msg, strlen(msg), &off))
+		return stk__build_fail(b, -ENOMEM, "%s: out of memory indexing", b->root);
+	b->nbad++;
+	return 0;
+}
+
+/* Whether a bad record still holds: the check that failed fails again.  An
+ * open is checked by permission, not by opening: a record names whatever
+ * path the file says, and opening a device can act. */
+static bool still_bad(int data_fd, char kind, const char *rel)
+{
+	struct stat st;
+	if (kind == BAD_STAT)
+		return fstatat(data_fd, rel, &st, 0) || !S_ISREG(st.st_mode);
+	if (kind == BAD_OPEN)
+		return fstatat(data_fd, rel, &st, 0) ||
+		       faccessat(data_fd, rel, S_ISDIR(st.st_mode) ? R_OK | X_OK : R_OK, 0);
+	return true; /* BAD_DAMAGE: the shard's size and mtime say */
+}
+
+/* Checks n bad records in p[0..len): well formed; -ESTALE when one no longer
+ * holds, STK_EINDEX when malformed. */
+static int check_bad(const char *p, uint64_t len, uint64_t n, int data_fd)
+{
+	uint64_t off = 0;
+	for (uint64_t i = 0; i < n; i++) {
+		const char *f[3];
+		for (int k = 0; k < 3; k++) {
+			if (off >= len)
+				return STK_EINDEX;
+			f[k] = p + off;
+			off += strlen(f[k]) + 1; /* the part ends in a NUL: checked by the caller */
+		}
+		char kind = f[0][0];
+		char *end;
+		long code = strtol(f[0] + 1, &end, 10);
+		if ((kind != BAD_STAT && kind != BAD_OPEN && kind != BAD_DAMAGE) || end == f[0] + 1 ||
+		    *end || code >= 0 || code < -100000)
+			return STK_EINDEX;
+		if (!still_bad(data_fd, kind, f[1]))
+			return -ESTALE;
+	}
+	return off == len ? 0 : STK_EINDEX;
+}
+
+int stk__index_bad_report(const struct stk_dataset *ds, const struct stk__index_opts *o,
+			  const char *cache, char *err, size_t errlen)
+{
+	if (!ds->nbad)
+		return 0;
+	const char *head = ds->bad, *msg = head + strlen(head) + 1;
+	msg += strlen(msg) + 1;
+	int code = (int)strtol(head + 1, NULL, 10);
+	if (!o->skip_bad) { /* only a cache remembers them under fail */
+		snprintf(err, errlen, "%s (remembered by the index cache %s, which a run under "
+			 "on_error skip wrote)", msg, cache ? cache : "");
+		return code;
+	}
+	if (o->warning && o->warnlen) {
+		if (ds->nbad == 1)
+			snprintf(o->warning, o->warnlen, "%s", msg);
+		else
+			snprintf(o->warning, o->warnlen, "%s (and %llu more)", msg,
+				 (unsigned long long)ds->nbad - 1);
+	}
+	return 0;
+}
+
+/* --- loading --------------------------------------------------------------- */
+
+static int damaged(char *why, size_t whylen, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static int damaged(char *why, size_t whylen, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	if (why && whylen)
+		vsnprintf(why, whylen, fmt, ap);
+	va_end(ap);
+	return STK_EINDEX;
+}
+
+/* Every entry against the header and the folders: names at a name's start,
+ * labels in range for the kind, offsets 0 outside shards and members inside
+ * their shard (whose size the folders record), the largest size. */
+static int check_entries(const struct idx_header *h, const char *p, const struct layout *y,
+			 char *why, size_t whylen)
+{
+	const struct stk_entry *e = (const void *)(p + y->entries);
+	const char *names = p + y->names, *dnames = p + y->dnames;
+	const struct idx_dir *dirs = (const void *)(p + y->dirs);
+	uint64_t max = 0, d = 0;
+	for (uint64_t i = 0; i < h->n; i++) {
+		const struct stk_entry *x = &e[i];
+		if (x->name >= h->names_len || (x->name && names[x->name - 1]))
+			return damaged(why, whylen, "entry %llu: bad name", (unsigned long long)i);
+		bool label_ok = h->kind == KIND_FOLDER ? x->label >= 0 && (uint64_t)x->label < h->nclasses
+				: h->kind == KIND_FLAT ? x->label == -1 : x->label >= -1;
+		if (!label_ok)
+			return damaged(why, whylen, "entry %llu: label %lld out of range",
+				       (unsigned long long)i, (long long)x->label);
+		if (x->size > max)
+			max = x->size;
+		if (h->kind != KIND_SHARDS) {
+			if (x->offset)
+				return damaged(why, whylen, "entry %llu: offset in a whole file",
+					       (unsigned long long)i);
+			continue;
+		}
+		/* the shards are recorded in the order their samples come */
+		while (d < h->ndirs && strcmp(dnames + dirs[d].name, names + x->name))
+			d++;
+		if (d == h->ndirs || x->offset < 512 || x->offset > dirs[d].size ||
+		    x->size > dirs[d].size - x->offset)
+			return damaged(why, whylen, "entry %llu: not inside its shard",
+				       (unsigned long long)i);
+	}
+	if (max != h->max_size)
+		return damaged(why, whylen, "largest size %llu, header says %llu",
+			       (unsigned long long)max, (unsigned long long)h->max_size);
+	uint64_t nc = 0;
+	for (uint64_t off = 0; off < h->class_names_len; off += strlen(p + y->cnames + off) + 1)
+		nc++;
+	if (nc != h->nclasses)
+		return damaged(why, whylen, "%llu class names, header says %llu",
+			       (unsigned long long)nc, (unsigned long long)h->nclasses);
+	return 0;
+}
+
+int stk__index_load(const char *path, uint64_t key, int vfd, int data_fd, struct stk_dataset *ds,
+		    char *why, size_t whylen)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	struct stat st;
+	if (fstat(fd, &st)) {
+		int e = errno;
+		close(fd);
+		return -e;
+	}
+	if ((size_t)st.st_size < sizeof(struct idx_header)) {
+		char head[12];
+		bool ours = pread(fd, head, sizeof(head), 0) == (ssize_t)sizeof(head) &&
+			    !memcmp(head, IDX_MAGIC, 8) && !memcmp(head + 8, &(uint32_t){IDX_VERSION}, 4);
+		close(fd);
+		if (!ours && st.st_size >= 12)
+			return 1; /* another version's */
+		return damaged(why, whylen, "%lld bytes, shorter than its header",
+			       (long long)st.st_size);
+	}
+	size_t len = (size_t)st.st_size;
+	void *map = mmap(NULL, len, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
+	close(fd);
+	if (map == MAP_FAILED)
+		return -errno;
+	const struct idx_header *h = map;
+	const char *p = map;
+	int rc;
+	if (memcmp(h->magic, IDX_MAGIC, 8) || h->version != IDX_VERSION || h->key != key) {
+		rc = 1; /* another version's or another dataset's: not damage */
+		goto bad;
+	}
+	rc = STK_EINDEX;
+	if (h->total_len != len || h->n > len / sizeof(struct stk_entry) ||
+	    h->ndirs > len / sizeof(struct idx_dir) || h->names_len > len ||
+	    h->class_names_len > len || h->dir_names_len > len || h->bad_len > len ||
+	    h->nbad > len) {
+		damaged(why, whylen, "%zu bytes, the header says otherwise", len);
+		goto bad;
+	}
+	struct layout y = layout_of(h);
+	if (y.end != len) {
+		damaged(why, whylen, "%zu bytes, its parts add up to %zu", len, y.end);
+		goto bad;
+	}
+	if (stk__index_file_checksum(p, len) != h->checksum) {
+		damaged(why, whylen, "checksum mismatch");
+		goto bad;
+	}
+	/* the checksum says the bytes are the writer's; the rest says the writer
+	 * was sane */
+	if (h->names_len == 0 || p[y.names + h->names_len - 1] ||
+	    (h->class_names_len && p[y.cnames + h->class_names_len - 1]) ||
+	    (h->dir_names_len && p[y.dnames + h->dir_names_len - 1]) ||
+	    (h->bad_len && p[y.bad + h->bad_len - 1]) || (h->nbad && !h->bad_len)) {
+		damaged(why, whylen, "a name arena is not NUL-terminated");
+		goto bad;
+	}
+	const struct idx_dir *dirs = (const void *)(p + y.dirs);
+	for (uint64_t i = 0; i < h->ndirs; i++)
+		if (dirs[i].name >= h->dir_names_len ||
+		    (dirs[i].name && p[y.dnames + dirs[i].name - 1])) {
+			damaged(why, whylen, "folder %llu: bad name", (unsigned long long)i);
+			goto bad;
+		}
+	if ((rc = check_entries(h, p, &y, why, whylen)))
+		goto bad;
+	for (uint64_t i = 0; i < h->ndirs; i++) {
+		const char *rel = p + y.dnames + dirs[i].name;
+		struct stat ds_st;
+		if (fstatat(vfd, rel, &ds_st, *rel ? 0 : AT_EMPTY_PATH) ||
+		    stk__mtime_ns(&ds_st) != dirs[i].mtime_ns ||
+		    ((h->kind == KIND_LIST || (h->kind == KIND_SHARDS && *rel)) &&
+		     (uint64_t)ds_st.st_size != dirs[i].size)) {
+			rc = -ESTALE;
+			goto bad;
+		}
+	}
+	if ((rc = check_bad(p + y.bad, h->bad_len, h->nbad, data_fd))) {
+		if (rc == STK_EINDEX)
+			damaged(why, whylen, "malformed records of what was left out");
+		goto bad;
+	}
+	ds->map = map;
+	ds->map_len = len;
+	ds->n = (int64_t)h->n;
+	ds->entries = (struct stk_entry *)(p + y.entries);
+	ds->names = (char *)p + y.names;
+	ds->names_len = h->names_len;
+	ds->max_size = h->max_size;
+	ds->nclasses = (int64_t)h->nclasses;
+	ds->class_names = (char *)p + y.cnames;
+	ds->nbad = h->nbad;
+	ds->bad = p + y.bad;
+	ds->bad_len = h->bad_len;
+	return 0;
+bad:
+	munmap(map, len);
+	return rc;
+}
+
+int stk_cache_dir(char *buf, size_t len)
+{
+	const char *x = getenv("XDG_CACHE_HOME");
+	const char *home = getenv("HOME");
+	int n;
+	if (x && *x == '/')
+		n = snprintf(buf, len, "%s/stoker", x);
+	else if (home && *home)
+		n = snprintf(buf, len, "%s/.cache/stoker", home);
+	else
+		n = snprintf(buf, len, "/tmp/stoker-cache-%d", (int)getuid());
+	if (n < 0 || (size_t)n >= len)
+		return -ENAMETOOLONG;
+	/* mkdir -p */
+	for (char *p = buf + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = 0;
+		if (mkdir(buf, 0755) && errno != EEXIST) {
+			int e = errno;
+			*p = '/';
+			return -e;
+		}
+		*p = '/';
+	}
+	if (mkdir(buf, 0755) && errno != EEXIST)
+		return -errno;
+	return n;
+}
+
+void stk__index_paths(const struct stk__index_opts *o, const char *abs, bool is_list,
+			uint64_t key, char *beside, char *user, size_t len)
+{
+	if (is_list)
+		snprintf(beside, len, "%s%s", abs, IDX_NAME);
+	else
+		snprintf(beside, len, "%s/%s", abs, IDX_NAME);
+	char dir[PATH_MAX];
+	user[0] = 0;
+	if (o->cache_dir)
+		snprintf(dir, sizeof(dir), "%s", o->cache_dir);
+	else if (stk_cache_dir(dir, sizeof(dir)) < 0)
+		return;
+	mkdir(dir, 0755);
+	snprintf(user, len, "%s/index-%016llx", dir, (unsigned long long)key);
+}

@@ -1,0 +1,613 @@
+/*
+ * dataset/dataset.c — the index of samples: path, size and label of each.
+ *
+ * A folder follows torchvision's ImageFolder rule: sorted class folders get
+ * labels 0..K-1, files are taken from each class folder's tree in the order
+ * of sorted(os.walk()) then sorted file names, filtered by extension.  A folder
+ * with no subfolders is flat (label -1).  A regular file is a list of
+ * `path[<TAB>label]` lines, relative paths resolved against the list's folder.
+ * Tar shards (a folder of .tar files, a pattern, one .tar) are indexed by
+ * dataset/shards.c with the builder this file owns (dataset/build.h).
+ *
+ * Walking a million files costs a stat each, so the index is cached
+ * (dataset/cache.c): beside the data when it is writable (ROOT/.stoker-index,
+ * LIST.stoker-index), else in the user's cache folder.  The cache is one file
+ * mapped read-only; it is reused while every indexed folder's mtime (and, for
+ * a list, the list's mtime and size) is unchanged: adding, removing or
+ * renaming a file changes its folder's mtime.  A file rewritten in place with
+ * a new size is caught by its read (the loader asks for one byte past the
+ * indexed size): STK_ESHORT or STK_EGREW naming the file, and the loader
+ * removes the cache file so that the next create indexes it again.
+ */
+#include "base/internal.h"
+#include "dataset/build.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+int stk__buf_add(struct buf *b, const char *s, size_t l, uint64_t *off)
+{
+	if (b->len + l + 1 > b->cap) {
+		uint64_t cap = b->cap ? b->cap * 2 : 65536;
+		while (cap < b->len + l + 1)
+			cap *= 2;
+		char *p = realloc(b->p, cap);
+		if (!p)
+			return -ENOMEM;
+		b->p = p;
+		b->cap = cap;
+	}
+	*off = b->len;
+	memcpy(b->p + b->len, s, l);
+	b->p[b->len + l] = 0;
+	b->len += l + 1;
+	return 0;
+}
+
+int stk__build_fail(struct builder *b, int rc, const char *fmt, ...)
+{
+	if (b->err && b->errlen) {
+		va_list ap;
+		va_start(ap, fmt);
+		vsnprintf(b->err, b->errlen, fmt, ap);
+		va_end(ap);
+	}
+	return rc;
+}
+
+uint64_t stk__fnv1a(uint64_t h, const void *p, size_t l)
+{
+	const unsigned char *c = p;
+	for (size_t i = 0; i < l; i++)
+		h = (h ^ c[i]) * 0x100000001b3ull;
+	return h;
+}
+
+static const char *const default_exts[] = {".jpg", ".jpeg", ".png", ".ppm", ".bmp",
+					   ".pgm", ".tif", ".tiff", ".webp"};
+
+static bool ext_ok(const char *exts, const char *name)
+{
+	size_t nl = strlen(name);
+	if (!strncmp(name, ".stoker-", 8))
+		return false;
+	if (exts && !strcmp(exts, "*"))
+		return true;
+	if (!exts) {
+		for (size_t i = 0; i < STK_ARRAY_SIZE(default_exts); i++) {
+			size_t el = strlen(default_exts[i]);
+			if (nl >= el && !strcasecmp(name + nl - el, default_exts[i]))
+				return true;
+		}
+		return false;
+	}
+	for (const char *p = exts; *p;) {
+		const char *c = strchr(p, ',');
+		size_t el = c ? (size_t)(c - p) : strlen(p);
+		if (el && nl >= el && !strncasecmp(name + nl - el, p, el))
+			return true;
+		if (!c)
+			break;
+		p = c + 1;
+	}
+	return false;
+}
+
+int stk__build_add_entry(struct builder *b, uint64_t name, uint64_t size, int64_t label,
+			 uint64_t offset)
+{
+	if (b->n == b->cap) {
+		int64_t cap = b->cap ? b->cap * 2 : 4096;
+		struct stk_entry *e = realloc(b->e, (size_t)cap * sizeof(*e));
+		if (!e)
+			return stk__build_fail(b, -ENOMEM, "%s: out of memory indexing", b->root);
+		b->e = e;
+		b->cap = cap;
+	}
+	b->e[b->n++] = (struct stk_entry){.size = size, .label = label, .name = name, .offset = offset};
+	return 0;
+}
+
+static int add_entry(struct builder *b, const char *rel, uint64_t size, int64_t label)
+{
+	uint64_t off;
+	if (stk__buf_add(&b->names, rel, strlen(rel), &off))
+		return stk__build_fail(b, -ENOMEM, "%s: out of memory indexing", b->root);
+	return stk__build_add_entry(b, off, size, label, 0);
+}
+
+int stk__build_add_dir(struct builder *b, const char *rel, const struct stat *st)
+{
+	if (b->ndirs == b->dirs_cap) {
+		uint64_t cap = b->dirs_cap ? b->dirs_cap * 2 : 64;
+		struct idx_dir *d = realloc(b->dirs, cap * sizeof(*d));
+		if (!d)
+			return stk__build_fail(b, -ENOMEM, "%s: out of memory indexing", b->root);
+		b->dirs = d;
+		b->dirs_cap = cap;
+	}
+	uint64_t off;
+	if (stk__buf_add(&b->dir_names, rel, strlen(rel), &off))
+		return stk__build_fail(b, -ENOMEM, "%s: out of memory indexing", b->root);
+	b->dirs[b->ndirs++] = (struct idx_dir){
+		.mtime_ns = stk__mtime_ns(st), .size = (uint64_t)st->st_size, .name = off};
+	return 0;
+}
+
+int stk__cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+void stk__listing_free(struct listing *l)
+{
+	for (size_t i = 0; i < l->ndirs; i++)
+		free(l->dirs[i]);
+	for (size_t i = 0; i < l->nfiles; i++)
+		free(l->files[i]);
+	free(l->dirs);
+	free(l->files);
+	memset(l, 0, sizeof(*l));
+}
+
+int stk__str_push(char ***v, size_t *n, size_t *cap, const char *s)
+{
+	if (*n == *cap) {
+		size_t c = *cap ? *cap * 2 : 64;
+		char **p = realloc(*v, c * sizeof(*p));
+		if (!p)
+			return -ENOMEM;
+		*v = p;
+		*cap = c;
+	}
+	if (!((*v)[*n] = strdup(s)))
+		return -ENOMEM;
+	(*n)++;
+	return 0;
+}
+
+/* Lists rel (relative to root); sizes of regular files go to *sizes if wanted. */
+int stk__build_list_dir(struct builder *b, const char *rel, struct listing *l, struct stat *dst)
+{
+	memset(l, 0, sizeof(*l));
+	int fd = openat(b->root_fd, *rel ? rel : ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return stk__build_fail(b, -errno, "%s/%s: cannot open folder: %s", b->root, rel, strerror(errno));
+	if (fstat(fd, dst)) {
+		int e = errno;
+		close(fd);
+		return stk__build_fail(b, -e, "%s/%s: %s", b->root, rel, strerror(e));
+	}
+	DIR *d = fdopendir(fd);
+	if (!d) {
+		int e = errno;
+		close(fd);
+		return stk__build_fail(b, -e, "%s/%s: %s", b->root, rel, strerror(e));
+	}
+	size_t dcap = 0, fcap = 0;
+	struct dirent *de;
+	int rc = 0;
+	while ((de = readdir(d))) {
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		bool isdir = de->d_type == DT_DIR, isreg = de->d_type == DT_REG;
+		if (de->d_type == DT_UNKNOWN || de->d_type == DT_LNK) {
+			struct stat st;
+			if (fstatat(dirfd(d), de->d_name, &st, 0)) {
+				/* a dangling symlink, or gone since readdir: listed as a
+				 * file, whose stat then fails by the error policy */
+				isreg = true;
+			} else {
+				isdir = S_ISDIR(st.st_mode);
+				isreg = S_ISREG(st.st_mode);
+			}
+		}
+		if (isdir)
+			rc = stk__str_push(&l->dirs, &l->ndirs, &dcap, de->d_name);
+		else if (isreg)
+			rc = stk__str_push(&l->files, &l->nfiles, &fcap, de->d_name);
+		if (rc)
+			break;
+	}
+	closedir(d);
+	if (rc) {
+		stk__listing_free(l);
+		return stk__build_fail(b, rc, "%s/%s: out of memory listing", b->root, rel);
+	}
+	if (l->ndirs)
+		qsort(l->dirs, l->ndirs, sizeof(char *), stk__cmp_str);
+	if (l->nfiles)
+		qsort(l->files, l->nfiles, sizeof(char *), stk__cmp_str);
+	return 0;
+}
+
+static int join(char *out, size_t len, const char *a, const char *b)
+{
+	int n = *a ? snprintf(out, len, "%s/%s", a, b) : snprintf(out, len, "%s", b);
+	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
+}
+
+/* Adds the files of one directory (already listed) with their sizes. */
+static int add_files(struct builder *b, const char *rel, const struct listing *l, int64_t label)
+{
+	int dfd = openat(b->root_fd, *rel ? rel : ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0) {
+		int e = errno;
+		return stk__build_bad(b, BAD_OPEN, *rel ? rel : ".", -e, "%s/%s: cannot open folder: %s",
+				      b->root, rel, strerror(e));
+	}
+	int rc = 0;
+	char path[PATH_MAX];
+	for (size_t i = 0; i < l->nfiles && !rc; i++) {
+		if (!ext_ok(b->o->extensions, l->files[i]))
+			continue;
+		struct stat st;
+		if (join(path, sizeof(path), rel, l->files[i])) {
+			rc = stk__build_fail(b, -ENAMETOOLONG, "%s/%s/%s: path too long", b->root, rel, l->files[i]);
+		} else if (fstatat(dfd, l->files[i], &st, 0)) {
+			/* a dangling symlink, a file gone: by the policy, like a read */
+			int e = errno;
+			rc = stk__build_bad(b, BAD_STAT, path, -e, "%s/%s: cannot index: %s", b->root,
+					    path, strerror(e));
+		} else {
+			rc = add_entry(b, path, (uint64_t)st.st_size, label);
+		}
+	}
+	close(dfd);
+	return rc;
+}
+
+/* The files of one class folder: every folder of its tree in sorted path order
+ * (Python's sorted(os.walk())), each folder's files sorted by name. */
+static int walk_class(struct builder *b, const char *class_rel, int64_t label)
+{
+	char **todo = NULL;
+	size_t ntodo = 0, cap = 0;
+	int rc = stk__str_push(&todo, &ntodo, &cap, class_rel);
+	/* Collect the folders first: sorted(os.walk()) orders them by full path. */
+	for (size_t i = 0; !rc && i < ntodo; i++) {
+		struct listing l;
+		struct stat st;
+		if ((rc = stk__build_list_dir(b, todo[i], &l, &st))) {
+			/* a folder that cannot be listed: by the policy (left out) */
+			if ((rc = stk__build_bad(b, BAD_OPEN, todo[i], rc, "%s/%s: cannot list folder: %s",
+						 b->root, todo[i], stk_strerror(rc))))
+				break;
+			free(todo[i]);
+			todo[i] = todo[--ntodo]; /* the last one takes its place: visit i again */
+			i--; /* may wrap; the loop's i++ brings it back (size_t arithmetic) */
+			continue;
+		}
+		rc = stk__build_add_dir(b, todo[i], &st);
+		char path[PATH_MAX];
+		for (size_t j = 0; !rc && j < l.ndirs; j++) {
+			if (join(path, sizeof(path), todo[i], l.dirs[j]))
+				rc = stk__build_fail(b, -ENAMETOOLONG, "%s/%s: path too long", b->root, todo[i]);
+			else if (stk__str_push(&todo, &ntodo, &cap, path))
+				rc = stk__build_fail(b, -ENOMEM, "%s: out of memory", b->root);
+		}
+		stk__listing_free(&l);
+	}
+	if (!rc)
+		qsort(todo, ntodo, sizeof(char *), stk__cmp_str);
+	for (size_t i = 0; !rc && i < ntodo; i++) {
+		struct listing l;
+		struct stat st;
+		if ((rc = stk__build_list_dir(b, todo[i], &l, &st))) {
+			rc = stk__build_bad(b, BAD_OPEN, todo[i], rc, "%s/%s: cannot list folder: %s",
+					    b->root, todo[i], stk_strerror(rc));
+			continue;
+		}
+		rc = add_files(b, todo[i], &l, label);
+		stk__listing_free(&l);
+	}
+	for (size_t i = 0; i < ntodo; i++)
+		free(todo[i]);
+	free(todo);
+	return rc;
+}
+
+static int build_folder(struct builder *b, uint32_t *kind)
+{
+	struct listing top;
+	struct stat st;
+	int rc = stk__build_list_dir(b, "", &top, &st);
+	if (rc)
+		return rc;
+	rc = stk__build_add_dir(b, "", &st);
+	if (!rc && top.ndirs == 0) {
+		*kind = KIND_FLAT;
+		rc = add_files(b, "", &top, -1);
+	} else if (!rc) {
+		*kind = KIND_FOLDER;
+		uint64_t off;
+		for (size_t i = 0; !rc && i < top.ndirs; i++) {
+			if (stk__buf_add(&b->class_names, top.dirs[i], strlen(top.dirs[i]), &off))
+				rc = stk__build_fail(b, -ENOMEM, "%s: out of memory", b->root);
+			else
+				rc = walk_class(b, top.dirs[i], (int64_t)i);
+		}
+	}
+	stk__listing_free(&top);
+	return rc;
+}
+
+static int build_list(struct builder *b, const char *list_path)
+{
+	FILE *f = fopen(list_path, "re");
+	if (!f)
+		return stk__build_fail(b, -errno, "%s: cannot open file list: %s", list_path, strerror(errno));
+	struct stat st;
+	int rc = fstat(fileno(f), &st) ? -errno : 0;
+	if (!rc) /* the list itself is what is validated */
+		rc = stk__build_add_dir(b, "", &st);
+	char *line = NULL;
+	size_t cap = 0;
+	ssize_t len;
+	uint64_t lineno = 0;
+	while (!rc && (len = getline(&line, &cap, f)) >= 0) {
+		lineno++;
+		while (len > 0 && (line[len - 1] == '\n' || line[len - 1] == '\r'))
+			line[--len] = 0;
+		if (len == 0 || line[0] == '#')
+			continue;
+		int64_t label = -1;
+		char *tab = strchr(line, '\t');
+		if (tab) {
+			*tab = 0;
+			char *end;
+			errno = 0;
+			long long v = strtoll(tab + 1, &end, 10);
+			if (errno || end == tab + 1 || *end || v < -1) {
+				rc = stk__build_fail(b, -EINVAL, "%s:%llu: label '%s' is not an integer >= -1",
+						     list_path, (unsigned long long)lineno, tab + 1);
+				break;
+			}
+			label = v;
+		}
+		struct stat fs;
+		if (fstatat(b->root_fd, line, &fs, 0)) {
+			int e = errno;
+			rc = stk__build_bad(b, BAD_STAT, line, -e, "%s:%llu: %s: %s", list_path,
+					    (unsigned long long)lineno, line, strerror(e));
+		} else if (!S_ISREG(fs.st_mode)) {
+			rc = stk__build_bad(b, BAD_STAT, line, -EISDIR, "%s:%llu: %s: not a regular file",
+					    list_path, (unsigned long long)lineno, line);
+		} else {
+			rc = add_entry(b, line, (uint64_t)fs.st_size, label);
+		}
+	}
+	free(line);
+	fclose(f);
+	return rc;
+}
+
+/* The "no samples" error: for a folder, which names were looked for and the
+ * option that widens them (named as the options struct and the option table
+ * name it; front ends add their own spelling). */
+static int no_samples(struct builder *b, const struct stk__index_opts *o, bool not_folder)
+{
+	if (not_folder)
+		return stk__build_fail(b, STK_EEMPTY, "%s: no samples found", o->path);
+	if (o->extensions)
+		return stk__build_fail(b, STK_EEMPTY, "%s: no samples found: no file ends in one "
+				       "of the extensions \"%s\"", o->path, o->extensions);
+	char list[256] = "";
+	for (size_t i = 0, at = 0; i < STK_ARRAY_SIZE(default_exts) && at < sizeof(list); i++)
+		at += (size_t)snprintf(list + at, sizeof(list) - at, "%s%s", i ? " " : "",
+				       default_exts[i]);
+	return stk__build_fail(b, STK_EEMPTY, "%s: no samples found: no file has an ImageFolder "
+			       "extension (%s); the extensions option takes others, \"*\" any file",
+			       o->path, list);
+}
+
+/* Everything was left out (skip policy): the first reason. */
+static int no_samples_left(struct builder *b, const struct stk__index_opts *o)
+{
+	const char *rel = b->bad.p + strlen(b->bad.p) + 1, *msg = rel + strlen(rel) + 1;
+	return stk__build_fail(b, STK_EEMPTY, "%s: no sample could be indexed; the first: %s",
+			       o->path, msg);
+}
+
+static int set_classes(struct stk_dataset *ds, uint64_t class_names_len)
+{
+	if (!ds->nclasses)
+		return 0;
+	ds->classes = calloc((size_t)ds->nclasses, sizeof(char *));
+	if (!ds->classes)
+		return -ENOMEM;
+	uint64_t off = 0;
+	for (int64_t i = 0; i < ds->nclasses; i++) {
+		if (off >= class_names_len)
+			return STK_EINDEX;
+		ds->classes[i] = ds->class_names + off;
+		off += strlen(ds->classes[i]) + 1;
+	}
+	return 0;
+}
+
+int stk__dataset_open(struct stk_dataset **out, const struct stk__index_opts *o, char *err,
+		      size_t errlen)
+{
+	*out = NULL;
+	struct builder b = {.o = o, .err = err, .errlen = errlen, .root = o->path, .root_fd = -1};
+	if (!o->path || !*o->path)
+		return stk__build_fail(&b, -EINVAL, "no dataset path given");
+	char abs[PATH_MAX];
+	const char *pattern = NULL; /* shards named by a pattern or one .tar: abs */
+	struct stat st = {0};
+	if (!realpath(o->path, abs)) {
+		int e = errno;
+		/* not a path: a shard pattern, whose folder must exist */
+		char dir[PATH_MAX];
+		const char *slash = strrchr(o->path, '/');
+		snprintf(dir, sizeof(dir), "%.*s", slash ? (int)(slash - o->path) : 1,
+			 slash ? o->path : ".");
+		if (e != ENOENT || !stk__shards_is_pattern(slash ? slash + 1 : o->path) ||
+		    !realpath(dir, abs) || strlen(abs) + strlen(slash ? slash : o->path) + 2 >= sizeof(abs))
+			return stk__build_fail(&b, -e, "%s: %s", o->path, strerror(e));
+		size_t al = strlen(abs);
+		snprintf(abs + al, sizeof(abs) - al, "/%s", slash ? slash + 1 : o->path);
+		pattern = abs;
+	} else if (stat(abs, &st)) {
+		return stk__build_fail(&b, -errno, "%s: %s", o->path, strerror(errno));
+	} else if (S_ISREG(st.st_mode) && stk__shards_is_tar(abs)) {
+		pattern = abs; /* one shard */
+	}
+	bool is_list = !pattern && S_ISREG(st.st_mode);
+	if (!pattern && !is_list && !S_ISDIR(st.st_mode))
+		return stk__build_fail(&b, -EINVAL, "%s: neither a folder nor a file list", o->path);
+
+	struct stk_dataset *ds = calloc(1, sizeof(*ds));
+	if (!ds)
+		return stk__build_fail(&b, -ENOMEM, "out of memory");
+	ds->root_fd = -1;
+	char rootdir[PATH_MAX];
+	snprintf(rootdir, sizeof(rootdir), "%s", abs);
+	if (is_list || pattern) {
+		char *slash = strrchr(rootdir, '/');
+		if (slash == rootdir)
+			slash[1] = 0;
+		else if (slash)
+			*slash = 0;
+	}
+	ds->root = strdup(rootdir);
+	ds->root_fd = open(rootdir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (!ds->root || ds->root_fd < 0) {
+		int rc = stk__build_fail(&b, ds->root ? -errno : -ENOMEM, "%s: %s", rootdir,
+					 strerror(ds->root ? errno : ENOMEM));
+		stk__dataset_close(ds);
+		return rc;
+	}
+	b.root_fd = ds->root_fd;
+	b.root = ds->root;
+
+	bool shards = pattern || stk__shards_is_dir(ds->root_fd);
+	uint64_t key = stk__fnv1a(0xcbf29ce484222325ull, abs, strlen(abs) + 1);
+	key = stk__fnv1a(key, shards ? "S" : is_list ? "L" : "F", 1);
+	key = stk__fnv1a(key, o->extensions ? o->extensions : "",
+			 o->extensions ? strlen(o->extensions) : 0);
+
+	char beside[PATH_MAX + 32], user[PATH_MAX + 32];
+	stk__index_paths(o, abs, is_list, key, beside, user, sizeof(beside));
+	if (pattern)
+		beside[0] = 0; /* no file of ours beside a pattern's shards */
+	int list_fd = -1;
+	if (is_list) /* a list's cache is validated against the list itself */
+		list_fd = open(abs, O_PATH | O_CLOEXEC);
+	int vfd = is_list ? list_fd : ds->root_fd;
+	bool said = false; /* a damaged cache is said once */
+	if (!o->no_cache && vfd >= 0) {
+		const char *cands[] = {beside, user};
+		for (size_t i = 0; i < 2; i++) {
+			if (!cands[i][0])
+				continue;
+			char why[256] = "";
+			int lr = stk__index_load(cands[i], key, vfd, ds->root_fd, ds, why, sizeof(why));
+			if (lr == STK_EINDEX && !said && o->notice && o->noticelen) {
+				snprintf(o->notice, o->noticelen, "index cache %s is damaged (%s): "
+					 "not used, the index is built again", cands[i], why);
+				said = true;
+			}
+			if (lr != 0)
+				continue;
+			ds->shards = shards;
+			uint64_t cl = ((const struct idx_header *)ds->map)->class_names_len;
+			if (set_classes(ds, cl)) {
+				munmap(ds->map, ds->map_len);
+				ds->map = NULL;
+				free(ds->classes);
+				ds->classes = NULL;
+				continue;
+			}
+			if (list_fd >= 0)
+				close(list_fd);
+			ds->cache_path = strdup(cands[i]);
+			int rc = stk__index_bad_report(ds, o, cands[i], err, errlen);
+			if (rc) {
+				stk__dataset_close(ds);
+				return rc;
+			}
+			*out = ds;
+			return 0;
+		}
+	}
+	if (list_fd >= 0)
+		close(list_fd);
+
+	uint32_t kind = shards ? KIND_SHARDS : KIND_LIST;
+	int rc = shards    ? stk__shards_build(&b, pattern)
+		 : is_list ? build_list(&b, abs)
+			   : build_folder(&b, &kind);
+	if (!rc && b.n == 0)
+		rc = b.nbad ? no_samples_left(&b, o) : no_samples(&b, o, shards || is_list);
+	if (!rc && b.n > (int64_t)UINT32_MAX)
+		rc = stk__build_fail(&b, -E2BIG, "%s: more than 2^32 samples", o->path);
+	if (rc) {
+		free(b.e);
+		free(b.names.p);
+		free(b.class_names.p);
+		free(b.dirs);
+		free(b.dir_names.p);
+		free(b.bad.p);
+		stk__dataset_close(ds);
+		return rc;
+	}
+	struct idx_header h;
+	stk__index_header(&h, kind, key, &b);
+	if (!o->no_cache) { /* best effort: a failed cache only costs time */
+		const char *at = beside[0] && !stk__index_write(beside, &h, &b) ? beside
+				 : user[0] && !stk__index_write(user, &h, &b) ? user : NULL;
+		ds->cache_path = at ? strdup(at) : NULL;
+	}
+	ds->shards = shards;
+
+	ds->n = b.n;
+	ds->entries = b.e;
+	ds->names = b.names.p;
+	ds->names_len = b.names.len;
+	ds->max_size = h.max_size;
+	ds->class_names = b.class_names.p;
+	ds->nclasses = (int64_t)h.nclasses;
+	ds->nbad = b.nbad;
+	ds->bad = b.bad.p;
+	ds->bad_len = b.bad.len;
+	free(b.dirs);
+	free(b.dir_names.p);
+	if (set_classes(ds, b.class_names.len)) {
+		stk__dataset_close(ds);
+		return stk__build_fail(&b, -ENOMEM, "out of memory");
+	}
+	stk__index_bad_report(ds, o, NULL, err, errlen); /* the warning (skip_bad) */
+	*out = ds;
+	return 0;
+}
+
+void stk__dataset_close(struct stk_dataset *ds)
+{
+	if (!ds)
+		return;
+	if (ds->map) {
+		munmap(ds->map, ds->map_len);
+	} else {
+		free(ds->entries);
+		free(ds->names);
+		free(ds->class_names);
+		free((char *)ds->bad);
+	}
+	free(ds->classes);
+	free(ds->cache_path);
+	if (ds->root_fd >= 0)
+		close(ds->root_fd);
+	free(ds->root);
+	free(ds);
+}

@@ -1,0 +1,59 @@
+/*
+ * index.h — the dataset's index as the rest of the library sees it: one entry
+ * per sample (its file or shard, offset, size, label), built or loaded by
+ * stk__dataset_open (dataset/dataset.c).
+ */
+#ifndef STK_DATASET_INDEX_H
+#define STK_DATASET_INDEX_H
+
+#include "base/internal.h"
+
+struct stk_entry {
+	uint64_t size;
+	int64_t label;
+	uint64_t name;   /* offset of the path (relative to root) in names */
+	uint64_t offset; /* where the sample's bytes start in that file (tar shards) */
+};
+
+struct stk_dataset {
+	char *root;            /* folder, or the file list's folder */
+	int root_fd;           /* O_PATH|O_DIRECTORY descriptor of root */
+	int64_t n;
+	struct stk_entry *entries;
+	char *names;           /* NUL-separated paths */
+	uint64_t names_len;
+	int64_t nclasses;
+	char **classes;        /* pointers into class_names */
+	char *class_names;
+	uint64_t max_size;
+	bool shards;           /* samples are members of tar shards */
+	void *map;             /* the cached index when loaded by mmap */
+	size_t map_len;
+	uint64_t nbad;         /* files, folders or shards left out (skip policy) */
+	const char *bad;       /* their records (dataset/build.h), bad_len bytes */
+	uint64_t bad_len;
+	char *cache_path;      /* the cache file loaded or written, NULL if none */
+};
+
+struct stk__index_opts {
+	const char *path;
+	const char *extensions;
+	const char *cache_dir;
+	bool no_cache;
+	bool skip_bad;   /* what cannot be indexed is left out and counted (a warning);
+			    else it fails the index */
+	char *warning;   /* out: what was left out ("" if nothing), the first named */
+	size_t warnlen;
+	char *notice;    /* out: a damaged cache rebuilt, said once ("" if nothing) */
+	size_t noticelen;
+};
+
+int stk__dataset_open(struct stk_dataset **out, const struct stk__index_opts *o, char *err,
+		      size_t errlen);
+void stk__dataset_close(struct stk_dataset *ds);
+static inline const char *stk__entry_path(const struct stk_dataset *ds, int64_t i)
+{
+	return ds->names + ds->entries[i].name;
+}
+
+#endif

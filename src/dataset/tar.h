@@ -1,0 +1,39 @@
+/* dataset/tar.h — a bounded iterator over the regular files of a tar archive
+ * (ustar, GNU, PAX, v7).  Internal: the shard index is built on it. */
+#ifndef STK_TAR_H
+#define STK_TAR_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Long names and PAX headers larger than this are refused as corrupt: no
+ * real writer comes near it, and it bounds what a bad header can allocate. */
+#define STK__TAR_META_MAX (64u * 1024)
+
+struct stk__tar_member {
+	const char *name;    /* full path in the archive (GNU long name / PAX path applied);
+				valid until the next call */
+	uint64_t header_off; /* offset of the member's first header block (incl. long-name/PAX blocks) */
+	uint64_t data_off;   /* offset of its data */
+	uint64_t size;       /* bytes of data */
+};
+
+struct stk__tar_iter;
+
+/* Iterates the regular-file members of the tar read through fd (pread only;
+ * the fd's size is file_size).  The fd stays the caller's.  0 or -ENOMEM. */
+int stk__tar_open(struct stk__tar_iter **out, int fd, uint64_t file_size);
+/* 1 and *m filled for the next regular file, 0 at the end of the archive,
+ * <0 on bad data: STK_ECORRUPT with the reason and the byte offset in err
+ * ("offset 10240: header checksum mismatch"), STK_ESHORT when the file is
+ * shorter than file_size, -errno when pread fails.  After the end or an
+ * error every later call returns the same code.  err may be NULL. */
+int stk__tar_next(struct stk__tar_iter *it, struct stk__tar_member *m, char *err, size_t errlen);
+void stk__tar_close(struct stk__tar_iter *it);
+/* 1 when the 512 bytes at h are a tar header (checksum) whose size field
+ * says size (or defers to a PAX size): a member's bytes are still where the
+ * index found them.  For the loader's reads of shards, which see the header
+ * just before a member's data for free. */
+int stk__tar_header_matches(const unsigned char *h, uint64_t size);
+
+#endif

@@ -1,0 +1,519 @@
+/*
+ * image/image.c — JPEG decode and augmentation, straight into a batch slot.
+ *
+ * One call decodes one sample: the crop box is drawn first (torchvision's
+ * RandomResizedCrop, or resize-short-side + centre crop), then libjpeg-turbo
+ * decodes only what the box needs: DCT-domain scaling by 1/2, 1/4 or 1/8 when
+ * the box will be shrunk that much anyway, jpeg_crop_scanline for its columns,
+ * jpeg_skip_scanlines above it, and no rows below it.  The region is resampled
+ * to the output size with an antialiased bilinear (triangle) filter whose
+ * support widens with the shrink factor, as PIL's BILINEAR does (fixed point
+ * vertically, floats horizontally; SSE2 where the CPU has it).
+ * Randomness comes from a generator seeded by (seed, epoch, sample index), so
+ * a batch is bit-identical whatever the thread count.  libjpeg's error exit
+ * longjmps back here: a corrupt file is an error, never a dead process.
+ *
+ * A JPEG whose restart intervals tile its MCU rows (stk_jpeg_transcode's
+ * output) takes the interval path: image/jpeg_rst.c builds a JPEG of only the
+ * intervals around the same region, and that is decoded with the same
+ * settings, cropped to the same columns, read from the same rows.  The
+ * region's pixels are the ordinary path's: IDCT and colour conversion are
+ * per block and pixel, horizontal upsampling already stops at the crop's
+ * iMCU-aligned edges (jpeg_crop_scanline), and an MCU row is added above or
+ * below where vertical upsampling reads across the region's first or last
+ * row.  Every libjpeg warning on that path is an error naming the interval.
+ */
+#include "base/internal.h"
+#include "image/image.h"
+#include "image/resample.h"
+
+#include <math.h>
+#include <setjmp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jpeglib.h> /* after stdio.h: it uses FILE */
+#include <jerror.h>
+
+#include "image/jpeg_fast.h"
+
+int stk__image_defaults(struct stk_image_opts *o, char *err, size_t errlen)
+{
+	/* one side given: the image is square */
+	if (!o->height)
+		o->height = o->width;
+	if (!o->width)
+		o->width = o->height;
+	int rc = stk__opts_apply(STK_OPT_IMAGE, o, err, errlen);
+	if (rc < 0)
+		return rc;
+	if (!(o->flags & STK_IMG_NORMALIZE))
+		for (int c = 0; c < 3; c++) {
+			o->mean[c] = 0;
+			o->std[c] = 1;
+		}
+	return 0;
+}
+
+/* What the table's ranges cannot say: the order of the bounds and std > 0. */
+int stk__image_check(const struct stk_image_opts *o, char *err, size_t errlen)
+{
+	if (!(o->scale_min <= o->scale_max) || !(o->ratio_min <= o->ratio_max)) {
+		snprintf(err, errlen, "image crop parameters out of order: scale_min %g > scale_max "
+				      "%g, or ratio_min %g > ratio_max %g",
+			 o->scale_min, o->scale_max, o->ratio_min, o->ratio_max);
+		return -ERANGE;
+	}
+	if ((o->flags & STK_IMG_NORMALIZE) && o->dtype == STK_DTYPE_UINT8) {
+		snprintf(err, errlen, "normalize: needs dtype float32 or float16 (uint8 images hold "
+				      "0..255)");
+		return -EINVAL;
+	}
+	for (int c = 0; c < 3; c++)
+		if ((o->flags & STK_IMG_NORMALIZE) && !(o->std[c] > 0)) {
+			snprintf(err, errlen, "std: each value must be > 0, not %g (channel %d)",
+				 o->std[c], c);
+			return -ERANGE;
+		}
+	return 0;
+}
+
+size_t stk__image_bytes(const struct stk_image_opts *o)
+{
+	size_t elem = o->dtype == STK_DTYPE_FLOAT32 ? 4 : o->dtype == STK_DTYPE_FLOAT16 ? 2 : 1;
+	return (size_t)o->width * o->height * 3 * elem;
+}
+
+/* --- the per-sample generator ------------------------------------------- */
+
+struct rng {
+	uint64_t s;
+};
+
+static double uniform(struct rng *r) /* [0, 1) */
+{
+	r->s += 0x9e3779b97f4a7c15ull;
+	return (double)(stk__mix64(r->s) >> 11) * 0x1.0p-53;
+}
+
+static int randint(struct rng *r, int lo, int hi) /* inclusive, like torch.randint(lo, hi+1) */
+{
+	return lo + (int)(uniform(r) * (double)(hi - lo + 1));
+}
+
+uint64_t stk__sample_seed(uint64_t seed, uint64_t epoch, int64_t index)
+{
+	return stk__mix64(seed ^ stk__mix64(epoch ^ stk__mix64((uint64_t)index + 0x632be59bd9b4e019ull)));
+}
+
+/* The crop box in source pixels: torchvision's RandomResizedCrop.get_params
+ * (ten tries, then the centre-crop fallback), or Resize(short side) +
+ * CenterCrop expressed in source coordinates. */
+void stk__image_box(const struct stk_image_opts *o, uint64_t sample_seed, int W, int H,
+		    struct stk__box *box)
+{
+	struct rng r = {sample_seed};
+	box->flip = false;
+	if (o->crop == STK_CROP_CENTER) {
+		/* torchvision: Resize(S) gives the short side S and the long side
+		 * int(S × long / short); CenterCrop offsets are int(round(d / 2)) with
+		 * Python's round half to even (nearbyint's default). */
+		int S = (int)lround((o->width < o->height ? o->width : o->height) / o->crop_frac);
+		int nw = W <= H ? S : (int)((double)S * W / H);
+		int nh = W <= H ? (int)((double)S * H / W) : S;
+		double sx = (double)W / nw, sy = (double)H / nh;
+		box->x = nearbyint((nw - (double)o->width) / 2.0) * sx;
+		box->y = nearbyint((nh - (double)o->height) / 2.0) * sy;
+		box->w = o->width * sx;
+		box->h = o->height * sy;
+	} else {
+		double area = (double)W * H;
+		double lr0 = log(o->ratio_min), lr1 = log(o->ratio_max);
+		bool found = false;
+		for (int t = 0; t < 10 && !found; t++) {
+			double target = area * (o->scale_min + uniform(&r) * (o->scale_max - o->scale_min));
+			double aspect = exp(lr0 + uniform(&r) * (lr1 - lr0));
+			int w = (int)lround(sqrt(target * aspect));
+			int h = (int)lround(sqrt(target / aspect));
+			if (w > 0 && w <= W && h > 0 && h <= H) {
+				box->y = randint(&r, 0, H - h);
+				box->x = randint(&r, 0, W - w);
+				box->w = w;
+				box->h = h;
+				found = true;
+			}
+		}
+		if (!found) {
+			double in_ratio = (double)W / H;
+			int w = W, h = H;
+			if (in_ratio < o->ratio_min)
+				h = (int)lround(w / o->ratio_min);
+			else if (in_ratio > o->ratio_max)
+				w = (int)lround(h * o->ratio_max);
+			box->x = (W - w) / 2;
+			box->y = (H - h) / 2;
+			box->w = w;
+			box->h = h;
+		}
+		if (!(o->flags & STK_IMG_NO_FLIP))
+			box->flip = uniform(&r) < 0.5;
+	}
+}
+
+/* --- libjpeg glue --------------------------------------------------------- */
+
+struct err_mgr {
+	struct jpeg_error_mgr pub;
+	jmp_buf jmp;
+	bool truncated;
+	/* the restart-interval path: every warning is an error, named by the
+	 * interval the decoder was in (the first one only) */
+	bool strict;
+	char warning[JMSG_LENGTH_MAX];
+	size_t warn_pos; /* offset of the decoder's input at that warning */
+};
+
+static void on_error_exit(j_common_ptr c)
+{
+	longjmp(((struct err_mgr *)c->err)->jmp, 1);
+}
+
+static void on_message(j_common_ptr c, int level)
+{
+	struct err_mgr *e = (struct err_mgr *)c->err;
+	if (level >= 0)
+		return;
+	/* a warning: most are harmless (extraneous bytes), but data that ends
+	 * early is decoded as grey, which PIL refuses too */
+	if (c->err->msg_code == JWRN_JPEG_EOF)
+		e->truncated = true;
+	if (e->strict && stk__jpeg_fast_padding(c))
+		return; /* the padding after an interval (image/jpeg_fast.c) */
+	if (e->strict && !e->warning[0]) {
+		j_decompress_ptr d = (j_decompress_ptr)c;
+		c->err->format_message(c, e->warning);
+		e->warn_pos = d->src ? (size_t)d->src->next_input_byte : 0;
+	}
+}
+
+static void no_output(j_common_ptr c)
+{
+	(void)c;
+}
+
+static bool is_jpeg(const uint8_t *p, size_t len)
+{
+	return len >= 3 && p[0] == 0xff && p[1] == 0xd8 && p[2] == 0xff;
+}
+
+static const char *format_name(const uint8_t *p, size_t len)
+{
+	if (len >= 8 && !memcmp(p, "\x89PNG\r\n\x1a\n", 8))
+		return "PNG";
+	if (len >= 4 && (!memcmp(p, "GIF8", 4)))
+		return "GIF";
+	if (len >= 12 && !memcmp(p, "RIFF", 4) && !memcmp(p + 8, "WEBP", 4))
+		return "WebP";
+	if (len >= 2 && !memcmp(p, "BM", 2))
+		return "BMP";
+	return NULL;
+}
+
+int stk__image_fast = 1;
+void (*stk__image_region_hook)(const uint8_t *rgb, int w, int h, double bx, double by);
+
+/* What both decoding paths produce: rows [y0, y1) and columns [cx, cx + cw)
+ * of the image scaled by 1/d, the columns widened to iMCU boundaries as
+ * jpeg_crop_scanline does (crop: it is called). */
+struct region {
+	int SW, SH;
+	double bx, by, bw, bh; /* the box, in scaled pixels */
+	int x0, x1, y0, y1;
+	bool crop;
+	JDIMENSION cx, cw;
+};
+
+static void plan(const struct stk_image_opts *o, const struct jpeg_decompress_struct *ci,
+		 const struct stk__box *box, struct region *g)
+{
+	int W = (int)ci->image_width, H = (int)ci->image_height;
+	g->SW = (int)ci->output_width;
+	g->SH = (int)ci->output_height;
+	double sx = (double)g->SW / W, sy = (double)g->SH / H;
+	g->bx = box->x * sx;
+	g->by = box->y * sy;
+	g->bw = box->w * sx;
+	g->bh = box->h * sy;
+	/* the rows and columns the filter reaches, plus a margin */
+	double fsx = g->bw / o->width > 1 ? g->bw / o->width : 1;
+	double fsy = g->bh / o->height > 1 ? g->bh / o->height : 1;
+	int mx = (int)ceil(fsx) + 1, my = (int)ceil(fsy) + 1;
+	int x0 = (int)floor(g->bx) - mx, x1 = (int)ceil(g->bx + g->bw) + mx;
+	int y0 = (int)floor(g->by) - my, y1 = (int)ceil(g->by + g->bh) + my;
+	x0 = x0 < 0 ? 0 : x0;
+	y0 = y0 < 0 ? 0 : y0;
+	x1 = x1 > g->SW ? g->SW : x1;
+	y1 = y1 > g->SH ? g->SH : y1;
+	g->x0 = x0;
+	g->x1 = x1;
+	g->y0 = y0;
+	g->y1 = y1;
+	g->crop = x1 - x0 < g->SW;
+	/* jpeg_crop_scanline's rule: the offset down to an iMCU column */
+	int align = STK__MIN_SCALED(ci) * (ci->num_components == 1 ? 1 : ci->max_h_samp_factor);
+	g->cx = g->crop ? (JDIMENSION)(x0 / align * align) : 0;
+	g->cw = g->crop ? (JDIMENSION)x1 - g->cx : (JDIMENSION)g->SW;
+}
+
+
+static void set_params(struct jpeg_decompress_struct *ci, bool cmyk, unsigned denom)
+{
+	ci->out_color_space = cmyk ? JCS_CMYK : JCS_RGB;
+	ci->scale_num = 1;
+	ci->scale_denom = denom;
+	ci->dct_method = JDCT_ISLOW;
+}
+
+int stk__image_decode_box(const struct stk_image_opts *o, const uint8_t *src, size_t len,
+			  const struct stk__box *boxp, uint64_t sample_seed, void *out, char *err,
+			  size_t errlen, struct stk__decode_info *info)
+{
+	if (info)
+		*info = (struct stk__decode_info){0};
+	if (!is_jpeg(src, len)) {
+		const char *f = format_name(src, len);
+		if (f)
+			snprintf(err, errlen, "unsupported format: %s (JPEG only)", f);
+		else
+			snprintf(err, errlen, len ? "not a JPEG (no SOI marker)" : "empty file");
+		return f ? STK_EFORMAT : STK_ECORRUPT;
+	}
+	struct jpeg_decompress_struct ci;
+	struct err_mgr em;
+	struct stk__jpeg_fast fs = {0};
+	uint8_t *volatile region = NULL;
+	volatile bool fast = false;
+	volatile int rc = 0;
+	ci.err = jpeg_std_error(&em.pub);
+	em.pub.error_exit = on_error_exit;
+	em.pub.emit_message = on_message;
+	em.pub.output_message = no_output;
+	em.truncated = false;
+	em.strict = false;
+	em.warning[0] = 0;
+	if (setjmp(em.jmp)) {
+		char msg[JMSG_LENGTH_MAX], where[128];
+		em.pub.format_message((j_common_ptr)&ci, msg);
+		if (fast) {
+			stk__jpeg_fast_name(&fs, (size_t)(ci.src->next_input_byte - fs.buf), where,
+					    sizeof(where));
+			snprintf(err, errlen, "corrupt JPEG: %s: %s", where, msg);
+			stk__jpeg_fast_free(&fs);
+		} else {
+			snprintf(err, errlen, "corrupt JPEG: %s", msg);
+		}
+		jpeg_destroy_decompress(&ci);
+		free(region);
+		return STK_ECORRUPT;
+	}
+	jpeg_create_decompress(&ci);
+	jpeg_mem_src(&ci, src, (unsigned long)len);
+	jpeg_read_header(&ci, TRUE);
+	uint64_t pixels = (uint64_t)ci.image_width * ci.image_height;
+	if (pixels > o->max_pixels || !ci.image_width || !ci.image_height) {
+		snprintf(err, errlen, "image of %ux%u pixels is above the limit of %llu",
+			 ci.image_width, ci.image_height, (unsigned long long)o->max_pixels);
+		jpeg_destroy_decompress(&ci);
+		return STK_ETOOBIG;
+	}
+	int W = (int)ci.image_width, H = (int)ci.image_height;
+	struct stk__box box;
+	if (boxp)
+		box = *boxp;
+	else
+		stk__image_box(o, sample_seed, W, H, &box);
+
+	/* DCT scaling: the largest 1/d that keeps the box at least output-sized */
+	bool cmyk = ci.jpeg_color_space == JCS_CMYK || ci.jpeg_color_space == JCS_YCCK;
+	unsigned denom = 1;
+	for (unsigned d = 8; d > 1; d /= 2)
+		if (box.w / d >= o->width && box.h / d >= o->height) {
+			denom = d;
+			break;
+		}
+	set_params(&ci, cmyk, denom);
+	jpeg_calc_output_dimensions(&ci);
+	struct region g;
+	plan(o, &ci, &box, &g);
+	size_t scan0 = (size_t)(ci.src->next_input_byte - src), total = len > scan0 ? len - scan0 : 1;
+	int frc = stk__image_fast ? stk__jpeg_fast_setup(&ci, src, len, g.y0, g.y1, g.crop, (int)g.cx,
+							g.x1, &fs)
+				  : 0;
+	if (frc < 0) {
+		jpeg_destroy_decompress(&ci);
+		snprintf(err, errlen, "out of memory decoding %dx%d", W, H);
+		return -ENOMEM;
+	}
+	const uint8_t *base = src; /* what the decoder reads */
+	int yoff = 0;
+	if (frc) { /* the sub-image's JPEG, read with the same settings */
+		fast = true;
+		yoff = fs.yoff;
+		total = stk__jpeg_rst_bytes(&fs.r, 0, fs.r.nint);
+		base = fs.buf;
+		jpeg_abort_decompress(&ci);
+		jpeg_mem_src(&ci, fs.buf, (unsigned long)fs.len);
+		jpeg_read_header(&ci, TRUE);
+		set_params(&ci, cmyk, denom);
+		/* from here on every warning is about the intervals: an error.  The
+		 * headers' warnings (an odd JFIF version...) the ordinary path
+		 * ignores too. */
+		em.strict = true;
+	}
+	struct stk__jpeg_hook hook;
+	if (fast)
+		stk__jpeg_hook_prepare(&ci, &hook);
+	jpeg_start_decompress(&ci);
+	if (fast)
+		stk__jpeg_hook_install(&ci, &hook);
+	JDIMENSION cx = g.cx, cw = g.cw;
+	if (g.crop && !fast) {
+		cx = (JDIMENSION)g.x0;
+		cw = (JDIMENSION)(g.x1 - g.x0);
+		jpeg_crop_scanline(&ci, &cx, &cw); /* widens to iMCU boundaries */
+	} else if (g.crop && cw < ci.output_width) { /* the same columns of the sub-image */
+		JDIMENSION want = g.cx - (JDIMENSION)fs.xoff, x = want, w = cw;
+		jpeg_crop_scanline(&ci, &x, &w);
+		if (x != want || w != cw) { /* never: plan() follows libjpeg's rule */
+			snprintf(err, errlen, "internal error: crop at %u+%u where %u+%u was planned", x,
+				 w, want, cw);
+			rc = -EINVAL;
+			goto done;
+		}
+	}
+	int comps = ci.out_color_components;
+	/* volatile: read after the jump target below (gcc -Wclobbered) */
+	volatile size_t stride = (size_t)ci.output_width * (size_t)comps; /* after crop: cw columns */
+	volatile int rows = g.y1 - g.y0;
+	region = malloc(stride * (size_t)rows + (size_t)cw * 3 * (size_t)rows);
+	if (!region) {
+		snprintf(err, errlen, "out of memory decoding %dx%d", W, H);
+		rc = -ENOMEM;
+		goto done;
+	}
+	if (g.y0 > yoff)
+		jpeg_skip_scanlines(&ci, (JDIMENSION)(g.y0 - yoff));
+	while ((int)ci.output_scanline < g.y1 - yoff) {
+		JSAMPROW row = region + stride * (ci.output_scanline - (JDIMENSION)(g.y0 - yoff));
+		jpeg_read_scanlines(&ci, &row, 1);
+	}
+	size_t pos = (size_t)(ci.src->next_input_byte - base);
+	if (fast && em.warning[0]) {
+		char where[128];
+		stk__jpeg_fast_name(&fs, em.warn_pos - (size_t)base, where, sizeof(where));
+		snprintf(err, errlen, "corrupt JPEG: %s: %s", where, em.warning);
+		rc = STK_ECORRUPT;
+	} else if (em.truncated) {
+		snprintf(err, errlen, "corrupt JPEG: data ends before the image does (truncated file)");
+		rc = STK_ECORRUPT;
+	}
+	if (info) {
+		uint64_t done_bytes = pos > scan0 ? pos - scan0 : 0;
+		if (fast)
+			done_bytes = stk__jpeg_fast_done(&fs, pos);
+		info->fast = fast;
+		info->entropy = total ? (double)done_bytes / (double)total : 1;
+		info->entropy = info->entropy > 1 ? 1 : info->entropy;
+	}
+done:
+	jpeg_abort_decompress(&ci);
+	bool adobe_inverted = ci.saw_Adobe_marker;
+	jpeg_destroy_decompress(&ci);
+	stk__jpeg_fast_free(&fs);
+	if (rc) {
+		free(region);
+		return rc;
+	}
+	uint8_t *rgb = region;
+	if (cmyk) { /* to RGB: Adobe writes CMYK inverted */
+		rgb = region + stride * (size_t)rows;
+		for (size_t i = 0; i < (size_t)cw * (size_t)rows; i++) {
+			const uint8_t *p = region + i * 4;
+			int c = p[0], m = p[1], y = p[2], k = p[3];
+			if (!adobe_inverted) {
+				c = 255 - c;
+				m = 255 - m;
+				y = 255 - y;
+				k = 255 - k;
+			}
+			rgb[i * 3] = (uint8_t)(c * k / 255);
+			rgb[i * 3 + 1] = (uint8_t)(m * k / 255);
+			rgb[i * 3 + 2] = (uint8_t)(y * k / 255);
+		}
+	}
+	if (stk__image_region_hook)
+		stk__image_region_hook(rgb, (int)cw, rows, g.bx - (double)cx, g.by - (double)g.y0);
+	rc = stk__resample(o, rgb, (int)cw, rows, g.bx - (double)cx, g.by - (double)g.y0, g.bw, g.bh,
+			   box.flip, out);
+	free(region);
+	if (rc)
+		snprintf(err, errlen, "out of memory resampling");
+	return rc;
+}
+
+int stk__image_decode(const struct stk_image_opts *o, const uint8_t *src, size_t len,
+		      uint64_t sample_seed, void *out, char *err, size_t errlen,
+		      struct stk__decode_info *info)
+{
+	return stk__image_decode_box(o, src, len, NULL, sample_seed, out, err, errlen, info);
+}
+
+/* --- public ---------------------------------------------------------------- */
+
+int stk__image_opts(struct stk_image_opts *dst, const struct stk_image_opts *src, char *err,
+		    size_t errlen)
+{
+	char scratch[256]; /* the message is dropped; sized so it is not cut */
+	memset(dst, 0, sizeof(*dst));
+	/* the caller's struct may be older (smaller) than ours */
+	memcpy(dst, src, src->size && src->size < sizeof(*dst) ? src->size : sizeof(*dst));
+	dst->size = sizeof(*dst);
+	if (!err) {
+		err = scratch;
+		errlen = sizeof(scratch);
+	}
+	int rc = stk__image_defaults(dst, err, errlen);
+	return rc < 0 ? rc : stk__image_check(dst, err, errlen);
+}
+
+int stk_image_opts_check(const struct stk_image_opts *opts, char *err, size_t errlen)
+{
+	struct stk_image_opts o;
+	return stk__image_opts(&o, opts, err, errlen);
+}
+
+size_t stk_image_bytes(const struct stk_image_opts *opts)
+{
+	struct stk_image_opts o;
+	stk__image_opts(&o, opts, NULL, 0);
+	return stk__image_bytes(&o);
+}
+
+int stk_image_decode(const struct stk_image_opts *opts, const void *data, size_t len,
+		     uint64_t seed, uint64_t epoch, int64_t index, void *out, char *err,
+		     size_t errlen)
+{
+	char scratch[8];
+	if (!err || !errlen) {
+		err = scratch;
+		errlen = sizeof(scratch);
+	}
+	err[0] = 0;
+	struct stk_image_opts o;
+	int rc = stk__image_opts(&o, opts, err, errlen);
+	if (rc)
+		return rc;
+	return stk__image_decode(&o, data, len, stk__sample_seed(seed, epoch, index), out, err,
+				 errlen, NULL);
+}

@@ -1,0 +1,254 @@
+/*
+ * loader/diagnose.c — what holds the input pipeline back, said by the library so
+ * that `stoker bench`, a Python training loop and the exporter say the same.
+ *
+ * The loader keeps a snapshot of its counters (all since create) and of the
+ * block device behind the data about once a second, taken on the consumer's
+ * side after a batch (stk__loader_tick: a clock read per batch, a snapshot a
+ * second).  A verdict compares now with the snapshot window_s ago (or the
+ * stats window's mark): the consumer's data stall, its wait on device copies,
+ * the decode threads' busy share, the reads in flight against the queue
+ * depth, and the device's iostat -x figures; then the rules below, in order.
+ */
+#include "loader/loader.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static const char *const bound_names[] = {
+#define STK__BOUND_NAME(kind, name, meaning) name,
+	STK_BOUND_MAP(STK__BOUND_NAME)
+#undef STK__BOUND_NAME
+};
+
+const char *stk_bound_name(int kind)
+{
+	return kind >= 0 && kind < STK_BOUND_COUNT ? bound_names[kind] : NULL;
+}
+
+void stk_loader_add_time(struct stk_loader *l, enum stk_time_kind kind, uint64_t ns)
+{
+	if (kind == STK_TIME_COPY_WAIT)
+		atomic_fetch_add(&l->copy_ns, ns);
+}
+
+void stk__loader_snap(struct stk_loader *l, struct stk__snap *out)
+{
+	uint64_t now = stk__now_ns();
+	double area = 0;
+	for (uint32_t i = 0; i < l->nrings; i++) {
+		struct ring *r = &l->rings[i];
+		area += r->area + (double)r->inflight * (double)(now - r->area_t);
+	}
+	out->t = now;
+	out->samples = atomic_load(&l->samples);
+	out->bytes = atomic_load(&l->bytes);
+	out->batches = atomic_load(&l->batches);
+	out->errors = atomic_load(&l->errors);
+	out->replaced = atomic_load(&l->replaced);
+	out->wait_ns = l->wait_ns;
+	out->decode_ns = l->decode_ns;
+	out->copy_ns = atomic_load(&l->copy_ns);
+	out->decoded = l->decoded;
+	out->decoded_fast = l->decoded_fast;
+	out->entropy_sum = l->entropy_sum;
+	out->area = area;
+}
+
+void stk__loader_find_disk(struct stk_loader *l)
+{
+	struct stk_blockdev bd = {.size = sizeof(bd)};
+	l->disk_name[0] = 0;
+	if (l->o.engine != STK_ENGINE_NULL && stk_sys_blockdev_for_path("", l->ds->root, &bd) == 0)
+		snprintf(l->disk_name, sizeof(l->disk_name), "%s", bd.disk);
+}
+
+void stk__loader_snap_disk(struct stk_loader *l, struct stk__snap *out)
+{
+	out->disk_ok = false;
+	if (!l->disk_name[0])
+		return;
+	struct stk_diskstat all[64];
+	all[0].size = sizeof(all[0]);
+	int n = stk_sys_diskstats("", all, STK_ARRAY_SIZE(all));
+	for (int i = 0; i < n && i < (int)STK_ARRAY_SIZE(all); i++)
+		if (!strcmp(all[i].name, l->disk_name)) {
+			out->disk = all[i];
+			out->disk_ok = true;
+			return;
+		}
+}
+
+void stk__loader_tick(struct stk_loader *l, uint64_t now)
+{
+	if (now < l->snap_next) /* the consumer's own field: no lock for the check */
+		return;
+	struct stk__snap s;
+	stk__loader_snap_disk(l, &s);
+	pthread_mutex_lock(&l->mu);
+	bool disk_ok = s.disk_ok;
+	struct stk_diskstat disk = s.disk;
+	stk__loader_snap(l, &s);
+	s.disk_ok = disk_ok;
+	s.disk = disk;
+	l->snaps[l->snap_head] = s;
+	l->snap_head = (l->snap_head + 1) % STK__SNAPS;
+	if (l->nsnaps < STK__SNAPS)
+		l->nsnaps++;
+	l->snap_next = now + 1000000000ull;
+	pthread_mutex_unlock(&l->mu);
+}
+
+/* The snapshot the window starts at: the newest at least window_s old, else
+ * the oldest kept (a loader younger than the window), else the mark.  Under mu. */
+static struct stk__snap window_start(const struct stk_loader *l, uint64_t now, double window_s)
+{
+	if (window_s <= 0)
+		return l->mark;
+	uint64_t want = (uint64_t)(window_s * 1e9);
+	uint64_t edge = now > want ? now - want : 0;
+	struct stk__snap best = l->mark;
+	bool found = false;
+	for (uint32_t k = 0; k < l->nsnaps; k++) {
+		const struct stk__snap *s = &l->snaps[(l->snap_head + STK__SNAPS - 1 - k) % STK__SNAPS];
+		if (s->t <= edge) {
+			best = *s;
+			found = true;
+			break;
+		}
+		best = *s; /* older and older: the oldest if none is old enough */
+	}
+	if (!found && l->mark.t > best.t)
+		best = l->mark;
+	return best;
+}
+
+int stk_loader_diagnose(const struct stk_loader *cl, double window_s, struct stk_verdict *out)
+{
+	struct stk_loader *l = (struct stk_loader *)cl;
+	if (!out || (out->size && out->size < offsetof(struct stk_verdict, window_s)))
+		return -EINVAL;
+	struct stk__snap now, b;
+	stk__loader_snap_disk(l, &now);
+	bool disk_ok = now.disk_ok;
+	struct stk_diskstat disk = now.disk;
+	pthread_mutex_lock(&l->mu);
+	stk__loader_snap(l, &now);
+	b = window_start(l, now.t, window_s);
+	/* the depth and rings in use now (auto: what the tuner chose) */
+	uint32_t qd = l->tune.qd, prefetch = l->o.prefetch, dthreads = l->ndthreads;
+	uint32_t iot = l->ops == &stk__engine_uring ? l->tune.active : l->o.io_threads;
+	pthread_mutex_unlock(&l->mu);
+	now.disk_ok = disk_ok;
+	now.disk = disk;
+
+	struct stk_verdict v = {.size = sizeof(v)};
+	double dt = (double)(now.t - b.t) / 1e9;
+	v.window_s = dt;
+	v.queue_depth = qd;
+	v.prefetch = prefetch;
+	v.decode_threads = dthreads;
+	v.io_threads = iot;
+	if (dt > 0) {
+		v.samples_per_s = (double)(now.samples - b.samples) / dt;
+		v.mb_per_s = (double)(now.bytes - b.bytes) / dt / 1e6;
+		v.stall_ratio = (double)(now.wait_ns - b.wait_ns) / 1e9 / dt;
+		v.copy_wait_ratio = (double)(now.copy_ns - b.copy_ns) / 1e9 / dt;
+		v.inflight_mean = (now.area - b.area) / 1e9 / dt;
+		if (dthreads)
+			v.decode_busy = (double)(now.decode_ns - b.decode_ns) / 1e9 / (dt * dthreads);
+	}
+	struct stk_disk_rates rates = {.size = sizeof(rates)};
+	if (now.disk_ok && b.disk_ok && dt > 0 &&
+	    stk_sys_disk_rates(&b.disk, &now.disk, dt * 1000, &rates) == 0) {
+		v.device_sampled = 1;
+		snprintf(v.device, sizeof(v.device), "%s", l->disk_name);
+		v.dev_r_s = rates.r_s;
+		v.dev_read_mb_s = rates.rkb_s * 1.024 / 1000;
+		v.dev_r_await_ms = rates.r_await;
+		v.dev_aqu_sz = rates.aqu_sz;
+		v.dev_util = rates.util;
+		v.dev_share = v.mb_per_s > 0 ? v.dev_read_mb_s / v.mb_per_s : 0;
+	}
+
+	double stall = v.stall_ratio, inflight = v.inflight_mean;
+	/* "12.3 of 16"; over a window that held a probe's deeper levels the mean
+	 * can pass today's depth: said so, not "148.5 of 16" */
+	char fl[96];
+	if (inflight <= qd + 0.05)
+		snprintf(fl, sizeof(fl), "%.1f of %u", inflight, qd);
+	else
+		snprintf(fl, sizeof(fl), "%.1f (depth %u now, deeper while probed)", inflight, qd);
+	bool null_engine = l->o.engine == STK_ENGINE_NULL;
+	bool sampled = v.device_sampled && !null_engine;
+	/* the device is ours to blame only when our reads reached it: page-cache
+	 * hits never do, and others may be keeping it busy */
+	bool from_disk = sampled && v.mb_per_s > 0 && v.dev_share >= 0.5;
+	bool disk_busy = from_disk && v.dev_util >= 80;
+	if (dt < 0.01 || (now.batches == b.batches && now.wait_ns == b.wait_ns)) {
+		v.kind = STK_BOUND_UNKNOWN;
+		snprintf(v.evidence, sizeof(v.evidence),
+			 "%.3f s of window with no batch asked for or delivered", dt);
+		snprintf(v.advice, sizeof(v.advice), "ask again after some batches");
+	} else if (v.copy_wait_ratio >= 0.3 && stall < 0.3) {
+		v.kind = STK_BOUND_GPU_COPY;
+		snprintf(v.evidence, sizeof(v.evidence),
+			 "the consumer waited on host-to-device copies %.0f %% of the time and on "
+			 "the loader %.0f %%",
+			 v.copy_wait_ratio * 100, stall * 100);
+		snprintf(v.advice, sizeof(v.advice),
+			 "pinned slots (pin=True, RLIMIT_MEMLOCK: `stoker doctor`), fewer bytes per "
+			 "sample (uint8 images, normalize on the GPU), the GPU's PCIe link");
+	} else if (stall < 0.05) {
+		v.kind = STK_BOUND_CONSUMER;
+		snprintf(v.evidence, sizeof(v.evidence),
+			 "the consumer waited %.1f %% of the time: batches were ready when asked for",
+			 stall * 100);
+		snprintf(v.advice, sizeof(v.advice),
+			 "nothing in the input pipeline: the training step sets the pace");
+	} else if (v.decode_busy >= 0.8) {
+		v.kind = STK_BOUND_DECODE;
+		snprintf(v.evidence, sizeof(v.evidence),
+			 "%u decode threads busy %.0f %% of the time; %s reads in flight",
+			 dthreads, v.decode_busy * 100, fl);
+		snprintf(v.advice, sizeof(v.advice),
+			 "more decode_threads (cores), a smaller image size, or data stored smaller");
+	} else if (disk_busy) {
+		v.kind = STK_BOUND_STORAGE;
+		snprintf(v.evidence, sizeof(v.evidence),
+			 "%s %%util %.0f, aqu-sz %.1f, r_await %.2f ms, %.0f MB/s; %s reads in flight",
+			 v.device, v.dev_util, v.dev_aqu_sz, v.dev_r_await_ms, v.dev_read_mb_s, fl);
+		snprintf(v.advice, sizeof(v.advice),
+			 "faster storage, samples packed into shards, or memory for the page cache; "
+			 "`stoker disk PATH` measures the device");
+	} else if (qd <= 4 || prefetch <= 1) {
+		v.kind = STK_BOUND_CONFIG;
+		snprintf(v.evidence, sizeof(v.evidence),
+			 "queue depth %u and prefetch %u leave %.1f reads in flight while the "
+			 "consumer waits %.0f %% of the time",
+			 qd, prefetch, inflight, stall * 100);
+		snprintf(v.advice, sizeof(v.advice), "raise queue_depth (64-256) and prefetch (4)");
+	} else if (inflight >= 0.8 * qd && (!sampled || from_disk)) {
+		v.kind = STK_BOUND_STORAGE;
+		snprintf(v.evidence, sizeof(v.evidence),
+			 "%s reads in flight: every read waits on storage (%s)", fl,
+			 null_engine ? "the null engine's simulated latency"
+			 : !sampled  ? "no block device to sample: a network or virtual filesystem"
+				     : "the device reports under 80 % busy: latency, not bandwidth");
+		snprintf(v.advice, sizeof(v.advice),
+			 "a deeper queue_depth while the device has headroom, else faster storage");
+	} else {
+		v.kind = STK_BOUND_IO_THREAD;
+		snprintf(v.evidence, sizeof(v.evidence),
+			 "the consumer waited %.0f %% of the time while the reads came from the page "
+			 "cache, %s in flight: the I/O threads' copies are the limit",
+			 stall * 100, fl);
+		snprintf(v.advice, sizeof(v.advice), "more io_threads (one per free core)");
+	}
+	v.name = stk_bound_name(v.kind);
+	uint32_t keep = out->size;
+	size_t n = keep && keep < sizeof(v) ? keep : sizeof(v);
+	memcpy(out, &v, n);
+	out->size = keep ? keep : (uint32_t)sizeof(v);
+	return 0;
+}

@@ -1,0 +1,302 @@
+/* loader/loader.h — the loader's state, shared by loader/loader.c (the pipeline),
+ * loader/create.c (create, stop, destroy) and loader/stats.c (queries and
+ * statistics).  Internal. */
+#ifndef STK_LOADER_H
+#define STK_LOADER_H
+
+#include "base/internal.h"
+#include "dataset/index.h"
+#include "sampler/sampler.h"
+#include "sys/cpushare.h"
+#include "io/engine.h"
+#include "loader/pool.h"
+#include "stoker/sys.h"
+
+#include <limits.h>
+#include <pthread.h>
+
+enum slot_state { SLOT_FREE, SLOT_FILLING, SLOT_READY, SLOT_HELD };
+
+/* One sample's read: the engine's I/O and what the loader knows of it. */
+struct sio {
+	struct stk_io io;     /* first: the engines hand back &sio->io */
+	uint64_t size;        /* what a good read returns: the indexed size, or read_bytes */
+	bool prefix;          /* read_bytes: a prefix of the sample, no growth probe */
+	uint32_t skip;        /* bytes read before the sample's first (O_DIRECT alignment) */
+	uint32_t slot, idx;   /* which batch slot, which sample in it */
+	uint64_t t_submit;    /* ns */
+	uint64_t at;          /* shards: where the member's bytes start in its shard */
+	struct sio *rider;    /* shards: the next member the same read brings (merged) */
+	/* the place in the batch (loader/error.c): kept across stand-ins */
+	int64_t orig;         /* the dataset index the sampler put here */
+	uint64_t place, room; /* where its read went in the slot (NO_PLACE: shared with
+				 others), and the room it took there (alone, for shards) */
+	uint32_t attempt;     /* replace: candidates drawn so far */
+	uint32_t reads;       /* replace: stand-in reads so far */
+};
+
+/* A tar shard, opened once (loader/shard_read.c). */
+struct shard {
+	int64_t first;        /* its first sample in the index */
+	int fd;               /* -1: each read opens it */
+};
+
+/* Shards: members of a batch at most MERGE_GAP apart (their tar headers)
+ * are read together, up to MERGE_MAX bytes a read; every member's room in a
+ * slot counts MERGE_GAP more, so a merged run always fits.  8 KiB: a label
+ * member and the headers, or the padding of a pack --align 4096. */
+#define MERGE_GAP 8192u
+#define MERGE_MAX (4u << 20)
+
+/* The loader's counters at one moment (all since create), and the device
+ * behind the data then: two of them make a window (stats, diagnosis). */
+struct stk__snap {
+	uint64_t t;
+	uint64_t samples, bytes, batches, errors, replaced;
+	uint64_t wait_ns, decode_ns, copy_ns;
+	uint64_t decoded, decoded_fast; /* image mode: samples decoded, by restart intervals */
+	double entropy_sum;       /* their shares of entropy-coded data decoded, summed */
+	double area;              /* in-flight reads × ns */
+	bool disk_ok;
+	struct stk_diskstat disk;
+};
+#define STK__SNAPS 64             /* one a second: a minute of history */
+
+struct slot {
+	struct stk_batch batch; /* first: the public view's address is the slot's */
+	_Atomic(enum slot_state) state; /* changed under mu, but READY -> HELD by the
+				   consumer's lock-free hand-out (ready_no) */
+	_Atomic int64_t ready_no; /* number while READY, else -1 (a restart's drain
+				   clears an old generation's): what stk_loader_next
+				   looks at without mu */
+	_Atomic bool returned;  /* stk_batch_release's mark, without mu: a held slot
+				   is free once free_slot (under mu) sees it */
+	uint64_t gen;           /* the start() generation it was filled for */
+	int64_t number;
+	uint32_t nios, pending, unsent, decoding;
+	uint64_t epoch;
+	uint32_t err_idx;       /* the first failed sample, for the fail policy's message */
+	uint32_t nerr;          /* failed samples: counted when the batch is handed out */
+	uint64_t used;          /* bytes of the slot's read area laid out (stand-ins go after) */
+	uint32_t replaced;      /* places holding a stand-in (on_error replace) */
+	bool gave_up;           /* replace: a place got no stand-in; the batch fails */
+	int gave_up_rc;
+	char err[PATH_MAX + 256];
+	uint64_t *offsets, *sizes; /* one block of 4 x batch_size + 1: offsets[batch_size + 1], */
+	int64_t *labels, *indices; /* then sizes, labels, indices (loader/create.c) */
+	struct sio *ios;
+	uint32_t ring;
+};
+
+struct ring {
+	struct stk_loader *l;
+	pthread_t tid;
+	int os_tid;             /* gettid(), for its schedstat */
+	uint32_t id;
+	const struct stk_engine_ops *ops;
+	struct stk_eng *eng;
+	unsigned qd;            /* reads in flight at most now (loader/tune.c sets it; under mu) */
+	unsigned cap;           /* what the engine was sized for */
+	bool take;              /* takes new batches (loader/tune.c; under mu) */
+	_Atomic bool want;      /* waits for a slot or the window to move: the
+				   consumer's next release or batch wakes it */
+	unsigned inflight;
+	struct sio **queue;    /* claimed, not yet submitted (FIFO) */
+	uint32_t qhead, qlen, qcap;
+	struct stk_io **done;
+	struct stk_io **batch; /* scratch for one submit call */
+	int init_rc;
+	bool init_done;
+	uint64_t area_t;        /* for the time-weighted in-flight mean */
+	double area;            /* since the last restart of the clock */
+	double tarea;           /* since create (loader/tune.c's windows) */
+};
+
+/* The most reads in flight the auto queue depth probes (also bounded by
+ * batch_size x prefetch, what the slots can hold). */
+#define STK_AUTO_QD_MAX 512u
+
+/* loader/tune.c's state: the choices left to the loader (queue depth, I/O
+ * threads that take new batches).  Under mu. */
+struct tune_point {
+	unsigned qd, rings;
+	double rate, lat_ns, fill; /* bytes/s, mean read latency, mean in flight / qd */
+	double busy;               /* I/O threads' CPU time / wall time, per active ring */
+};
+
+struct tune {
+	bool auto_qd, auto_rings;
+	unsigned qd;            /* reads in flight at most, all rings together */
+	unsigned active;        /* rings that take new batches */
+	unsigned max_qd;        /* the most the engines can hold */
+	unsigned plan_qd;       /* stk_io_plan's depth for this storage (an unsure probe's pick) */
+	int phase;              /* TUNE_* (loader/tune.c) */
+	unsigned skip;          /* completions to let pass before the window opens */
+	/* A window is a sum of segments: one per stretch of an epoch (the gap
+	 * between an epoch's end and the next start is left out). */
+	uint64_t t0;            /* the open segment's start, 0 while none is open */
+	uint64_t reads0, bytes0;
+	double lat0, area0, cpu0;
+	double w_ns, w_lat, w_area, w_cpu; /* closed segments of this window */
+	uint64_t w_reads, w_bytes;
+	struct tune_point pts[16];
+	unsigned npts;
+	double settled_rate;    /* bytes/s when the last probe settled */
+	unsigned off;           /* consecutive watch windows away from it */
+	unsigned lowfill;       /* consecutive probe windows the loader could not fill */
+	uint64_t probe_t;       /* when the last probe started */
+	unsigned probes;
+	bool unsure;            /* the last probe could not fill its levels */
+	bool down;              /* the probe steps below its start (nothing above it gained) */
+	char why[800];
+	char direct_why[200];
+};
+
+struct stk_loader {
+	struct stk_loader_opts o;
+	char *path, *extensions, *cache_dir;
+	struct stk_dataset *ds;
+	struct stk_sampler sampler;
+	struct stk_pool pool;
+	struct slot *slots;
+	struct ring *rings;
+	uint32_t nrings;
+	const struct stk_engine_ops *ops;
+	bool direct;
+	int64_t *scratch_idx;   /* batch_size indices, claim-time scratch */
+	struct sio **sort_scratch; /* batch_size pointers, claim-time scratch */
+	uint32_t *group_end;    /* shard shuffle: where each shard's samples end */
+	struct stk_cpu_share share; /* default thread counts and where threads run */
+	cpu_set_t cpuset;       /* the loader's threads' CPUs, when pin */
+	bool pin;
+	struct stk_image_opts img;
+	bool image;
+	uint64_t raw_bytes;     /* of a slot: the reads; the images follow */
+	uint64_t img_off;       /* where the images start in a slot: page-aligned */
+	pthread_t *dthreads;
+	uint32_t ndthreads;
+	pthread_cond_t dcv;     /* decode queue not empty, or stop */
+	struct sio **dq;        /* decode queue (FIFO) */
+	uint32_t dq_head, dq_len, dq_cap;
+	struct stk_hist *h_decode;
+	uint64_t decode_ns;
+	uint64_t decoded, decoded_fast; /* samples decoded, and of those by restart intervals */
+	double entropy_sum;     /* their shares of entropy-coded data decoded, summed */
+
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	/* The consumer's wait for a batch, apart from mu (which a ring holds
+	 * while it lays out or completes a batch: a consumer woken for a batch
+	 * would sleep again on the lock): stk__loader_signal wakes it. */
+	pthread_mutex_t wmu;
+	pthread_cond_t wcv;
+	_Atomic bool waiting;
+	_Atomic bool stop;      /* written under mu; the hand-out reads it without */
+	bool draining;
+	bool joined;            /* stk_loader_stop has joined the threads */
+	uint64_t gen, epoch;
+	struct stk__segment prev[STK_RESUME_SEGMENTS]; /* the epoch's segments before this one */
+	uint32_t nprev;
+	_Atomic uint64_t fingerprint; /* of the index, 0 until first asked for */
+	_Atomic int64_t next_start; /* the next batch to claim (rings, under mu) */
+	_Atomic int64_t next_out; /* the next to hand out (the consumer's, without mu) */
+	_Atomic int fatal;      /* written under mu; the hand-out reads it without */
+	char detail[PATH_MAX + 256];   /* written under mu */
+	char last_error[PATH_MAX + 256]; /* the consumer's copy */
+
+	struct stk_hist *h_wait, *h_read;  /* over the window (since the last reset) */
+	/* counters since create, never reset (a window is the difference from a
+	 * mark, stk__snap); counted when a batch is handed out, errors too, so a
+	 * reset or a restart never drops the count of a batch the consumer gets */
+	_Atomic uint64_t samples, bytes, batches, errors;
+	_Atomic uint64_t replaced; /* stand-ins handed out (replace), since create */
+	uint64_t index_errors;  /* left out of the index by the error policy: kept by resets */
+	bool index_dropped;     /* a file changed size: its cache file was removed */
+	_Atomic uint32_t inflight, inflight_max;
+	_Atomic uint32_t returned; /* slots released, not yet taken back (free_slot) */
+	uint64_t t_create;
+	_Atomic uint64_t wait_ns; /* the consumer's time in stk_loader_next */
+	_Atomic uint64_t copy_ns; /* the consumer waiting on device copies (bindings) */
+	uint64_t rd_reads, rd_bytes; /* reads completed since create (under mu) */
+	uint64_t rd_members;    /* shards: members those reads brought (merged runs count all) */
+	struct shard *shards;   /* shards, in index order */
+	uint32_t nshards;
+	char shard_why[200];
+	double rd_lat;          /* and their latencies' sum, ns */
+	struct tune tune;
+	uint64_t poll_t0;       /* start of a wait spread over timed-out polls */
+	struct stk__snap mark;  /* the window's start: create or the last reset */
+	/* diagnosis: a snapshot a second, taken on the consumer's side */
+	char disk_name[64];     /* the block device behind the data, "" if none */
+	struct stk__snap snaps[STK__SNAPS];
+	uint32_t nsnaps, snap_head;
+	uint64_t snap_next;     /* when the next one is due */
+};
+
+/* loader/loader.c: the threads' bodies and the helpers loader/create.c shares. */
+/* stk_loader_start's body: `epoch` after the segments prev[0..nprev) (checked
+ * with stk__sampler_check), skipping `skip` batches of this rank's share. */
+int stk__loader_restart(struct stk_loader *l, uint64_t epoch, const struct stk__segment *prev,
+			uint32_t nprev, uint64_t skip, uint32_t flags);
+void *stk__loader_ring_main(void *ring);
+void *stk__loader_decode_main(void *loader);
+/* Wakes every I/O thread (a slot freed, a stop). */
+void stk__loader_wake_rings(struct stk_loader *l);
+/* Wakes whoever waits for the loader: a start or a create (cv, under mu)
+ * and a consumer waiting for its batch (wcv).  After the change it is for. */
+void stk__loader_signal(struct stk_loader *l);
+/* Room a sample of `size` bytes takes in a slot (O_DIRECT rounds it). */
+uint64_t stk__loader_read_len(const struct stk_loader *l, uint64_t size);
+/* A failed sample, counted and named (why may be NULL).  Under mu. */
+void stk__loader_sample_error(struct stk_loader *l, struct slot *s, struct sio *x, int rc,
+			      const char *why);
+#define NO_PLACE UINT64_MAX
+
+/* loader/shard_read.c: the shards' descriptors (at create; closed at destroy),
+ * a batch's reads laid out in place order with neighbours merged (returns
+ * the reads queued on r), and a landed member's check (0, or the error with
+ * the reason naming its offset in why). */
+int stk__shards_open(struct stk_loader *l, char *err, size_t errlen);
+void stk__shards_close(struct stk_loader *l);
+uint32_t stk__shards_lay_out(struct stk_loader *l, struct ring *r, struct slot *s, uint32_t n);
+int stk__shards_check(struct stk_loader *l, struct sio *x, char *why, size_t len);
+/* The room a read of member idx alone takes, and that read laid out for
+ * sample i of slot s at byte `place` (replace's stand-ins).  Under mu. */
+uint64_t stk__shards_room(const struct stk_loader *l, int64_t idx);
+uint64_t stk__shards_setup_one(struct stk_loader *l, struct slot *s, uint32_t i, int64_t idx,
+			       uint64_t place);
+/* The detail stk_last_error gives. */
+void stk__loader_detail(struct stk_loader *l, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+/* loader/diagnose.c: the counters now (under mu), the device's after unlocking. */
+void stk__loader_snap(struct stk_loader *l, struct stk__snap *out);
+void stk__loader_snap_disk(struct stk_loader *l, struct stk__snap *out);
+/* Finds the device behind the data (at create). */
+void stk__loader_find_disk(struct stk_loader *l);
+/* The consumer's side, after a batch: takes the second's snapshot when due. */
+void stk__loader_tick(struct stk_loader *l, uint64_t now);
+/* loader/tune.c: O_DIRECT or buffered (at create, before the slots are
+ * sized); the queue depth and active rings (after the rings exist, then on
+ * every completed read, under mu). */
+void stk__tune_direct(struct stk_loader *l);
+void stk__tune_init(struct stk_loader *l);
+void stk__tune_tick(struct stk_loader *l, uint64_t now);
+void stk__tune_restart(struct stk_loader *l);
+/* loader/loader.c: a slot whose reads and decodes are all in.  Under mu. */
+void stk__loader_finish_slot(struct stk_loader *l, struct slot *s);
+/* loader/error.c.  Lays out the read of dataset sample idx as sample i of
+ * slot s at byte `place` of its read area; returns the room it takes. */
+uint64_t stk__loader_setup_read(struct stk_loader *l, struct slot *s, uint32_t i, int64_t idx,
+				uint64_t place);
+/* A failed sample: counted with its batch, named as the loader's detail (and
+ * the slot's, if it is the first).  why may be NULL.  Under mu. */
+void stk__loader_sample_error(struct stk_loader *l, struct slot *s, struct sio *x, int rc,
+			      const char *why);
+/* on_error replace: stand-ins queued for the slot's failed samples (true),
+ * or none left to try (false: the slot finishes).  Under mu. */
+bool stk__loader_replace_round(struct stk_loader *l, struct slot *s);
+/* A one-line note on stderr, unless STK_F_QUIET. */
+void stk__loader_notice(const struct stk_loader *l, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+#endif

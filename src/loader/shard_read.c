@@ -1,0 +1,242 @@
+/*
+ * loader/shard_read.c — how a batch of tar members is read.
+ *
+ * Every shard is opened once, at create (O_DIRECT when the loader reads
+ * direct; buffered ones get POSIX_FADV_RANDOM under global shuffle, so the
+ * kernel reads a member and not the megabytes of read-ahead after it), and
+ * members are read by offset on that descriptor: no open and close per
+ * sample.  A batch's members are taken in (shard, offset) order, and
+ * neighbours at most MERGE_GAP apart (the tar headers between them) become
+ * one read of at most MERGE_MAX bytes, laid out in the slot in file order;
+ * each sample's offset in the batch points at its bytes in that run.  A
+ * buffered read starts at the member's 512-byte header and a direct one
+ * usually covers it anyway: where the header is in the bytes read it is
+ * checked (checksum, size), so a shard rewritten since it was indexed gives
+ * an error naming the shard and the offset, never another member's bytes.
+ * More shards than a quarter of RLIMIT_NOFILE: each read opens its shard
+ * (the engines' open → read → close chain), as for folders.
+ */
+#include "loader/loader.h"
+#include "dataset/tar.h"
+
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#define TAR_BLOCK 512u
+
+/* The shard holding sample i: the last one starting at or before it. */
+static const struct shard *shard_of(const struct stk_loader *l, int64_t i)
+{
+	uint32_t lo = 0, hi = l->nshards;
+	while (hi - lo > 1) {
+		uint32_t mid = lo + (hi - lo) / 2;
+		if (l->shards[mid].first <= i)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	return &l->shards[lo];
+}
+
+int stk__shards_open(struct stk_loader *l, char *err, size_t errlen)
+{
+	const struct stk_dataset *ds = l->ds;
+	uint32_t n = 0;
+	for (int64_t i = 0; i < ds->n; i++)
+		n += i == 0 || ds->entries[i].name != ds->entries[i - 1].name;
+	l->shards = calloc(n ? n : 1, sizeof(*l->shards));
+	if (!l->shards) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	for (int64_t i = 0; i < ds->n; i++)
+		if (i == 0 || ds->entries[i].name != ds->entries[i - 1].name)
+			l->shards[l->nshards++] = (struct shard){.first = i, .fd = -1};
+	struct rlimit rl;
+	uint64_t budget = getrlimit(RLIMIT_NOFILE, &rl) == 0 ? rl.rlim_cur / 4 : 256;
+	if (l->nshards > budget) {
+		snprintf(l->shard_why, sizeof(l->shard_why),
+			 "shards: %u, more than a quarter of the open-file limit (%llu): each read "
+			 "opens its shard", l->nshards, (unsigned long long)rl.rlim_cur);
+		return 0;
+	}
+	bool random = !(l->o.flags & STK_F_NO_SHUFFLE) && l->o.shuffle_mode == STK_SHUFFLE_GLOBAL;
+	for (uint32_t k = 0; k < l->nshards; k++) {
+		const char *p = stk__entry_path(ds, (int64_t)l->shards[k].first);
+		int fd = openat(ds->root_fd, p, O_RDONLY | O_CLOEXEC | (l->direct ? O_DIRECT : 0));
+		if (fd < 0) {
+			/* the read names it, by the error policy; the others stay open */
+			continue;
+		}
+		if (!l->direct && random)
+			posix_fadvise(fd, 0, 0, POSIX_FADV_RANDOM);
+		l->shards[k].fd = fd;
+	}
+	snprintf(l->shard_why, sizeof(l->shard_why),
+		 "shards: %u open once, %s%s; a batch's neighbouring members merged into one read",
+		 l->nshards, l->direct ? "O_DIRECT" : "buffered",
+		 l->direct ? "" : random ? ", no read-ahead past a member (global shuffle)" : "");
+	return 0;
+}
+
+void stk__shards_close(struct stk_loader *l)
+{
+	for (uint32_t k = 0; l->shards && k < l->nshards; k++)
+		if (l->shards[k].fd >= 0)
+			close(l->shards[k].fd);
+	free(l->shards);
+	l->shards = NULL;
+	l->nshards = 0;
+}
+
+static int by_place(const void *a, const void *b)
+{
+	const struct sio *x = *(struct sio *const *)a, *y = *(struct sio *const *)b;
+	if (x->io.path != y->io.path)
+		return x->io.path < y->io.path ? -1 : 1;
+	return x->at < y->at ? -1 : x->at > y->at;
+}
+
+/* The read's start for a run beginning with the member at `at`: its header
+ * too when buffered (512 bytes), the block holding it when direct. */
+static uint64_t run_start(const struct stk_loader *l, uint64_t at)
+{
+	if (l->direct)
+		return at & ~(uint64_t)(STK_DIRECT_ALIGN - 1);
+	return at >= TAR_BLOCK ? at - TAR_BLOCK : at;
+}
+
+static uint64_t run_end(const struct stk_loader *l, uint64_t end)
+{
+	return l->direct ? STK_ALIGN_UP(end, STK_DIRECT_ALIGN) : end;
+}
+
+uint32_t stk__shards_lay_out(struct stk_loader *l, struct ring *r, struct slot *s, uint32_t n)
+{
+	uint32_t si = (uint32_t)(s - l->slots);
+	uint8_t *base = stk__pool_slot(&l->pool, si);
+	struct sio **tmp = l->sort_scratch;
+	for (uint32_t i = 0; i < n; i++) {
+		int64_t idx = l->scratch_idx[i];
+		const struct stk_entry *e = &l->ds->entries[idx];
+		struct sio *x = &s->ios[i];
+		s->indices[i] = idx;
+		s->labels[i] = e->label;
+		/* read_bytes: only the member's first bytes */
+		bool prefix = l->o.read_bytes && l->o.read_bytes < e->size;
+		s->sizes[i] = prefix ? l->o.read_bytes : e->size;
+		s->offsets[i] = 0;
+		*x = (struct sio){.io = {.path = stk__entry_path(l->ds, idx), .buf_index = (int)si},
+				  .size = s->sizes[i], .prefix = prefix, .at = e->offset, .slot = si,
+				  .idx = i};
+		tmp[i] = x;
+	}
+	qsort(tmp, n, sizeof(*tmp), by_place);
+	uint64_t off = 0;
+	uint32_t queued = 0;
+	for (uint32_t k = 0; k < n;) {
+		struct sio *lead = tmp[k];
+		uint64_t start = run_start(l, lead->at), end = lead->at + lead->size;
+		uint32_t j = k + 1;
+		while (j < n && tmp[j]->io.path == lead->io.path && tmp[j]->at <= end + MERGE_GAP) {
+			uint64_t e2 = tmp[j]->at + tmp[j]->size;
+			e2 = e2 > end ? e2 : end;
+			if (run_end(l, e2) - start > MERGE_MAX ||
+			    run_end(l, e2) - start > l->raw_bytes - off)
+				break;
+			end = e2;
+			j++;
+		}
+		uint64_t len = run_end(l, end) - start;
+		if (len > l->raw_bytes - off) {
+			/* a batch far above the size bound (see slot_bytes_for) */
+			stk__loader_sample_error(l, s, lead, STK_ETOOBIG, NULL);
+			k++;
+			continue;
+		}
+		const struct shard *sh = shard_of(l, l->scratch_idx[lead->idx]);
+		lead->io.op = sh->fd >= 0 ? STK_IO_READ : STK_IO_READ_FILE;
+		lead->io.fd = sh->fd;
+		lead->io.buf = base + off;
+		lead->io.len = len;
+		lead->io.offset = start;
+		for (uint32_t m = k; m < j; m++) {
+			struct sio *x = tmp[m];
+			x->skip = (uint32_t)(x->at - start);
+			x->rider = m + 1 < j ? tmp[m + 1] : NULL;
+			if (m > k)
+				x->io.buf = lead->io.buf;
+			s->offsets[x->idx] = off + x->skip;
+		}
+		l->rd_members += j - k;
+		off += len;
+		r->queue[(r->qhead + r->qlen++) % r->qcap] = lead;
+		queued++;
+		k = j;
+	}
+	s->offsets[n] = off;
+	return queued;
+}
+
+uint64_t stk__shards_room(const struct stk_loader *l, int64_t idx)
+{
+	const struct stk_entry *e = &l->ds->entries[idx];
+	bool prefix = l->o.read_bytes && l->o.read_bytes < e->size;
+	uint64_t size = prefix ? l->o.read_bytes : e->size;
+	return run_end(l, e->offset + size) - run_start(l, e->offset);
+}
+
+uint64_t stk__shards_setup_one(struct stk_loader *l, struct slot *s, uint32_t i, int64_t idx,
+			       uint64_t place)
+{
+	uint32_t si = (uint32_t)(s - l->slots);
+	const struct stk_entry *e = &l->ds->entries[idx];
+	struct sio *x = &s->ios[i];
+	bool prefix = l->o.read_bytes && l->o.read_bytes < e->size;
+	s->indices[i] = idx;
+	s->labels[i] = e->label;
+	s->sizes[i] = prefix ? l->o.read_bytes : e->size;
+	const struct shard *sh = shard_of(l, idx);
+	uint64_t start = run_start(l, e->offset);
+	x->io = (struct stk_io){.op = sh->fd >= 0 ? STK_IO_READ : STK_IO_READ_FILE, .fd = sh->fd,
+				.path = stk__entry_path(l->ds, idx), .buf_index = (int)si,
+				.buf = stk__pool_slot(&l->pool, si) + place,
+				.len = stk__shards_room(l, idx), .offset = start};
+	x->size = s->sizes[i];
+	x->prefix = prefix;
+	x->at = e->offset;
+	x->skip = (uint32_t)(e->offset - start);
+	x->rider = NULL;
+	s->offsets[i] = place + x->skip;
+	return x->io.len;
+}
+
+int stk__shards_check(struct stk_loader *l, struct sio *x, char *why, size_t len)
+{
+	int64_t res = x->io.res;
+	if (res < 0) {
+		snprintf(why, len, "member at offset %llu (%llu bytes): %s", (unsigned long long)x->at,
+			 (unsigned long long)x->size, stk_strerror((int)res));
+		return (int)res;
+	}
+	if ((uint64_t)res < (uint64_t)x->skip + x->size) {
+		snprintf(why, len, "member at offset %llu (%llu bytes): short read: the shard ends "
+			 "before it (truncated since it was indexed?)", (unsigned long long)x->at,
+			 (unsigned long long)x->size);
+		return STK_ESHORT;
+	}
+	int64_t idx = l->slots[x->slot].indices[x->idx];
+	if (x->skip >= TAR_BLOCK &&
+	    !stk__tar_header_matches((const uint8_t *)x->io.buf + x->skip - TAR_BLOCK,
+				     l->ds->entries[idx].size)) {
+		snprintf(why, len, "member at offset %llu (%llu bytes): no tar header for it just "
+			 "before: the shard changed since it was indexed", (unsigned long long)x->at,
+			 (unsigned long long)x->size);
+		return STK_ECORRUPT;
+	}
+	return 0;
+}

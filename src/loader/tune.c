@@ -1,0 +1,550 @@
+/*
+ * loader/tune.c — the settings a user leaves to the loader, chosen from what
+ * it sees: O_DIRECT or buffered reads, the queue depth, and for warm data
+ * the number of I/O threads (rings) taking new batches.
+ *
+ * Reads: buffered when the dataset fits in the page cache the process can
+ * count on (MemAvailable, capped by the cgroup's limit), so later epochs are
+ * served from memory; O_DIRECT when it does not, since then the cache cannot
+ * keep an epoch and buffered reads only add page-cache insertion and a copy
+ * (2-3x the CPU per sample, measured) and evict the trainer's memory.
+ *
+ * Queue depth (auto): a probe at the start begins at the depth the storage's
+ * plan gives (stk_io_plan: 128 for a virtio or unknown disk, 256 for NVMe,
+ * 16 for a hard disk; at least 8), so that a cold epoch is read near its
+ * best depth from the first window, and climbs by doublings (up to what the
+ * engines and the batch slots can hold), one window per level (after the
+ * level's first reads, 250 ms and 4 x qd reads at least); it stops when two
+ * doublings in a row gained under 10 %: past the knee latency only grows
+ * (Little's law).  When nothing above the starting depth gained, it steps
+ * down by halves (to 8 at least) while the rate holds within 5 % of the
+ * best: page-cache reads and fast devices reach their rate at a lower depth,
+ * with less latency.  It keeps the lowest level within 5 % of the best rate:
+ * too low a depth costs far more than one too high, and one window can be
+ * off by that much on a shared machine.  A level the loader could not keep full (the
+ * consumer or the slots set the pace) is no measure: retried, and after 4
+ * such windows kept.  Then, when the I/O threads were busy over 60 % of the
+ * time (reads from the page cache: their copies are the limit) and their
+ * number is auto, rings are added one at a time the same way.  Afterwards
+ * one-second windows watch the rate; two in a row 30 % away from the settled
+ * rate (or a full queue after an inconclusive probe) start a new probe, at
+ * most every 10 s.  Everything runs in the I/O threads on completions, under
+ * the loader's mutex: nothing blocks, so a stop is never delayed by it.
+ */
+#include "loader/loader.h"
+
+#include "stoker/sys.h"
+
+#include <fcntl.h>
+#include <pthread.h>
+#include <time.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+enum { TUNE_OFF, TUNE_QD, TUNE_RINGS, TUNE_WATCH };
+
+#define PROBE_MIN_NS 250000000ull
+#define WATCH_NS 1000000000ull
+#define REPROBE_NS 10000000000ull
+#define GAIN 1.10
+#define MIN_QD 8u
+#define MAX_AUTO_QD 512u
+
+static void fmt_gb(char *b, size_t n, double bytes)
+{
+	snprintf(b, n, bytes >= 1e9 ? "%.1f GB" : "%.0f MB", bytes >= 1e9 ? bytes / 1e9 : bytes / 1e6);
+}
+
+/* Bytes of page cache this process can count on. */
+static uint64_t cache_room(void)
+{
+	const char *env = getenv("STOKER_PAGE_CACHE_BYTES"); /* where the limit is not visible */
+	if (env && *env) {
+		char *end;
+		unsigned long long v = strtoull(env, &end, 10);
+		if (end != env && !*end)
+			return v;
+	}
+	struct stk_meminfo mi = {.size = sizeof(mi)};
+	uint64_t room = stk_sys_meminfo(NULL, &mi) == 0 ? mi.available : UINT64_MAX;
+	uint64_t limit = 0;
+	if (stk_sys_cgroup_memory(NULL, &limit, NULL) == 1 && limit < room)
+		room = limit;
+	return room;
+}
+
+/* 0 if the filesystem takes O_DIRECT opens (tried on the first sample). */
+static int direct_ok(struct stk_loader *l)
+{
+	int fd = openat(l->ds->root_fd, stk__entry_path(l->ds, 0), O_RDONLY | O_DIRECT | O_CLOEXEC);
+	if (fd >= 0) {
+		close(fd);
+		return 0;
+	}
+	return errno == EINVAL ? -EINVAL : 0; /* other errors belong to the read */
+}
+
+void stk__tune_direct(struct stk_loader *l)
+{
+	struct tune *t = &l->tune;
+	l->direct = false;
+	if (l->ops == &stk__engine_null) {
+		snprintf(t->direct_why, sizeof(t->direct_why), "reads: none (null engine)");
+		return;
+	}
+	if (l->o.flags & STK_F_DIRECT) {
+		if (direct_ok(l) == 0) {
+			l->direct = true;
+			snprintf(t->direct_why, sizeof(t->direct_why), "reads: O_DIRECT (asked)");
+		} else {
+			stk__loader_notice(l, "%s: the filesystem refuses O_DIRECT; using buffered reads",
+					   l->ds->root);
+			snprintf(t->direct_why, sizeof(t->direct_why),
+				 "reads: buffered (O_DIRECT asked, the filesystem refuses it)");
+		}
+		return;
+	}
+	if (l->o.flags & STK_F_BUFFERED) {
+		snprintf(t->direct_why, sizeof(t->direct_why), "reads: buffered (asked)");
+		return;
+	}
+	uint64_t total = 0;
+	for (int64_t i = 0; i < l->ds->n; i++)
+		total += l->ds->entries[i].size;
+	uint64_t room = cache_room();
+	char a[32], b[32];
+	fmt_gb(a, sizeof(a), (double)total);
+	fmt_gb(b, sizeof(b), (double)room);
+	if (total <= room) {
+		snprintf(t->direct_why, sizeof(t->direct_why),
+			 "reads: buffered (auto: the dataset, %s, fits in the page cache, %s: later "
+			 "epochs read from memory)", a, b);
+	} else if (direct_ok(l) < 0) {
+		snprintf(t->direct_why, sizeof(t->direct_why),
+			 "reads: buffered (auto: the dataset, %s, is larger than the page cache, %s, "
+			 "but the filesystem refuses O_DIRECT)", a, b);
+	} else {
+		l->direct = true;
+		snprintf(t->direct_why, sizeof(t->direct_why),
+			 "reads: O_DIRECT (auto: the dataset, %s, is larger than the page cache, %s: "
+			 "cached copies would be evicted before their next epoch)", a, b);
+	}
+}
+
+static void clear_window(struct tune *t)
+{
+	t->w_ns = t->w_lat = t->w_area = t->w_cpu = 0;
+	t->w_reads = t->w_bytes = 0;
+}
+
+/* Spreads the queue depth over the active rings.  Under mu. */
+static void apply(struct stk_loader *l)
+{
+	struct tune *t = &l->tune;
+	if (l->ops != &stk__engine_uring) {
+		l->rings[0].qd = t->qd;
+	} else {
+		for (uint32_t i = 0; i < l->nrings; i++) {
+			/* a ring left out takes no new batch but still sends what it
+			 * claimed, at an active ring's pace */
+			struct ring *r = &l->rings[i];
+			unsigned q = t->qd / t->active + (i < t->active && i < t->qd % t->active);
+			r->qd = q > r->cap ? r->cap : q ? q : 1;
+			r->take = i < t->active;
+		}
+	}
+	t->t0 = 0;
+	clear_window(t);
+	t->skip = t->qd; /* let the old level's reads drain out of the window */
+	stk__loader_wake_rings(l);
+}
+
+/* Where a probe starts: the storage's planned depth, between MIN_QD and
+ * what the engines hold. */
+static unsigned start_qd(const struct tune *t)
+{
+	unsigned q = t->plan_qd > MIN_QD ? t->plan_qd : MIN_QD;
+	return q < t->max_qd ? q : t->max_qd;
+}
+
+void stk__tune_init(struct stk_loader *l)
+{
+	struct tune *t = &l->tune;
+	bool uring = l->ops == &stk__engine_uring;
+	t->auto_qd = l->o.queue_depth == 0;
+	t->auto_rings = uring && l->o.io_threads == 0 && l->nrings > 1;
+	t->active = uring ? l->nrings : 1;
+	t->max_qd = l->rings[0].cap;
+	struct stk_io_plan plan = {.size = sizeof(plan)};
+	t->plan_qd = stk_io_plan(NULL, l->ds->root, &plan) == 0 && plan.queue_depth ? plan.queue_depth
+										     : 128;
+	if (t->plan_qd > t->max_qd)
+		t->plan_qd = t->max_qd;
+	t->qd = t->auto_qd ? start_qd(t) : l->o.queue_depth;
+	t->phase = t->auto_qd || t->auto_rings ? TUNE_QD : TUNE_OFF;
+	t->probes = t->auto_qd;
+	t->probe_t = stk__now_ns();
+	if (t->auto_qd)
+		snprintf(t->why, sizeof(t->why), "queue depth %u (auto: probing)", t->qd);
+	else
+		snprintf(t->why, sizeof(t->why), "queue depth %u (asked)", t->qd);
+	apply(l);
+}
+
+static double ring_area(const struct stk_loader *l, uint64_t now)
+{
+	double a = 0;
+	for (uint32_t i = 0; i < l->nrings; i++)
+		a += l->rings[i].tarea + (double)l->rings[i].inflight * (double)(now - l->rings[i].area_t);
+	return a;
+}
+
+/* Time the I/O threads ran or waited to run, ns: warm reads are copies on
+ * them, and on a crowded machine the wait for a CPU is part of their cost
+ * (schedstat: run time, then run-queue wait; the thread's CPU clock where
+ * that file is missing). */
+static double ring_cpu(const struct stk_loader *l)
+{
+	double ns = 0;
+	for (uint32_t i = 0; i < l->nrings; i++) {
+		char path[64], line[128];
+		snprintf(path, sizeof(path), "/proc/self/task/%d/schedstat", (int)l->rings[i].os_tid);
+		FILE *f = l->rings[i].os_tid ? fopen(path, "re") : NULL;
+		unsigned long long run = 0, wait = 0;
+		bool ok = f && fgets(line, sizeof(line), f) && sscanf(line, "%llu %llu", &run, &wait) == 2;
+		if (f)
+			fclose(f);
+		if (ok) {
+			ns += (double)run + (double)wait;
+			continue;
+		}
+		clockid_t c;
+		struct timespec ts;
+		if (pthread_getcpuclockid(l->rings[i].tid, &c) == 0 && clock_gettime(c, &ts) == 0)
+			ns += (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
+	}
+	return ns;
+}
+
+static void open_segment(struct stk_loader *l, uint64_t now)
+{
+	struct tune *t = &l->tune;
+	t->t0 = now;
+	t->cpu0 = ring_cpu(l);
+	t->reads0 = l->rd_reads;
+	t->bytes0 = l->rd_bytes;
+	t->lat0 = l->rd_lat;
+	t->area0 = ring_area(l, now);
+}
+
+static void close_segment(struct stk_loader *l, uint64_t now)
+{
+	struct tune *t = &l->tune;
+	if (!t->t0)
+		return;
+	t->w_ns += (double)(now - t->t0);
+	t->w_reads += l->rd_reads - t->reads0;
+	t->w_bytes += l->rd_bytes - t->bytes0;
+	t->w_lat += l->rd_lat - t->lat0;
+	t->w_area += ring_area(l, now) - t->area0;
+	t->w_cpu += ring_cpu(l) - t->cpu0;
+	t->t0 = 0;
+}
+
+/* "8: 410 MB/s 2.0 ms, 16: ..." of the probe's points, into b. */
+/* A (re)start: the window goes on in a new segment, the gap left out. */
+void stk__tune_restart(struct stk_loader *l)
+{
+	uint64_t now = stk__now_ns();
+	close_segment(l, now);
+	if (!l->tune.skip)
+		open_segment(l, now);
+}
+
+static void points(const struct tune *t, bool rings, char *b, size_t n)
+{
+	size_t k = 0;
+	b[0] = 0;
+	for (unsigned i = 0; i < t->npts && k < n; i++) {
+		const struct tune_point *p = &t->pts[i];
+		int w = rings ? snprintf(b + k, n - k, "%s%u: %.3g MB/s, busy %.0f %%", i ? ", " : "",
+					 p->rings, p->rate / 1e6, p->busy * 100)
+			      : snprintf(b + k, n - k, "%s%u: %.3g MB/s %.2f ms", i ? ", " : "", p->qd,
+					 p->rate / 1e6, p->lat_ns / 1e6);
+		if (w < 0)
+			break;
+		k += (size_t)w;
+	}
+}
+
+static void settle_qd(struct stk_loader *l, unsigned pick, const char *reason)
+{
+	struct tune *t = &l->tune;
+	char pts[256];
+	points(t, false, pts, sizeof(pts));
+	t->qd = t->pts[pick].qd;
+	t->settled_rate = t->pts[pick].rate;
+	if (t->auto_qd)
+		snprintf(t->why, sizeof(t->why), "queue depth %u (auto, probe %u: %s; %s)", t->qd,
+			 t->probes, pts, reason);
+	/* the I/O threads busy most of the time: page-cache copies are the limit */
+	bool copies = t->pts[pick].busy > 0.6;
+	if (t->auto_rings && copies && !t->unsure) {
+		t->phase = TUNE_RINGS;
+		t->npts = 0;
+		t->active = 1;
+	} else {
+		t->phase = TUNE_WATCH;
+	}
+	apply(l);
+}
+
+static void settle_rings(struct stk_loader *l, unsigned pick, const char *reason)
+{
+	struct tune *t = &l->tune;
+	char pts[256];
+	points(t, true, pts, sizeof(pts));
+	t->active = t->pts[pick].rings;
+	t->settled_rate = t->pts[pick].rate;
+	size_t k = strlen(t->why);
+	snprintf(t->why + k, sizeof(t->why) - k, "\nI/O threads %u (auto, they were busy: %s; %s)",
+		 t->active, pts, reason);
+	t->phase = TUNE_WATCH;
+	apply(l);
+}
+
+static double best_rate(const struct tune *t)
+{
+	double best = 0;
+	for (unsigned i = 0; i < t->npts; i++)
+		best = t->pts[i].rate > best ? t->pts[i].rate : best;
+	return best;
+}
+
+/* The probe's pick: the lowest level (depth, or ring count) within 5 % of
+ * the best rate seen (a lower depth that moves as much has the lower
+ * latency).  The points are in the order probed: up, then maybe down. */
+static unsigned pick(const struct tune *t, bool rings)
+{
+	double best = best_rate(t);
+	unsigned k = t->npts - 1;
+	for (unsigned i = 0; i < t->npts; i++) {
+		unsigned a = rings ? t->pts[i].rings : t->pts[i].qd;
+		unsigned b = rings ? t->pts[k].rings : t->pts[k].qd;
+		if (t->pts[i].rate >= 0.95 * best && (t->pts[k].rate < 0.95 * best || a < b))
+			k = i;
+	}
+	return k;
+}
+
+/* Levels since the best rate last rose by GAIN: the climb stops after two,
+ * so one noisy window (other work on the machine) cannot end it early. */
+static unsigned flat(const struct tune *t)
+{
+	double best = t->pts[0].rate;
+	unsigned since = 0;
+	for (unsigned i = 1; i < t->npts; i++) {
+		if (t->pts[i].rate >= GAIN * best) {
+			best = t->pts[i].rate;
+			since = 0;
+		} else {
+			since++;
+			best = t->pts[i].rate > best ? t->pts[i].rate : best;
+		}
+	}
+	return since;
+}
+
+static void why_flat(const struct tune *t, bool rings, char *b, size_t n)
+{
+	double best = best_rate(t);
+	snprintf(b, n, "%s: the lowest %s within 5 %% of the best rate (%.3g MB/s)",
+		 rings ? "no gain from more" : "throughput stopped rising", rings ? "count" : "depth",
+		 best / 1e6);
+}
+
+/* The probe's next level, its "so far" said in the reasons. */
+static void next_qd(struct stk_loader *l, unsigned qd)
+{
+	struct tune *t = &l->tune;
+	char pts[256];
+	t->qd = qd;
+	points(t, false, pts, sizeof(pts));
+	snprintf(t->why, sizeof(t->why), "queue depth %u (auto: probing, so far %s)", t->qd, pts);
+	apply(l);
+}
+
+/* The climb is over: below the start if nothing above it gained, else the pick. */
+static void climbed(struct stk_loader *l, const char *why)
+{
+	struct tune *t = &l->tune;
+	unsigned k = pick(t, false);
+	if (t->pts[k].qd == t->pts[0].qd && t->pts[0].qd / 2 >= MIN_QD &&
+	    t->npts < STK_ARRAY_SIZE(t->pts)) {
+		t->down = true;
+		next_qd(l, t->pts[0].qd / 2);
+		return;
+	}
+	settle_qd(l, k, why);
+}
+
+/* One probe window closed with point p. */
+static void step_qd(struct stk_loader *l, const struct tune_point *p)
+{
+	struct tune *t = &l->tune;
+	char why[96];
+	t->pts[t->npts++] = *p;
+	if (!t->auto_qd) { /* the user's depth: one look, to see whether reads are copies */
+		settle_qd(l, 0, "");
+		return;
+	}
+	if (t->down) { /* below the start: on while the rate holds */
+		if (p->rate >= 0.95 * best_rate(t) && p->qd / 2 >= MIN_QD &&
+		    t->npts < STK_ARRAY_SIZE(t->pts)) {
+			next_qd(l, p->qd / 2);
+			return;
+		}
+		why_flat(t, false, why, sizeof(why));
+		settle_qd(l, pick(t, false), why);
+		return;
+	}
+	if (t->npts >= 3 && flat(t) >= 2) {
+		why_flat(t, false, why, sizeof(why));
+		climbed(l, why);
+		return;
+	}
+	if (p->qd * 2 > t->max_qd || t->npts == STK_ARRAY_SIZE(t->pts)) {
+		snprintf(why, sizeof(why), "%s at the most the slots and engines hold (%u)",
+			 flat(t) ? "flat" : "still rising", t->max_qd);
+		climbed(l, why);
+		return;
+	}
+	next_qd(l, p->qd * 2);
+}
+
+static void step_rings(struct stk_loader *l, const struct tune_point *p)
+{
+	struct tune *t = &l->tune;
+	char why[96];
+	t->pts[t->npts++] = *p;
+	if (t->npts >= 2 && (flat(t) >= 1 || t->active >= l->nrings)) {
+		unsigned k = pick(t, true);
+		if (flat(t))
+			why_flat(t, true, why, sizeof(why));
+		else
+			snprintf(why, sizeof(why), "still rising with every ring");
+		settle_rings(l, k, why);
+		return;
+	}
+	if (t->active >= l->nrings) {
+		settle_rings(l, t->npts - 1, "one ring");
+		return;
+	}
+	t->active++;
+	apply(l);
+}
+
+static void start_probe(struct stk_loader *l, uint64_t now)
+{
+	struct tune *t = &l->tune;
+	t->npts = 0;
+	t->off = 0;
+	t->unsure = false;
+	t->probe_t = now;
+	t->phase = TUNE_QD;
+	t->down = false;
+	if (t->auto_rings)
+		t->active = l->nrings;
+	if (t->auto_qd) {
+		t->probes++;
+		t->qd = start_qd(t);
+		size_t k = strlen(t->why);
+		snprintf(t->why + k, sizeof(t->why) - k, " (re-probing: the rate changed)");
+	}
+	apply(l);
+}
+
+void stk__tune_tick(struct stk_loader *l, uint64_t now)
+{
+	struct tune *t = &l->tune;
+	if (t->phase == TUNE_OFF)
+		return;
+	if (!t->t0) {
+		if (!t->skip) /* complete() counts these down */
+			open_segment(l, now);
+		return;
+	}
+	uint64_t span = t->phase == TUNE_WATCH ? WATCH_NS : PROBE_MIN_NS;
+	uint64_t reads = t->w_reads + (l->rd_reads - t->reads0);
+	double dt = t->w_ns + (double)(now - t->t0);
+	if (dt < (double)span || reads < 4ull * t->qd || reads < 64)
+		return;
+	close_segment(l, now);
+	struct tune_point p = {.qd = t->qd, .rings = t->active,
+			       .rate = (double)t->w_bytes / (dt / 1e9),
+			       .lat_ns = t->w_lat / (double)reads,
+			       .fill = t->w_area / dt / t->qd,
+			       .busy = t->w_cpu / dt / t->active};
+	clear_window(t);
+	open_segment(l, now);
+	if (t->phase != TUNE_WATCH && p.fill < 0.7) {
+		/* The level was not kept in flight (the consumer or the slots set the
+		 * pace, or an epoch's tail): not a measure of the storage.  Retry;
+		 * after 4 such windows the consumer is the limit: keep this level. */
+		if (++t->lowfill < 4)
+			return;
+		t->lowfill = 0;
+		t->unsure = true;
+		t->pts[t->npts++] = p;
+		if (t->phase == TUNE_QD && t->auto_qd) {
+			/* the storage's plan (sys/plan.c), ready for when the consumer speeds up */
+			t->pts[t->npts - 1].qd = t->plan_qd > p.qd ? t->plan_qd : p.qd;
+			settle_qd(l, t->npts - 1, "the loader could not keep the probe's levels in "
+				  "flight (the consumer sets the pace): the storage's planned depth");
+		} else if (t->phase == TUNE_QD)
+			settle_qd(l, t->npts - 1, "");
+		else
+			settle_rings(l, t->npts - 1, "the consumer sets the pace");
+		return;
+	}
+	t->lowfill = 0;
+	switch (t->phase) {
+	case TUNE_QD:
+		step_qd(l, &p);
+		break;
+	case TUNE_RINGS:
+		step_rings(l, &p);
+		break;
+	case TUNE_WATCH: {
+		double r = t->settled_rate > 0 ? p.rate / t->settled_rate : 1;
+		bool moved = (r > 1.3 || r < 0.77) && p.fill > 0.7;
+		bool full_now = t->unsure && p.fill > 0.9;
+		t->off = moved || full_now ? t->off + 1 : 0;
+		if (t->off >= 2 && now - t->probe_t >= REPROBE_NS && (t->auto_qd || t->auto_rings))
+			start_probe(l, now);
+		break;
+	}
+	}
+}
+
+int stk_loader_tuning(const struct stk_loader *cl, char *buf, size_t len)
+{
+	struct stk_loader *l = (struct stk_loader *)cl;
+	char threads[200] = "", shards[320] = "";
+	pthread_mutex_lock(&l->mu);
+	const struct tune *t = &l->tune;
+	if (l->ops == &stk__engine_uring && !t->auto_rings)
+		snprintf(threads, sizeof(threads), "\nI/O threads %u (%s)", l->nrings,
+			 l->o.io_threads ? "asked" : "auto: one per online CPU, up to 2");
+	else if (l->ops == &stk__engine_uring && !strstr(t->why, "I/O threads"))
+		snprintf(threads, sizeof(threads), "\nI/O threads %u of %u (auto: not busy copying "
+			 "from the page cache, all take batches)", t->active, l->nrings);
+	if (l->ds->shards)
+		snprintf(shards, sizeof(shards), "\n%s (%.2f members a read so far)", l->shard_why,
+			 l->rd_reads ? (double)l->rd_members / (double)l->rd_reads : 0.0);
+	int n = snprintf(buf, len, "%s\n%s%s%s", t->direct_why, t->why, threads, shards);
+	pthread_mutex_unlock(&l->mu);
+	return n;
+}

@@ -1,0 +1,110 @@
+/* bench/bench.h — what the files of `stoker bench` share: options, one run's
+ * figures, the verdict's output and the sweep's plot. */
+#ifndef STK_BENCH_H
+#define STK_BENCH_H
+
+#include <jansson.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "common/spread.h"
+#include "stoker/stoker.h"
+
+struct bench_opts {
+	const char *path;
+	struct stk_loader_opts lo;  /* the loader's options, as the table parses them */
+	struct stk_image_opts img;  /* with --image */
+	int64_t epochs, max_samples, max_batches, repeat;
+	double compute_ms, seconds, runtime, ramp;
+	int run_index; /* which of the --repeat runs is going */
+	int cache; /* CACHE_* */
+	bool image, cold, json, no_baseline;
+	const char *sweep, *plot, *size, *vs;
+};
+
+enum { CACHE_WARM, CACHE_COLD, CACHE_AS_IS };
+
+struct run {
+	double wall, cpu, compute;
+	uint64_t samples, bytes, batches, errors;
+	struct stk_stats st;
+	double rss_first_mb, rss_last_mb;
+	double decode_s; /* baseline: time decoding */
+	json_t *epochs; /* per-epoch figures */
+	uint64_t next_epoch;    /* the epoch after the last this run read */
+	double epochs_measured; /* batches measured / batches per epoch */
+	const char *ended_by;   /* what ended the measured part ("--runtime", ...) */
+};
+
+#define BENCH_MAX_REPEAT SPREAD_MAX
+/* Runs whose samples/s spread wider than this (max - min over the median)
+ * make the verdict say it is unsure. */
+#define WIDE_SPREAD 0.2
+
+
+/* A run's figures, for spreads over runs. */
+double sps_of(const struct run *r);
+double mbps_of(const struct run *r);
+double cpu_of(const struct run *r);
+double au_of(const struct run *r);
+/* One figure of n runs into a spread. */
+void spread_runs(const struct run *runs, int n, double (*f)(const struct run *), struct spread *s);
+/* The run whose samples/s is the median's (its latencies speak for all). */
+int median_run(const struct run *runs, int n);
+/* "63328", or with runs: "63328 (61.2k-65.0k)". */
+const char *fmt_spread(char *buf, size_t len, const struct spread *s, const char *fmt);
+/* The verdict most runs gave (its index), and a note when they disagree or
+ * spread wide (terse: a table cell's, only then). */
+int pick_verdict(const struct stk_verdict *v, const struct run *runs, int n, bool terse,
+		 char *note, size_t len);
+/* A warning for runs measured under the minimum ("" when all were long enough). */
+void short_warning(const struct bench_opts *o, const struct run *S, const struct run *B, int n,
+		   char *out, size_t len);
+/* bench/bench.c: the default dataset's path in out, generated once if missing.
+ * 0 or -1 (said on stderr). */
+int bench_default_dataset(char *out, size_t len);
+
+/* bench/run.c: set by SIGINT/SIGTERM; every loop stops at it. */
+extern volatile sig_atomic_t bench_interrupted;
+/* Fraction of a spread of samples whose pages are in the page cache. */
+double cached_fraction(struct stk_loader *l);
+/* The page cache as --cache asks, before a run; *state says what it is. */
+void set_cache(struct stk_loader *l, const struct bench_opts *o, const int64_t *order,
+	       uint64_t n, const char **state);
+/* One measured loader run from epoch0 (after a ramp), recording the order it
+ * delivered for the baseline.  0 or <0 (the loader's error, said). */
+int run_loader(struct stk_loader *l, const struct bench_opts *o, uint64_t epoch0, struct run *r,
+	       int64_t **order, uint64_t *norder);
+/* The synchronous baseline over order[0..n) for as long as the loader's run. */
+int run_baseline(struct stk_loader *l, const struct bench_opts *o, const int64_t *order, uint64_t n,
+		 struct run *r, const struct stk_image_opts *img);
+json_t *run_json(const struct run *r);
+/* run_json with the loader's stats: latencies, reads in flight, decode. */
+json_t *stats_json(const struct run *r);
+/* Every option in effect as the table's text; img NULL in raw mode. */
+json_t *options_json(const struct stk_loader_opts *lo, const struct stk_image_opts *img);
+/* The loader's options from the parsed ones: PATH, and image mode's. */
+void loader_opts(const struct bench_opts *o, struct stk_loader_opts *lo,
+		 struct stk_image_opts *img);
+/* Classes: the folder's, or the distinct labels of shards and file lists. */
+int64_t count_classes(struct stk_loader *l);
+
+/* The verdict as bench's JSON has it: kind, evidence, try, and the device. */
+json_t *verdict_json(const struct stk_verdict *v);
+/* The device behind PATH as the verdict sampled it (iostat -x's figures). */
+void device_print(const struct stk_verdict *v);
+/* The verdict's human lines: verdict and try. */
+void verdict_print(const struct stk_verdict *v);
+
+/* --vs torch: PyTorch's DataLoader over the same samples (python3 -m
+ * stoker.vs_torch) at each worker count: its JSON, or NULL with the reason
+ * in why (no interpreter, torch not importable, ...). */
+json_t *bench_vs_torch(const struct bench_opts *o, const struct stk_loader_opts *lo,
+		       const struct stk_image_opts *img, uint64_t samples, char *why, size_t len);
+/* stoker bench PATH1 PATH2 ...: the paths side by side (bench/paths.c). */
+int bench_paths(struct bench_opts *o, char **paths, int n);
+/* Its lines in bench's human report, with stoker's ratio to the best. */
+void vs_torch_print(const json_t *vt, double stoker_sps);
+
+#endif
