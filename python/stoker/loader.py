@@ -14,7 +14,6 @@ Python raises KeyboardInterrupt between two of them, so within _POLL_NS even
 while a read hangs.
 """
 
-import collections
 import ctypes
 import errno
 import gc
@@ -28,10 +27,10 @@ import warnings
 import numpy as np
 import torch
 
-from . import _lib, _resume
+from . import _lib, _resume, cuda
 from ._slots import _Core, _Lease, _SlotViews, _closed_message
 from .batch import Batch, ImageBatch
-from .errors import DeviceError, error_from, option_error
+from .errors import error_from, option_error
 from .image import Image
 
 _LOADER_ROWS = {n: r for n, r in _lib.OPTIONS.items() if r.group == _lib.OPT_LOADER}
@@ -44,29 +43,6 @@ _now_ns = time.monotonic_ns
 _log = logging.getLogger("stoker")
 
 _STATS_FIELDS = [name for name, _ in _lib.Stats._fields_ if name != "size"]
-
-
-def _cuda_unusable():
-    """None when PyTorch can use a GPU here; else why not, in words: PyTorch's
-    reason, and what libstoker finds of the CUDA runtime."""
-    if torch.cuda.is_available():
-        return None
-    if torch.version.cuda is None:
-        why = "this PyTorch (%s) is built without CUDA" % torch.__version__
-    else:
-        why = None
-        try:
-            torch.cuda.init()  # raises with the runtime's own reason
-        except Exception as e:  # RuntimeError, AssertionError: whatever this torch raises
-            why = (str(e).strip().splitlines() or [type(e).__name__])[0]
-        if not why:
-            vis = os.environ.get("CUDA_VISIBLE_DEVICES")
-            why = "no CUDA device visible" + ("" if vis is None else
-                                              " (CUDA_VISIBLE_DEVICES=%r)" % vis)
-    rc, lib_why = _lib.pin_probe(4096)
-    if rc < 0:
-        why += "; libstoker: " + lib_why
-    return why
 
 
 class _EpochIter:
@@ -172,21 +148,7 @@ class Loader:
             options["rank"] = _env_int("RANK", 0)
         options["batch_size"] = batch_size
 
-        self._device = None
-        if device is not None:
-            dev = torch.device(device)
-            if dev.type == "cuda":
-                why = _cuda_unusable()
-                if why:
-                    raise DeviceError(-errno.ENODEV, "device=%r: no usable GPU: %s" % (device, why))
-                if dev.index is None:
-                    dev = torch.device("cuda", torch.cuda.current_device())
-                # Load the CUDA runtime and create the context first, so that the
-                # pool is pinned (cudaHostRegister) when the loader is created.
-                torch.cuda.init()
-                self._device = dev
-            elif dev.type != "cpu":
-                raise ValueError("device must be None, 'cpu' or a CUDA device, not %r" % (device,))
+        self._device = cuda.device_of(device)  # None: batches stay in host memory
 
         self._path = os.fspath(path)
         o = _lib.LoaderOpts(size=ctypes.sizeof(_lib.LoaderOpts))
@@ -230,8 +192,8 @@ class Loader:
         self._out_ref = ctypes.byref(self._out)
         self._views = {}
         self._prev = None          # copy_free: the lease to release on the next batch
-        self._pending_copies = collections.deque()  # (event, host batch) while copying
-        self._stream = torch.cuda.Stream(self._device) if self._device is not None else None
+        self._copier = cuda.Copier(self._device, self.prefetch, self._add_copy_wait) \
+            if self._device is not None else None
         self._say_unpinned()
         self._pos = (0, 0)         # where the C loader was last started
         self._fresh = True         # no iteration since that start
@@ -392,7 +354,8 @@ class Loader:
         self._want = None
 
     def _before_restart(self):
-        self._drain_copies()
+        if self._copier is not None:
+            self._copier.drain()
         if self._prev is not None:
             self._prev.release()
             self._prev = None
@@ -439,13 +402,14 @@ class Loader:
             # wrapping: give it back unless a lease took it.
             core.release(out.value, None)
             out.value = None
+        copier = self._copier
         if self._prev is not None:
             prev, self._prev = self._prev, None
-            if self._pending_copies:
-                self._drain_copies()
+            if copier is not None:
+                copier.drain()
             prev.release()
-        elif self._pending_copies:
-            self._reap_copies()
+        elif copier is not None:
+            copier.reap()
 
         rc = _lib.stk_loader_next_timeout(h, self._out_ref, _POLL_NS)
         if rc == _ETIMEDOUT:
@@ -453,7 +417,8 @@ class Loader:
         if rc == _lib.ENOSLOT and core.owned:
             # Slots may be held only by finished GPU copies or by batches in
             # reference cycles: free those and try once more.
-            self._drain_copies()
+            if copier is not None:
+                copier.drain()
             gc.collect()
             rc = self._wait(h)
         if rc != 1:
@@ -501,8 +466,8 @@ class Loader:
         batch.epoch = v.epoch
         batch.number = v.number
         batch.slot = v.slot
-        if self._device is not None:
-            batch = self._to_device(batch)
+        if copier is not None:
+            batch = copier.to_device(batch)
         if self.copy_free:
             self._prev = lease
         if self._report_every is not None:
@@ -524,57 +489,12 @@ class Loader:
             rc = nxt(h, ref, _POLL_NS)   # KeyboardInterrupt is raised between calls
         return rc
 
-    # --- CUDA ------------------------------------------------------------------
-
-    def _to_device(self, host):
-        """Copies data and labels to the device on the side stream; the current
-        stream waits for the copy, and the host batch (its slot) is kept until
-        the copy has finished."""
-        dev = self._device
-        cur = torch.cuda.current_stream(dev)
-        big = host.images if isinstance(host, ImageBatch) else host.data
-        with torch.cuda.stream(self._stream):
-            data = big.to(dev, non_blocking=True)
-            labels = host.labels.to(dev, non_blocking=True)
-            ev = torch.cuda.Event()
-            ev.record(self._stream)
-        cur.wait_event(ev)
-        # Allocated on the side stream, used on the consumer's: tell the
-        # caching allocator, so the memory is not reused under the consumer.
-        data.record_stream(cur)
-        labels.record_stream(cur)
-        self._pending_copies.append((ev, host))
-        if isinstance(host, ImageBatch):
-            batch = ImageBatch(data, labels)
-            batch.indices = host.indices
-            batch._raw = None  # the host slot is released once the copy is done
-        else:
-            batch = Batch(data, host.offsets, host.sizes, labels, host.indices)
-        batch.epoch, batch.number, batch.slot = host.epoch, host.number, host.slot
-        return batch
-
-    def _reap_copies(self):
-        """Drops the host batches whose copy is done; waits for the oldest when
-        they would hold all but one slot."""
-        q = self._pending_copies
-        while q and (q[0][0].query() or len(q) >= self.prefetch - 1):
-            ev, _ = q.popleft()
-            self._sync(ev)
-
-    def _drain_copies(self):
-        q = self._pending_copies
-        while q:
-            ev, _ = q.popleft()
-            self._sync(ev)
-
-    def _sync(self, ev):
-        """Waits for a copy; the wait is the consumer's, on the device: the
-        library counts it (stats copy_wait_s, the gpu-copy-bound verdict)."""
-        t0 = _now_ns()
-        ev.synchronize()
+    def _add_copy_wait(self, ns):
+        """The consumer's wait for a device copy, counted by the library (stats
+        copy_wait_s, the gpu-copy-bound verdict)."""
         core = self._core
         if core is not None and core.h is not None:
-            _lib.stk_loader_add_time(core.h, _lib.TIME_COPY_WAIT, _now_ns() - t0)
+            _lib.stk_loader_add_time(core.h, _lib.TIME_COPY_WAIT, ns)
 
     # --- stats, close ----------------------------------------------------------
 
@@ -694,10 +614,11 @@ class Loader:
             return
         self._stop_metrics()  # its thread reads the loader: first
         self._core = None
-        try:
-            self._drain_copies()
-        except Exception:
-            pass
+        if self._copier is not None:
+            try:
+                self._copier.drain()
+            except Exception:
+                pass
         if self._prev is not None:
             self._prev.release()
             self._prev = None
