@@ -295,29 +295,6 @@ int stk__index_write(const char *path, const struct idx_header *h, const struct 
 
 /* --- bad records ----------------------------------------------------------- */
 
-int stk__build_bad(struct builder *b, char kind, const char *rel, int rc, const char *fmt, ...)
-{
-	char msg[PATH_MAX + 512];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
-	if (!b->o->skip_bad)
-		return stk__build_fail(b, rc, "%s", msg);
-	char head[16];
-	uint64_t off;
-	snprintf(head, sizeof(head), "%c%d", kind, rc);
-	if (stk__buf_add(&b->bad, head, strlen(head), &off) ||
-	    stk__buf_add(&b->bad, rel, strlen(rel), &off) ||
-	    stk__buf_add(&b->bad, msg, strlen(msg), &off))
-		return stk__build_fail(b, -ENOMEM, "%s: out of memory indexing", b->root);
-	b->nbad++;
-	return 0;
-}
-
-/* Whether a bad record still holds: the check that failed fails again.  An
- * open is checked by permission, not by opening: a record names whatever
- * path the file says, and opening a device can act. */
 static bool still_bad(int data_fd, char kind, const char *rel)
 {
 	struct stat st;

@@ -141,7 +141,7 @@ static int start_rings(struct stk_loader *l)
 		return -ENOMEM;
 	uint32_t per_ring_ios = l->o.batch_size * l->pool.nslots;
 	for (uint32_t i = 0; i < l->nrings; i++) {
-		struct ring *r = &l->rings[i];
+		struct io_thread *r = &l->rings[i];
 		r->l = l;
 		r->id = i;
 		r->ops = l->ops;
@@ -160,7 +160,7 @@ static int start_rings(struct stk_loader *l)
 	pthread_attr_t attr, *pa = thread_attr(l, &attr);
 	pthread_mutex_lock(&l->mu);
 	for (uint32_t i = 0; i < l->nrings; i++) {
-		if ((rc = -pthread_create(&l->rings[i].tid, pa, stk__loader_ring_main, &l->rings[i]))) {
+		if ((rc = -pthread_create(&l->rings[i].tid, pa, stk__loader_io_main, &l->rings[i]))) {
 			l->nrings = i;
 			break;
 		}
@@ -496,7 +496,7 @@ void stk_loader_stop(struct stk_loader *l)
 		return;
 	stk__loader_wake_rings(l);
 	for (uint32_t i = 0; i < l->nrings; i++) {
-		struct ring *r = &l->rings[i];
+		struct io_thread *r = &l->rings[i];
 		pthread_join(r->tid, NULL);
 		atomic_store(&r->want, false); /* a later release wakes nothing */
 		if (r->eng)

@@ -37,7 +37,7 @@ void stk__loader_snap(struct stk_loader *l, struct stk__snap *out)
 	uint64_t now = stk__now_ns();
 	double area = 0;
 	for (uint32_t i = 0; i < l->nrings; i++) {
-		struct ring *r = &l->rings[i];
+		struct io_thread *r = &l->rings[i];
 		area += r->area + (double)r->inflight * (double)(now - r->area_t);
 	}
 	out->t = now;

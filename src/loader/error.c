@@ -1,87 +1,16 @@
 /*
- * loader/error.c — a sample's read laid out in its slot, and what happens
- * when it fails: counted and named (the fail policy reports the batch's first
- * failure when the consumer reaches it), dropped from the batch (skip,
- * loader/loader.c compacts), or replaced by a stand-in (replace).
- *
- * Replace keeps every batch at its full size.  When a slot's reads and
- * decodes are all in and some failed, each failed place (in batch order)
- * gets the next candidate of its own sequence, drawn from (seed, epoch, the
- * dataset index first at that place, k = 0, 1, ...) over the whole dataset:
- * the first no larger than the failed sample's room is read there (and
- * decoded in image mode).  That depends on the index only, so the stand-ins
- * are the same whatever the batch size, slot size, engine or timing.  Only
- * when REPLACE_NEAR draws find none that small (the bad sample is among the
- * dataset's smallest) may a larger one go after the slot's last read, if it
- * fits.  A tar member shares its read with its neighbours (merged runs): its
- * stand-in, no larger than it read alone, always goes after the slot's last
- * read, so for shards the choice also depends on the room left in the slot
- * when it is short.  A stand-in that fails too is counted and named like any bad
- * sample, and the next candidate goes in the next round: rounds start when
- * the slot's work is done, so which candidate lands where depends on the
- * data, not on timing.  A place with no stand-in after REPLACE_READS reads
- * (or REPLACE_DRAWS draws) ends the epoch with the error, as fail would.
- * Everything here runs under the loader's mutex.
+ * loader/error.c — a sample that failed: counted and named.  The fail policy
+ * reports the batch's first failure when the consumer reaches it; skip drops
+ * it from the batch (loader/producer.c compacts); replace reads a stand-in in
+ * its place (loader/replace.c).  A short or grown file means the index no
+ * longer matches the data: the cache file is removed so the next create
+ * indexes again.  Under the loader's mutex.
  */
 #include "loader/loader.h"
 
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
-
-#define REPLACE_READS 16   /* stand-in reads per failed place */
-#define REPLACE_DRAWS 1024 /* candidates drawn per place (those that do not fit cost nothing) */
-#define REPLACE_NEAR 64    /* draws before a stand-in larger than the place may go elsewhere */
-
-/* Folders and lists: what a good read of entry e returns, its size or under
- * read_bytes only its first bytes (a prefix: no growth probe). */
-static uint64_t want_of(const struct stk_loader *l, const struct stk_entry *e, bool *prefix)
-{
-	*prefix = l->o.read_bytes && l->o.read_bytes < e->size;
-	return *prefix ? l->o.read_bytes : e->size;
-}
-
-/* Room the read of dataset sample idx takes in a slot, read alone. */
-static uint64_t room_for(const struct stk_loader *l, int64_t idx)
-{
-	if (l->ds->shards)
-		return stk__shards_room(l, idx);
-	bool prefix;
-	uint64_t want = want_of(l, &l->ds->entries[idx], &prefix);
-	return prefix && !l->direct ? want : stk__loader_read_len(l, want);
-}
-
-uint64_t stk__loader_setup_read(struct stk_loader *l, struct slot *s, uint32_t i, int64_t idx,
-				uint64_t place)
-{
-	if (l->ds->shards)
-		return stk__shards_setup_one(l, s, i, idx, place);
-	uint32_t si = (uint32_t)(s - l->slots);
-	const struct stk_entry *e = &l->ds->entries[idx];
-	struct sio *x = &s->ios[i];
-	bool prefix;
-	uint64_t want = want_of(l, e, &prefix);
-	s->indices[i] = idx;
-	s->labels[i] = e->label;
-	s->sizes[i] = want;
-	/* field by field: the place's history (orig, place, room, attempt,
-	 * reads) stays, and a whole-struct copy a sample was a third of the
-	 * loader's own instructions a batch */
-	x->io = (struct stk_io){.op = STK_IO_READ_FILE, .path = stk__entry_path(l->ds, idx),
-				.len = prefix && !l->direct ? want : stk__loader_read_len(l, want),
-				.offset = e->offset, .buf_index = (int)si,
-				.buf = stk__pool_slot(&l->pool, si) + place};
-	x->size = want;
-	x->prefix = prefix;
-	x->skip = 0;
-	x->slot = si;
-	x->idx = i;
-	x->t_submit = 0;
-	x->at = e->offset;
-	x->rider = NULL;
-	s->offsets[i] = place;
-	return x->io.len;
-}
 
 void stk__loader_sample_error(struct stk_loader *l, struct slot *s, struct sio *x, int rc,
 			      const char *why)
@@ -132,65 +61,3 @@ void stk__loader_sample_error(struct stk_loader *l, struct slot *s, struct sio *
 	}
 }
 
-/* Candidate k for the place whose first sample was orig. */
-static int64_t candidate(const struct stk_loader *l, uint64_t epoch, int64_t orig, uint32_t k)
-{
-	uint64_t h = stk__mix64(k ^ 0x5851f42d4c957f2dull);
-	h = stk__mix64(h ^ (uint64_t)orig);
-	h = stk__mix64(h ^ epoch);
-	h = stk__mix64(h ^ l->o.seed);
-	return (int64_t)(h % (uint64_t)l->ds->n);
-}
-
-static void give_up(struct stk_loader *l, struct slot *s, struct sio *x)
-{
-	if (s->gave_up)
-		return;
-	s->gave_up = true;
-	s->gave_up_rc = (int)x->io.res;
-	char first[sizeof(s->err)];
-	snprintf(first, sizeof(first), "%s", s->err);
-	snprintf(s->err, sizeof(s->err), "%.*s; on_error replace: no stand-in could be loaded for "
-		 "it after %u reads", (int)(sizeof(s->err) - 80), first, x->reads);
-}
-
-bool stk__loader_replace_round(struct stk_loader *l, struct slot *s)
-{
-	struct ring *r = &l->rings[s->ring];
-	uint32_t queued = 0;
-	for (uint32_t i = 0; i < s->nios; i++) {
-		struct sio *x = &s->ios[i];
-		if (x->io.res >= 0)
-			continue;
-		bool placed = false;
-		while (x->reads < REPLACE_READS && x->attempt < REPLACE_DRAWS) {
-			int64_t c = candidate(l, s->epoch, x->orig, x->attempt++);
-			uint64_t need = room_for(l, c), place;
-			if (x->place != NO_PLACE && need <= x->room) {
-				place = x->place;
-			} else if ((need <= x->room || x->attempt > REPLACE_NEAR) &&
-				   need <= l->raw_bytes - s->used) {
-				place = s->used;
-				s->used += need;
-			} else {
-				continue; /* does not fit here: the next candidate, no read */
-			}
-			stk__loader_setup_read(l, s, i, c, place);
-			x->reads++;
-			r->queue[(r->qhead + r->qlen++) % r->qcap] = x;
-			queued++;
-			placed = true;
-			break;
-		}
-		if (!placed)
-			give_up(l, s, x);
-	}
-	s->offsets[s->nios] = s->used; /* data_bytes covers the stand-ins after the reads */
-	if (!queued)
-		return false;
-	s->pending += queued;
-	s->unsent += queued;
-	if (r->eng)
-		r->ops->wake(r->eng); /* the caller may be a decode thread */
-	return true;
-}

@@ -1,6 +1,5 @@
-/* loader/loader.h — the loader's state, shared by loader/loader.c (the pipeline),
- * loader/create.c (create, stop, destroy) and loader/stats.c (queries and
- * statistics).  Internal. */
+/* loader/loader.h — the loader's state and the calls between its files
+ * (listed below, bottom to top).  Internal. */
 #ifndef STK_LOADER_H
 #define STK_LOADER_H
 
@@ -88,7 +87,10 @@ struct slot {
 	uint32_t ring;
 };
 
-struct ring {
+/* An I/O thread over one engine (an io_uring ring, the pread pool, null): it
+ * claims batches, keeps their reads in flight and reaps them.  The loader's
+ * `rings` and `nrings`, the tuner's "rings" and a slot's `ring` are these. */
+struct io_thread {
 	struct stk_loader *l;
 	pthread_t tid;
 	int os_tid;             /* gettid(), for its schedstat */
@@ -159,7 +161,7 @@ struct stk_loader {
 	struct stk_sampler sampler;
 	struct stk_pool pool;
 	struct slot *slots;
-	struct ring *rings;
+	struct io_thread *rings;
 	uint32_t nrings;
 	const struct stk_engine_ops *ops;
 	bool direct;
@@ -233,70 +235,110 @@ struct stk_loader {
 	uint64_t snap_next;     /* when the next one is due */
 };
 
-/* loader/loader.c: the threads' bodies and the helpers loader/create.c shares. */
-/* stk_loader_start's body: `epoch` after the segments prev[0..nprev) (checked
- * with stk__sampler_check), skipping `skip` batches of this rank's share. */
-int stk__loader_restart(struct stk_loader *l, uint64_t epoch, const struct stk__segment *prev,
-			uint32_t nprev, uint64_t skip, uint32_t flags);
-void *stk__loader_ring_main(void *ring);
-void *stk__loader_decode_main(void *loader);
+/* The loader's files, bottom to top: each calls only those above it in this
+ * list (tests/cli_layers.sh checks).
+ *   common.c     messages, read lengths, free slots, the wakes
+ *   error.c      a failed sample counted and named
+ *   shard_read.c tar members: descriptors, merged runs, each member's check
+ *   read.c       a batch's reads laid out in its slot
+ *   replace.c    on_error replace: stand-ins
+ *   diagnose.c   snapshots and the verdict
+ *   tune.c       O_DIRECT or buffered, the queue depth and active I/O threads
+ *   producer.c   the I/O and decode threads
+ *   consumer.c   start, next, release
+ *   state.c, stats.c, create.c   resume, queries, create/stop/destroy */
+
+/* --- loader/common.c ------------------------------------------------------ */
+/* The detail stk_last_error gives. */
+void stk__loader_detail(struct stk_loader *l, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+/* A one-line note on stderr, unless STK_F_QUIET. */
+void stk__loader_notice(const struct stk_loader *l, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+/* Room a sample of `size` bytes takes in a slot (O_DIRECT rounds it). */
+uint64_t stk__loader_read_len(const struct stk_loader *l, uint64_t size);
+/* How many free slots wake an I/O thread waiting for one. */
+uint32_t stk__loader_wake_at(const struct stk_loader *l);
+/* A free slot once the released ones are taken back, or NULL.  Under mu. */
+struct slot *stk__loader_free_slot(struct stk_loader *l);
+/* Free slots (under mu after a take-back; without it, the released ones not
+ * yet taken back are l->returned). */
+uint32_t stk__loader_free_slots(const struct stk_loader *l);
+/* Wakes the I/O threads that wait for a slot or the window. */
+void stk__loader_wake_wanting(struct stk_loader *l);
 /* Wakes every I/O thread (a slot freed, a stop). */
 void stk__loader_wake_rings(struct stk_loader *l);
 /* Wakes whoever waits for the loader: a start or a create (cv, under mu)
  * and a consumer waiting for its batch (wcv).  After the change it is for. */
 void stk__loader_signal(struct stk_loader *l);
-/* Room a sample of `size` bytes takes in a slot (O_DIRECT rounds it). */
-uint64_t stk__loader_read_len(const struct stk_loader *l, uint64_t size);
-/* A failed sample, counted and named (why may be NULL).  Under mu. */
+
+/* --- loader/error.c ------------------------------------------------------- */
+/* A failed sample: counted with its batch, named as the loader's detail (and
+ * the slot's, if it is the first).  why may be NULL.  Under mu. */
 void stk__loader_sample_error(struct stk_loader *l, struct slot *s, struct sio *x, int rc,
 			      const char *why);
 #define NO_PLACE UINT64_MAX
 
-/* loader/shard_read.c: the shards' descriptors (at create; closed at destroy),
- * a batch's reads laid out in place order with neighbours merged (returns
- * the reads queued on r), and a landed member's check (0, or the error with
- * the reason naming its offset in why). */
+/* --- loader/shard_read.c -------------------------------------------------- */
+/* The shards' descriptors (at create; closed at destroy), a batch's reads
+ * laid out in place order with neighbours merged (returns the reads queued
+ * on r), and a landed member's check (0, or the error with the reason naming
+ * its offset in why). */
 int stk__shards_open(struct stk_loader *l, char *err, size_t errlen);
 void stk__shards_close(struct stk_loader *l);
-uint32_t stk__shards_lay_out(struct stk_loader *l, struct ring *r, struct slot *s, uint32_t n);
+uint32_t stk__shards_lay_out(struct stk_loader *l, struct io_thread *r, struct slot *s, uint32_t n);
 int stk__shards_check(struct stk_loader *l, struct sio *x, char *why, size_t len);
 /* The room a read of member idx alone takes, and that read laid out for
  * sample i of slot s at byte `place` (replace's stand-ins).  Under mu. */
 uint64_t stk__shards_room(const struct stk_loader *l, int64_t idx);
 uint64_t stk__shards_setup_one(struct stk_loader *l, struct slot *s, uint32_t i, int64_t idx,
 			       uint64_t place);
-/* The detail stk_last_error gives. */
-void stk__loader_detail(struct stk_loader *l, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
-/* loader/diagnose.c: the counters now (under mu), the device's after unlocking. */
+
+/* --- loader/read.c -------------------------------------------------------- */
+/* Lays out the read of dataset sample idx as sample i of slot s at byte
+ * `place` of its read area; returns the room it takes. */
+uint64_t stk__loader_setup_read(struct stk_loader *l, struct slot *s, uint32_t i, int64_t idx,
+				uint64_t place);
+/* The room the read of dataset sample idx alone takes in a slot. */
+uint64_t stk__loader_room(const struct stk_loader *l, int64_t idx);
+/* Lays out a claimed batch of n samples (l->scratch_idx) in slot s and
+ * queues its reads on r; returns how many were queued.  Under mu. */
+uint32_t stk__loader_lay_out(struct stk_loader *l, struct io_thread *r, struct slot *s, uint32_t n);
+
+/* --- loader/replace.c ----------------------------------------------------- */
+/* on_error replace: stand-ins queued for the slot's failed samples (true),
+ * or none left to try (false: the slot finishes).  Under mu. */
+bool stk__loader_replace_round(struct stk_loader *l, struct slot *s);
+
+/* --- loader/diagnose.c ---------------------------------------------------- */
+/* The counters now (under mu), the device's after unlocking. */
 void stk__loader_snap(struct stk_loader *l, struct stk__snap *out);
 void stk__loader_snap_disk(struct stk_loader *l, struct stk__snap *out);
 /* Finds the device behind the data (at create). */
 void stk__loader_find_disk(struct stk_loader *l);
 /* The consumer's side, after a batch: takes the second's snapshot when due. */
 void stk__loader_tick(struct stk_loader *l, uint64_t now);
-/* loader/tune.c: O_DIRECT or buffered (at create, before the slots are
- * sized); the queue depth and active rings (after the rings exist, then on
- * every completed read, under mu). */
+
+/* --- loader/tune.c -------------------------------------------------------- */
+/* O_DIRECT or buffered (at create, before the slots are sized); the queue
+ * depth and active I/O threads (after they exist, then on every completed
+ * read, under mu). */
 void stk__tune_direct(struct stk_loader *l);
 void stk__tune_init(struct stk_loader *l);
 void stk__tune_tick(struct stk_loader *l, uint64_t now);
 void stk__tune_restart(struct stk_loader *l);
-/* loader/loader.c: a slot whose reads and decodes are all in.  Under mu. */
+
+/* --- loader/producer.c ---------------------------------------------------- */
+/* The threads' bodies (started by loader/create.c). */
+void *stk__loader_io_main(void *ring);
+void *stk__loader_decode_main(void *loader);
+/* A slot whose reads and decodes are all in.  Under mu. */
 void stk__loader_finish_slot(struct stk_loader *l, struct slot *s);
-/* loader/error.c.  Lays out the read of dataset sample idx as sample i of
- * slot s at byte `place` of its read area; returns the room it takes. */
-uint64_t stk__loader_setup_read(struct stk_loader *l, struct slot *s, uint32_t i, int64_t idx,
-				uint64_t place);
-/* A failed sample: counted with its batch, named as the loader's detail (and
- * the slot's, if it is the first).  why may be NULL.  Under mu. */
-void stk__loader_sample_error(struct stk_loader *l, struct slot *s, struct sio *x, int rc,
-			      const char *why);
-/* on_error replace: stand-ins queued for the slot's failed samples (true),
- * or none left to try (false: the slot finishes).  Under mu. */
-bool stk__loader_replace_round(struct stk_loader *l, struct slot *s);
-/* A one-line note on stderr, unless STK_F_QUIET. */
-void stk__loader_notice(const struct stk_loader *l, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
+
+/* --- loader/consumer.c ---------------------------------------------------- */
+/* stk_loader_start's body: `epoch` after the segments prev[0..nprev) (checked
+ * with stk__sampler_check), skipping `skip` batches of this rank's share. */
+int stk__loader_restart(struct stk_loader *l, uint64_t epoch, const struct stk__segment *prev,
+			uint32_t nprev, uint64_t skip, uint32_t flags);
 
 #endif

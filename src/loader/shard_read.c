@@ -115,7 +115,7 @@ static uint64_t run_end(const struct stk_loader *l, uint64_t end)
 	return l->direct ? STK_ALIGN_UP(end, STK_DIRECT_ALIGN) : end;
 }
 
-uint32_t stk__shards_lay_out(struct stk_loader *l, struct ring *r, struct slot *s, uint32_t n)
+uint32_t stk__shards_lay_out(struct stk_loader *l, struct io_thread *r, struct slot *s, uint32_t n)
 {
 	uint32_t si = (uint32_t)(s - l->slots);
 	uint8_t *base = stk__pool_slot(&l->pool, si);

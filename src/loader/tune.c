@@ -149,7 +149,7 @@ static void apply(struct stk_loader *l)
 		for (uint32_t i = 0; i < l->nrings; i++) {
 			/* a ring left out takes no new batch but still sends what it
 			 * claimed, at an active ring's pace */
-			struct ring *r = &l->rings[i];
+			struct io_thread *r = &l->rings[i];
 			unsigned q = t->qd / t->active + (i < t->active && i < t->qd % t->active);
 			r->qd = q > r->cap ? r->cap : q ? q : 1;
 			r->take = i < t->active;

@@ -20,41 +20,6 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
-void stk__sys_unescape(char *s)
-{
-	char *w = s;
-	for (const char *r = s; *r;) {
-		if (r[0] == '\\' && r[1] >= '0' && r[1] <= '3' && r[2] >= '0' && r[2] <= '7' &&
-		    r[3] >= '0' && r[3] <= '7') {
-			*w++ = (char)((r[1] - '0') << 6 | (r[2] - '0') << 3 | (r[3] - '0'));
-			r += 4;
-		} else {
-			*w++ = *r++;
-		}
-	}
-	*w = 0;
-}
-
-int stk_sys_mount_opt(const char *options, const char *opt, char *val, size_t len)
-{
-	if (!options || !opt || !*opt)
-		return 0;
-	size_t ol = strlen(opt);
-	for (const char *p = options; p && *p;) {
-		const char *c = strchr(p, ',');
-		size_t l = c ? (size_t)(c - p) : strlen(p);
-		if (l >= ol && !strncmp(p, opt, ol) && (l == ol || p[ol] == '=')) {
-			if (val && len) {
-				size_t vl = l > ol ? l - ol - 1 : 0;
-				snprintf(val, len, "%.*s", (int)vl, l > ol ? p + ol + 1 : "");
-			}
-			return 1;
-		}
-		p = c ? c + 1 : NULL;
-	}
-	return 0;
-}
-
 /* Does mount point mp contain path?  "/" holds everything; "/data" holds
  * "/data" and "/data/x", not "/database". */
 static size_t prefix_len(const char *mp, const char *path)

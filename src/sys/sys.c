@@ -1,8 +1,8 @@
 /*
  * sys/sys.c — readers of /proc and the cgroup files: diskstats (and iostat's
  * rates from two snapshots), meminfo, CPUs and cgroup limits, vm/kernel
- * tunables.  Mounts and block devices live in sys/block.c, the probes
- * (io_uring, O_DIRECT, NVML) in sys/probe.c.
+ * tunables, on the readers of sys/read.c.  Mounts and block devices live in
+ * sys/block.c, the probes (io_uring, O_DIRECT, NVML) in sys/probe.c.
  *
  * Every reader takes a root prefix so the tests run on fake trees
  * (tests/fixtures/...).  Files are small and read whole with one read(2)
@@ -24,106 +24,6 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-int stk__sys_path(char *buf, size_t len, const char *root, const char *rel)
-{
-	int n = snprintf(buf, len, "%s%s", root ? root : "", rel);
-	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
-}
-
-static int read_whole(const char *path, char *buf, size_t len)
-{
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	size_t got = 0;
-	/* Loop: /proc files larger than a page come in several reads. */
-	while (got + 1 < len) {
-		ssize_t r = read(fd, buf + got, len - 1 - got);
-		if (r < 0) {
-			if (errno == EINTR)
-				continue;
-			int e = -errno;
-			close(fd);
-			return e;
-		}
-		if (r == 0)
-			break;
-		got += (size_t)r;
-	}
-	close(fd);
-	buf[got] = 0;
-	while (got && (buf[got - 1] == '\n' || buf[got - 1] == ' '))
-		buf[--got] = 0;
-	return (int)got;
-}
-
-static int vpath(char *path, size_t len, const char *root, const char *fmt, va_list ap)
-{
-	char rel[PATH_MAX];
-	int n = vsnprintf(rel, sizeof(rel), fmt, ap);
-	if (n < 0 || (size_t)n >= sizeof(rel))
-		return -ENAMETOOLONG;
-	return stk__sys_path(path, len, root, rel);
-}
-
-int stk__sys_read(const char *root, char *buf, size_t len, const char *rel, ...)
-{
-	char path[PATH_MAX];
-	va_list ap;
-	va_start(ap, rel);
-	int rc = vpath(path, sizeof(path), root, rel, ap);
-	va_end(ap);
-	return rc < 0 ? rc : read_whole(path, buf, len);
-}
-
-static int parse_i64(const char *s, int64_t *out)
-{
-	char *end;
-	errno = 0;
-	long long v = strtoll(s, &end, 10);
-	if (end == s || errno)
-		return -EINVAL;
-	*out = v;
-	return 0;
-}
-
-int stk__sys_read_i64(const char *root, int64_t *out, const char *rel, ...)
-{
-	char path[PATH_MAX], buf[64];
-	va_list ap;
-	va_start(ap, rel);
-	int rc = vpath(path, sizeof(path), root, rel, ap);
-	va_end(ap);
-	if (rc < 0 || (rc = read_whole(path, buf, sizeof(buf))) < 0)
-		return rc;
-	return parse_i64(buf, out);
-}
-
-/* A /proc file too big for the stack (diskstats on a host with thousands of
- * devices, mounts in a busy container): grows until the whole file fits. */
-static int read_big(const char *root, const char *rel, char **out)
-{
-	char path[PATH_MAX];
-	int rc = stk__sys_path(path, sizeof(path), root, rel);
-	if (rc < 0)
-		return rc;
-	for (size_t cap = 64 * 1024; cap <= 64 * 1024 * 1024; cap *= 4) {
-		char *buf = malloc(cap);
-		if (!buf)
-			return -ENOMEM;
-		rc = read_whole(path, buf, cap);
-		if (rc < 0 || (size_t)rc + 2 < cap) {
-			if (rc < 0)
-				free(buf);
-			else
-				*out = buf;
-			return rc;
-		}
-		free(buf);
-	}
-	return -EFBIG;
-}
 
 /* ---- /proc/diskstats ---------------------------------------------------- */
 
@@ -199,7 +99,7 @@ int stk_sys_diskstats(const char *root, struct stk_diskstat *out, size_t max)
 	if (stride < 0)
 		return (int)stride;
 	char *buf;
-	int rc = read_big(root, "/proc/diskstats", &buf);
+	int rc = stk__sys_read_big(root, "/proc/diskstats", &buf);
 	if (rc < 0)
 		return rc;
 	int count = 0;
@@ -339,7 +239,7 @@ static int cgroup_mount(const char *root, int version, const char *controller, c
 			size_t len)
 {
 	char *buf;
-	int rc = read_big(root, "/proc/mounts", &buf);
+	int rc = stk__sys_read_big(root, "/proc/mounts", &buf);
 	if (rc < 0)
 		return rc;
 	rc = -ENOENT;
@@ -452,7 +352,7 @@ static void mem_level(const char *dir, void *arg)
 	if (snprintf(path, sizeof(path), "%s/%s", dir,
 		     w->version == 2 ? "memory.max" : "memory.limit_in_bytes") >= (int)sizeof(path))
 		return;
-	if (read_whole(path, buf, sizeof(buf)) <= 0 || !strcmp(buf, "max") || parse_i64(buf, &v))
+	if (stk__sys_read_whole(path, buf, sizeof(buf)) <= 0 || !strcmp(buf, "max") || stk__sys_parse_i64(buf, &v))
 		return;
 	/* v1's "no limit" is PAGE_COUNTER_MAX pages: far above any real memory. */
 	if (v <= 0 || (uint64_t)v >= (1ull << 60))
@@ -501,7 +401,7 @@ static void cpu_level(const char *dir, void *arg)
 		    !strncmp(buf, "max", 3))
 			return;
 		char *sp = strchr(buf, ' ');
-		if (parse_i64(buf, &q) || !sp || parse_i64(sp + 1, &period))
+		if (stk__sys_parse_i64(buf, &q) || !sp || stk__sys_parse_i64(sp + 1, &period))
 			return;
 	} else if (stk__sys_read_i64("", &q, "%s/cpu.cfs_quota_us", dir) ||
 		   stk__sys_read_i64("", &period, "%s/cpu.cfs_period_us", dir)) {
@@ -596,7 +496,7 @@ int stk_sys_cpus(const char *root, struct stk_cpus *out)
 			c.allowed = (uint32_t)CPU_COUNT(&set);
 	}
 	char *info;
-	if (read_big(root, "/proc/cpuinfo", &info) >= 0) {
+	if (stk__sys_read_big(root, "/proc/cpuinfo", &info) >= 0) {
 		char *flags = strstr(info, "\nflags");
 		char *eol = flags ? strchr(flags + 1, '\n') : NULL;
 		if (eol)

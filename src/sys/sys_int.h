@@ -1,4 +1,4 @@
-/* sys/sys_int.h — what src/sys*.c share: root-relative paths and small-file
+/* sys/sys_int.h — what the files of src/sys/ share (sys/read.c owns them): root-relative paths and small-file
  * readers.  Never installed. */
 #ifndef STK_SYS_INT_H
 #define STK_SYS_INT_H
@@ -15,6 +15,14 @@ int stk__sys_path(char *buf, size_t len, const char *root, const char *rel);
  * removed).  Returns the length or -errno.  rel is printf-style. */
 int stk__sys_read(const char *root, char *buf, size_t len, const char *rel, ...)
 	__attribute__((format(printf, 4, 5)));
+/* Reads the file at path whole into buf (len-1 bytes at most, NUL-terminated,
+ * trailing newline removed): its length or -errno. */
+int stk__sys_read_whole(const char *path, char *buf, size_t len);
+/* A file too big for the stack, read whole into *out (malloc'd): its length
+ * or -errno (-EFBIG past 64 MiB). */
+int stk__sys_read_big(const char *root, const char *rel, char **out);
+/* The integer at the start of s: 0 or -EINVAL. */
+int stk__sys_parse_i64(const char *s, int64_t *out);
 /* The first integer in a small file, or -errno. */
 int stk__sys_read_i64(const char *root, int64_t *out, const char *rel, ...)
 	__attribute__((format(printf, 3, 4)));

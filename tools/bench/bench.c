@@ -28,45 +28,10 @@
 #include "common/mpi.h"
 #include "common/plot.h"
 
-#define DEFAULT_IMAGES "10000"
-#define DEFAULT_CLASSES "100"
-
 static void on_sigint(int sig)
 {
 	(void)sig;
 	bench_interrupted = 1;
-}
-
-/* The default dataset: generated once into the cache folder, then reused. */
-int bench_default_dataset(char *out, size_t len)
-{
-	char cache[PATH_MAX];
-	int rc = stk_cache_dir(cache, sizeof(cache));
-	if (rc < 0) {
-		fprintf(stderr, "stoker bench: cannot create the cache folder: %s\n", stk_strerror(rc));
-		return -1;
-	}
-	if (snprintf(out, len, "%s/default-%s", cache, DEFAULT_IMAGES) >= (int)len) {
-		fprintf(stderr, "stoker bench: cache folder path too long: %s\n", cache);
-		return -1;
-	}
-	struct stat st;
-	if (stat(out, &st) == 0 && S_ISDIR(st.st_mode))
-		return 0;
-	char tmp[PATH_MAX + 16];
-	if (snprintf(tmp, sizeof(tmp), "%s.partial", out) >= (int)sizeof(tmp))
-		return -1;
-	fprintf(stderr, "stoker bench: no PATH given; generating the default dataset (%s images, "
-			"%s classes) once in %s\n", DEFAULT_IMAGES, DEFAULT_CLASSES, out);
-	char *argv[] = {"gen", tmp, "--images", DEFAULT_IMAGES, "--classes", DEFAULT_CLASSES,
-			"--force", NULL};
-	if (cmd_gen(7, argv) != EXIT_OK)
-		return -1;
-	if (rename(tmp, out)) {
-		fprintf(stderr, "stoker bench: %s: cannot rename to %s: %s\n", tmp, out, strerror(errno));
-		return -1;
-	}
-	return 0;
 }
 
 static void print_human(struct stk_loader *l, const struct bench_opts *o, const struct run *S,

@@ -15,9 +15,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-const char *const dk_pattern_name[DK_NPAT] = {"seqread", "seqwrite", "randread", "smallfiles",
-					      "checkpoint"};
-
 #define KiB 1024ull
 #define MiB (1024ull * KiB)
 #define GiB (1024ull * MiB)

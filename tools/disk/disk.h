@@ -130,8 +130,13 @@ struct dk_job_out {
 };
 
 int dk_run(const struct dk_job *j, struct dk_job_out *out);
-/* "f000123" style name of small file i, into buf. */
+
+/* --- disk/common.c: names and the stop flag -------------------------------- */
+
+/* "s0000123" style name of small file i, into buf. */
 void dk_small_name(char *buf, size_t len, uint32_t i);
+/* Set by SIGINT/SIGTERM/SIGHUP (disk/safe.c's handlers); every loop checks it. */
+extern atomic_int dk_stop;
 
 /* --- disk/pat.c: the patterns -------------------------------------------- */
 
@@ -147,8 +152,6 @@ void dk_target_done(struct dk_target *t);
 
 /* --- disk/safe.c: safety --------------------------------------------------- */
 
-/* Set by SIGINT/SIGTERM/SIGHUP; every loop checks it. */
-extern atomic_int dk_stop;
 void dk_signals_install(void);
 void dk_signals_restore(void);
 

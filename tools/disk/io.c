@@ -36,11 +36,6 @@ static uint64_t now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-void dk_small_name(char *buf, size_t len, uint32_t i)
-{
-	snprintf(buf, len, "s%07u", i);
-}
-
 struct run;
 
 struct worker {

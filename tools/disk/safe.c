@@ -24,8 +24,6 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
-atomic_int dk_stop;
-
 /* --- signals ------------------------------------------------------------ */
 
 static const int sigs[] = {SIGINT, SIGTERM, SIGHUP};

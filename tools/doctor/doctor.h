@@ -42,7 +42,8 @@ struct doctor {
 	int n;
 };
 
-/* Appends a check (the last slot is reused when full) and returns it. */
+/* doctor/report.c.  Appends a check (the last slot is reused when full) and
+ * returns it. */
 struct check *doc_add(struct doctor *d, const char *name, int status);
 /* A loader option's default, as text, from the library's option table. */
 const char *doc_default(const char *name);

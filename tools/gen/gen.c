@@ -280,6 +280,58 @@ static int run(struct gen *g, int nthreads, bool json)
 	return fflush(stdout) ? EXIT_FAIL : EXIT_OK;
 }
 
+int gen_dataset(const struct gen_params *p, bool json)
+{
+	if (p->classes < 1 || p->classes > p->images) {
+		fprintf(stderr, "stoker gen: --classes must be 1..--images\n");
+		return EXIT_USAGE;
+	}
+	int nthreads = p->threads;
+	if (!nthreads) {
+		long n = sysconf(_SC_NPROCESSORS_ONLN);
+		nthreads = n > 0 ? (int)n : 1;
+	}
+	if (nthreads > p->images)
+		nthreads = (int)p->images;
+
+	int ne = dir_nonempty(p->dir);
+	if (ne < 0) {
+		fprintf(stderr, "stoker gen: cannot read %s: %s\n", p->dir, strerror(-ne));
+		return EXIT_FAIL;
+	}
+	if (ne && !p->force) {
+		fprintf(stderr, "stoker gen: %s is not empty; choose another DIR, or --force to "
+			"write into it\n", p->dir);
+		return EXIT_FAIL;
+	}
+	char failed[4096];
+	int e = mkdirs(p->dir, failed, sizeof(failed));
+	if (e) {
+		fprintf(stderr, "stoker gen: cannot create %s: %s\n", e == -ENAMETOOLONG ? p->dir : failed,
+			strerror(-e));
+		return EXIT_FAIL;
+	}
+
+	/* Names at least c0000 and 00000000, wider when needed so that sorted
+	 * names stay in number order. */
+	int cw = snprintf(NULL, 0, "%lld", (long long)p->classes - 1);
+	int fw = snprintf(NULL, 0, "%lld", (long long)p->images - 1);
+	struct gen g = {
+		.dir = p->dir,
+		.seed = p->seed,
+		.images = p->images,
+		.classes = p->classes,
+		.quality = p->quality,
+		.cwidth = cw < 4 ? 4 : cw,
+		.fwidth = fw < 8 ? 8 : fw,
+	};
+	pthread_mutex_init(&g.lock, NULL);
+	stop = 0;
+	int rc = run(&g, nthreads, json);
+	pthread_mutex_destroy(&g.lock);
+	return rc;
+}
+
 int cmd_gen(int argc, char **argv)
 {
 	int64_t images, classes, seed, threads, quality;
@@ -328,47 +380,8 @@ int cmd_gen(int argc, char **argv)
 		fprintf(stderr, "stoker gen: --classes is more than --images\n");
 		return EXIT_USAGE;
 	}
-	if (!threads) {
-		long n = sysconf(_SC_NPROCESSORS_ONLN);
-		threads = n > 0 ? n : 1;
-	}
-	if (threads > images)
-		threads = images;
-
-	int ne = dir_nonempty(dirarg);
-	if (ne < 0) {
-		fprintf(stderr, "stoker gen: cannot read %s: %s\n", dirarg, strerror(-ne));
-		return EXIT_FAIL;
-	}
-	if (ne && !force) {
-		fprintf(stderr, "stoker gen: %s is not empty; choose another DIR, or --force to "
-			"write into it\n", dirarg);
-		return EXIT_FAIL;
-	}
-	char failed[4096];
-	int e = mkdirs(dirarg, failed, sizeof(failed));
-	if (e) {
-		fprintf(stderr, "stoker gen: cannot create %s: %s\n", e == -ENAMETOOLONG ? dirarg : failed,
-			strerror(-e));
-		return EXIT_FAIL;
-	}
-
-	/* Names at least c0000 and 00000000, wider when needed so that sorted
-	 * names stay in number order. */
-	int cw = snprintf(NULL, 0, "%lld", (long long)classes - 1);
-	int fw = snprintf(NULL, 0, "%lld", (long long)images - 1);
-	struct gen g = {
-		.dir = dirarg,
-		.seed = (uint64_t)seed,
-		.images = images,
-		.classes = classes,
-		.quality = (int)quality,
-		.cwidth = cw < 4 ? 4 : cw,
-		.fwidth = fw < 8 ? 8 : fw,
-	};
-	pthread_mutex_init(&g.lock, NULL);
-	stop = 0;
-	int rc = run(&g, (int)threads, json);
-	pthread_mutex_destroy(&g.lock);
-	return rc;
+	struct gen_params p = {.dir = dirarg, .images = images, .classes = classes,
+				 .seed = (uint64_t)seed, .threads = (int)threads,
+				 .quality = (int)quality, .force = force};
+	return gen_dataset(&p, json);
 }

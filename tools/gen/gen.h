@@ -1,10 +1,26 @@
-/* gen/gen.h — `stoker gen`'s picture synthesis (gen/image.c), used by gen/gen.c's
- * threads: one scratch per thread, one call per image. */
+/* gen/gen.h — `stoker gen`: a generated dataset written by gen/gen.c (also
+ * the bench's default dataset), its pictures synthesized by gen/image.c (one
+ * scratch per thread, one call per image). */
 #ifndef STK_GEN_H
 #define STK_GEN_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+
+/* What `stoker gen DIR` writes: DIR/<class>/<n>.jpg. */
+struct gen_params {
+	const char *dir;
+	int64_t images, classes; /* 1 <= classes <= images */
+	uint64_t seed;
+	int threads;             /* encoder threads; 0: the online CPUs */
+	int quality;             /* JPEG quality 1..100 */
+	bool force;              /* write into a non-empty dir */
+};
+
+/* Writes the dataset, saying what it does on stderr (a JSON summary on stdout
+ * with json); the CLI's exit code (EXIT_OK...). */
+int gen_dataset(const struct gen_params *p, bool json);
 
 struct gen_scratch;
 
