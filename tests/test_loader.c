@@ -217,6 +217,43 @@ static void test_ranks(void **state)
 	}
 }
 
+/* world_size auto (0) takes the launcher's $RANK / $WORLD_SIZE, as Python
+ * did on its own before: a C program under torchrun gets the same split. */
+static void test_rank_from_environment(void **state)
+{
+	(void)state;
+	setenv("RANK", "2", 1);
+	setenv("WORLD_SIZE", "3", 1);
+	struct stk_loader *l = make((struct stk_loader_opts){.batch_size = 5, .seed = 7});
+	struct stk_loader_opts eff = {.size = sizeof(eff)};
+	stk_loader_options(l, &eff, NULL);
+	assert_int_equal(eff.rank, 2);
+	assert_int_equal(eff.world_size, 3);
+	int64_t env_got[N], k = run_epoch(l, env_got, N, false);
+	stk_loader_destroy(l);
+	l = make((struct stk_loader_opts){.batch_size = 5, .seed = 7, .rank = 2, .world_size = 3});
+	int64_t got[N];
+	assert_int_equal(run_epoch(l, got, N, false), k);
+	assert_memory_equal(got, env_got, (size_t)k * sizeof(got[0]));
+	stk_loader_destroy(l);
+	/* given explicitly, the options win */
+	l = make((struct stk_loader_opts){.batch_size = 5, .rank = 0, .world_size = 1});
+	stk_loader_options(l, &eff, NULL);
+	assert_int_equal(eff.world_size, 1);
+	stk_loader_destroy(l);
+	/* a launcher's value that is wrong is refused, naming the variable */
+	char err[256];
+	setenv("RANK", "3", 1);
+	struct stk_loader_opts o = {.size = sizeof(o), .path = root, .batch_size = 5};
+	assert_int_equal(stk_loader_opts_check(&o, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "RANK=3"));
+	setenv("WORLD_SIZE", "x", 1);
+	assert_int_equal(stk_loader_opts_check(&o, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "WORLD_SIZE=x"));
+	unsetenv("RANK");
+	unsetenv("WORLD_SIZE");
+}
+
 static void test_resume(void **state)
 {
 	(void)state;
@@ -747,6 +784,7 @@ int main(void)
 		cmocka_unit_test(test_every_sample_once),
 		cmocka_unit_test(test_imagefolder_labels),
 		cmocka_unit_test(test_order_deterministic),
+		cmocka_unit_test(test_rank_from_environment),
 		cmocka_unit_test(test_ranks),
 		cmocka_unit_test(test_resume),
 		cmocka_unit_test(test_engines_identical),

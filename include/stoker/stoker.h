@@ -257,9 +257,10 @@ struct stk_loader_opts {
 	  "read engine (auto: io_uring, else the pread pool, said once; null: no I/O, tests)")   \
 	X(LOADER, seed, U64, seed, 0, "0", 0, 0, NULL, "shuffle and augmentation seed")           \
 	X(LOADER, rank, U32, rank, 0, "0", 0, 1048575, NULL,                                      \
-	  "this process's rank (Python: $RANK when not given)")                                  \
-	X(LOADER, world_size, U32, world_size, 0, "1", 1, 1048576, NULL,                          \
-	  "number of ranks sharing each epoch (Python: $WORLD_SIZE when not given)")             \
+	  "this process's rank (0 with world_size auto: the launcher's $RANK, if any)")          \
+	X(LOADER, world_size, U32, world_size, 0, "auto", 1, 1048576, "auto",                     \
+	  "number of ranks sharing each epoch (auto: $WORLD_SIZE from torchrun, else Open "      \
+	  "MPI's $OMPI_COMM_WORLD_SIZE, else 1)")                                                \
 	X(LOADER, shuffle, NOFLAG, flags, STK_F_NO_SHUFFLE, "true", 0, 0, NULL,                   \
 	  "a seeded permutation per epoch (off: index order)")                                   \
 	X(LOADER, shuffle_mode, ENUM, shuffle_mode, 0, "global", 0, 0, "global,shard",            \

@@ -76,16 +76,6 @@ def _uint(name, value, hi=_U32):
     return value
 
 
-def _env_int(name, default):
-    v = os.environ.get(name)
-    if v is None or v == "":
-        return default
-    try:
-        return int(v)
-    except ValueError:
-        raise ValueError("environment %s=%r is not an integer" % (name, v)) from None
-
-
 class Loader:
     """Loads a dataset folder or file list in batches, asynchronously, in C.
 
@@ -116,10 +106,11 @@ class Loader:
         **options: every option of libstoker's option table, by name, with its
             default and range there (docs/options.md lists them: shuffle, seed,
             drop_last, rank, world_size, prefetch, queue_depth, io_threads,
-            engine, on_error, direct, shuffle_mode, ...).  rank and
-            world_size default to $RANK and $WORLD_SIZE (torchrun) when given
-            neither; local_rank and local_world_size (the ranks sharing this
-            host's CPUs: stoker.cpu_share) to the launcher's environment.  `threads` is accepted for io_threads and `null_latency_ns`
+            engine, on_error, direct, shuffle_mode, ...).  world_size "auto"
+            (the default) and rank are the launcher's ($WORLD_SIZE and $RANK
+            from torchrun, or Open MPI's), read by libstoker as it reads
+            local_rank and local_world_size (the ranks sharing this host's
+            CPUs: stoker.cpu_share).  `threads` is accepted for io_threads and `null_latency_ns`
             for null_latency.
 
     One thread iterates a loader; stats() and diagnose() may be called from
@@ -142,10 +133,6 @@ class Loader:
             raise TypeError("stoker.Loader() got unknown option%s %s; the options are %s"
                             % ("s" if len(unknown) > 1 else "", ", ".join(unknown),
                                ", ".join(sorted(_LOADER_ROWS))))
-        if "world_size" not in options:
-            options["world_size"] = _env_int("WORLD_SIZE", 1)
-        if "rank" not in options:
-            options["rank"] = _env_int("RANK", 0)
         options["batch_size"] = batch_size
 
         self._device = cuda.device_of(device)  # None: batches stay in host memory

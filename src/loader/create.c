@@ -271,6 +271,16 @@ static int take_opts(struct stk_loader_opts *dst, const struct stk_loader_opts *
 	size_t osz = src->size && src->size < sizeof(*dst) ? src->size : sizeof(*dst);
 	memcpy(dst, src, osz);
 	dst->size = sizeof(*dst);
+	if (!dst->world_size) { /* auto: the launcher's, as LOCAL_* for the CPU share */
+		uint32_t rank = 0, world = 1;
+		char source[40];
+		int rc = stk__rank_env(&rank, &world, source, sizeof(source), err, errlen);
+		if (rc < 0)
+			return rc;
+		dst->world_size = world;
+		if (!dst->rank)
+			dst->rank = rank;
+	}
 	int rc = stk__opts_apply(STK_OPT_LOADER, dst, err, errlen);
 	return rc < 0 ? rc : validate(dst, src->size, err, errlen);
 }

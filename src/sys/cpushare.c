@@ -167,16 +167,12 @@ void stk__cpu_share_of(const struct stk__cpu_facts *f, uint32_t local_rank,
 	stk__sys_out(out, &s, sizeof(s));
 }
 
-/* The local rank and size from the launcher's environment: 1 found, 0 none,
- * -EINVAL with the reason in why. */
-static int local_env(uint32_t *rank, uint32_t *world, char *source, size_t slen, char *why,
-		   size_t wlen)
+/* A rank and world size from the launcher's environment, the first pair of
+ * names whose size is set: 1 found, 0 none, -EINVAL with the reason in why. */
+static int launcher_env(const char *const (*names)[2], size_t n, uint32_t *rank, uint32_t *world,
+			char *source, size_t slen, char *why, size_t wlen)
 {
-	static const char *const names[][2] = {
-		{"LOCAL_RANK", "LOCAL_WORLD_SIZE"},                            /* torchrun */
-		{"OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_SIZE"}, /* Open MPI */
-	};
-	for (size_t i = 0; i < STK_ARRAY_SIZE(names); i++) {
+	for (size_t i = 0; i < n; i++) {
 		const char *r = getenv(names[i][0]), *w = getenv(names[i][1]);
 		if (!w || !*w)
 			continue;
@@ -200,6 +196,27 @@ static int local_env(uint32_t *rank, uint32_t *world, char *source, size_t slen,
 		return 1;
 	}
 	return 0;
+}
+
+/* The local rank and size (ranks on this host). */
+static int local_env(uint32_t *rank, uint32_t *world, char *source, size_t slen, char *why,
+		     size_t wlen)
+{
+	static const char *const names[][2] = {
+		{"LOCAL_RANK", "LOCAL_WORLD_SIZE"},                            /* torchrun */
+		{"OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_SIZE"}, /* Open MPI */
+	};
+	return launcher_env(names, STK_ARRAY_SIZE(names), rank, world, source, slen, why, wlen);
+}
+
+int stk__rank_env(uint32_t *rank, uint32_t *world, char *source, size_t slen, char *why,
+		  size_t wlen)
+{
+	static const char *const names[][2] = {
+		{"RANK", "WORLD_SIZE"},                            /* torchrun */
+		{"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"}, /* Open MPI */
+	};
+	return launcher_env(names, STK_ARRAY_SIZE(names), rank, world, source, slen, why, wlen);
 }
 
 int stk__cpu_share(uint32_t local_rank, uint32_t local_world, struct stk_cpu_share *out,

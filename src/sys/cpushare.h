@@ -26,4 +26,11 @@ void stk__cpu_share_of(const struct stk__cpu_facts *f, uint32_t local_rank,
 int stk__cpu_share(uint32_t local_rank, uint32_t local_world, struct stk_cpu_share *out,
 		   cpu_set_t *loader_set, bool *pin, char *why, size_t wlen);
 
+/* The job's rank and world size from the launcher's environment: $RANK and
+ * $WORLD_SIZE (torchrun), else Open MPI's $OMPI_COMM_WORLD_RANK and _SIZE.
+ * 1 found (source names the size's variable), 0 none, -EINVAL with the
+ * reason in why (a value that is not a number, a rank not below the size). */
+int stk__rank_env(uint32_t *rank, uint32_t *world, char *source, size_t slen, char *why,
+		  size_t wlen);
+
 #endif

@@ -155,7 +155,7 @@ def test_rank_from_torchrun_environment(jpeg_folder, monkeypatch):
     with stoker.Loader(jpeg_folder, 8, seed=1, rank=1, world_size=3) as l:
         assert epoch_indices(l) == got
     monkeypatch.setenv("RANK", "3")
-    with pytest.raises(ValueError, match="rank: 3 must be below world_size 3"):
+    with pytest.raises(ValueError, match="environment RANK=3 is not below WORLD_SIZE=3"):
         stoker.Loader(jpeg_folder, 8)
 
 
