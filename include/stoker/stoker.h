@@ -720,11 +720,16 @@ struct stk_io {
 
 #define STK_IOENG_DIRECT (1u << 0) /* READ_FILE opens with O_DIRECT; buffers get registered */
 
+/* The queue depth of an engine created with queue_depth 0 (fio's and the
+ * disk benchmark's usual random-read depth).  The loader's own default is its
+ * option table's (auto: probed). */
+#define STK_IOENGINE_QD_DEFAULT 32
+
 struct stk_ioengine_opts {
 	uint32_t size;            /* sizeof(struct stk_ioengine_opts); 0 is taken as current */
 	uint32_t flags;           /* STK_IOENG_* */
 	enum stk_engine engine;   /* AUTO: io_uring, else the pread pool */
-	uint32_t queue_depth;     /* I/Os in flight at most; 0 → 32 */
+	uint32_t queue_depth;     /* I/Os in flight at most; 0 → STK_IOENGINE_QD_DEFAULT */
 	uint32_t workers;         /* pread: threads; 0 → queue_depth */
 	int32_t dir_fd;           /* READ_FILE paths are relative to it; 0 → the working folder */
 	void *buf_area;           /* optional: nbufs buffers of buf_bytes each, back to back, */

@@ -77,7 +77,7 @@ int stk_ioengine_create(struct stk_ioengine **out, const struct stk_ioengine_opt
 		return -ERANGE;
 	}
 	if (!o.queue_depth)
-		o.queue_depth = 32;
+		o.queue_depth = STK_IOENGINE_QD_DEFAULT;
 	struct stk_ioengine *e = calloc(1, sizeof(*e));
 	if (!e) {
 		snprintf(errbuf, errlen, "out of memory");
