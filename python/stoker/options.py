@@ -33,6 +33,42 @@ def _values(row):
     return _TYPES[row.type]
 
 
+# Every environment variable stoker reads (the library, the CLI, the Python
+# package), with who reads it; tests/python/test_options.py checks that the
+# sources read no other.  Options belong in the option table: these are the
+# launcher's, the user's folders, and test and diagnosis switches.
+ENVIRONMENT = [
+    ("RANK, WORLD_SIZE", "library",
+     "this process's rank and the job's size when world_size is auto (torchrun)"),
+    ("OMPI_COMM_WORLD_RANK, OMPI_COMM_WORLD_SIZE", "library, CLI",
+     "the same from Open MPI's mpirun; the CLI's `--mpi` runs read the size"),
+    ("LOCAL_RANK, LOCAL_WORLD_SIZE", "library",
+     "the ranks sharing this host's CPUs when local_world_size is auto (torchrun)"),
+    ("OMPI_COMM_WORLD_LOCAL_RANK, OMPI_COMM_WORLD_LOCAL_SIZE", "library, CLI", "the same from Open MPI"),
+    ("XDG_CACHE_HOME, HOME", "library",
+     "the cache folder: $XDG_CACHE_HOME/stoker, else ~/.cache/stoker (indexes, the default dataset)"),
+    ("STOKER_METRICS_DIR", "library",
+     "where running loaders publish their metrics for `stoker exporter` (default: "
+     "/run/stoker where it can be written, else the cache folder's metrics/)"),
+    ("STOKER_NO_URING", "library",
+     "set: engine auto uses the pread pool without trying io_uring (as where seccomp refuses it)"),
+    ("STOKER_PAGE_CACHE_BYTES", "library",
+     "the page cache the direct/buffered choice counts on, where the machine's limit is not "
+     "visible to /proc/meminfo and the cgroup (bytes)"),
+    ("STOKER_CUDART", "library", "path of the CUDA runtime to pin slots with, tried first"),
+    ("STOKER_NULL_CHANNELS", "library",
+     "engine null models a device of K channels (the queue-depth tuner's tests)"),
+    ("CUDA_VISIBLE_DEVICES", "Python", "quoted when device=\"cuda\" finds no GPU"),
+    ("STOKER_LIB", "Python", "path of libstoker.so.0 to load instead of the installed one"),
+    ("STOKER_PYTHON", "CLI", "the interpreter `stoker bench --vs` runs the peers with"),
+    ("PYTHONPATH", "CLI", "kept, after the package's own folder, for that interpreter"),
+    ("STOKER_NO_PROGRESS", "CLI", "set: no progress line on a terminal"),
+    ("STOKER_NO_MPI", "CLI", "set (not 0): run as one process even under mpirun"),
+    ("STOKER_LIBMPI", "CLI", "path of libmpi to load for `--mpi`, tried first"),
+    ("STOKER_MPI_TIMEOUT", "CLI", "seconds an MPI rank waits for the others (bench, disk)"),
+]
+
+
 def markdown():
     out = ["# Options", "",
            "Every option of the loader and of image mode, with its default and range, as",
@@ -55,6 +91,15 @@ def markdown():
             out.append("| `%s` | `%s` | %s | %s | %s |" % (
                 row.name, _cli(row), default, _values(row), row.help.replace("|", "\\|")))
         out.append("")
+    out += ["## Environment", "",
+            "Every environment variable stoker reads.  Options are not set through the",
+            "environment: these are the launcher's, the user's folders, and switches for",
+            "tests and diagnosis.", "",
+            "| variable | read by | meaning |", "| --- | --- | --- |"]
+    for names, who, meaning in ENVIRONMENT:
+        out.append("| %s | %s | %s |" % (", ".join("`%s`" % n.strip() for n in names.split(",")),
+                                         who, meaning.replace("|", "\\|")))
+    out.append("")
     return "\n".join(out)
 
 

@@ -151,3 +151,42 @@ def test_no_front_end_keeps_a_default_or_range():
                     line = text.count("\n", 0, m.start()) + 1
                     hits.append("%s:%d: %s" % (os.path.relpath(path, ROOT), line, m.group(0)))
     assert not hits, "defaults or ranges written outside the option table:\n" + "\n".join(hits)
+
+
+def env_reads():
+    """Every environment variable the sources read: the literal argument of
+    getenv / secure_getenv / os.environ, and in a C file that passes getenv
+    a variable (a table of names), each name-like literal of that file."""
+    found = {}
+    for d in ("src", "tools", "python/stoker"):
+        for top, _, names in os.walk(os.path.join(ROOT, d)):
+            for f in names:
+                if not f.endswith((".c", ".h", ".py")):
+                    continue
+                path = os.path.join(top, f)
+                text = open(path).read()
+                lits = re.findall(r'(?:getenv|environ\.get|environ\[|environ\.setdefault)'
+                                  r'\(?\s*"([A-Za-z_][A-Za-z0-9_]*)"', text)
+                if f.endswith(".c") and re.search(r'getenv\((?!")', text):
+                    lits += re.findall(r'"([A-Z][A-Z0-9]*_[A-Z0-9_]+)"', text)
+                for n in lits:
+                    found.setdefault(n, os.path.relpath(path, ROOT))
+    return found
+
+
+def test_every_environment_variable_is_documented():
+    """docs/options.md's Environment table names every variable the library,
+    the CLI and the package read (and the scan finds the known ones, so a
+    scan that finds nothing fails)."""
+    found = env_reads()
+    for known in ("STOKER_NO_URING", "STOKER_NULL_CHANNELS", "STOKER_PAGE_CACHE_BYTES",
+                  "STOKER_NO_PROGRESS", "LOCAL_WORLD_SIZE", "WORLD_SIZE", "STOKER_LIB"):
+        assert known in found, "the scan missed %s" % known
+    with open(os.path.join(ROOT, "docs", "options.md")) as f:
+        doc = f.read()
+    env = doc[doc.index("## Environment"):]
+    missing = ["%s (read in %s)" % (n, p) for n, p in sorted(found.items())
+               if "`%s`" % n not in env]
+    assert not missing, ("environment variables read but not in docs/options.md's "
+                         "Environment table (python/stoker/options.py ENVIRONMENT): "
+                         + ", ".join(missing))
