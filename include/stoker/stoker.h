@@ -230,10 +230,13 @@ struct stk_loader_opts {
  * arguments and docs/options.md are generated from it (stk_option_at), so no
  * front end keeps a default or a range of its own.  Static; any thread.
  *
- * X(group, name, type, field, bit, def, min, max, choices, help)
+ * X(group, name, alias, type, field, bit, def, min, max, choices, help)
  *   group    LOADER (struct stk_loader_opts) or IMAGE (struct stk_image_opts)
  *   name     Python's keyword; the CLI's --long-name with '-' for '_' (an
  *            option on by default, FLAG or NOFLAG, is --no-NAME there)
+ *   alias    NULL, or other names, comma-separated: a letter is the CLI's
+ *            short flag (-q); a word is taken for the name by stk_option_find,
+ *            Python's keywords and `stoker bench --sweep` (qd, threads)
  *   type     U32, U64, FLOAT, FLOAT3 ("a,b,c"), DURATION (a field in ns:
  *            "5ms", "200us", "2s" or a bare count of ns), STR, ENUM (index of
  *            one of `choices`; a unique prefix is accepted), FLAG (`bit` of
@@ -244,99 +247,100 @@ struct stk_loader_opts {
  *   choices  ENUM/BITCHOICE: the names; numeric: the name of the value 0,
  *            which then means "chosen by the library" (e.g. "auto")        */
 #define STK_LOADER_OPTIONS(X)                                                                    \
-	X(LOADER, batch_size, U32, batch_size, 0, "256", 1, 1048576, NULL, "samples per batch")   \
-	X(LOADER, prefetch, U32, prefetch, 0, "4", 1, 1024, NULL,                                 \
+	X(LOADER, batch_size, "batch,b", U32, batch_size, 0, "256", 1, 1048576, NULL,            \
+	  "samples per batch")                                                                   \
+	X(LOADER, prefetch, "p", U32, prefetch, 0, "4", 1, 1024, NULL,                           \
 	  "batch slots: batches being read, ready, or held by the consumer")                     \
-	X(LOADER, queue_depth, U32, queue_depth, 0, "auto", 1, 32768, "auto",                     \
-	  "reads in flight, all I/O threads together (auto: probed at the start and when the "  \
-	  "rate changes for where throughput stops rising; stk_loader_tuning says why)")        \
-	X(LOADER, io_threads, U32, io_threads, 0, "auto", 1, 256, "auto",                         \
+	X(LOADER, queue_depth, "qd,q", U32, queue_depth, 0, "auto", 1, 32768, "auto",            \
+	  "reads in flight, all I/O threads together (auto: probed at the start and when the "   \
+	  "rate changes for where throughput stops rising; stk_loader_tuning says why)")         \
+	X(LOADER, io_threads, "threads,t", U32, io_threads, 0, "auto", 1, 256, "auto",           \
 	  "I/O threads (auto: 2 io_uring rings, 1 when the rank's CPU share is below 4; or 64 "  \
 	  "pread workers)")                                                                      \
-	X(LOADER, engine, ENUM, engine, 0, "auto", 0, 0, "auto,io_uring,pread,null",              \
+	X(LOADER, engine, "e", ENUM, engine, 0, "auto", 0, 0, "auto,io_uring,pread,null",        \
 	  "read engine (auto: io_uring, else the pread pool, said once; null: no I/O, tests)")   \
-	X(LOADER, seed, U64, seed, 0, "0", 0, 0, NULL, "shuffle and augmentation seed")           \
-	X(LOADER, rank, U32, rank, 0, "0", 0, 1048575, NULL,                                      \
+	X(LOADER, seed, NULL, U64, seed, 0, "0", 0, 0, NULL, "shuffle and augmentation seed")    \
+	X(LOADER, rank, NULL, U32, rank, 0, "0", 0, 1048575, NULL,                               \
 	  "this process's rank (0 with world_size auto: the launcher's $RANK, if any)")          \
-	X(LOADER, world_size, U32, world_size, 0, "auto", 1, 1048576, "auto",                     \
+	X(LOADER, world_size, NULL, U32, world_size, 0, "auto", 1, 1048576, "auto",              \
 	  "number of ranks sharing each epoch (auto: $WORLD_SIZE from torchrun, else Open "      \
 	  "MPI's $OMPI_COMM_WORLD_SIZE, else 1)")                                                \
-	X(LOADER, shuffle, NOFLAG, flags, STK_F_NO_SHUFFLE, "true", 0, 0, NULL,                   \
+	X(LOADER, shuffle, NULL, NOFLAG, flags, STK_F_NO_SHUFFLE, "true", 0, 0, NULL,            \
 	  "a seeded permutation per epoch (off: index order)")                                   \
-	X(LOADER, shuffle_mode, ENUM, shuffle_mode, 0, "global", 0, 0, "global,shard",            \
+	X(LOADER, shuffle_mode, NULL, ENUM, shuffle_mode, 0, "global", 0, 0, "global,shard",     \
 	  "tar shards: any sample after any other, or shards in random order with samples "      \
 	  "shuffled in a window (near-sequential reads)")                                        \
-	X(LOADER, shuffle_window, U32, shuffle_window, 0, "1000", 1, 16777216, NULL,              \
+	X(LOADER, shuffle_window, NULL, U32, shuffle_window, 0, "1000", 1, 16777216, NULL,       \
 	  "shuffle_mode shard: the window, in samples")                                          \
-	X(LOADER, drop_last, FLAG, flags, STK_F_DROP_LAST, "false", 0, 0, NULL,                   \
+	X(LOADER, drop_last, NULL, FLAG, flags, STK_F_DROP_LAST, "false", 0, 0, NULL,            \
 	  "drop the tail that does not fill a batch (else the last batch is short)")             \
-	X(LOADER, on_error, ENUM, on_error, 0, "skip", 0, 0, "skip,fail,replace",                 \
-	  "a missing, unreadable, short or corrupt sample is skipped (the batch is shorter), "    \
-	  "ends the epoch, or is replaced by another sample drawn from (seed, epoch, index) "     \
+	X(LOADER, on_error, NULL, ENUM, on_error, 0, "skip", 0, 0, "skip,fail,replace",          \
+	  "a missing, unreadable, short or corrupt sample is skipped (the batch is shorter), "   \
+	  "ends the epoch, or is replaced by another sample drawn from (seed, epoch, index) "    \
 	  "(every batch full); always counted and named")                                        \
-	X(LOADER, direct, FLAG, flags, STK_F_DIRECT, "false", 0, 0, NULL,                         \
+	X(LOADER, direct, NULL, FLAG, flags, STK_F_DIRECT, "false", 0, 0, NULL,                  \
 	  "O_DIRECT reads (a filesystem that refuses them gets buffered reads, said once); "     \
 	  "neither direct nor buffered: O_DIRECT when the dataset is larger than the page cache") \
-	X(LOADER, buffered, FLAG, flags, STK_F_BUFFERED, "false", 0, 0, NULL,                     \
+	X(LOADER, buffered, NULL, FLAG, flags, STK_F_BUFFERED, "false", 0, 0, NULL,              \
 	  "buffered reads whatever the dataset's size")                                          \
-	X(LOADER, pin, NOFLAG, flags, STK_F_NO_PIN, "true", 0, 0, NULL,                           \
+	X(LOADER, pin, NULL, NOFLAG, flags, STK_F_NO_PIN, "true", 0, 0, NULL,                    \
 	  "pin the pool with the CUDA runtime when it is present")                               \
-	X(LOADER, quiet, FLAG, flags, STK_F_QUIET, "false", 0, 0, NULL,                           \
+	X(LOADER, quiet, NULL, FLAG, flags, STK_F_QUIET, "false", 0, 0, NULL,                    \
 	  "no notices on stderr (engine fallback, index rebuilt, ...)")                          \
-	X(LOADER, index_cache, NOFLAG, flags, STK_F_NO_CACHE, "true", 0, 0, NULL,                 \
+	X(LOADER, index_cache, NULL, NOFLAG, flags, STK_F_NO_CACHE, "true", 0, 0, NULL,          \
 	  "read and write the index cache")                                                      \
-	X(LOADER, extensions, STR, extensions, 0, "", 0, 0, NULL,                                 \
-	  "folder mode: extensions to index, \".jpg,.png\" or \"*\" (default: ImageFolder's)")    \
-	X(LOADER, cache_dir, STR, cache_dir, 0, "", 0, 0, NULL,                                   \
+	X(LOADER, extensions, NULL, STR, extensions, 0, "", 0, 0, NULL,                          \
+	  "folder mode: extensions to index, \".jpg,.png\" or \"*\" (default: ImageFolder's)")   \
+	X(LOADER, cache_dir, NULL, STR, cache_dir, 0, "", 0, 0, NULL,                            \
 	  "where indexes go when the data folder is read-only (default: ~/.cache/stoker)")       \
-	X(LOADER, slot_bytes, U64, slot_bytes, 0, "auto", 1, 1099511627776.0, "auto",          \
+	X(LOADER, slot_bytes, NULL, U64, slot_bytes, 0, "auto", 1, 1099511627776.0, "auto",      \
 	  "bytes per batch slot (auto: from the dataset's sample sizes)")                        \
-	X(LOADER, read_bytes, U64, read_bytes, 0, "0", 0, 1099511627776.0, NULL,                 \
-	  "raw mode: read only the first N bytes of each sample (0: whole samples), as a "     \
+	X(LOADER, read_bytes, NULL, U64, read_bytes, 0, "0", 0, 1099511627776.0, NULL,           \
+	  "raw mode: read only the first N bytes of each sample (0: whole samples), as a "       \
 	  "storage test that reads 1 KiB of each file does")                                     \
-	X(LOADER, null_latency, DURATION, null_latency_ns, 0, "0", 0, 3.6e12, NULL,                 \
-	  "engine null: each read completes after this long (tests, pipeline overhead)")          \
-	X(LOADER, local_rank, U32, local_rank, 0, "0", 0, 1048575, NULL,                          \
-	  "this process's place among the ranks on this host (with local_world_size)")          \
-	X(LOADER, local_world_size, U32, local_world_size, 0, "auto", 1, 1048576, "auto",         \
+	X(LOADER, null_latency, "null_latency_ns", DURATION, null_latency_ns, 0, "0", 0, 3.6e12, NULL, \
+	  "engine null: each read completes after this long (tests, pipeline overhead)")         \
+	X(LOADER, local_rank, NULL, U32, local_rank, 0, "0", 0, 1048575, NULL,                   \
+	  "this process's place among the ranks on this host (with local_world_size)")           \
+	X(LOADER, local_world_size, NULL, U32, local_world_size, 0, "auto", 1, 1048576, "auto",  \
 	  "ranks sharing this host's CPUs (auto: $LOCAL_WORLD_SIZE from torchrun, else Open "    \
 	  "MPI's $OMPI_COMM_WORLD_LOCAL_SIZE, else none: nothing pinned)")                       \
-	X(LOADER, affinity, NOFLAG, flags, STK_F_NO_AFFINITY, "true", 0, 0, NULL,                 \
+	X(LOADER, affinity, NULL, NOFLAG, flags, STK_F_NO_AFFINITY, "true", 0, 0, NULL,          \
 	  "with ranks sharing the host: pin the loader's threads to this rank's CPU share, off " \
 	  "the training thread's CPU")
 
 #define STK_IMAGE_OPTIONS(X)                                                                     \
-	X(IMAGE, width, U32, width, 0, "224", 1, 8192, NULL, "output width in pixels")            \
-	X(IMAGE, height, U32, height, 0, "224", 1, 8192, NULL,                                    \
+	X(IMAGE, width, NULL, U32, width, 0, "224", 1, 8192, NULL, "output width in pixels")     \
+	X(IMAGE, height, NULL, U32, height, 0, "224", 1, 8192, NULL,                             \
 	  "output height in pixels (not given: the width)")                                      \
-	X(IMAGE, crop, ENUM, crop, 0, "random_resized", 0, 0, "random_resized,center",            \
+	X(IMAGE, crop, NULL, ENUM, crop, 0, "random_resized", 0, 0, "random_resized,center",     \
 	  "training's RandomResizedCrop, or validation's resize + centre crop")                  \
-	X(IMAGE, flip, NOFLAG, flags, STK_IMG_NO_FLIP, "true", 0, 0, NULL,                        \
+	X(IMAGE, flip, NULL, NOFLAG, flags, STK_IMG_NO_FLIP, "true", 0, 0, NULL,                 \
 	  "random horizontal flip, p = 0.5 (crop random_resized)")                               \
-	X(IMAGE, layout, BITCHOICE, flags, STK_IMG_NHWC, "nchw", 0, 0, "nchw,nhwc",               \
+	X(IMAGE, layout, NULL, BITCHOICE, flags, STK_IMG_NHWC, "nchw", 0, 0, "nchw,nhwc",        \
 	  "N x C x H x W, or channels last")                                                     \
-	X(IMAGE, dtype, ENUM, dtype, 0, "uint8", 0, 0, "uint8,float32,float16",                   \
+	X(IMAGE, dtype, NULL, ENUM, dtype, 0, "uint8", 0, 0, "uint8,float32,float16",            \
 	  "element type: 0..255, or x / 255 (normalized with normalize)")                        \
-	X(IMAGE, normalize, FLAG, flags, STK_IMG_NORMALIZE, "false", 0, 0, NULL,                  \
+	X(IMAGE, normalize, NULL, FLAG, flags, STK_IMG_NORMALIZE, "false", 0, 0, NULL,           \
 	  "float output is (x / 255 - mean) / std")                                              \
-	X(IMAGE, mean, FLOAT3, mean, 0, "0.485,0.456,0.406", 0, 0, NULL,                          \
+	X(IMAGE, mean, NULL, FLOAT3, mean, 0, "0.485,0.456,0.406", 0, 0, NULL,                   \
 	  "normalize: per-channel mean (ImageNet's; all-zero mean and std take these)")          \
-	X(IMAGE, std, FLOAT3, std, 0, "0.229,0.224,0.225", 0, 0, NULL,                            \
+	X(IMAGE, std, NULL, FLOAT3, std, 0, "0.229,0.224,0.225", 0, 0, NULL,                     \
 	  "normalize: per-channel standard deviation, each > 0 (ImageNet's)")                    \
-	X(IMAGE, scale_min, FLOAT, scale_min, 0, "0.08", 0, 1, NULL,                              \
+	X(IMAGE, scale_min, NULL, FLOAT, scale_min, 0, "0.08", 0, 1, NULL,                       \
 	  "random_resized: smallest share of the area, in (0, scale_max]")                       \
-	X(IMAGE, scale_max, FLOAT, scale_max, 0, "1", 0, 1, NULL,                                 \
+	X(IMAGE, scale_max, NULL, FLOAT, scale_max, 0, "1", 0, 1, NULL,                          \
 	  "random_resized: largest share of the area, in [scale_min, 1]")                        \
-	X(IMAGE, ratio_min, FLOAT, ratio_min, 0, "0.75", 0, 1000, NULL,                           \
+	X(IMAGE, ratio_min, NULL, FLOAT, ratio_min, 0, "0.75", 0, 1000, NULL,                    \
 	  "random_resized: smallest aspect ratio, in (0, ratio_max]")                            \
-	X(IMAGE, ratio_max, FLOAT, ratio_max, 0, "1.3333334", 0, 1000, NULL,                      \
+	X(IMAGE, ratio_max, NULL, FLOAT, ratio_max, 0, "1.3333334", 0, 1000, NULL,               \
 	  "random_resized: largest aspect ratio")                                                \
-	X(IMAGE, crop_frac, FLOAT, crop_frac, 0, "0.875", 0, 1, NULL,                             \
+	X(IMAGE, crop_frac, NULL, FLOAT, crop_frac, 0, "0.875", 0, 1, NULL,                      \
 	  "center: output / resized short side (224 of 256)")                                    \
-	X(IMAGE, decode_threads, U32, decode_threads, 0, "auto", 1, 1024, "auto",                 \
-	  "decode threads (auto: the rank's CPU share less one, at least 1; one process: usable "\
+	X(IMAGE, decode_threads, NULL, U32, decode_threads, 0, "auto", 1, 1024, "auto",          \
+	  "decode threads (auto: the rank's CPU share less one, at least 1; one process: usable " \
 	  "CPUs - 1)")                                                                           \
-	X(IMAGE, max_pixels, U64, max_pixels, 0, "100000000", 1, 1099511627776.0, NULL,           \
+	X(IMAGE, max_pixels, NULL, U64, max_pixels, 0, "100000000", 1, 1099511627776.0, NULL,    \
 	  "larger images are refused before any allocation")
 
 enum stk_opt_group { STK_OPT_LOADER = 0, STK_OPT_IMAGE };
@@ -356,12 +360,14 @@ struct stk_option {
 	double min, max;     /* numeric range (min == max: none) */
 	const char *choices; /* see above; NULL for none */
 	const char *help;
+	const char *alias;   /* see above; NULL for none */
 };
 
 /* Row i of the table (loader options first, then image options), or NULL
  * past the end: for (i = 0; (o = stk_option_at(i)); i++). */
 STK_API const struct stk_option *stk_option_at(int i);
-/* The row named `name` ("queue_depth"; '-' is taken for '_'), or NULL. */
+/* The row named `name` ("queue_depth"; '-' is taken for '_') or by one of its
+ * aliases of more than one letter ("qd"), or NULL. */
 STK_API const struct stk_option *stk_option_find(const char *name);
 /* Parses `value` (text, as the CLI gets it; NULL: the default) into the
  * option's field of `opts` (a struct stk_loader_opts or stk_image_opts as

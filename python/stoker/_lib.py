@@ -319,6 +319,7 @@ class Option(ctypes.Structure):
         ("max", ctypes.c_double),
         ("choices", ctypes.c_char_p),
         ("help", ctypes.c_char_p),
+        ("alias", ctypes.c_char_p),
     ]
 
 
@@ -393,6 +394,7 @@ stk_loader_diagnose = _proto("stk_loader_diagnose", ctypes.c_int, _vp, ctypes.c_
 stk_loader_add_time = _proto("stk_loader_add_time", None, _vp, ctypes.c_int, c_u64)
 stk_loader_restart = _proto("stk_loader_restart", ctypes.c_int, _vp, c_u64, c_u64, c_u32)
 stk_option_at = _proto("stk_option_at", ctypes.POINTER(Option), ctypes.c_int)
+stk_option_find = _proto("stk_option_find", ctypes.POINTER(Option), ctypes.c_char_p)
 stk_option_set = _proto("stk_option_set", ctypes.c_int, ctypes.POINTER(Option), ctypes.c_void_p,
                         ctypes.c_char_p, ctypes.c_char_p, ctypes.c_size_t)
 stk_option_get = _proto("stk_option_get", ctypes.c_int, ctypes.POINTER(Option), ctypes.c_void_p,
@@ -512,7 +514,7 @@ class OptionRow:
     """One row of the library's option table, in Python's terms."""
 
     __slots__ = ("name", "group", "type", "offset", "bit", "default", "min", "max", "choices",
-                 "help", "_ptr")
+                 "help", "aliases", "short", "_ptr")
 
     def __init__(self, ptr):
         r = ptr.contents
@@ -526,6 +528,9 @@ class OptionRow:
         self.min, self.max = r.min, r.max
         self.choices = r.choices.decode().split(",") if r.choices else None
         self.help = r.help.decode()
+        names = r.alias.decode().split(",") if r.alias else []
+        self.aliases = [a for a in names if len(a) > 1]  # other keywords for it
+        self.short = next((a for a in names if len(a) == 1), None)  # the CLI's -X
 
     def python_default(self):
         """The default as a Python value (what the keyword's default reads)."""

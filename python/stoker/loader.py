@@ -35,6 +35,7 @@ from .image import Image
 
 _LOADER_ROWS = {n: r for n, r in _lib.OPTIONS.items() if r.group == _lib.OPT_LOADER}
 _LOADER_DEFAULTS = {n: r.python_default() for n, r in _LOADER_ROWS.items()}
+_LOADER_ALIASES = {a: n for n, r in _LOADER_ROWS.items() for a in r.aliases}
 _U32 = 0xFFFFFFFF
 _U64 = 0xFFFFFFFFFFFFFFFF
 _POLL_NS = 100_000_000     # how long one wait in C lasts before Python checks signals
@@ -110,8 +111,8 @@ class Loader:
             (the default) and rank are the launcher's ($WORLD_SIZE and $RANK
             from torchrun, or Open MPI's), read by libstoker as it reads
             local_rank and local_world_size (the ranks sharing this host's
-            CPUs: stoker.cpu_share).  `threads` is accepted for io_threads and `null_latency_ns`
-            for null_latency.
+            CPUs: stoker.cpu_share).  The table's aliases are accepted too
+            (threads for io_threads, qd for queue_depth, ...).
 
     One thread iterates a loader; stats() and diagnose() may be called from
     any thread.
@@ -123,7 +124,7 @@ class Loader:
         if image is not None:
             image = Image._from(image)
         self.image = image
-        for alias, name in (("threads", "io_threads"), ("null_latency_ns", "null_latency")):
+        for alias, name in _LOADER_ALIASES.items():  # the option table's
             if alias in options:
                 if name in options:
                     raise TypeError("give %s or %s, not both" % (alias, name))

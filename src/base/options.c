@@ -19,7 +19,7 @@
 #include <string.h>
 #include <strings.h>
 
-#define ROW(group, name, type, field, bit, def, min, max, choices, help)                        \
+#define ROW(group, name, alias, type, field, bit, def, min, max, choices, help)                 \
 	{#name,                                                                                  \
 	 STK_OPT_##group,                                                                         \
 	 STK_OPT_##type,                                                                          \
@@ -29,7 +29,8 @@
 	 (double)(min),                                                                           \
 	 (double)(max),                                                                           \
 	 choices,                                                                                 \
-	 help},
+	 help,                                                                                    \
+	 alias},
 /* offsetof needs a type name per group */
 #define stk_LOADER_opts_t stk_loader_opts
 #define stk_IMAGE_opts_t stk_image_opts
@@ -44,19 +45,31 @@ const struct stk_option *stk_option_at(int i)
 	return i >= 0 && i < NROWS ? &rows[i] : NULL;
 }
 
+/* Whether `want` is `name`, '-' taken for '_'; or, with len, its first len
+ * characters. */
+static bool same_name(const char *name, size_t len, const char *want)
+{
+	size_t i = 0;
+	for (; i < len && name[i]; i++)
+		if (name[i] != want[i] && !(name[i] == '_' && want[i] == '-'))
+			return false;
+	return (i == len || !name[i]) && !want[i];
+}
+
 const struct stk_option *stk_option_find(const char *name)
 {
 	if (!name)
 		return NULL;
-	for (int i = 0; i < NROWS; i++) {
-		const char *a = rows[i].name, *b = name;
-		while (*a && (*a == *b || (*a == '_' && *b == '-'))) {
-			a++;
-			b++;
-		}
-		if (!*a && !*b)
+	for (int i = 0; i < NROWS; i++)
+		if (same_name(rows[i].name, SIZE_MAX, name))
 			return &rows[i];
-	}
+	for (int i = 0; i < NROWS; i++) /* then the aliases of more than one letter */
+		for (const char *a = rows[i].alias; a && *a;) {
+			size_t n = strcspn(a, ",");
+			if (n > 1 && same_name(a, n, name))
+				return &rows[i];
+			a += n + (a[n] == ',');
+		}
 	return NULL;
 }
 

@@ -190,3 +190,24 @@ def test_every_environment_variable_is_documented():
     assert not missing, ("environment variables read but not in docs/options.md's "
                          "Environment table (python/stoker/options.py ENVIRONMENT): "
                          + ", ".join(missing))
+
+
+def test_aliases_are_the_tables():
+    """The alias column is the one place aliases live: stk_option_find takes
+    each word alias for its row, Python takes it as a keyword, the CLI's
+    short flags are its letters, and --sweep names the knob by it."""
+    words = {a: r.name for r in _lib.OPTIONS.values() for a in r.aliases}
+    assert {"qd": "queue_depth", "threads": "io_threads", "batch": "batch_size",
+            "null_latency_ns": "null_latency"}.items() <= words.items()
+    for alias, name in words.items():
+        row = _lib.stk_option_find(alias.encode())
+        assert row and row.contents.name.decode() == name
+        assert _lib.stk_option_find(alias.replace("_", "-").encode())
+    assert not _lib.stk_option_find(b"q"), "a letter is the CLI's, not a name"
+    shorts = {r.short: r.name for r in _lib.OPTIONS.values() if r.short}
+    assert shorts == {"b": "batch_size", "p": "prefetch", "q": "queue_depth",
+                      "t": "io_threads", "e": "engine"}
+    help_text = subprocess.run([os.environ["STOKER"], "bench", "--help"], capture_output=True,
+                               text=True).stdout
+    for letter, name in shorts.items():
+        assert re.search(r"-%s, --%s\b" % (letter, name.replace("_", "-")), help_text), letter

@@ -139,16 +139,10 @@ static void print_human(struct stk_loader *l, const struct bench_opts *o, const 
 	printf("\n");
 }
 
-/* --sweep's knob: a numeric row of the option table, by its name or a short
- * alias (threads, qd, batch), and the struct it lives in. */
+/* --sweep's knob: a numeric row of the option table, by its name or an alias
+ * of the table's (threads, qd, batch), and the struct it lives in. */
 static const struct stk_option *sweep_knob(struct bench_opts *o, const char *name, void **base)
 {
-	static const struct {
-		const char *alias, *name;
-	} aliases[] = {{"threads", "io_threads"}, {"qd", "queue_depth"}, {"batch", "batch_size"}};
-	for (size_t i = 0; i < sizeof(aliases) / sizeof(aliases[0]); i++)
-		if (!strcmp(name, aliases[i].alias))
-			name = aliases[i].name;
 	const struct stk_option *r = stk_option_find(name);
 	if (!r || (r->type != STK_OPT_U32 && r->type != STK_OPT_U64))
 		return NULL;

@@ -315,11 +315,6 @@ uint64_t opt_lib_u64(const void *base, const char *name)
 size_t opt_add_library(struct opt *opts, size_t n, size_t cap, enum stk_opt_group group,
 		       void *base, const char *const *only)
 {
-	static const struct {
-		const char *name;
-		int letter;
-	} shorts[] = {{"batch_size", 'b'}, {"prefetch", 'p'}, {"queue_depth", 'q'},
-		      {"io_threads", 't'}, {"engine", 'e'}};
 	const struct stk_option *r;
 	for (int i = 0; (r = stk_option_at(i)) && n + 1 < cap; i++) {
 		if (r->group != group || lib_used == sizeof(lib_names) / sizeof(lib_names[0]))
@@ -337,9 +332,12 @@ size_t opt_add_library(struct opt *opts, size_t n, size_t cap, enum stk_opt_grou
 			if (*c == '_')
 				*c = '-';
 		struct opt o = {.name = nm, .type = OPT_LIB, .dst = base, .help = r->help};
-		for (size_t k = 0; k < sizeof(shorts) / sizeof(shorts[0]); k++)
-			if (!strcmp(shorts[k].name, r->name))
-				o.short_name = shorts[k].letter;
+		for (const char *a = r->alias; a && *a;) { /* a one-letter alias: -X */
+			size_t l = strcspn(a, ",");
+			if (l == 1)
+				o.short_name = (unsigned char)a[0];
+			a += l + (a[l] == ',');
+		}
 		o.arg = r->type == STK_OPT_ENUM || r->type == STK_OPT_BITCHOICE ? "X"
 			: r->type == STK_OPT_STR				 ? "S"
 			: r->type == STK_OPT_DURATION				 ? "T"
