@@ -242,4 +242,15 @@ fi
 "$S" doctor >"$tmp/out" 2>&1
 grep -Eq '^  ok +gpu +(no NVIDIA driver found|NVML does not start)|^  (ok|warn) +gpu 0 ' "$tmp/out" ||
 	fail "no plain GPU line"
+# One thread rule: the CPU check's loader threads are the CPU share's (the
+# library's rule), not a count of the doctor's own.
+"$S" doctor --json >"$tmp/cpu.json" 2>/dev/null
+python3 - "$tmp/cpu.json" <<'EOF' || fail "the cpu check and the cpu share disagree on the loader's threads"
+import json, re, sys
+c = {c["name"]: c for c in json.load(open(sys.argv[1]))["checks"]}
+pat = r"(\d+) decode \+ (\d+) I/O thread"
+a = re.search(pat, c["cpu"]["value"])
+b = re.search(pat, c["cpu share"]["value"])
+assert a and b and a.groups() == b.groups(), (c["cpu"]["value"], c["cpu share"]["value"])
+EOF
 echo "ok"

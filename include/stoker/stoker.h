@@ -409,6 +409,13 @@ struct stk_cpu_share {
  * environment variable) with the reason in errbuf (may be NULL).  Any thread. */
 STK_API int stk_cpu_share(uint32_t local_rank, uint32_t local_world_size,
 			  struct stk_cpu_share *out, char *errbuf, size_t errlen);
+struct stk_cpus;
+/* The same rule applied to a reading of the CPUs (stk_sys_cpus, of this
+ * machine or of a --root tree): the share each of local_world_size ranks
+ * gets (0: no launcher), as if the launcher did not bind ranks to CPUs.  What
+ * `stoker doctor` prints.  0 or -EINVAL. */
+STK_API int stk_cpu_share_for(const struct stk_cpus *cpus, uint32_t local_world_size,
+			      struct stk_cpu_share *out);
 
 /* A batch: a read-only view owned by the loader, valid until stk_batch_release.
  * Sample i's bytes are data[offsets[i] .. offsets[i] + sizes[i]). */

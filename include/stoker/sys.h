@@ -124,6 +124,10 @@ struct stk_cpus {
 	uint32_t virtualized;
 };
 STK_API int stk_sys_cpus(const char *root, struct stk_cpus *out);
+/* The one "usable CPUs" rule: the online CPUs, narrowed to the affinity mask
+ * (allowed), capped by the cgroup's quota; at least 1.  The loader's CPU share,
+ * the I/O plan and `stoker doctor` all count with it. */
+STK_API double stk_cpus_usable(const struct stk_cpus *c);
 
 /* vm and kernel settings; -1 (or "") for what the kernel does not have. */
 struct stk_tunables {

@@ -126,9 +126,9 @@ void stk__cpu_share_of(const struct stk__cpu_facts *f, uint32_t local_rank,
 	s.host_cpus = (uint32_t)(CPU_COUNT(&f->host) ? CPU_COUNT(&f->host) : nmask);
 	s.allowed = (uint32_t)nmask;
 	s.quota = f->quota;
-	double usable = nmask;
-	if (f->quota > 0 && f->quota < usable)
-		usable = f->quota;
+	struct stk_cpus c = {.size = sizeof(c), .logical = s.host_cpus, .allowed = (uint32_t)nmask,
+			     .quota = f->quota};
+	double usable = stk_cpus_usable(&c);
 	cpu_set_t set = f->mask;
 	*pin = local_world > 0;
 	if (!local_world) { /* no launcher: today's defaults, nothing pinned */
@@ -257,4 +257,38 @@ int stk_cpu_share(uint32_t local_rank, uint32_t local_world_size, struct stk_cpu
 	cpu_set_t set;
 	bool pin;
 	return stk__cpu_share(local_rank, local_world_size, out, &set, &pin, errbuf, errlen);
+}
+
+double stk_cpus_usable(const struct stk_cpus *c)
+{
+	double u = c && c->logical ? c->logical : 1;
+	if (c && c->allowed && c->allowed < u)
+		u = c->allowed;
+	if (c && c->quota > 0 && c->quota < u)
+		u = c->quota;
+	return u >= 1 ? u : 1;
+}
+
+int stk_cpu_share_for(const struct stk_cpus *cpus, uint32_t local_world_size,
+		      struct stk_cpu_share *out)
+{
+	if (!cpus || !out)
+		return -EINVAL;
+	/* facts as a reading gives them: the first `logical` CPUs online, the
+	 * first `allowed` of them in the mask */
+	struct stk__cpu_facts f = {.quota = cpus->quota, .current = -1};
+	uint32_t logical = cpus->logical ? cpus->logical : 1;
+	uint32_t allowed = cpus->allowed && cpus->allowed < logical ? cpus->allowed : logical;
+	CPU_ZERO(&f.host);
+	CPU_ZERO(&f.mask);
+	for (uint32_t i = 0; i < logical && i < CPU_SETSIZE; i++) {
+		CPU_SET(i, &f.host);
+		if (i < allowed)
+			CPU_SET(i, &f.mask);
+	}
+	cpu_set_t set;
+	bool pin;
+	stk__cpu_share_of(&f, 0, local_world_size, local_world_size ? "options" : "none", out,
+			  &set, &pin);
+	return 0;
 }

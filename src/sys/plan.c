@@ -73,12 +73,7 @@ static uint32_t usable_cpus(const char *root)
 	struct stk_cpus c = {.size = sizeof(c)};
 	if (stk_sys_cpus(root, &c) || !c.logical)
 		return 1;
-	double u = c.logical;
-	if (c.allowed && c.allowed < u)
-		u = c.allowed;
-	if (c.quota > 0 && c.quota < u)
-		u = c.quota;
-	return u >= 1 ? (uint32_t)u : 1;
+	return (uint32_t)stk_cpus_usable(&c);
 }
 
 int stk_io_plan(const char *root, const char *path, struct stk_io_plan *out)

@@ -34,28 +34,24 @@ static void check_cpu(struct doctor *d)
 		SET(k, value, "cannot read the CPU list");
 		return;
 	}
-	/* What this process may really use: online CPUs, narrowed by its affinity
-	 * mask and its cgroup's quota. */
-	double usable = c.logical;
-	if (c.allowed && c.allowed < usable)
-		usable = c.allowed;
-	if (c.quota > 0 && c.quota < usable)
-		usable = c.quota;
-	int cores = (int)floor(usable);
-	if (cores < 1)
-		cores = 1;
-	/* one core per training process (one per GPU) plus one for the rest */
-	int reserve = d->ngpu > 0 ? d->ngpu + 1 : 2;
-	int threads = cores - reserve >= 1 ? cores - reserve : 1;
-	char extra[128] = "";
+	/* What this process may really use, and each rank's loader threads: the
+	 * library's rules (stk_cpus_usable, stk_cpu_share_for), one rank per GPU. */
+	double usable = stk_cpus_usable(&c);
+	uint32_t ranks = d->ngpu > 1 ? (uint32_t)d->ngpu : 0;
+	struct stk_cpu_share s = {.size = sizeof(s)};
+	stk_cpu_share_for(&c, ranks, &s);
+	char extra[128] = "", per[128] = "";
 	if (c.quota > 0)
 		snprintf(extra, sizeof(extra), ", cgroup quota %.1f CPUs", c.quota);
 	else if (c.allowed && c.allowed < c.logical)
 		snprintf(extra, sizeof(extra), ", %u allowed by affinity", c.allowed);
-	SET(k, value, "%u logical, %u physical cores (%u package%s)%s: %d loader thread%s, %d left "
-		      "for the trainer",
-	    c.logical, c.physical, c.packages, c.packages == 1 ? "" : "s", extra, threads,
-	    threads == 1 ? "" : "s", cores - threads > 0 ? cores - threads : 0);
+	if (ranks)
+		snprintf(per, sizeof(per), "each of %u ranks (one per GPU): %u CPU%s, ", ranks, s.cpus,
+			 s.cpus == 1 ? "" : "s");
+	SET(k, value, "%u logical, %u physical cores (%u package%s)%s; %g usable; %s%u decode + %u "
+		      "I/O thread%s, 1 CPU left for the trainer",
+	    c.logical, c.physical, c.packages, c.packages == 1 ? "" : "s", extra, usable, per,
+	    s.decode_threads, s.io_threads, s.io_threads == 1 ? "" : "s");
 	if (usable < 4) {
 		k->status = ST_WARN;
 		SET(k, why, "decode and batching need CPU (a few hundred JPEGs per second per core) and "
@@ -68,8 +64,9 @@ static void check_cpu(struct doctor *d)
 		else
 			SET(k, fix, "store pre-decoded or smaller images, or decode on the GPU (nvJPEG, DALI)");
 	} else {
-		SET(k, why, "decode threads get the cores the trainer leaves free (one per GPU process "
-			    "plus one); physical cores decode faster than their hyper-threads");
+		SET(k, why, "each rank's loader decodes on its share of the CPUs less the one its "
+			    "training thread keeps (the loader's own rule, stoker.cpu_share()); physical "
+			    "cores decode faster than their hyper-threads");
 	}
 }
 
