@@ -254,6 +254,45 @@ static void test_rank_from_environment(void **state)
 	unsetenv("WORLD_SIZE");
 }
 
+/* One sizing rule: a loader's memory (stk_loader_memory) is what the
+ * estimate for its options gives (stk_memory_estimate), over a folder of
+ * equal files where the mean says everything; and the pool is what it maps. */
+static void test_memory_rule(void **state)
+{
+	(void)state;
+	char *d = tu_mkdtemp(), p[PATH_MAX];
+	static uint8_t buf[3000];
+	for (int i = 0; i < 40; i++) {
+		snprintf(p, sizeof(p), "%s/%03d.jpg", d, i);
+		tu_write(p, buf, sizeof(buf));
+	}
+	for (uint32_t batch = 4; batch <= 64; batch *= 4) {
+		struct stk_loader_opts o = {.path = d, .batch_size = batch, .prefetch = 3,
+					    .flags = STK_F_BUFFERED};
+		struct stk_loader *l = make(o);
+		struct stk_memory got = {.size = sizeof(got)}, want = {.size = sizeof(want)};
+		assert_int_equal(stk_loader_memory(l, &got), 0);
+		o.size = sizeof(o);
+		assert_int_equal(stk_memory_estimate(&o, 40, sizeof(buf), &want, NULL, 0), 0);
+		assert_int_equal(got.nslots, 3);
+		assert_int_equal(got.slot_bytes, want.slot_bytes);
+		assert_int_equal(got.pool_bytes, want.pool_bytes);
+		assert_int_equal(got.meta_bytes, want.meta_bytes);
+		struct stk_stats st = {.size = sizeof(st)};
+		assert_int_equal(stk_loader_stats(l, &st), 0);
+		assert_int_equal(got.pool_bytes, st.pool_bytes);
+		assert_true(got.total >= got.pool_bytes + got.index_bytes);
+		stk_loader_destroy(l);
+	}
+	struct stk_memory m = {.size = sizeof(m)};
+	char err[256];
+	struct stk_loader_opts bad = {.size = sizeof(bad), .prefetch = 5000};
+	assert_int_equal(stk_memory_estimate(&bad, 10, 100, &m, err, sizeof(err)), -ERANGE);
+	assert_non_null(strstr(err, "prefetch"));
+	tu_rmrf(d);
+	free(d);
+}
+
 static void test_resume(void **state)
 {
 	(void)state;
@@ -785,6 +824,7 @@ int main(void)
 		cmocka_unit_test(test_imagefolder_labels),
 		cmocka_unit_test(test_order_deterministic),
 		cmocka_unit_test(test_rank_from_environment),
+		cmocka_unit_test(test_memory_rule),
 		cmocka_unit_test(test_ranks),
 		cmocka_unit_test(test_resume),
 		cmocka_unit_test(test_engines_identical),

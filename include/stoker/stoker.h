@@ -610,6 +610,32 @@ struct stk_stats {
 };
 STK_API int stk_loader_stats(const struct stk_loader *loader, struct stk_stats *out);
 
+/* The memory a loader takes, by the library's own sizing rule: its slots (the
+ * pool, mapped at create and locked when pinned: what RLIMIT_MEMLOCK must
+ * hold), the index, the per-slot records, and in image mode the decode
+ * threads' working memory.  `stoker doctor` and `stoker bench` print it. */
+struct stk_memory {
+	uint32_t size;            /* set by the caller: sizeof(struct stk_memory) */
+	uint32_t nslots;          /* prefetch */
+	uint64_t slot_bytes;      /* one slot: the batch's reads, then (image mode) its images */
+	uint64_t pool_bytes;      /* nslots x slot_bytes */
+	uint64_t index_bytes;     /* the dataset's index: entries and names */
+	uint64_t meta_bytes;      /* each slot's offsets, sizes, labels, indices, read records */
+	uint32_t decode_threads;  /* image mode; 0 in raw mode */
+	uint64_t decode_bytes;    /* their working memory, estimated: the decoded region of an
+				     image of the mean sample size, twice, per thread */
+	uint64_t total;           /* all of the above */
+};
+/* What this loader takes.  0 or -EINVAL. */
+STK_API int stk_loader_memory(const struct stk_loader *loader, struct stk_memory *out);
+/* What a loader with these options (NULL: the defaults) would take over
+ * `nsamples` samples of `sample_bytes` each (the mean; their spread unknown),
+ * before any dataset is read: the slot is the same bound create applies.  0,
+ * or <0 with the reason in errbuf (an option out of range). */
+STK_API int stk_memory_estimate(const struct stk_loader_opts *opts, uint64_t nsamples,
+				uint64_t sample_bytes, struct stk_memory *out, char *errbuf,
+				size_t errlen);
+
 /* What the loader chose for the settings left to it, and why: the read mode
  * (O_DIRECT or buffered), the queue depth (with the probe's figures) and the
  * I/O threads, one line each, into buf (NUL-terminated, cut to len).

@@ -323,6 +323,21 @@ class Option(ctypes.Structure):
     ]
 
 
+class Memory(ctypes.Structure):
+    """struct stk_memory: the memory a loader takes, by the library's rule."""
+    _fields_ = [
+        ("size", c_u32),
+        ("nslots", c_u32),
+        ("slot_bytes", c_u64),
+        ("pool_bytes", c_u64),
+        ("index_bytes", c_u64),
+        ("meta_bytes", c_u64),
+        ("decode_threads", c_u32),
+        ("decode_bytes", c_u64),
+        ("total", c_u64),
+    ]
+
+
 class LoaderState(ctypes.Structure):
     """struct stk_loader_state."""
     _fields_ = [("seed", c_u64), ("epoch", c_u64), ("batches", c_u64)]
@@ -395,6 +410,8 @@ stk_loader_add_time = _proto("stk_loader_add_time", None, _vp, ctypes.c_int, c_u
 stk_loader_restart = _proto("stk_loader_restart", ctypes.c_int, _vp, c_u64, c_u64, c_u32)
 stk_option_at = _proto("stk_option_at", ctypes.POINTER(Option), ctypes.c_int)
 stk_option_find = _proto("stk_option_find", ctypes.POINTER(Option), ctypes.c_char_p)
+stk_loader_memory = _proto("stk_loader_memory", ctypes.c_int, ctypes.c_void_p,
+                           ctypes.POINTER(Memory))
 stk_option_set = _proto("stk_option_set", ctypes.c_int, ctypes.POINTER(Option), ctypes.c_void_p,
                         ctypes.c_char_p, ctypes.c_char_p, ctypes.c_size_t)
 stk_option_get = _proto("stk_option_get", ctypes.c_int, ctypes.POINTER(Option), ctypes.c_void_p,
@@ -490,7 +507,8 @@ def _check_layout():
                        ("stk_batch", BatchStruct), ("stk_stats", Stats),
                        ("stk_loader_state", LoaderState), ("stk_verdict", Verdict),
                        ("stk_option", Option), ("stk_resume", Resume),
-                       ("stk_resume_segment", ResumeSegment), ("stk_cpu_share", CpuShare)):
+                       ("stk_resume_segment", ResumeSegment), ("stk_cpu_share", CpuShare),
+                       ("stk_memory", Memory)):
         theirs, ours = stk_struct_size(cname.encode()), ctypes.sizeof(cls)
         if theirs != ours:
             bad.append("struct %s: %d bytes in %s, %d in stoker/_lib.py" % (cname, theirs,

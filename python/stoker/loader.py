@@ -509,6 +509,16 @@ class Loader:
         d["tuning"] = self.tuning()
         return d
 
+    def memory(self):
+        """The memory this loader takes, by libstoker's sizing rule (the one
+        `stoker doctor` and `stoker bench` print): slot pool, index, per-slot
+        records and decode threads' working memory, in bytes."""
+        m = _lib.Memory(size=ctypes.sizeof(_lib.Memory))
+        rc = _lib.stk_loader_memory(self._handle(), ctypes.byref(m))
+        if rc < 0:
+            raise error_from(rc, None, self._path)
+        return {name: getattr(m, name) for name, _ in _lib.Memory._fields_ if name != "size"}
+
     def tuning(self):
         """What the loader chose for the settings left to it, and why: the read
         mode (O_DIRECT or buffered), the queue depth (auto: the probe's

@@ -10,7 +10,6 @@
 
 #include <fcntl.h>
 #include <limits.h>
-#include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -62,18 +61,15 @@ static uint64_t worst_batch_bytes(const struct stk_loader *l)
 	return sum;
 }
 
-/* The slot size.  The worst case (the batch_size largest samples together)
- * can be far above any real batch when a few files are huge, and slots are
- * fixed (and pinned) memory; so the slot is the smaller of the worst case and
- * a bound no real batch reaches: batch_size × mean + 8 σ √batch_size + the
- * largest sample.  A batch beyond it anyway loses the samples that do not
- * fit (STK_ETOOBIG, by the error policy); opts.slot_bytes overrides. */
+/* The slot size (loader/memory.c's rule over the index's read lengths); a
+ * batch beyond it anyway loses the samples that do not fit (STK_ETOOBIG, by
+ * the error policy); opts.slot_bytes overrides. */
 static uint64_t slot_bytes_for(const struct stk_loader *l)
 {
 	if (l->o.slot_bytes)
 		return l->o.slot_bytes;
 	uint64_t worst = worst_batch_bytes(l);
-	double sum = 0, sq = 0, mx = 0, n = (double)l->ds->n, b = l->o.batch_size;
+	double sum = 0, sq = 0, mx = 0;
 	for (int64_t i = 0; i < l->ds->n; i++) {
 		double v = (double)stk__loader_read_len(l, l->ds->entries[i].size);
 		sum += v;
@@ -81,9 +77,7 @@ static uint64_t slot_bytes_for(const struct stk_loader *l)
 		if (v > mx)
 			mx = v;
 	}
-	double mean = sum / n, var = sq / n - mean * mean;
-	double bound = b * mean + 8 * sqrt(var > 0 ? var : 0) * sqrt(b) + mx;
-	return bound < (double)worst ? (uint64_t)bound : worst;
+	return stk__slot_bound(l->o.batch_size, (double)l->ds->n, sum, sq, mx, worst);
 }
 
 static char *dup_opt(const char *s, bool *oom)

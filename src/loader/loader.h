@@ -246,6 +246,7 @@ struct stk_loader {
  *   tune.c       O_DIRECT or buffered, the queue depth and active I/O threads
  *   producer.c   the I/O and decode threads
  *   consumer.c   start, next, release
+ *   memory.c     the memory a loader takes (the slot bound)
  *   state.c, stats.c, create.c   resume, queries, create/stop/destroy */
 
 /* --- loader/common.c ------------------------------------------------------ */
@@ -334,6 +335,12 @@ void *stk__loader_io_main(void *ring);
 void *stk__loader_decode_main(void *loader);
 /* A slot whose reads and decodes are all in.  Under mu. */
 void stk__loader_finish_slot(struct stk_loader *l, struct slot *s);
+
+/* --- loader/memory.c ------------------------------------------------------ */
+/* The slot bound over n read lengths (their sum, sum of squares and largest),
+ * no more than the worst batch. */
+uint64_t stk__slot_bound(uint32_t batch, double n, double sum, double sq, double mx,
+			 uint64_t worst);
 
 /* --- loader/consumer.c ---------------------------------------------------- */
 /* stk_loader_start's body: `epoch` after the segments prev[0..nprev) (checked

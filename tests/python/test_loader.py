@@ -629,3 +629,13 @@ def test_serve_metrics(tmp_path):
         assert "stoker_loader_batch_wait_seconds_bucket" in text
         with pytest.raises(RuntimeError):
             loader.serve_metrics(0)
+
+
+def test_memory_is_the_librarys(folder):
+    """Loader.memory() is stk_loader_memory: the pool is what stats() maps,
+    and the parts add up to the total."""
+    with stoker.Loader(folder, 5, prefetch=3) as l:
+        m = l.memory()
+        assert m["nslots"] == 3 and m["pool_bytes"] == l.stats()["pool_bytes"]
+        assert m["total"] == (m["pool_bytes"] + m["index_bytes"] + m["meta_bytes"]
+                              + m["decode_bytes"])

@@ -37,7 +37,7 @@ static void on_sigint(int sig)
 static void print_human(struct stk_loader *l, const struct bench_opts *o, const struct run *S,
 			const struct run *B, int n, const char *cache, double cached, double create_s)
 {
-	char t1[64], t2[64], t3[64];
+	char t1[64], t2[64], t3[64], t4[64];
 	struct stk_loader_opts eff = {.size = sizeof(eff)};
 	stk_loader_options(l, &eff, NULL);
 	const struct run *s = &S[median_run(S, n)];
@@ -127,9 +127,14 @@ static void print_human(struct stk_loader *l, const struct bench_opts *o, const 
 		       "decoded per sample\n", 100 * s->st.decode_fast_share,
 		       100 * s->st.decode_entropy_share);
 	}
-	printf("  memory                     pool %s%s, RSS %.0f MB after epoch 1, %.0f MB at the end\n",
-	       fmt_bytes(t1, sizeof(t1), (double)s->st.pool_bytes),
-	       s->st.pinned ? " (pinned)" : "", S[0].rss_first_mb, S[n - 1].rss_last_mb);
+	struct stk_memory mem = {.size = sizeof(mem)};
+	stk_loader_memory(l, &mem); /* the library's sizing: what doctor counts with */
+	printf("  memory                     %s: pool %s%s, index %s, decode %s; RSS %.0f MB after "
+	       "epoch 1, %.0f MB at the end\n", fmt_bytes(t3, sizeof(t3), (double)mem.total),
+	       fmt_bytes(t1, sizeof(t1), (double)mem.pool_bytes), s->st.pinned ? " (pinned)" : "",
+	       fmt_bytes(t2, sizeof(t2), (double)mem.index_bytes),
+	       fmt_bytes(t4, sizeof(t4), (double)mem.decode_bytes), S[0].rss_first_mb,
+	       S[n - 1].rss_last_mb);
 	uint64_t errors = 0;
 	for (int i = 0; i < n; i++)
 		errors += S[i].errors;

@@ -25,6 +25,39 @@
 
 static const char *const status_names[] = {"ok", "warn", "fail"};
 
+/* The mean sample size the memory checks assume: --sample-size, else PATH's
+ * mean file, else ImageNet's mean JPEG. */
+static uint64_t doc_sample(const struct doctor *d)
+{
+	return d->sample ? d->sample : d->files ? d->bytes / d->files : 110000;
+}
+
+/* The library's own sizing (stk_memory_estimate) of an image-mode loader at
+ * the doctor's batch and prefetch. */
+static void doc_memory_at(const struct doctor *d, uint64_t sample, uint64_t batch,
+			  uint64_t prefetch, struct stk_memory *out)
+{
+	struct stk_image_opts img = {.size = sizeof(img)};
+	struct stk_loader_opts o = {.size = sizeof(o), .batch_size = (uint32_t)batch,
+				    .prefetch = (uint32_t)prefetch, .image = &img};
+	uint64_t n = d->files ? d->files : 1281167; /* ImageNet's training set */
+	if (stk_memory_estimate(&o, n, sample, out, NULL, 0) < 0)
+		memset(out, 0, sizeof(*out));
+}
+
+static void doc_memory(const struct doctor *d, uint64_t sample, struct stk_memory *out)
+{
+	doc_memory_at(d, sample, d->batch, d->prefetch, out);
+}
+
+static bool doc_fits(const struct doctor *d, uint64_t sample, uint64_t batch, uint64_t prefetch,
+		     double room)
+{
+	struct stk_memory m = {.size = sizeof(m)};
+	doc_memory_at(d, sample, batch, prefetch, &m);
+	return m.total && (double)m.total <= room;
+}
+
 static void check_cpu(struct doctor *d)
 {
 	const struct stk_cpus c = d->cpus;
@@ -79,14 +112,14 @@ static void check_memory(struct doctor *d)
 		SET(k, value, "cannot read /proc/meminfo");
 		return;
 	}
-	uint64_t sample = d->sample;
-	if (!sample)
-		sample = d->files ? d->bytes / d->files : 110000; /* ImageNet's mean JPEG */
-	double budget = (double)d->batch * (double)d->prefetch * (double)sample * 1.5;
+	uint64_t sample = doc_sample(d);
+	struct stk_memory mem = {.size = sizeof(mem)};
+	doc_memory(d, sample, &mem);
+	double budget = (double)mem.total;
 	uint64_t lim = 0, used = 0;
 	int limited = stk_sys_cgroup_memory(d->root, &lim, &used);
 	double room = (double)m.available;
-	char b[6][32], cg[128] = "";
+	char b[8][32], cg[128] = "";
 	if (limited == 1) {
 		double cg_room = lim > used ? (double)(lim - used) : 0;
 		if (cg_room < room)
@@ -94,24 +127,32 @@ static void check_memory(struct doctor *d)
 		snprintf(cg, sizeof(cg), ", cgroup limit %s (%s used)",
 			 fmt_bytes(b[0], sizeof(b[0]), (double)lim), fmt_bytes(b[1], sizeof(b[1]), (double)used));
 	}
-	SET(k, value, "total %s, available %s%s; loader budget %llu x %llu x %s x 1.5 = %s",
+	SET(k, value, "total %s, available %s%s; a loader (image mode, batch %llu, prefetch %llu, "
+		      "%s samples) takes %s: slots %llu x %s, decode %s",
 	    fmt_bytes(b[2], sizeof(b[2]), (double)m.total), fmt_bytes(b[3], sizeof(b[3]), (double)m.available),
 	    cg, (unsigned long long)d->batch, (unsigned long long)d->prefetch,
-	    fmt_bytes(b[4], sizeof(b[4]), (double)sample), fmt_bytes(b[5], sizeof(b[5]), budget));
-	SET(k, why, "the loader's batch slots are allocated up front (batch x prefetch x sample size, "
-		    "x1.5 for decode buffers and headroom); beyond available memory the kernel swaps, "
-		    "or the cgroup OOM-kills the trainer");
+	    fmt_bytes(b[4], sizeof(b[4]), (double)sample), fmt_bytes(b[5], sizeof(b[5]), budget),
+	    (unsigned long long)mem.nslots, fmt_bytes(b[6], sizeof(b[6]), (double)mem.slot_bytes),
+	    fmt_bytes(b[7], sizeof(b[7]), (double)mem.decode_bytes));
+	SET(k, why, "the loader's batch slots are allocated up front (the library's sizing, "
+		    "stk_memory_estimate: each slot holds a batch's reads and its decoded images), "
+		    "beside the decode threads' working memory; beyond available memory the kernel "
+		    "swaps, or the cgroup OOM-kills the trainer");
 	if (budget > room / 2) {
 		k->status = budget > room ? ST_FAIL : ST_WARN;
 		/* the largest prefetch that fits in half the room, else the largest
 		 * batch with a prefetch of 2 */
-		double per = (double)d->batch * (double)sample * 1.5;
-		uint64_t fit = per > 0 ? (uint64_t)(room / 2 / per) : 0;
-		uint64_t fitb = sample ? (uint64_t)(room / 2 / (2.0 * (double)sample * 1.5)) : 0;
+		uint64_t fit = 0, fitb = 0;
+		for (uint64_t p = d->prefetch; p >= 1 && !fit; p--)
+			if (doc_fits(d, sample, d->batch, p, room / 2))
+				fit = p;
+		for (uint64_t bs = d->batch; bs >= 1 && !fit && !fitb; bs /= 2)
+			if (doc_fits(d, sample, bs, 2, room / 2))
+				fitb = bs;
 		char lines[256] = "";
 		if (fit >= 1)
 			snprintf(lines, sizeof(lines), "stoker bench --prefetch %llu ...  # fits in half "
-				 "the room\n", (unsigned long long)(fit < d->prefetch ? fit : d->prefetch));
+				 "the room\n", (unsigned long long)fit);
 		else if (fitb >= 1)
 			snprintf(lines, sizeof(lines), "stoker bench --prefetch 2 --batch-size %llu ...  "
 				 "# fits in half the room\n", (unsigned long long)fitb);
@@ -204,14 +245,14 @@ static void check_memlock(struct doctor *d)
 		return;
 	char rdma[128], soft[32], hard[32], sb[32], pb[32];
 	int nrdma = stk_sys_rdma_devices(d->root, rdma, sizeof(rdma));
-	uint64_t sample = d->sample ? d->sample : d->files ? d->bytes / d->files : 110000;
-	double pool = (double)d->batch * (double)d->prefetch * (double)sample;
+	struct stk_memory mem = {.size = sizeof(mem)};
+	doc_memory(d, doc_sample(d), &mem);
+	double pool = (double)mem.pool_bytes; /* what pinning locks */
 	struct check *k = doc_add(d, "memlock", ST_OK);
-	SET(k, value, "soft %s, hard %s (ulimit -l); slot pool %llu x %llu x %s = %s; %s",
+	SET(k, value, "soft %s, hard %s (ulimit -l); slot pool %llu x %s = %s; %s",
 	    fmt_memlock(soft, sizeof(soft), t.memlock_soft), fmt_memlock(hard, sizeof(hard), t.memlock_hard),
-	    (unsigned long long)d->batch, (unsigned long long)d->prefetch,
-	    fmt_bytes(sb, sizeof(sb), (double)sample), fmt_bytes(pb, sizeof(pb), pool),
-	    nrdma > 0 ? "RDMA devices: " : "no RDMA devices");
+	    (unsigned long long)mem.nslots, fmt_bytes(sb, sizeof(sb), (double)mem.slot_bytes),
+	    fmt_bytes(pb, sizeof(pb), pool), nrdma > 0 ? "RDMA devices: " : "no RDMA devices");
 	if (nrdma > 0)
 		doc_set(k->value + strlen(k->value), sizeof(k->value) - strlen(k->value), "%s", rdma);
 	SET(k, why, "locked memory: NCCL over InfiniBand/RoCE and GPUDirect RDMA register their "

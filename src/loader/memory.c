@@ -1,0 +1,133 @@
+/*
+ * loader/memory.c — the memory a loader takes, one rule for every front end.
+ *
+ * The slot size is the smaller of the worst batch (the batch_size largest
+ * samples together) and a bound no real batch reaches: batch_size × mean +
+ * 8 σ √batch_size + the largest sample (create applies it to the index;
+ * stk_memory_estimate to a mean size, σ unknown: 0).  In image mode the
+ * batch's images follow the reads, page-aligned.  The pool is prefetch
+ * slots.  Decode threads hold, per image, the decoded region and its resized
+ * rows (freed after each image): estimated at twice the RGB pixels of an
+ * image of the mean sample size, at 2 pixels a byte (JPEG at quality 90 on
+ * photographs), no more than max_pixels allows.
+ */
+#include "loader/loader.h"
+#include "image/image.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#define PIXELS_PER_BYTE 2.0
+
+uint64_t stk__slot_bound(uint32_t batch, double n, double sum, double sq, double mx,
+			 uint64_t worst)
+{
+	if (n <= 0)
+		return worst;
+	double mean = sum / n, var = sq / n - mean * mean;
+	double bound = batch * mean + 8 * sqrt(var > 0 ? var : 0) * sqrt(batch) + mx;
+	return bound < (double)worst ? (uint64_t)bound : worst;
+}
+
+static uint64_t slot_with_images(uint64_t raw, uint32_t batch, const struct stk_image_opts *img)
+{
+	if (!img)
+		return raw;
+	return STK_ALIGN_UP(raw, 4096) + (uint64_t)batch * stk__image_bytes(img);
+}
+
+static uint64_t meta_per_slot(uint32_t batch)
+{
+	return (4 * (uint64_t)batch + 1) * sizeof(uint64_t) + (uint64_t)batch * sizeof(struct sio) +
+	       sizeof(struct slot);
+}
+
+static uint64_t decode_bytes(uint32_t threads, double mean, const struct stk_image_opts *img)
+{
+	double px = mean * PIXELS_PER_BYTE;
+	if (img->max_pixels && px > (double)img->max_pixels)
+		px = (double)img->max_pixels;
+	return (uint64_t)(threads * 2 * 3 * px);
+}
+
+/* Totals m and copies it into the caller's out, no more than its size says
+ * (0: ours); out->size then says how much was written. */
+static int give(struct stk_memory *m, struct stk_memory *out)
+{
+	m->pool_bytes = (uint64_t)m->nslots * m->slot_bytes;
+	m->total = m->pool_bytes + m->index_bytes + m->meta_bytes + m->decode_bytes;
+	if (out->size && out->size < offsetof(struct stk_memory, total) + sizeof(uint64_t))
+		return -EINVAL;
+	size_t n = out->size && out->size < sizeof(*m) ? out->size : sizeof(*m);
+	memcpy(out, m, n);
+	out->size = (uint32_t)n;
+	return 0;
+}
+
+int stk_loader_memory(const struct stk_loader *l, struct stk_memory *out)
+{
+	if (!l || !out)
+		return -EINVAL;
+	struct stk_memory m = {.size = sizeof(m), .nslots = l->pool.nslots,
+			       .slot_bytes = l->pool.slot_bytes};
+	const struct stk_dataset *ds = l->ds;
+	m.index_bytes = ds->map ? ds->map_len
+				: (uint64_t)ds->n * sizeof(*ds->entries) + ds->names_len;
+	m.meta_bytes = (uint64_t)m.nslots * meta_per_slot(l->o.batch_size);
+	if (l->image) {
+		m.decode_threads = l->ndthreads;
+		double mean = 0;
+		for (int64_t i = 0; i < ds->n; i++)
+			mean += (double)ds->entries[i].size;
+		m.decode_bytes = decode_bytes(m.decode_threads, ds->n ? mean / (double)ds->n : 0,
+					      &l->img);
+	}
+	return give(&m, out);
+}
+
+int stk_memory_estimate(const struct stk_loader_opts *opts, uint64_t nsamples,
+			uint64_t sample_bytes, struct stk_memory *out, char *errbuf, size_t errlen)
+{
+	char scratch[8];
+	if (!errbuf || !errlen) {
+		errbuf = scratch;
+		errlen = sizeof(scratch);
+	}
+	errbuf[0] = 0;
+	if (!out)
+		return -EINVAL;
+	struct stk_loader_opts o = {0};
+	if (opts) {
+		size_t n = opts->size && opts->size < sizeof(o) ? opts->size : sizeof(o);
+		memcpy(&o, opts, n);
+	}
+	o.size = sizeof(o);
+	o.path = NULL;
+	o.world_size = o.world_size ? o.world_size : 1; /* the split does not change a slot */
+	int rc = stk__opts_apply(STK_OPT_LOADER, &o, errbuf, errlen);
+	if (rc < 0)
+		return rc;
+	struct stk_image_opts img;
+	bool image = opts && (!opts->size || opts->size >= offsetof(struct stk_loader_opts, image) +
+							      sizeof(void *)) && opts->image;
+	if (image && (rc = stk__image_opts(&img, opts->image, errbuf, errlen)) < 0)
+		return rc;
+	struct stk_memory m = {.size = sizeof(m), .nslots = o.prefetch};
+	/* buffered reads ask for one byte past each file (loader/common.c) */
+	uint64_t each = sample_bytes + 1, k = nsamples < o.batch_size ? nsamples : o.batch_size;
+	uint64_t raw = o.slot_bytes ? o.slot_bytes
+				    : stk__slot_bound(o.batch_size, 1, (double)each,
+						      (double)each * (double)each, (double)each,
+						      k * each);
+	m.slot_bytes = STK_ALIGN_UP(slot_with_images(raw, o.batch_size, image ? &img : NULL), 4096);
+	m.index_bytes = nsamples * (sizeof(struct stk_entry) + 32); /* a short relative path */
+	m.meta_bytes = (uint64_t)m.nslots * meta_per_slot(o.batch_size);
+	if (image) {
+		struct stk_cpu_share s = {.size = sizeof(s)};
+		stk_cpu_share(o.local_rank, o.local_world_size, &s, NULL, 0);
+		m.decode_threads = img.decode_threads ? img.decode_threads : s.decode_threads;
+		m.decode_bytes = decode_bytes(m.decode_threads, (double)sample_bytes, &img);
+	}
+	return give(&m, out);
+}
