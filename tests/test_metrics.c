@@ -519,6 +519,33 @@ static void test_publish(void **state)
 	stk_loader_destroy(l);
 }
 
+/* One naming rule for the published files: what stk_loader_publish refuses,
+ * the collector does not take for a published file either (it took names of
+ * any length before). */
+static void test_published_names(void **state)
+{
+	(void)state;
+	char fn[128], name[80];
+	memset(name, 'a', 64);
+	name[64] = 0;
+	snprintf(fn, sizeof(fn), "123-%s.prom", name);
+	assert_int_equal(stk__published_pid(fn), 123);
+	name[64] = 'a';
+	name[65] = 0;
+	snprintf(fn, sizeof(fn), "123-%s.prom", name);
+	assert_int_equal(stk__published_pid(fn), -1);
+	assert_int_equal(stk__published_pid("123-.x.prom"), -1);
+	assert_int_equal(stk__published_pid("123-a b.prom"), -1);
+	assert_int_equal(stk__published_pid("123-ab.txt"), -1);
+	assert_int_equal(stk__published_pid(".123-ab.prom.tmp"), -1);
+	assert_int_equal(stk__published_pid("x-ab.prom"), -1);
+	/* and the publisher refuses the name the collector would not read */
+	struct stk_publisher *p = NULL;
+	assert_int_equal(stk_loader_publish(&p, (const struct stk_loader *)1, "/tmp", name, 1),
+			 -EINVAL);
+	assert_null(p);
+}
+
 static void test_listen_parse(void **state)
 {
 	(void)state;
@@ -742,6 +769,7 @@ int main(void)
 		cmocka_unit_test(test_loader_names),
 		cmocka_unit_test(test_disk_text),   cmocka_unit_test(test_gpu_text),
 		cmocka_unit_test(test_publish),	    cmocka_unit_test(test_listen_parse),
+		cmocka_unit_test(test_published_names),
 		cmocka_unit_test(test_server),	    cmocka_unit_test(test_server_fn),
 	};
 	return cmocka_run_group_tests_name("metrics", tests, setup, teardown);

@@ -3,34 +3,18 @@
  * Prometheus /metrics endpoint for this machine: disk counters per device,
  * GPU utilization and memory through NVML, and the metrics of the loaders
  * running here, which publish themselves as <pid>-<name>.prom files
- * (stk_loader_publish) in DIR.
+ * (stk_loader_publish) in DIR.  What it serves is the library's
+ * (stk_machine_metrics_text: the merge of the published files, the stale
+ * ones left out); this file is its command line and its server loop.
  *
- * The files are merged, not concatenated: every loader writes the same
- * families, and the text format allows one HELP/TYPE per family with all of
- * its samples together, so samples are regrouped under their family (in the
- * order families first appear, files in name order).  A file is taken whole
- * or not at all: one whose lines do not parse, or that claims a family this
- * exporter writes itself, is left out (Prometheus would otherwise drop the
- * whole scrape), and counted in stoker_exporter_invalid_files.  A file
- * whose process is gone is stale and ignored (never deleted: it may be
- * another user's); so is one whose pid now belongs to a process started
- * after the file was last written.
- *
- * One request at a time is rendered (the server has one thread), so the
- * state below needs no lock.  SIGINT and SIGTERM are blocked and taken with
- * sigwait, so Ctrl-C ends the loop on this thread and the exit is clean.
+ * SIGINT and SIGTERM are blocked and taken with sigwait, so Ctrl-C ends the
+ * loop on this thread and the exit is clean.
  */
-#include <ctype.h>
-#include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "common/cli.h"
@@ -39,515 +23,15 @@
 /* The subcommand (to be declared in common/cli.h with the others). */
 int cmd_exporter(int argc, char **argv);
 
-#define MAX_FILES 4096
-#define MAX_FILE_BYTES (1 << 20)
-
-/* ---- a growing string ------------------------------------------------------ */
-
-struct sb {
-	char *p;
-	size_t len, cap;
-	bool oom;
-};
-
-/* Room for `extra` more bytes and a NUL. */
-static bool sb_reserve(struct sb *b, size_t extra)
-{
-	if (b->oom)
-		return false;
-	if (b->len + extra + 1 <= b->cap)
-		return true;
-	size_t cap = b->cap ? b->cap : 4096;
-	while (cap < b->len + extra + 1)
-		cap *= 2;
-	char *p = realloc(b->p, cap);
-	if (!p) {
-		b->oom = true;
-		return false;
-	}
-	b->p = p;
-	b->cap = cap;
-	return true;
-}
-
-static void sb_add(struct sb *b, const char *s, size_t n)
-{
-	if (!sb_reserve(b, n))
-		return;
-	memcpy(b->p + b->len, s, n);
-	b->len += n;
-	b->p[b->len] = 0;
-}
-
-static void sb_printf(struct sb *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void sb_printf(struct sb *b, const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	int n = vsnprintf(NULL, 0, fmt, ap);
-	va_end(ap);
-	if (n <= 0 || !sb_reserve(b, (size_t)n))
-		return;
-	va_start(ap, fmt);
-	vsnprintf(b->p + b->len, (size_t)n + 1, fmt, ap);
-	va_end(ap);
-	b->len += (size_t)n;
-}
-
-/* Appends what a stk_*_metrics_text function renders (snprintf's contract). */
-static int sb_render(struct sb *b, int (*fn)(void *, char *, size_t), void *arg)
-{
-	for (int tries = 0; tries < 4; tries++) {
-		size_t room = b->cap - b->len; /* b->len < b->cap whenever cap != 0 */
-		int n = fn(arg, b->cap ? b->p + b->len : NULL, b->cap ? room : 0);
-		if (n < 0)
-			return n;
-		if (b->cap && (size_t)n < room) {
-			b->len += (size_t)n;
-			return 0;
-		}
-		/* too small: grow and render again (the text may grow in between) */
-		if (!sb_reserve(b, (size_t)n + 4096))
-			return -ENOMEM;
-		b->p[b->len] = 0;
-	}
-	return -EAGAIN;
-}
-
-/* ---- families merged from the published files ---------------------------- */
-
-struct fam {
-	char *name;
-	char *help; /* the whole "# HELP ..." line, from the first file that has one */
-	char type[16];
-	struct sb samples;
-};
-
-struct merge {
-	struct fam *v;
-	size_t n, cap;
-	bool oom;
-};
-
-static void merge_free(struct merge *m)
-{
-	for (size_t i = 0; i < m->n; i++) {
-		free(m->v[i].name);
-		free(m->v[i].help);
-		free(m->v[i].samples.p);
-	}
-	free(m->v);
-	memset(m, 0, sizeof(*m));
-}
-
-static struct fam *fam_find(struct merge *m, const char *name, size_t len)
-{
-	for (size_t i = 0; i < m->n; i++)
-		if (strlen(m->v[i].name) == len && !memcmp(m->v[i].name, name, len))
-			return &m->v[i];
-	return NULL;
-}
-
-static struct fam *fam_get(struct merge *m, const char *name, size_t len)
-{
-	struct fam *f = fam_find(m, name, len);
-	if (f)
-		return f;
-	if (m->n == m->cap) {
-		size_t cap = m->cap ? m->cap * 2 : 64;
-		struct fam *v = realloc(m->v, cap * sizeof(*v));
-		if (!v) {
-			m->oom = true;
-			return NULL;
-		}
-		m->v = v;
-		m->cap = cap;
-	}
-	f = &m->v[m->n];
-	memset(f, 0, sizeof(*f));
-	if (!(f->name = strndup(name, len))) {
-		m->oom = true;
-		return NULL;
-	}
-	m->n++;
-	return f;
-}
-
-static size_t metric_name_len(const char *s)
-{
-	size_t n = 0;
-	if (!(isalpha((unsigned char)s[0]) || s[0] == '_' || s[0] == ':'))
-		return 0;
-	while (isalnum((unsigned char)s[n]) || s[n] == '_' || s[n] == ':')
-		n++;
-	return n;
-}
-
-/* A sample line: name, optional {labels}, a value, an optional timestamp.
- * Returns the name's length, 0 when the line is not one. */
-static size_t sample_line(const char *s)
-{
-	size_t n = metric_name_len(s);
-	if (!n)
-		return 0;
-	const char *p = s + n;
-	if (*p == '{') {
-		p++;
-		while (*p != '}') {
-			if (!(isalpha((unsigned char)*p) || *p == '_'))
-				return 0;
-			while (isalnum((unsigned char)*p) || *p == '_')
-				p++;
-			if (p[0] != '=' || p[1] != '"')
-				return 0;
-			for (p += 2; *p != '"'; p++) {
-				if (!*p || *p == '\n')
-					return 0;
-				if (*p == '\\' && (p[1] == '\\' || p[1] == '"' || p[1] == 'n'))
-					p++;
-				else if (*p == '\\')
-					return 0;
-			}
-			p++;
-			if (*p == ',')
-				p++;
-			else if (*p != '}')
-				return 0;
-		}
-		p++;
-	}
-	if (*p++ != ' ')
-		return 0;
-	char *end;
-	if (!strncmp(p, "NaN", 3) || !strncmp(p, "+Inf", 4) || !strncmp(p, "-Inf", 4))
-		end = (char *)p + (p[0] == 'N' ? 3 : 4);
-	else if (strtod(p, &end), end == p)
-		return 0;
-	if (*end == ' ') { /* a timestamp: an integer in ms */
-		p = end + 1;
-		if (*p == '-')
-			p++;
-		if (!isdigit((unsigned char)*p))
-			return 0;
-		while (isdigit((unsigned char)*p))
-			p++;
-		end = (char *)p;
-	}
-	return *end ? 0 : n;
-}
-
-/* Families this exporter writes itself: a file may not bring its own. */
-static bool reserved(const char *name)
-{
-	return !strncmp(name, "stoker_disk_", 12) || !strncmp(name, "stoker_gpu_", 11) ||
-	       !strncmp(name, "stoker_exporter_", 16);
-}
-
-/* Whether a sample named name[0..n) belongs to the family declared last
- * (fam, of type `type`): its own name or, for a histogram or summary, one
- * of its series. */
-static bool of_family(const char *name, size_t n, const char *fam, const char *type)
-{
-	size_t fl = strlen(fam);
-	if (!fl || n < fl || memcmp(name, fam, fl))
-		return false;
-	const char *suf = name + fl;
-	size_t sl = n - fl;
-	if (!sl)
-		return true;
-	bool hs = !strcmp(type, "histogram") || !strcmp(type, "summary");
-	return hs && ((sl == 7 && !memcmp(suf, "_bucket", 7)) || (sl == 4 && !memcmp(suf, "_sum", 4)) ||
-		      (sl == 6 && !memcmp(suf, "_count", 6)));
-}
-
-/* Checks (commit false) or merges (commit true) one file's text.  Checking
- * first means a bad line late in a file leaves nothing of it behind. */
-static int merge_text(struct merge *m, char *text, bool commit)
-{
-	char cur[256] = "", curtype[16] = ""; /* the family declared last */
-	for (char *line = text, *next; line && *line; line = next) {
-		next = strchr(line, '\n');
-		size_t ll = next ? (size_t)(next - line) : strlen(line);
-		if (next)
-			*next++ = 0;
-		if (!ll)
-			continue;
-		if (line[0] == '#') {
-			bool help = !strncmp(line, "# HELP ", 7), type = !strncmp(line, "# TYPE ", 7);
-			if (!help && !type)
-				continue; /* a plain comment */
-			const char *name = line + 7;
-			size_t n = metric_name_len(name);
-			if (!n || n >= sizeof(cur) || (name[n] != ' ' && name[n]))
-				return -1;
-			if (strlen(cur) != n || memcmp(cur, name, n)) {
-				memcpy(cur, name, n);
-				cur[n] = 0;
-				curtype[0] = 0;
-			}
-			if (reserved(cur))
-				return -1;
-			struct fam *f = fam_find(m, name, n);
-			if (type) {
-				const char *t = name[n] ? name + n + 1 : "";
-				if (strcmp(t, "counter") && strcmp(t, "gauge") && strcmp(t, "histogram") &&
-				    strcmp(t, "summary") && strcmp(t, "untyped"))
-					return -1;
-				if (f && f->type[0] && strcmp(f->type, t))
-					return -1; /* another file says otherwise */
-				snprintf(curtype, sizeof(curtype), "%s", t);
-			}
-			if (commit) {
-				if (!(f = fam_get(m, name, n)))
-					return -ENOMEM;
-				if (type && !f->type[0])
-					snprintf(f->type, sizeof(f->type), "%s", curtype);
-				if (help && !f->help && !(f->help = strdup(line)))
-					return -ENOMEM;
-			}
-			continue;
-		}
-		size_t n = sample_line(line);
-		if (!n || n >= sizeof(cur))
-			return -1;
-		const char *fname = line;
-		size_t fl = n;
-		if (of_family(line, n, cur, curtype)) {
-			fname = cur;
-			fl = strlen(cur);
-		} else {
-			char own[sizeof(cur)];
-			memcpy(own, line, n);
-			own[n] = 0;
-			if (reserved(own))
-				return -1;
-		}
-		if (commit) {
-			struct fam *f = fam_get(m, fname, fl);
-			if (!f)
-				return -ENOMEM;
-			sb_add(&f->samples, line, ll);
-			sb_add(&f->samples, "\n", 1);
-			if (f->samples.oom)
-				return -ENOMEM;
-		}
-	}
-	return 0;
-}
-
-/* ---- the published files -------------------------------------------------- */
-
-/* When the process started, in seconds since the epoch; 0 when unknown. */
-static double process_start(long pid)
-{
-	char path[64], buf[2048];
-	snprintf(path, sizeof(path), "/proc/%ld/stat", pid);
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return 0;
-	ssize_t n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return 0;
-	buf[n] = 0;
-	char *p = strrchr(buf, ')'); /* the command name may hold spaces and parens */
-	if (!p)
-		return 0;
-	/* field 22 (starttime, clock ticks since boot) is the 20th after ')' */
-	for (int i = 0; i < 20 && p; i++)
-		p = strchr(p + 1, ' ');
-	if (!p)
-		return 0;
-	double ticks = strtod(p + 1, NULL);
-	FILE *f = fopen("/proc/stat", "re");
-	double btime = 0;
-	if (f) {
-		char line[256];
-		while (fgets(line, sizeof(line), f))
-			if (!strncmp(line, "btime ", 6))
-				btime = strtod(line + 6, NULL);
-		fclose(f);
-	}
-	long hz = sysconf(_SC_CLK_TCK);
-	return btime > 0 && hz > 0 ? btime + ticks / (double)hz : 0;
-}
-
-static bool alive(long pid, time_t written)
-{
-	if (pid <= 0 || pid > INT_MAX)
-		return false;
-	if (kill((pid_t)pid, 0) && errno != EPERM) /* EPERM: alive, another user's */
-		return false;
-	double start = process_start(pid);
-	/* a reused pid: this process started after the file was last written
-	 * (btime has a one-second grain: allow two) */
-	return !(start > 0 && start > (double)written + 2);
-}
-
-/* "<pid>-<name>.prom" with the publisher's name rules; the pid, or -1. */
-static long published_pid(const char *fn)
-{
-	char *end;
-	if (!isdigit((unsigned char)fn[0]))
-		return -1;
-	errno = 0;
-	long pid = strtol(fn, &end, 10);
-	if (errno || *end != '-')
-		return -1;
-	const char *name = end + 1, *dot = strrchr(name, '.');
-	if (!dot || strcmp(dot, ".prom") || dot == name || name[0] == '.')
-		return -1;
-	for (const char *p = name; p < dot; p++)
-		if (!(isalnum((unsigned char)*p) || *p == '.' || *p == '_' || *p == '-'))
-			return -1;
-	return pid;
-}
-
-static int cmp_str(const void *a, const void *b)
-{
-	return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-/* Reads a live publisher's file whole (bounded), or NULL. */
-static char *read_published(int dfd, const char *fn, long pid)
-{
-	int fd = openat(dfd, fn, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-	if (fd < 0)
-		return NULL;
-	struct stat st;
-	char *text = NULL;
-	if (!fstat(fd, &st) && S_ISREG(st.st_mode) && st.st_size <= MAX_FILE_BYTES &&
-	    alive(pid, st.st_mtime) && (text = malloc((size_t)st.st_size + 1))) {
-		size_t got = 0;
-		ssize_t r;
-		while (got < (size_t)st.st_size &&
-		       (r = read(fd, text + got, (size_t)st.st_size - got)) > 0)
-			got += (size_t)r;
-		text[got] = 0;
-	}
-	close(fd);
-	return text;
-}
-
 struct exporter {
 	const char *root, *dir;
-	int loaders, invalid; /* of the last scan */
 };
 
-/* Merges the live files of e->dir into out. */
-static int scan(struct exporter *e, struct sb *out)
-{
-	e->loaders = e->invalid = 0;
-	DIR *d = opendir(e->dir);
-	if (!d)
-		return 0; /* no folder yet: no loader has published */
-	char **names = NULL;
-	size_t n = 0, cap = 0;
-	int rc = 0;
-	for (struct dirent *de; n < MAX_FILES && (de = readdir(d));) {
-		if (published_pid(de->d_name) < 0)
-			continue;
-		if (n == cap) {
-			cap = cap ? cap * 2 : 64;
-			char **v = realloc(names, cap * sizeof(*v));
-			if (!v) {
-				rc = -ENOMEM;
-				break;
-			}
-			names = v;
-		}
-		if (!(names[n] = strdup(de->d_name))) {
-			rc = -ENOMEM;
-			break;
-		}
-		n++;
-	}
-	if (n)
-		qsort(names, n, sizeof(*names), cmp_str);
-	struct merge m = {0};
-	for (size_t i = 0; !rc && i < n; i++) {
-		char *text = read_published(dirfd(d), names[i], published_pid(names[i]));
-		if (!text)
-			continue;
-		char *copy = strdup(text);
-		if (!copy) {
-			free(text);
-			rc = -ENOMEM;
-			break;
-		}
-		if (merge_text(&m, copy, false) == 0) {
-			rc = merge_text(&m, text, true);
-			e->loaders++;
-		} else {
-			e->invalid++;
-		}
-		free(copy);
-		free(text);
-	}
-	if (!rc && m.oom)
-		rc = -ENOMEM;
-	for (size_t i = 0; !rc && i < m.n; i++) {
-		struct fam *f = &m.v[i];
-		if (f->help) {
-			sb_add(out, f->help, strlen(f->help));
-			sb_add(out, "\n", 1);
-		}
-		if (f->type[0])
-			sb_printf(out, "# TYPE %s %s\n", f->name, f->type);
-		if (f->samples.len)
-			sb_add(out, f->samples.p, f->samples.len);
-	}
-	merge_free(&m);
-	for (size_t i = 0; i < n; i++)
-		free(names[i]);
-	free(names);
-	closedir(d);
-	return rc;
-}
-
-static int disk_fn(void *arg, char *buf, size_t len)
-{
-	return stk_disk_metrics_text(((struct exporter *)arg)->root, buf, len);
-}
-
-static int gpu_fn(void *arg, char *buf, size_t len)
-{
-	(void)arg;
-	return stk_gpu_metrics_text(buf, len);
-}
-
-/* The whole exposition into out; -errno when the disks cannot be read. */
-static int exposition(struct exporter *e, struct sb *out)
-{
-	out->len = 0;
-	int rc;
-	if ((rc = sb_render(out, disk_fn, e)) < 0 || (rc = sb_render(out, gpu_fn, e)) < 0 ||
-	    (rc = scan(e, out)) < 0)
-		return rc;
-	sb_printf(out,
-		  "# HELP stoker_exporter_loaders Published loaders merged into this scrape.\n"
-		  "# TYPE stoker_exporter_loaders gauge\nstoker_exporter_loaders %d\n"
-		  "# HELP stoker_exporter_invalid_files Published files left out: they do not parse.\n"
-		  "# TYPE stoker_exporter_invalid_files gauge\nstoker_exporter_invalid_files %d\n",
-		  e->loaders, e->invalid);
-	return out->oom ? -ENOMEM : 0;
-}
-
-/* The server's render function: snprintf's contract over exposition(). */
+/* The server's render function: the library's exposition. */
 static int render(void *arg, char *buf, size_t len)
 {
 	struct exporter *e = arg;
-	struct sb out = {0};
-	int rc = exposition(e, &out);
-	if (rc >= 0 && len) {
-		size_t k = out.len < len - 1 ? out.len : len - 1;
-		memcpy(buf, out.p ? out.p : "", k);
-		buf[k] = 0;
-	}
-	if (rc >= 0)
-		rc = out.len > INT_MAX ? -EOVERFLOW : (int)out.len;
-	free(out.p);
-	return rc;
+	return stk_machine_metrics_text(e->root, e->dir, buf, len);
 }
 
 int cmd_exporter(int argc, char **argv)
@@ -598,25 +82,29 @@ int cmd_exporter(int argc, char **argv)
 			dir, strerror(errno));
 	}
 	struct exporter e = {.root = root, .dir = dir};
-	struct sb out = {0};
 	/* render once in both modes: a bad --root or an unreadable diskstats
 	 * is said now, not as a 500 on the first scrape */
-	int rc = exposition(&e, &out);
+	int rc = stk_machine_metrics_text(root, dir, NULL, 0);
+	char *text = rc >= 0 ? malloc((size_t)rc + 1) : NULL;
+	if (rc >= 0 && text)
+		rc = stk_machine_metrics_text(root, dir, text, (size_t)rc + 1);
+	else if (rc >= 0)
+		rc = -ENOMEM;
 	if (rc < 0) {
 		fprintf(stderr, "stoker exporter: %s/proc/diskstats: %s\n", root, stk_strerror(rc));
-		free(out.p);
+		free(text);
 		return EXIT_FAIL;
 	}
 	if (once) {
-		size_t w = fwrite(out.p, 1, out.len, stdout);
-		free(out.p);
-		if (w != out.len || fflush(stdout)) {
+		size_t w = fwrite(text, 1, (size_t)rc, stdout);
+		free(text);
+		if (w != (size_t)rc || fflush(stdout)) {
 			fprintf(stderr, "stoker exporter: cannot write the exposition: %s\n", strerror(errno));
 			return EXIT_FAIL;
 		}
 		return EXIT_OK;
 	}
-	free(out.p);
+	free(text);
 
 	/* Blocked before the server's thread starts, so only sigwait takes them. */
 	sigset_t sigs, old;

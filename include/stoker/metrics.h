@@ -76,6 +76,14 @@ STK_API const char *stk_publisher_path(const struct stk_publisher *pub);
 /* Stops the thread and removes the file.  NULL is allowed. */
 STK_API void stk_publisher_destroy(struct stk_publisher *pub);
 
+/* Everything `stoker exporter` serves: this machine's disks (/proc and /sys
+ * under root; NULL or "" for /), its GPUs, and the loaders published in dir
+ * (NULL: stk_metrics_dir()) by live processes, merged under one HELP/TYPE per
+ * family (a file that does not parse is left out and counted), with the
+ * exporter's own gauges.  The snprintf contract above; -errno when the disks
+ * cannot be read. */
+STK_API int stk_machine_metrics_text(const char *root, const char *dir, char *buf, size_t len);
+
 /* ------------------------------------------------------------------------ */
 /* Serving /metrics over HTTP (libmicrohttpd, one internal thread).  GET or
  * HEAD /metrics answers 200 with text/plain; version=0.0.4; other paths get

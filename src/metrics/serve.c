@@ -8,7 +8,8 @@
  * over the old one: a reader sees a whole file or the previous one), and the
  * exporter serves the files whose process is alive.  No socket per loader,
  * no registry, nothing to clean up after a crash but a file the exporter
- * already ignores.
+ * already ignores.  The folder and the names are metrics/published.c's, which
+ * also collects the files for the exporter.
  *
  * The server binds its own socket and hands it to libmicrohttpd, so a bind
  * error comes back as its errno (EADDRINUSE, EACCES) and port 0 works.  One
@@ -34,52 +35,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define RUN_DIR "/run/stoker"
-
-/* mkdir -p, in place (buf is restored). */
-static int mkdir_p(char *buf)
-{
-	for (char *p = buf + 1; *p; p++) {
-		if (*p != '/')
-			continue;
-		*p = 0;
-		int bad = mkdir(buf, 0755) && errno != EEXIST;
-		int e = errno;
-		*p = '/';
-		if (bad)
-			return -e;
-	}
-	return mkdir(buf, 0755) && errno != EEXIST ? -errno : 0;
-}
-
-int stk_metrics_dir(char *buf, size_t len)
-{
-	if (!buf || !len)
-		return -EINVAL;
-	const char *env = getenv("STOKER_METRICS_DIR");
-	int n, rc;
-	if (env && *env) {
-		n = snprintf(buf, len, "%s", env);
-		if (n < 0 || (size_t)n >= len)
-			return -ENAMETOOLONG;
-		return (rc = mkdir_p(buf)) < 0 ? rc : n;
-	}
-	/* One folder every user's loaders can share, as /tmp is shared: only
-	 * root can create it under /run, and it is made sticky so nobody
-	 * replaces another's file. */
-	if (access(RUN_DIR, W_OK | X_OK) && mkdir(RUN_DIR, 0755) == 0)
-		chmod(RUN_DIR, 01777);
-	if (!access(RUN_DIR, W_OK | X_OK)) {
-		n = snprintf(buf, len, "%s", RUN_DIR);
-		return (size_t)n >= len ? -ENAMETOOLONG : n;
-	}
-	if ((rc = stk_cache_dir(buf, len)) < 0)
-		return rc;
-	n = snprintf(buf + rc, len - (size_t)rc, "/metrics");
-	if (n < 0 || (size_t)(rc + n) >= len)
-		return -ENAMETOOLONG;
-	return (rc = mkdir_p(buf)) < 0 ? rc : (int)strlen(buf);
-}
 
 /* Starts a thread with every signal blocked (see the top). */
 static int start_quiet(pthread_t *t, void *(*fn)(void *), void *arg)
@@ -106,18 +61,6 @@ struct stk_publisher {
 	bool stop;
 	pthread_t th;
 };
-
-static int valid_name(const char *s)
-{
-	size_t n = strlen(s);
-	if (!n || n > 64 || s[0] == '.')
-		return 0;
-	for (; *s; s++)
-		if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') ||
-		      (*s >= '0' && *s <= '9') || *s == '.' || *s == '_' || *s == '-'))
-			return 0;
-	return 1;
-}
 
 static int write_all(int fd, const char *p, size_t n)
 {
@@ -199,7 +142,7 @@ int stk_loader_publish(struct stk_publisher **out, const struct stk_loader *l, c
 	*out = NULL;
 	if (!name)
 		name = "default";
-	if (!l || !valid_name(name) || !(interval_s == 0 || (interval_s >= 0.001 && interval_s <= 86400)))
+	if (!l || !stk__published_name_ok(name, strlen(name)) || !(interval_s == 0 || (interval_s >= 0.001 && interval_s <= 86400)))
 		return -EINVAL;
 	char dbuf[PATH_MAX];
 	int rc;

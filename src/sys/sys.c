@@ -566,3 +566,31 @@ int stk_sys_tunables(const char *root, struct stk_tunables *out)
 	stk__sys_out(out, &t, sizeof(t));
 	return 0;
 }
+
+/* ---- processes ----------------------------------------------------------- */
+
+double stk__sys_process_start(const char *root, long pid)
+{
+	char buf[2048];
+	if (stk__sys_read(root, buf, sizeof(buf), "/proc/%ld/stat", pid) <= 0)
+		return 0;
+	char *p = strrchr(buf, ')'); /* the command name may hold spaces and parens */
+	if (!p)
+		return 0;
+	/* field 22 (starttime, clock ticks since boot) is the 20th after ')' */
+	for (int i = 0; i < 20 && p; i++)
+		p = strchr(p + 1, ' ');
+	if (!p)
+		return 0;
+	double ticks = strtod(p + 1, NULL);
+	char *st = NULL;
+	double btime = 0;
+	if (stk__sys_read_big(root, "/proc/stat", &st) > 0) {
+		const char *b = strstr(st, "\nbtime ");
+		if (b)
+			btime = strtod(b + 7, NULL);
+		free(st);
+	}
+	long hz = sysconf(_SC_CLK_TCK);
+	return btime > 0 && hz > 0 ? btime + ticks / (double)hz : 0;
+}

@@ -77,4 +77,8 @@ void stk__sys_unescape(char *s);
 int stk__sys_cgroup_dir(const char *root, const char *controller, char *dir, size_t len,
 			char *mnt, size_t mntlen);
 
+/* When process pid started, in seconds since the epoch (its stat's starttime
+ * and /proc/stat's btime); 0 when unknown. */
+double stk__sys_process_start(const char *root, long pid);
+
 #endif
