@@ -89,7 +89,7 @@ $(BUILD)/stoker: $(TOOL_OBJ) $(BUILD)/libstoker.so
 		$(LDFLAGS_ALL) $(LIBS)
 
 # Tests link the static library so they can reach internal functions too.
-$(BUILD)/tests/%: tests/%.c $(BUILD)/libstoker.a tests/testutil.h
+$(BUILD)/tests/%: tests/%.c $(BUILD)/libstoker.a tests/testutil.h tests/testjpeg.h
 	@mkdir -p $(@D)
 	@$(if $(Q),echo "  CC      $<")
 	$(Q)$(CC) $(ALL_CFLAGS) -Isrc -o $@ $< $(BUILD)/libstoker.a $(LDFLAGS_ALL) \

@@ -31,17 +31,7 @@ static size_t fill(uint8_t *buf, int c, int i)
 static char *make_dataset(void)
 {
 	char *d = tu_mkdtemp();
-	char p[PATH_MAX];
-	uint8_t buf[MAXLEN];
-	for (int c = 0; c < NCLASS; c++) {
-		snprintf(p, sizeof(p), "%s/c%d", d, c);
-		tu_mkdir(p);
-		for (int i = 0; i < PER_CLASS; i++) {
-			size_t len = fill(buf, c, i);
-			snprintf(p, sizeof(p), "%s/c%d/%03d.jpg", d, c, i);
-			tu_write(p, buf, len);
-		}
-	}
+	tu_tree(d, NCLASS, NULL, "c%d", PER_CLASS, "%03d.jpg", MAXLEN, fill);
 	return d;
 }
 

@@ -1,7 +1,7 @@
 /* test_image.c — the image pipeline: crop boxes with torchvision's
  * distribution, flips, colour spaces, determinism across thread counts, and
  * the corrupt-file corpus (under ASan in CI: nothing written out of bounds). */
-#include "testutil.h"
+#include "testjpeg.h"
 
 #include "image/image.h"
 #include "image/resample.h"
@@ -12,38 +12,12 @@
 #include <math.h>
 #include <jpeglib.h>
 
-/* Encodes a w×h image with `comps` components (1 gray, 3 RGB, 4 CMYK) whose
- * pixel (x, y) channel c is f(x, y, c).  Returns malloc'ed bytes. */
+/* A w×h JPEG at quality 95 with `comps` components (1 gray, 3 RGB, 4 CMYK)
+ * whose pixel (x, y) channel c is f(x, y, c).  Returns malloc'ed bytes. */
 static uint8_t *encode(int w, int h, int comps, int (*f)(int, int, int), size_t *len)
 {
-	struct jpeg_compress_struct c;
-	struct jpeg_error_mgr e;
-	c.err = jpeg_std_error(&e);
-	jpeg_create_compress(&c);
-	unsigned char *out = NULL;
-	unsigned long outlen = 0;
-	jpeg_mem_dest(&c, &out, &outlen);
-	c.image_width = (JDIMENSION)w;
-	c.image_height = (JDIMENSION)h;
-	c.input_components = comps;
-	c.in_color_space = comps == 1 ? JCS_GRAYSCALE : comps == 4 ? JCS_CMYK : JCS_RGB;
-	jpeg_set_defaults(&c);
-	jpeg_set_quality(&c, 95, TRUE);
-	jpeg_start_compress(&c, TRUE);
-	uint8_t *row = malloc((size_t)w * (size_t)comps);
-	assert_non_null(row);
-	while (c.next_scanline < c.image_height) {
-		for (int x = 0; x < w; x++)
-			for (int k = 0; k < comps; k++)
-				row[x * comps + k] = (uint8_t)f(x, (int)c.next_scanline, k);
-		JSAMPROW r = row;
-		jpeg_write_scanlines(&c, &r, 1);
-	}
-	jpeg_finish_compress(&c);
-	jpeg_destroy_compress(&c);
-	free(row);
-	*len = outlen;
-	return out;
+	return tu_jpeg(&(struct tu_jpeg){.w = w, .h = h, .comps = comps, .quality = 95, .pixel = f},
+		       len);
 }
 
 static int solid(int x, int y, int c)

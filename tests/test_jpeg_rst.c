@@ -4,7 +4,7 @@
  * flip (4:2:0, 4:2:2, 4:4:0, 4:4:4, grayscale, CMYK), the fallbacks, a
  * corrupt interval named, the loader's counters, and a replay of the fuzz
  * corpus (tests/fuzz/rst_corpus). */
-#include "testutil.h"
+#include "testjpeg.h"
 
 #include "image/image.h"
 #include "image/jpeg_fast.h"
@@ -32,42 +32,11 @@ static int texture(int x, int y, int c)
  * progressive or not.  malloc'ed. */
 static uint8_t *encode(int w, int h, enum samp s, unsigned restart, bool progressive, size_t *len)
 {
-	struct jpeg_compress_struct c;
-	struct jpeg_error_mgr e;
-	c.err = jpeg_std_error(&e);
-	jpeg_create_compress(&c);
-	unsigned char *out = NULL;
-	unsigned long outlen = 0;
-	jpeg_mem_dest(&c, &out, &outlen);
-	int comps = s == GRAY ? 1 : s == CMYK ? 4 : 3;
-	c.image_width = (JDIMENSION)w;
-	c.image_height = (JDIMENSION)h;
-	c.input_components = comps;
-	c.in_color_space = comps == 1 ? JCS_GRAYSCALE : comps == 4 ? JCS_CMYK : JCS_RGB;
-	jpeg_set_defaults(&c);
-	jpeg_set_quality(&c, 90, TRUE);
-	if (comps == 3) {
-		c.comp_info[0].h_samp_factor = s == S420 || s == S422 ? 2 : 1;
-		c.comp_info[0].v_samp_factor = s == S420 || s == S440 ? 2 : 1;
-	}
-	c.restart_interval = restart;
-	if (progressive)
-		jpeg_simple_progression(&c);
-	jpeg_start_compress(&c, TRUE);
-	uint8_t *row = malloc((size_t)w * (size_t)comps);
-	assert_non_null(row);
-	while (c.next_scanline < c.image_height) {
-		for (int x = 0; x < w; x++)
-			for (int k = 0; k < comps; k++)
-				row[x * comps + k] = (uint8_t)texture(x, (int)c.next_scanline, k);
-		JSAMPROW r = row;
-		jpeg_write_scanlines(&c, &r, 1);
-	}
-	jpeg_finish_compress(&c);
-	jpeg_destroy_compress(&c);
-	free(row);
-	*len = outlen;
-	return out;
+	struct tu_jpeg j = {.w = w, .h = h, .comps = s == GRAY ? 1 : s == CMYK ? 4 : 3,
+			    .h_samp = s == S420 || s == S422 ? 2 : 1,
+			    .v_samp = s == S420 || s == S440 ? 2 : 1, .restart = restart,
+			    .progressive = progressive, .pixel = texture};
+	return tu_jpeg(&j, len);
 }
 
 static uint8_t *transcode(const uint8_t *src, size_t len, size_t *outlen)

@@ -34,22 +34,13 @@ static int setup(void **state)
 	(void)state;
 	root = tu_mkdtemp();
 	char p[PATH_MAX];
-	uint8_t *buf = malloc(20000);
-	assert_non_null(buf);
+	tu_tree(root, NCLASS, class_dirs, NULL, PER_CLASS, "%03d.jpg", 20000, fill);
 	for (int c = 0; c < NCLASS; c++) {
-		snprintf(p, sizeof(p), "%s/%s", root, class_dirs[c]);
-		tu_mkdir(p);
-		for (int i = 0; i < PER_CLASS; i++) {
-			size_t len = fill(buf, c, i);
-			snprintf(p, sizeof(p), "%s/%s/%03d.jpg", root, class_dirs[c], i);
-			tu_write(p, buf, len);
-		}
 		snprintf(p, sizeof(p), "%s/%s/notes.txt", root, class_dirs[c]);
 		tu_write(p, "not an image", 12); /* ImageFolder skips other extensions */
 	}
 	snprintf(p, sizeof(p), "%s/top.jpg", root);
 	tu_write(p, "x", 1); /* files beside class folders are not samples */
-	free(buf);
 	return 0;
 }
 

@@ -34,21 +34,22 @@ static size_t file_size(int c, int i)
 	return (size_t)((c * 1009 + i * 37) % 3000 + 1);
 }
 
+/* File (c, i): file_size(c, i) bytes of 'x'. */
+static size_t fill(uint8_t *buf, int c, int i)
+{
+	size_t n = file_size(c, i);
+	memset(buf, 'x', n);
+	return n;
+}
+
 static int setup(void **state)
 {
 	(void)state;
 	root = tu_mkdtemp();
-	char p[PATH_MAX], buf[3001];
-	memset(buf, 'x', sizeof(buf));
-	for (int c = 0; c < NCLASS; c++) {
-		snprintf(p, sizeof(p), "%s/class%d", root, c);
-		tu_mkdir(p);
-		for (int i = 0; i < PER_CLASS; i++) {
-			snprintf(p, sizeof(p), "%s/class%d/%02d.jpg", root, c, i);
-			tu_write(p, buf, file_size(c, i));
+	tu_tree(root, NCLASS, NULL, "class%d", PER_CLASS, "%02d.jpg", 3001, fill);
+	for (int c = 0; c < NCLASS; c++)
+		for (int i = 0; i < PER_CLASS; i++)
 			total_bytes += file_size(c, i);
-		}
-	}
 	return 0;
 }
 

@@ -24,20 +24,21 @@
 
 static char *root;
 
+/* NFILES files of 4000.. bytes, each its own pattern. */
+static size_t fill(uint8_t *buf, int c, int i)
+{
+	(void)c;
+	size_t n = 4000 + (size_t)i * 200;
+	for (size_t k = 0; k < n; k++)
+		buf[k] = (uint8_t)(k * 7 + (size_t)i * 13);
+	return n;
+}
+
 static int setup(void **state)
 {
 	(void)state;
 	root = tu_mkdtemp();
-	char p[PATH_MAX];
-	snprintf(p, sizeof(p), "%s/c0", root);
-	tu_mkdir(p);
-	uint8_t buf[9000];
-	for (int i = 0; i < NFILES; i++) {
-		for (size_t k = 0; k < sizeof(buf); k++)
-			buf[k] = (uint8_t)(k * 7 + (size_t)i * 13);
-		snprintf(p, sizeof(p), "%s/c0/%02d.bin", root, i);
-		tu_write(p, buf, 4000 + (size_t)i * 200);
-	}
+	tu_tree(root, 1, NULL, "c%d", NFILES, "%02d.bin", 9000, fill);
 	return 0;
 }
 

@@ -14,19 +14,21 @@
 
 static char *root;
 
+/* 2000 files of 1000-4990 bytes. */
+static size_t fill(uint8_t *buf, int c, int i)
+{
+	(void)c;
+	size_t n = (size_t)(1000 + i % 400 * 10);
+	memset(buf, 7, n);
+	return n;
+}
+
 static int setup(void **state)
 {
 	(void)state;
 	root = tu_mkdtemp();
-	char p[PATH_MAX];
-	snprintf(p, sizeof(p), "%s/c", root);
-	tu_mkdir(p);
-	char buf[5000];
-	memset(buf, 7, sizeof(buf));
-	for (int i = 0; i < 2000; i++) {
-		snprintf(p, sizeof(p), "%s/c/%04d.jpg", root, i);
-		tu_write(p, buf, (size_t)(1000 + i % 400 * 10));
-	}
+	static const char *const one[] = {"c"};
+	tu_tree(root, 1, one, NULL, 2000, "%04d.jpg", 5000, fill);
 	return 0;
 }
 

@@ -1,4 +1,5 @@
-/* testutil.h — what the cmocka tests share: temp folders and file helpers. */
+/* testutil.h — what the cmocka tests share: temp folders, file helpers and
+ * ImageFolder trees (JPEG pictures: testjpeg.h). */
 #ifndef STK_TESTUTIL_H
 #define STK_TESTUTIL_H
 
@@ -54,6 +55,39 @@ static inline void tu_write(const char *path, const void *data, size_t len)
 static inline void tu_mkdir(const char *path)
 {
 	assert_int_equal(mkdir(path, 0755), 0);
+}
+
+/* The bytes of file i of class c: written into buf (room for maxlen), their
+ * length returned. */
+typedef size_t (*tu_fill_fn)(uint8_t *buf, int c, int i);
+
+/* An ImageFolder tree under root: nclass class folders, named by names[c]
+ * (in that order of creation, sorted or not) or, names NULL, by class_fmt
+ * ("c%d"); in each, per_class files named by file_fmt ("%03d.jpg") from i,
+ * with fill's bytes. */
+static inline void tu_tree(const char *root, int nclass, const char *const *names,
+			   const char *class_fmt, int per_class, const char *file_fmt, size_t maxlen,
+			   tu_fill_fn fill)
+{
+	char p[4096], cls[256], file[256];
+	uint8_t *buf = malloc(maxlen ? maxlen : 1);
+	assert_non_null(buf);
+	for (int c = 0; c < nclass; c++) {
+		if (names)
+			snprintf(cls, sizeof(cls), "%s", names[c]);
+		else
+			snprintf(cls, sizeof(cls), class_fmt, c);
+		snprintf(p, sizeof(p), "%s/%s", root, cls);
+		tu_mkdir(p);
+		for (int i = 0; i < per_class; i++) {
+			size_t len = fill(buf, c, i);
+			assert_true(len <= maxlen);
+			snprintf(file, sizeof(file), file_fmt, i);
+			snprintf(p, sizeof(p), "%s/%s/%s", root, cls, file);
+			tu_write(p, buf, len);
+		}
+	}
+	free(buf);
 }
 
 #endif
