@@ -1,11 +1,9 @@
 #!/bin/sh
 # stoker bench: runs over a small generated folder, prints its figures and the
 # ratio to the baseline, JSON is parseable, bad input is named, exit codes.
-set -u
-t=$(mktemp -d) || exit 1
-trap 'rm -rf "$t"' EXIT
+. "$(dirname "$0")/cli-common.sh"
+t=$tmp
 cd "$t" || exit 1
-fail() { echo "FAIL: $*"; exit 1; }
 # Exact counts: one run of exactly the epochs asked (no minimum time, no ramp,
 # no repeats); tests/cli_figures.sh checks those.
 QUICK="--runtime 0 --ramp 0 --repeat 1"

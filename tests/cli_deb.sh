@@ -8,25 +8,17 @@
 # a C program built with pkg-config; `apt-get purge` leaves nothing of it.
 # Without root the package is built and checked, the install part skipped.
 # Run by tests/cli.sh from the source tree with $BUILD set.
-set -u
+. "$(dirname "$0")/cli-common.sh"
+PY=/usr/bin/python3 # Debian's: the package installs for it
 BUILD=${BUILD:-build}
-PY=/usr/bin/python3
 if [ -n "${SANITIZE:-}" ]; then
 	echo "skipped: SANITIZE=$SANITIZE build: the package holds the plain build (tested in the plain pass)"
 	exit 77
 fi
 unset MAKEFLAGS MFLAGS MAKELEVEL STOKER_LIB PYTHONPATH DESTDIR PREFIX
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/stoker-cli-deb-XXXXXX") || exit 1
 installed=
 cleanup() {
 	[ -n "$installed" ] && apt-get purge -y -q stoker >/dev/null 2>&1
-	rm -rf "$tmp"
-}
-trap cleanup EXIT
-fail() {
-	echo "FAIL: $*"
-	[ -s "$tmp/out" ] && sed 's/^/  out: /' "$tmp/out" | tail -n 40
-	exit 1
 }
 version=$(sed -n 's/^#define STK_VERSION_\(MAJOR\|MINOR\|PATCH\) \([0-9]*\)$/\2/p' \
 	include/stoker/stoker.h | paste -sd.)

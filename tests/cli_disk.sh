@@ -4,18 +4,11 @@
 # block device are refused; --json matches tests/disk.schema.json; tmpfs takes
 # the O_DIRECT fallback; a full disk (a small tmpfs, where mount works) ends
 # the pattern with a clear message.  Run by tests/cli.sh with $STOKER set.
-set -u
-S=${STOKER:?set STOKER to the stoker binary}
-PY=/usr/bin/python3
-here=$(cd "$(dirname "$0")" && pwd)
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/stoker-cli-disk-XXXXXX") || exit 1
+. "$(dirname "$0")/cli-common.sh"
 mnt=
 cleanup() {
 	[ -n "$mnt" ] && umount "$mnt" 2>/dev/null
-	rm -rf "$tmp"
 }
-trap cleanup EXIT
-export STOKER_NO_PROGRESS=1
 fail() {
 	echo "FAIL: $*"
 	[ -s "$tmp/err" ] && sed 's/^/  stderr: /' "$tmp/err" | tail -n 5

@@ -5,23 +5,11 @@
 # each check lands on the status its numbers call for, and a failed check
 # exits 1; the memlock check and the I/O plan of each storage kind; GPUs come through a stub libnvidia-ml.so.1 built here; PATH is
 # left as found.  Run by tests/cli.sh with $STOKER set.
-set -u
-S=${STOKER:?set STOKER to the stoker binary}
-PY=/usr/bin/python3
-here=$(cd "$(dirname "$0")" && pwd)
+. "$(dirname "$0")/cli-common.sh"
 if ! "$S" doctor --help >/dev/null 2>&1; then
 	echo "skipped: this stoker has no 'doctor' subcommand yet (register cmd_doctor in tools/main.c)"
 	exit 77
 fi
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/stoker-cli-doctor-XXXXXX") || exit 1
-trap 'rm -rf "$tmp"' EXIT
-export STOKER_NO_PROGRESS=1
-fail() {
-	echo "FAIL: $*"
-	[ -s "$tmp/out" ] && sed 's/^/  out: /' "$tmp/out" | tail -n 40
-	[ -s "$tmp/err" ] && sed 's/^/  err: /' "$tmp/err" | tail -n 5
-	exit 1
-}
 
 # --- 1. bad usage exits 2 with a message; --help exits 0 ---------------------------
 usage() {

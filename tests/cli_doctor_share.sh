@@ -4,11 +4,8 @@
 # (torchrun, Open MPI) get their share, and more ranks than CPUs (or more
 # decode threads than the share) warn with the fix; a malformed environment
 # is named.  Run by tests/cli.sh with $STOKER set.
-set -u
-S=${STOKER:?set STOKER to the stoker binary}
+. "$(dirname "$0")/cli-common.sh"
 command -v taskset >/dev/null || { echo "skipped: no taskset (util-linux)"; exit 77; }
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/stoker-cli-share-XXXXXX") || exit 1
-trap 'rm -rf "$tmp"' EXIT
 unset LOCAL_RANK LOCAL_WORLD_SIZE OMPI_COMM_WORLD_LOCAL_RANK OMPI_COMM_WORLD_LOCAL_SIZE
 fail() {
 	echo "FAIL: $*"

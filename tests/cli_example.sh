@@ -3,9 +3,8 @@
 # of an epoch: its checksum equals the files' own.  The decode loop decodes
 # every file without an error.  The header also compiles
 # as C++.
-set -u
-t=$(mktemp -d) || exit 1
-trap 'rm -rf "$t"' EXIT
+. "$(dirname "$0")/cli-common.sh"
+t=$tmp
 bin=$(dirname "$STOKER")
 "$STOKER" gen "$t/d" --images 30 --classes 2 >/dev/null || { echo "FAIL: gen"; exit 1; }
 out=$("$bin/examples/epoch" "$t/d" 7) || { echo "FAIL: example exit $?"; exit 1; }

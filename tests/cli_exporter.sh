@@ -10,29 +10,17 @@
 # promtool is installed (Debian: prometheus) and always through the Python
 # checker below (grouping, HELP/TYPE, _total, cumulative buckets, +Inf ==
 # _count).  Run by tests/cli.sh with $STOKER set.
-set -u
-S=${STOKER:?set STOKER to the stoker binary}
-PY=/usr/bin/python3
-here=$(cd "$(dirname "$0")" && pwd)
+. "$(dirname "$0")/cli-common.sh"
 if ! "$S" exporter --help >/dev/null 2>&1; then
 	echo "skipped: exporter not registered (add cmd_exporter to tools/main.c)"
 	exit 77
 fi
 EX=$(dirname "$S")/examples/metrics
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/stoker-cli-exporter-XXXXXX") || exit 1
 pids=
 cleanup() {
 	for p in $pids; do kill "$p" 2>/dev/null; done
-	rm -rf "$tmp"
 }
-trap cleanup EXIT
 root=$here/fixtures/doctor/ok
-fail() {
-	echo "FAIL: $*"
-	[ -s "$tmp/out" ] && sed 's/^/  out: /' "$tmp/out" | tail -n 20
-	[ -s "$tmp/err" ] && sed 's/^/  err: /' "$tmp/err" | tail -n 5
-	exit 1
-}
 
 # PROMTOOL= (empty) forces the Python checker alone
 PROMTOOL=${PROMTOOL-$(command -v promtool 2>/dev/null)}

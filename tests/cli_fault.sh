@@ -3,16 +3,10 @@
 # errors counted exactly by `stoker bench` run after run, bad usage exiting 2,
 # hints naming the CLI's own options, `stoker pack` interrupted leaving nothing.
 # Run by tests/cli.sh with $STOKER.
-set -u
-STOKER=${STOKER:-build/stoker}
-PY=${PYTHON:-/usr/bin/python3}
+. "$(dirname "$0")/cli-common.sh"
 [ -x "$STOKER" ] || { echo "no stoker binary at $STOKER"; exit 77; }
-export STOKER_NO_PROGRESS=1
-t=$(mktemp -d "${TMPDIR:-/tmp}/stoker-cli-fault.XXXXXX") || exit 1
-trap 'rm -rf "$t"' EXIT
-trap 'exit 1' HUP INT TERM
+t=$tmp
 cd "$t" || exit 1
-fail() { echo "FAIL: $*"; exit 1; }
 # Exact counts: one run of exactly the epochs asked (no minimum time, no ramp,
 # no repeats); tests/cli_figures.sh checks those.
 QUICK="--runtime 0 --ramp 0 --repeat 1"

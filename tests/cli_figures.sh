@@ -3,12 +3,9 @@
 # ramp, --repeat runs with medians and spreads (the table shows what JSON
 # carries), a forced short run warned about, and charts with round ticks and
 # a log2 axis for powers of two.
-set -u
-t=$(mktemp -d) || exit 1
-trap 'rm -rf "$t"' EXIT
+. "$(dirname "$0")/cli-common.sh"
+t=$tmp
 cd "$t" || exit 1
-fail() { echo "FAIL: $*"; exit 1; }
-PY=/usr/bin/python3
 
 "$STOKER" gen data --images 100 --classes 2 --seed 5 >/dev/null || fail "gen"
 

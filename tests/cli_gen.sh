@@ -1,15 +1,11 @@
 #!/bin/sh
 # `stoker gen`: layout, valid JPEGs, sizes, determinism across thread counts,
 # refusal of a non-empty DIR, usage errors.  Run by tests/cli.sh with $STOKER.
-STOKER=${STOKER:-build/stoker}
+. "$(dirname "$0")/cli-common.sh"
 [ -x "$STOKER" ] || { echo "no stoker binary at $STOKER"; exit 77; }
-export STOKER_NO_PROGRESS=1
 
-T=$(mktemp -d "${TMPDIR:-/tmp}/stoker-cli-gen.XXXXXX") || exit 1
-trap 'rm -rf "$T"' EXIT
-trap 'exit 1' HUP INT TERM
+T=$tmp
 
-fail() { echo "FAIL: $*"; exit 1; }
 
 # Work inside T, so that a stray relative path cannot land in the tree.
 cd "$T" || exit 1

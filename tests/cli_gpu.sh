@@ -6,21 +6,12 @@
 # folder); and the training loop of the check runs on the CPU (--cpu-smoke:
 # a tiny model fed by stoker and by DataLoader, JSON and table).  Run by
 # tests/cli.sh with $STOKER and $BUILD set.
-set -u
-S=${STOKER:?set STOKER to the stoker binary}
+. "$(dirname "$0")/cli-common.sh"
 B=${BUILD:-build}
-PY=/usr/bin/python3
 root=$(cd "$(dirname "$0")/.." && pwd)
 case "$B" in
 *address* | *thread*) echo "skipped: the carried build is checked in the plain build ($B is sanitized)"; exit 77 ;;
 esac
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/stoker-cli-gpu-XXXXXX") || exit 1
-trap 'rm -rf "$tmp"' EXIT
-fail() {
-	echo "FAIL: $*"
-	[ -s "$tmp/out" ] && sed 's/^/  out: /' "$tmp/out" | tail -n 25
-	exit 1
-}
 
 # --- 1. no GPU: said, exit 0 ---------------------------------------------------------
 if ! nvidia-smi -L >/dev/null 2>&1; then

@@ -10,25 +10,18 @@
 # stoker name the dashboard uses must be a family the loader exports.  The
 # checker first proves it can fail (a parse error, an unknown name).  Skipped
 # (exit 77) only without the prometheus binary (Debian: prometheus).
-set -u
-S=${STOKER:?set STOKER to the stoker binary}
-PY=/usr/bin/python3
-here=$(cd "$(dirname "$0")" && pwd)
-top=$(dirname "$here")
+. "$(dirname "$0")/cli-common.sh"
 lib=$(dirname "$S")/libstoker.so.0
 PROMETHEUS=${PROMETHEUS:-$(command -v prometheus 2>/dev/null)}
 if [ -z "$PROMETHEUS" ]; then
 	echo "skipped: no prometheus binary on PATH (Debian: apt-get install prometheus)"
 	exit 77
 fi
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/stoker-cli-grafana-XXXXXX") || exit 1
 pids=
 cleanup() {
 	for p in $pids; do kill "$p" 2>/dev/null; done
 	for p in $pids; do wait "$p" 2>/dev/null; done
-	rm -rf "$tmp"
 }
-trap cleanup EXIT
 fail() {
 	echo "FAIL: $*"
 	for f in loader.err prom.err; do

@@ -2,10 +2,8 @@
 # The image pipeline from the CLI: stoker bench --image decodes every sample
 # and names a corrupt file.  (The comparison with torchvision/PIL, which can
 # be skipped, is cli_image_pil.sh: a skip is never counted as a pass here.)
-set -u
-t=$(mktemp -d) || exit 1
-trap 'rm -rf "$t"' EXIT
-fail() { echo "FAIL: $*"; exit 1; }
+. "$(dirname "$0")/cli-common.sh"
+t=$tmp
 # Exact counts: one run of exactly the epochs asked (no minimum time, no ramp,
 # no repeats); tests/cli_figures.sh checks those.
 QUICK="--runtime 0 --ramp 0 --repeat 1"

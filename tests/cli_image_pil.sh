@@ -3,10 +3,8 @@
 # within 2 grey levels on average (tests/image_vs_pil.py).  Passes only when
 # the comparison ran and held; without torchvision/PIL it exits 77 with the
 # reason (tests/cli.sh counts a skip, never a pass); anything else fails.
-set -u
-t=$(mktemp -d) || exit 1
-trap 'rm -rf "$t"' EXIT
-fail() { echo "FAIL: $*"; exit 1; }
+. "$(dirname "$0")/cli-common.sh"
+t=$tmp
 "$STOKER" gen "$t/d" --images 24 --classes 2 --seed 3 >/dev/null || fail "gen"
 lib=$(dirname "$STOKER")/libstoker.so.0
 # a sanitizer build of the library needs its runtime first in the process

@@ -8,22 +8,15 @@
 # keeps what it did not install; a prefix the user cannot write stops with the
 # command to use; uninstall with nothing installed says so.
 # Run by tests/cli.sh from the source tree with $BUILD set.
-set -u
+. "$(dirname "$0")/cli-common.sh"
+PY=/usr/bin/python3 # Debian's: the package installs for it
 BUILD=${BUILD:-build}
-PY=/usr/bin/python3
 if [ -n "${SANITIZE:-}" ]; then
 	echo "skipped: SANITIZE=$SANITIZE build: what gets installed is the plain build (tested in the plain pass)"
 	exit 77
 fi
 unset MAKEFLAGS MFLAGS MAKELEVEL DESTDIR PREFIX STOKER_LIB PYTHONPATH
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/stoker-cli-install-XXXXXX") || exit 1
-trap 'rm -rf "$tmp"' EXIT
 chmod 755 "$tmp"
-fail() {
-	echo "FAIL: $*"
-	[ -s "$tmp/out" ] && sed 's/^/  out: /' "$tmp/out" | tail -n 30
-	exit 1
-}
 mk() { make -s --no-print-directory BUILD="$BUILD" "$@" >"$tmp/out" 2>&1; }
 version=$(sed -n 's/^#define STK_VERSION_\(MAJOR\|MINOR\|PATCH\) \([0-9]*\)$/\2/p' \
 	include/stoker/stoker.h | paste -sd.)

@@ -5,24 +5,16 @@
 # devices and --all widen it, -y INTERVAL COUNT gives COUNT interval reports;
 # on this machine it runs, and SIGINT ends a run cleanly.  Run by
 # tests/cli.sh with $STOKER set.
-set -u
-S=${STOKER:?set STOKER to the stoker binary}
-PY=/usr/bin/python3
-here=$(cd "$(dirname "$0")" && pwd)
+. "$(dirname "$0")/cli-common.sh"
 if ! "$S" iostat --help >/dev/null 2>&1; then
 	echo "skipped: this stoker has no 'iostat' subcommand yet (register cmd_iostat in tools/main.c)"
 	exit 77
 fi
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/stoker-cli-iostat-XXXXXX") || exit 1
 pid=
-trap '[ -n "$pid" ] && kill "$pid" 2>/dev/null; rm -rf "$tmp"' EXIT
-root=$here/fixtures/doctor/ok
-fail() {
-	echo "FAIL: $*"
-	[ -s "$tmp/out" ] && sed 's/^/  out: /' "$tmp/out" | tail -n 20
-	[ -s "$tmp/err" ] && sed 's/^/  err: /' "$tmp/err" | tail -n 5
-	exit 1
+cleanup() {
+	[ -n "$pid" ] && kill "$pid" 2>/dev/null
 }
+root=$here/fixtures/doctor/ok
 
 # --- 1. bad usage ---------------------------------------------------------------
 usage() {

@@ -4,10 +4,7 @@
 # it, and no two files call each other, directly or round a loop.  The
 # checker first refuses made-up trees that break each rule.  Run by
 # tests/cli.sh with $STOKER set (its folder holds the objects).
-set -u
-S=${STOKER:?set STOKER to the stoker binary}
-here=$(cd "$(dirname "$0")" && pwd)
-top=$(dirname "$here")
+. "$(dirname "$0")/cli-common.sh"
 command -v nm >/dev/null 2>&1 || { echo "FAIL: nm is missing (Debian: binutils)"; exit 1; }
 PY=${PYTHON:-python3}
 command -v "$PY" >/dev/null 2>&1 || PY=python3

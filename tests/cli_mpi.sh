@@ -5,9 +5,7 @@
 # --on-error fail), is killed, or stops ends the job with its rank and reason
 # on the output, not a hang; without Open MPI's library the message says what
 # to install.  Run by tests/cli.sh with $STOKER set.
-set -u
-S=${STOKER:?set STOKER to the stoker binary}
-PY=/usr/bin/python3
+. "$(dirname "$0")/cli-common.sh"
 command -v mpirun >/dev/null || { echo "skipped: no mpirun (apt-get install openmpi-bin libopenmpi-dev)"; exit 77; }
 case "$S" in *build-*thread*)
 	echo "skipped: Open MPI under ThreadSanitizer reports its own threads (the MPI code runs in the plain and ASan passes)"
@@ -18,22 +16,13 @@ case "$S" in *build-*thread*)
 	# cannot even name (frames in an unknown module)
 	export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0" ;;
 esac
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/stoker-cli-mpi-XXXXXX") || exit 1
 cleanup() {
 	for p in $(pgrep -f "$tmp" 2>/dev/null); do kill -CONT "$p" 2>/dev/null; kill -9 "$p" 2>/dev/null; done
-	rm -rf "$tmp"
 }
-trap cleanup EXIT
-export STOKER_NO_PROGRESS=1
 MPI="mpirun --allow-run-as-root --oversubscribe"
 [ -n "${ASAN_OPTIONS:-}" ] && MPI="$MPI -x ASAN_OPTIONS"
 # containers without ptrace refuse the shared-memory transport's single-copy mode
 export OMPI_MCA_btl_vader_single_copy_mechanism=none
-fail() {
-	echo "FAIL: $*"
-	[ -s "$tmp/out" ] && sed 's/^/  out: /' "$tmp/out" | tail -n 30
-	exit 1
-}
 "$S" gen "$tmp/ds" --images 200 --classes 4 >/dev/null 2>&1 || fail "gen"
 
 # --- 1. bench: the aggregate, the spread, the slowest rank; JSON ----------------

@@ -2,17 +2,12 @@
 # `stoker pack`: shards that GNU tar and Python's tarfile read, members in
 # WebDataset's pairs, the folder's bytes and labels, classes.txt, a seeded
 # shuffle, usage and path errors.  Run by tests/cli.sh with $STOKER.
-STOKER=${STOKER:-build/stoker}
-PY=${PYTHON:-/usr/bin/python3}
+. "$(dirname "$0")/cli-common.sh"
 [ -x "$STOKER" ] || { echo "no stoker binary at $STOKER"; exit 77; }
 "$STOKER" pack --help >/dev/null 2>&1 || { echo "pack not registered"; exit 77; }
 [ -x "$PY" ] || { echo "no python3 at $PY"; exit 77; }
-export STOKER_NO_PROGRESS=1
 
-T=$(mktemp -d "${TMPDIR:-/tmp}/stoker-cli-pack.XXXXXX") || exit 1
-trap 'rm -rf "$T"' EXIT
-trap 'exit 1' HUP INT TERM
-fail() { echo "FAIL: $*"; exit 1; }
+T=$tmp
 cd "$T" || exit 1
 
 "$STOKER" gen --images 30 --classes 3 --seed 1 "$T/data" >/dev/null || fail "gen exited $?"

@@ -4,12 +4,9 @@
 # and one warm move the columns; a path that cannot run says why while the
 # others run; paths on one device are said to be; the seeds' "1 KiB of each
 # file, batches of 32, 100 batches" is one option set.
-set -u
-t=$(mktemp -d) || exit 1
-trap 'rm -rf "$t"' EXIT
+. "$(dirname "$0")/cli-common.sh"
+t=$tmp
 cd "$t" || exit 1
-fail() { echo "FAIL: $*"; exit 1; }
-PY=/usr/bin/python3
 
 "$STOKER" gen a --images 400 --classes 4 --seed 3 >/dev/null || fail "gen"
 cp -r a b

@@ -7,8 +7,7 @@
 # a bundled library of another version or missing fails the import naming
 # both versions / the path; `pip uninstall` leaves nothing of stoker behind.
 # Run by tests/cli.sh from the source tree with $BUILD set.
-set -u
-PY=/usr/bin/python3
+. "$(dirname "$0")/cli-common.sh"
 if [ -n "${SANITIZE:-}" ]; then
 	echo "skipped: SANITIZE=$SANITIZE build: the wheel carries the plain build (tested in the plain pass)"
 	exit 77
@@ -18,13 +17,6 @@ if ! $PY -c 'import ensurepip, venv' 2>/dev/null; then
 	exit 77
 fi
 unset MAKEFLAGS MFLAGS MAKELEVEL STOKER_LIB PYTHONPATH
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/stoker-cli-pip-XXXXXX") || exit 1
-trap 'rm -rf "$tmp"' EXIT
-fail() {
-	echo "FAIL: $*"
-	[ -s "$tmp/out" ] && sed 's/^/  out: /' "$tmp/out" | tail -n 30
-	exit 1
-}
 version=$(sed -n 's/^#define STK_VERSION_\(MAJOR\|MINOR\|PATCH\) \([0-9]*\)$/\2/p' \
 	include/stoker/stoker.h | paste -sd.)
 venv=$tmp/venv

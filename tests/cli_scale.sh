@@ -6,12 +6,9 @@
 # process's CPU grows with the samples, not faster (200,000 against 20,000:
 # well under 30 times; O(samples x anything) would be hundreds).  The
 # 1,000,000-sample run with figures is bench/scale_bench.sh.
-set -u
-t=$(mktemp -d) || exit 1
-trap 'rm -rf "$t"' EXIT
+. "$(dirname "$0")/cli-common.sh"
+t=$tmp
 cd "$t" || exit 1
-fail() { echo "FAIL: $*"; exit 1; }
-PY=/usr/bin/python3
 QUICK="--runtime 0 --ramp 0 --repeat 1 --no-baseline --json"
 
 "$STOKER" gen base --images 40 --classes 4 --quality 5 --seed 3 >/dev/null || fail "gen"

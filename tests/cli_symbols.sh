@@ -5,16 +5,10 @@
 # a dependency), and src/libstoker.map names exactly those functions.  The
 # checker is first run on made-up symbol lists it must refuse, so a checker
 # that passes everything fails here.  Run by tests/cli.sh with $STOKER set.
-set -u
-S=${STOKER:?set STOKER to the stoker binary}
-here=$(cd "$(dirname "$0")" && pwd)
-top=$(dirname "$here")
+. "$(dirname "$0")/cli-common.sh"
 lib=$(dirname "$S")/libstoker.so.0
-fail() { echo "FAIL: $*"; exit 1; }
 [ -e "$lib" ] || fail "$lib is missing (make builds it)"
 command -v nm >/dev/null 2>&1 || fail "nm is missing (Debian: binutils, which gcc brings)"
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/stoker-cli-symbols-XXXXXX") || exit 1
-trap 'rm -rf "$tmp"' EXIT
 
 # defined dynamic symbols, one name a line (the version node and @@VERSION cut)
 nm -D --defined-only --format=posix "$lib" >"$tmp/nm" 2>"$tmp/err" || fail "nm -D $lib: $(cat "$tmp/err")"

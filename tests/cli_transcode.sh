@@ -3,17 +3,12 @@
 # rewritten with restart markers to the same pixels (PIL decodes both), other
 # and corrupt files copied byte for byte and named with the reason, usage
 # and path errors.  Run by tests/cli.sh with $STOKER.
-STOKER=${STOKER:-build/stoker}
-PY=${PYTHON:-/usr/bin/python3}
+. "$(dirname "$0")/cli-common.sh"
 [ -x "$STOKER" ] || { echo "no stoker binary at $STOKER"; exit 77; }
 "$STOKER" transcode --help >/dev/null 2>&1 || { echo "transcode not registered"; exit 77; }
 [ -x "$PY" ] && "$PY" -c 'import PIL, numpy' 2>/dev/null || { echo "no PIL/numpy for $PY"; exit 77; }
-export STOKER_NO_PROGRESS=1
 
-T=$(mktemp -d "${TMPDIR:-/tmp}/stoker-cli-transcode.XXXXXX") || exit 1
-trap 'rm -rf "$T"' EXIT
-trap 'exit 1' HUP INT TERM
-fail() { echo "FAIL: $*"; exit 1; }
+T=$tmp
 
 "$STOKER" gen --images 12 --classes 2 --seed 3 "$T/data" >/dev/null || fail "gen exited $?"
 mkdir -p "$T/data/c0001/deeper" || exit 1

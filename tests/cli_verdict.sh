@@ -1,9 +1,7 @@
 #!/bin/sh
 # stoker bench's verdict on constructed loads, and --sweep's table and plot.
-set -u
-t=$(mktemp -d) || exit 1
-trap 'rm -rf "$t"' EXIT
-fail() { echo "FAIL: $*"; exit 1; }
+. "$(dirname "$0")/cli-common.sh"
+t=$tmp
 # Exact counts: one run of exactly the epochs asked (no minimum time, no ramp,
 # no repeats); tests/cli_figures.sh checks those.
 QUICK="--runtime 0 --ramp 0 --repeat 1"
