@@ -103,7 +103,7 @@ static bool ext_ok(const char *exts, const char *name)
 }
 
 int stk__build_add_entry(struct builder *b, uint64_t name, uint64_t size, int64_t label,
-			 uint64_t offset)
+			 uint64_t offset, uint64_t tag)
 {
 	if (b->n == b->cap) {
 		int64_t cap = b->cap ? b->cap * 2 : 4096;
@@ -113,7 +113,8 @@ int stk__build_add_entry(struct builder *b, uint64_t name, uint64_t size, int64_
 		b->e = e;
 		b->cap = cap;
 	}
-	b->e[b->n++] = (struct stk_entry){.size = size, .label = label, .name = name, .offset = offset};
+	b->e[b->n++] = (struct stk_entry){.size = size, .label = label, .name = name, .offset = offset,
+					  .tag = tag};
 	return 0;
 }
 
@@ -122,7 +123,7 @@ static int add_entry(struct builder *b, const char *rel, uint64_t size, int64_t 
 	uint64_t off;
 	if (stk__buf_add(&b->names, rel, strlen(rel), &off))
 		return stk__build_fail(b, -ENOMEM, "%s: out of memory indexing", b->root);
-	return stk__build_add_entry(b, off, size, label, 0);
+	return stk__build_add_entry(b, off, size, label, 0, 0);
 }
 
 int stk__build_add_dir(struct builder *b, const char *rel, const struct stat *st)
@@ -527,6 +528,12 @@ int stk__dataset_open(struct stk_dataset **out, const struct stk__index_opts *o,
 				ds->map = NULL;
 				free(ds->classes);
 				ds->classes = NULL;
+				/* nothing may point into the map (close frees what is not) */
+				ds->entries = NULL;
+				ds->names = ds->class_names = NULL;
+				ds->bad = NULL;
+				ds->dirs = NULL;
+				ds->ndirs = 0;
 				continue;
 			}
 			if (list_fd >= 0)
@@ -581,8 +588,9 @@ int stk__dataset_open(struct stk_dataset **out, const struct stk__index_opts *o,
 	ds->nbad = b.nbad;
 	ds->bad = b.bad.p;
 	ds->bad_len = b.bad.len;
-	free(b.dirs);
-	free(b.dir_names.p);
+	ds->dirs = b.dirs;
+	ds->ndirs = b.ndirs;
+	ds->dir_names = b.dir_names.p ? b.dir_names.p : "";
 	if (set_classes(ds, b.class_names.len)) {
 		stk__dataset_close(ds);
 		return stk__build_fail(&b, -ENOMEM, "out of memory");
@@ -603,6 +611,9 @@ void stk__dataset_close(struct stk_dataset *ds)
 		free(ds->names);
 		free(ds->class_names);
 		free((char *)ds->bad);
+		free((void *)ds->dirs);
+		if (ds->ndirs)
+			free((char *)ds->dir_names);
 	}
 	free(ds->classes);
 	free(ds->cache_path);

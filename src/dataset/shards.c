@@ -90,7 +90,7 @@ static int index_shard(struct builder *b, const char *rel)
 	char key[PATH_MAX] = "", why[512];
 	size_t keylen = 0;
 	bool have = false, have_data = false;
-	uint64_t data_off = 0, data_size = 0;
+	uint64_t data_off = 0, data_size = 0, data_tag = 0;
 	int64_t label = -1;
 	struct stk__tar_member m;
 	int more = 1;
@@ -103,7 +103,7 @@ static int index_shard(struct builder *b, const char *rel)
 		bool same = more > 0 && have && kl == keylen && !memcmp(m.name, key, kl);
 		if (have && !same) { /* the previous sample is complete */
 			if (have_data)
-				rc = stk__build_add_entry(b, name, data_size, label, data_off);
+				rc = stk__build_add_entry(b, name, data_size, label, data_off, data_tag);
 			have = false;
 		}
 		if (rc || more <= 0)
@@ -154,6 +154,7 @@ static int index_shard(struct builder *b, const char *rel)
 			have_data = true;
 			data_off = m.data_off;
 			data_size = m.size;
+			data_tag = m.tag;
 		}
 	}
 	if (!rc && more < 0) /* under skip the samples before the damage stay */

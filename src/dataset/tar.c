@@ -182,13 +182,28 @@ static bool checksum_ok(const unsigned char *b)
 	return (int64_t)want == us || (int64_t)want == ss;
 }
 
-int stk__tar_header_matches(const unsigned char *h, uint64_t size)
+uint64_t stk__tar_header_tag(const unsigned char *h)
 {
-	uint64_t v;
-	if (all_zero(h, BLOCK) || !checksum_ok(h) || parse_size_field(h + H_SIZE, &v))
-		return 0;
-	/* from 8 GiB a PAX record may carry the size instead: the checksum must do */
-	return v == size || size >= (1ull << 33);
+	uint64_t t = 0x7461726865616472ull; /* "tarheadr" */
+	for (size_t i = 0; i < BLOCK; i += 8) {
+		uint64_t w;
+		memcpy(&w, h + i, 8);
+		t = stk__mix64(t ^ w);
+	}
+	return t ? t : 1;
+}
+
+void stk__tar_header_describe(const unsigned char *h, char *out, size_t len)
+{
+	uint64_t size;
+	if (all_zero(h, BLOCK) || !checksum_ok(h) || parse_size_field(h + H_SIZE, &size)) {
+		snprintf(out, len, "no tar header");
+		return;
+	}
+	char name[H_NAME_LEN + 1];
+	memcpy(name, h + H_NAME, H_NAME_LEN);
+	name[H_NAME_LEN] = 0;
+	snprintf(out, len, "the header of '%s' (%llu bytes)", name, (unsigned long long)size);
 }
 
 /* Copies a fixed-width, possibly unterminated header string. */
@@ -399,6 +414,7 @@ int stk__tar_next(struct stk__tar_iter *it, struct stk__tar_member *m, char *err
 		m->header_off = start;
 		m->data_off = data_off;
 		m->size = size;
+		m->tag = stk__tar_header_tag(b);
 		return 1;
 	}
 }

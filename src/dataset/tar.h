@@ -16,6 +16,7 @@ struct stk__tar_member {
 	uint64_t header_off; /* offset of the member's first header block (incl. long-name/PAX blocks) */
 	uint64_t data_off;   /* offset of its data */
 	uint64_t size;       /* bytes of data */
+	uint64_t tag;        /* stk__tar_header_tag of the header block just before the data */
 };
 
 struct stk__tar_iter;
@@ -30,10 +31,15 @@ int stk__tar_open(struct stk__tar_iter **out, int fd, uint64_t file_size);
  * error every later call returns the same code.  err may be NULL. */
 int stk__tar_next(struct stk__tar_iter *it, struct stk__tar_member *m, char *err, size_t errlen);
 void stk__tar_close(struct stk__tar_iter *it);
-/* 1 when the 512 bytes at h are a tar header (checksum) whose size field
- * says size (or defers to a PAX size): a member's bytes are still where the
- * index found them.  For the loader's reads of shards, which see the header
- * just before a member's data for free. */
-int stk__tar_header_matches(const unsigned char *h, uint64_t size);
+/* A hash of the 512-byte header block at h (the one just before a member's
+ * data): its name, mode, owners, size, mtime, type and link name, all of
+ * them.  Never 0.  The index keeps it for each sample; the loader's reads of
+ * shards see that block for free and compare, so bytes are delivered only
+ * under the member they were indexed as (a shard rewritten in place with
+ * members of the same sizes is caught where any header byte differs). */
+uint64_t stk__tar_header_tag(const unsigned char *h);
+/* What the header block at h is, for an error when its tag is not the
+ * indexed one: "no tar header" or "the header of 'NAME' (N bytes)". */
+void stk__tar_header_describe(const unsigned char *h, char *out, size_t len);
 
 #endif

@@ -27,6 +27,8 @@ struct sio {
 	uint64_t t_submit;    /* ns */
 	uint64_t at;          /* shards: where the member's bytes start in its shard */
 	struct sio *rider;    /* shards: the next member the same read brings (merged) */
+	bool changed;         /* shards: after the read the shard's size or mtime was not
+				 the index's (stk__shards_stat) */
 	/* the place in the batch (loader/error.c): kept across stand-ins */
 	int64_t orig;         /* the dataset index the sampler put here */
 	uint64_t place, room; /* where its read went in the slot (NO_PLACE: shared with
@@ -39,6 +41,8 @@ struct sio {
 struct shard {
 	int64_t first;        /* its first sample in the index */
 	int fd;               /* -1: each read opens it */
+	bool stamped;         /* the index recorded its size and mtime: */
+	uint64_t size, mtime_ns;
 };
 
 /* Shards: members of a batch at most MERGE_GAP apart (their tar headers)
@@ -192,6 +196,7 @@ struct stk_loader {
 	pthread_cond_t wcv;
 	_Atomic bool waiting;
 	_Atomic bool stop;      /* written under mu; the hand-out reads it without */
+	_Atomic bool consuming; /* a thread is in stk_loader_next or a restart: one at a time */
 	bool draining;
 	bool joined;            /* stk_loader_stop has joined the threads */
 	uint64_t gen, epoch;
@@ -248,6 +253,8 @@ void stk__loader_signal(struct stk_loader *l);
 /* Room a sample of `size` bytes takes in a slot (O_DIRECT rounds it). */
 uint64_t stk__loader_read_len(const struct stk_loader *l, uint64_t size);
 /* A failed sample, counted and named (why may be NULL).  Under mu. */
+/* Unlinks the index cache (once): the data no longer matches it.  Under mu. */
+void stk__loader_drop_index(struct stk_loader *l);
 void stk__loader_sample_error(struct stk_loader *l, struct slot *s, struct sio *x, int rc,
 			      const char *why);
 #define NO_PLACE UINT64_MAX
@@ -260,6 +267,11 @@ int stk__shards_open(struct stk_loader *l, char *err, size_t errlen);
 void stk__shards_close(struct stk_loader *l);
 uint32_t stk__shards_lay_out(struct stk_loader *l, struct ring *r, struct slot *s, uint32_t n);
 int stk__shards_check(struct stk_loader *l, struct sio *x, char *why, size_t len);
+/* After a read of a shard landed, before its check (the ring's thread,
+ * without mu): sets x->changed when the shard's size or mtime now differs
+ * from the index's, so that bytes read from a shard rewritten in place are
+ * never taken for the indexed members'. */
+void stk__shards_stat(const struct stk_loader *l, struct sio *x);
 /* The room a read of member idx alone takes, and that read laid out for
  * sample i of slot s at byte `place` (replace's stand-ins).  Under mu. */
 uint64_t stk__shards_room(const struct stk_loader *l, int64_t idx);
