@@ -665,9 +665,10 @@ class Loader:
     def __reduce__(self):
         raise TypeError(
             "a stoker.Loader cannot be pickled (it holds C threads and the batch memory): "
-            "pass its path (loader.path), its options (loader.options) and its position "
-            "(loader.state_dict()) to the other process and make a Loader there "
-            "(load_state_dict() resumes it)")
+            "pass what it was made from (loader.path and the options given to it; "
+            "loader.options lists every one in effect) and its position "
+            "(loader.state_dict()) to the other process, make a Loader there and "
+            "load_state_dict() the position")
 
     def __enter__(self):
         return self
