@@ -439,9 +439,11 @@ void *stk__loader_ring_main(void *arg)
 			rc = got;
 			goto broken;
 		}
-		if (l->ds->shards && l->ops != &stk__engine_null)
+		if (l->ds->shards && l->ops != &stk__engine_null && got > 0) {
+			r->stat_round++;
 			for (int i = 0; i < got; i++)
-				stk__shards_stat(l, (struct sio *)r->done[i]);
+				stk__shards_stat(l, r, (struct sio *)r->done[i]);
+		}
 		pthread_mutex_lock(&l->mu);
 		now = stk__now_ns();
 		for (int i = 0; i < got; i++)

@@ -92,6 +92,15 @@ struct slot {
 	uint32_t ring;
 };
 
+/* A ring's memo of the shards it stat'ed after one reap: every read that
+ * reap returned had landed before the stat, so one stat serves them all. */
+#define STAT_MEMO 64u
+struct stat_memo {
+	uint64_t round;        /* the reap it was taken after (0: none) */
+	uint32_t shard;
+	bool changed;
+};
+
 struct ring {
 	struct stk_loader *l;
 	pthread_t tid;
@@ -114,6 +123,8 @@ struct ring {
 	uint64_t area_t;        /* for the time-weighted in-flight mean */
 	double area;            /* since the last restart of the clock */
 	double tarea;           /* since create (loader/tune.c's windows) */
+	uint64_t stat_round;    /* reaps so far, for stat_memo */
+	struct stat_memo stat_memo[STAT_MEMO];
 };
 
 /* The most reads in flight the auto queue depth probes (also bounded by
@@ -267,11 +278,12 @@ int stk__shards_open(struct stk_loader *l, char *err, size_t errlen);
 void stk__shards_close(struct stk_loader *l);
 uint32_t stk__shards_lay_out(struct stk_loader *l, struct ring *r, struct slot *s, uint32_t n);
 int stk__shards_check(struct stk_loader *l, struct sio *x, char *why, size_t len);
-/* After a read of a shard landed, before its check (the ring's thread,
- * without mu): sets x->changed when the shard's size or mtime now differs
- * from the index's, so that bytes read from a shard rewritten in place are
- * never taken for the indexed members'. */
-void stk__shards_stat(const struct stk_loader *l, struct sio *x);
+/* After a read of a shard landed, before its check (ring r's thread,
+ * without mu; r->stat_round counts the reap that returned it): sets
+ * x->changed when the shard's size or mtime now differs from the index's,
+ * so that bytes read from a shard rewritten in place are never taken for
+ * the indexed members'.  One stat a shard a reap. */
+void stk__shards_stat(const struct stk_loader *l, struct ring *r, struct sio *x);
 /* The room a read of member idx alone takes, and that read laid out for
  * sample i of slot s at byte `place` (replace's stand-ins).  Under mu. */
 uint64_t stk__shards_room(const struct stk_loader *l, int64_t idx);

@@ -235,17 +235,25 @@ static int shard_stat(const struct stk_loader *l, const struct shard *sh, struct
 	return fstatat(l->ds->root_fd, stk__entry_path(l->ds, sh->first), st, 0);
 }
 
-void stk__shards_stat(const struct stk_loader *l, struct sio *x)
+void stk__shards_stat(const struct stk_loader *l, struct ring *r, struct sio *x)
 {
 	x->changed = false;
 	if (x->io.res < 0)
 		return;
 	const struct shard *sh = shard_of(l, l->slots[x->slot].indices[x->idx]);
+	uint32_t k = (uint32_t)(sh - l->shards);
+	struct stat_memo *m = &r->stat_memo[k % STAT_MEMO];
+	if (m->round == r->stat_round && m->shard == k) {
+		x->changed = m->changed;
+		return;
+	}
 	struct stat st;
 	/* after the read: a write that put new bytes where it read had set the
 	 * mtime first */
-	if (sh->stamped && !shard_stat(l, sh, &st))
-		x->changed = (uint64_t)st.st_size != sh->size || stk__mtime_ns(&st) != sh->mtime_ns;
+	if (!sh->stamped || shard_stat(l, sh, &st))
+		return;
+	x->changed = (uint64_t)st.st_size != sh->size || stk__mtime_ns(&st) != sh->mtime_ns;
+	*m = (struct stat_memo){.round = r->stat_round, .shard = k, .changed = x->changed};
 }
 
 int stk__shards_check(struct stk_loader *l, struct sio *x, char *why, size_t len)
