@@ -10,9 +10,13 @@
  * one read of at most MERGE_MAX bytes, laid out in the slot in file order;
  * each sample's offset in the batch points at its bytes in that run.  A
  * buffered read starts at the member's 512-byte header and a direct one
- * usually covers it anyway: where the header is in the bytes read it is
- * checked (checksum, size), so a shard rewritten since it was indexed gives
- * an error naming the shard and the offset, never another member's bytes.
+ * usually covers it anyway: where the header is in the bytes read, its hash
+ * must be the tag the index keeps (name, size, mtime, owners: the whole
+ * header), and after every reap each shard read is stat'ed once: a size or
+ * mtime that is not the index's refuses its reads (a rewrite whose headers
+ * are byte-identical, as `stoker pack` writes them).  So a shard rewritten
+ * since it was indexed gives errors naming the shard and the offset, never
+ * another member's bytes.
  * More shards than a quarter of RLIMIT_NOFILE: each read opens its shard
  * (the engines' open → read → close chain), as for folders.
  */
