@@ -167,10 +167,14 @@ $(BUILD)/fuzz_image: tests/fuzz/fuzz_image.c $(LIB_SRC) $(wildcard src/*/*.h)
 $(BUILD)/fuzz_index: tests/fuzz/fuzz_index.c $(LIB_SRC) $(wildcard src/*/*.h)
 	@mkdir -p $(@D)
 	$(Q)clang $(FUZZ_LIB_CFLAGS) tests/fuzz/fuzz_index.c $(LIB_SRC) -o $@ $(LIBS)
-FUZZERS = tar rst image index
+# The tar member types through the shard index; test_tar replays tests/fuzz/tar_types_corpus.
+$(BUILD)/fuzz_tar_types: tests/fuzz/fuzz_tar_types.c $(LIB_SRC) $(wildcard src/*/*.h)
+	@mkdir -p $(@D)
+	$(Q)clang $(FUZZ_LIB_CFLAGS) tests/fuzz/fuzz_tar_types.c $(LIB_SRC) -o $@ $(LIBS)
+FUZZERS = tar rst image index tar_types
 fuzz: $(FUZZERS:%=$(BUILD)/fuzz_%)
 	$(Q)mkdir -p $(BUILD)/fuzz-corpus $(BUILD)/fuzz-rst-corpus $(BUILD)/fuzz-image-corpus \
-		$(BUILD)/fuzz-index-corpus
+		$(BUILD)/fuzz-index-corpus $(BUILD)/fuzz-tar-types-corpus
 	$(Q)$(BUILD)/fuzz_tar -max_total_time=$(FUZZ_TIME) -max_len=65536 \
 		-artifact_prefix=$(BUILD)/ $(BUILD)/fuzz-corpus tests/fuzz/tar_corpus
 	$(Q)$(BUILD)/fuzz_rst -max_total_time=$(FUZZ_TIME) -max_len=65536 \
@@ -179,6 +183,9 @@ fuzz: $(FUZZERS:%=$(BUILD)/fuzz_%)
 		-artifact_prefix=$(BUILD)/image- $(BUILD)/fuzz-image-corpus tests/fuzz/image_corpus
 	$(Q)$(BUILD)/fuzz_index -max_total_time=$(FUZZ_TIME) -max_len=65536 \
 		-artifact_prefix=$(BUILD)/index- $(BUILD)/fuzz-index-corpus tests/fuzz/index_corpus
+	$(Q)$(BUILD)/fuzz_tar_types -max_total_time=$(FUZZ_TIME) -max_len=65536 \
+		-artifact_prefix=$(BUILD)/tar-types- $(BUILD)/fuzz-tar-types-corpus \
+		tests/fuzz/tar_types_corpus
 
 # The soak (not in `make test`: minutes): SOAK_EPOCHS epochs in image mode over
 # a generated folder while a thread deletes and restores its files; every

@@ -98,7 +98,8 @@ STK_API int stk_hist_bucket_next(const struct stk_hist *h, uint32_t *cursor,
 /* ------------------------------------------------------------------------ */
 /* The loader.  One consumer thread calls stk_loader_next / stk_batch_release /
  * stk_loader_start; stk_loader_stats, stk_loader_hist and the dataset queries
- * may be called from any thread.                                           */
+ * may be called from any thread.  A second thread's stk_loader_next, start or
+ * resume while one is under way returns -EBUSY and changes nothing.        */
 
 struct stk_loader;
 

@@ -21,6 +21,7 @@ import logging
 import operator
 import os
 import sys
+import threading
 import time
 import warnings
 
@@ -114,8 +115,10 @@ class Loader:
             CPUs: stoker.cpu_share).  The table's aliases are accepted too
             (threads for io_threads, qd for queue_depth, ...).
 
-    One thread iterates a loader; stats() and diagnose() may be called from
-    any thread.
+    One thread iterates a loader (a next() while another thread's is under
+    way raises RuntimeError); stats() and diagnose() may be called from any
+    thread.  A Loader cannot be pickled: another process makes its own from
+    the path, the options and state_dict().
     """
 
     def __init__(self, path, batch_size=_LOADER_DEFAULTS["batch_size"], *, image=None,
@@ -178,6 +181,7 @@ class Loader:
         self._len = _lib.stk_loader_len(h.value)
         self._out = ctypes.c_void_p()
         self._out_ref = ctypes.byref(self._out)
+        self._consumer = threading.Lock()  # held by the one thread inside _next
         self._views = {}
         self._prev = None          # copy_free: the lease to release on the next batch
         self._copier = cuda.Copier(self._device, self.prefetch, self._add_copy_wait) \
@@ -377,6 +381,21 @@ class Loader:
     # --- the batches -----------------------------------------------------------
 
     def _next(self, gen):
+        # One consumer: _out, _prev and the copier are this thread's while it
+        # is here.  A second thread is refused, never served another batch's
+        # bytes (nor made to wait: with copy_free its next() would release
+        # the first thread's batch).
+        if not self._consumer.acquire(blocking=False):
+            raise RuntimeError(
+                "stoker.Loader %r: next() called from two threads at once; a loader has "
+                "one consumer thread (iterate it in one thread, or give each thread its "
+                "own Loader: rank/world_size split the samples)" % (self._path,))
+        try:
+            return self._next_locked(gen)
+        finally:
+            self._consumer.release()
+
+    def _next_locked(self, gen):
         core = self._core
         if core is None or core.h is None or core.closing:
             raise ValueError(_closed_message(core))
@@ -640,6 +659,14 @@ class Loader:
         if core is None or core.h is None:
             raise ValueError(_closed_message(core))
         return core.h
+
+    def __reduce__(self):
+        raise TypeError(
+            "a stoker.Loader cannot be pickled (it holds C threads and the batch memory): "
+            "pass what it was made from (loader.path and the options given to it; "
+            "loader.options lists every one in effect) and its position "
+            "(loader.state_dict()) to the other process, make a Loader there and "
+            "load_state_dict() the position")
 
     def __enter__(self):
         return self

@@ -58,7 +58,7 @@ uint64_t stk__fnv1a(uint64_t h, const void *p, size_t l)
 }
 
 int stk__build_add_entry(struct builder *b, uint64_t name, uint64_t size, int64_t label,
-			 uint64_t offset)
+			 uint64_t offset, uint64_t tag)
 {
 	if (b->n == b->cap) {
 		int64_t cap = b->cap ? b->cap * 2 : 4096;
@@ -68,7 +68,8 @@ int stk__build_add_entry(struct builder *b, uint64_t name, uint64_t size, int64_
 		b->e = e;
 		b->cap = cap;
 	}
-	b->e[b->n++] = (struct stk_entry){.size = size, .label = label, .name = name, .offset = offset};
+	b->e[b->n++] = (struct stk_entry){.size = size, .label = label, .name = name, .offset = offset,
+					  .tag = tag};
 	return 0;
 }
 

@@ -10,7 +10,7 @@
 #include <sys/stat.h>
 
 #define IDX_MAGIC "STKIDX01"
-#define IDX_VERSION 3u
+#define IDX_VERSION 4u
 #define IDX_NAME ".stoker-index"
 
 enum { KIND_FOLDER = 1, KIND_FLAT = 2, KIND_LIST = 3, KIND_SHARDS = 4 };
@@ -37,18 +37,6 @@ struct idx_header {
  * the shard's recorded size and mtime cover; code: the error, in decimal),
  * the path relative to the root, and the message. */
 enum { BAD_STAT = 'S', BAD_OPEN = 'O', BAD_DAMAGE = 'D' };
-
-static inline uint64_t stk__mtime_ns(const struct stat *st)
-{
-	return (uint64_t)st->st_mtim.tv_sec * 1000000000ull + (uint64_t)st->st_mtim.tv_nsec;
-}
-
-/* A folder (or the list file) whose change invalidates the index. */
-struct idx_dir {
-	uint64_t mtime_ns;
-	uint64_t size;       /* list file only */
-	uint64_t name;       /* offset in dir_names: path relative to root ("" = root) */
-};
 
 /* A growable byte buffer for the string arenas. */
 struct buf {
@@ -91,9 +79,10 @@ int stk__build_fail(struct builder *b, int rc, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 /* FNV-1a of l bytes of p, continuing from h. */
 uint64_t stk__fnv1a(uint64_t h, const void *p, size_t l);
-/* Adds a sample: its name's offset in b->names, size, label, offset in its file. */
+/* Adds a sample: its name's offset in b->names, size, label, offset in its
+ * file and (shards) its member's header tag. */
 int stk__build_add_entry(struct builder *b, uint64_t name, uint64_t size, int64_t label,
-			 uint64_t offset);
+			 uint64_t offset, uint64_t tag);
 /* Records a folder (or file) whose change makes the index stale. */
 int stk__build_add_dir(struct builder *b, const char *rel, const struct stat *st);
 /* Appends a copy of s to the growable array *v.  0 or -ENOMEM. */

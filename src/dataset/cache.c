@@ -390,11 +390,13 @@ static int check_entries(const struct idx_header *h, const char *p, const struct
 		if (x->size > max)
 			max = x->size;
 		if (h->kind != KIND_SHARDS) {
-			if (x->offset)
+			if (x->offset || x->tag)
 				return damaged(why, whylen, "entry %llu: offset in a whole file",
 					       (unsigned long long)i);
 			continue;
 		}
+		if (!x->tag)
+			return damaged(why, whylen, "entry %llu: no header tag", (unsigned long long)i);
 		/* the shards are recorded in the order their samples come */
 		while (d < h->ndirs && strcmp(dnames + dirs[d].name, names + x->name))
 			d++;
@@ -512,6 +514,9 @@ int stk__index_load(const char *path, uint64_t key, int vfd, int data_fd, struct
 	ds->nbad = h->nbad;
 	ds->bad = p + y.bad;
 	ds->bad_len = h->bad_len;
+	ds->dirs = dirs;
+	ds->ndirs = h->ndirs;
+	ds->dir_names = p + y.dnames;
 	return 0;
 bad:
 	munmap(map, len);

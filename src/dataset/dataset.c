@@ -69,7 +69,7 @@ static int add_entry(struct builder *b, const char *rel, uint64_t size, int64_t 
 	uint64_t off;
 	if (stk__buf_add(&b->names, rel, strlen(rel), &off))
 		return stk__build_fail(b, -ENOMEM, "%s: out of memory indexing", b->root);
-	return stk__build_add_entry(b, off, size, label, 0);
+	return stk__build_add_entry(b, off, size, label, 0, 0);
 }
 
 static int join(char *out, size_t len, const char *a, const char *b)
@@ -369,6 +369,12 @@ int stk__dataset_open(struct stk_dataset **out, const struct stk__index_opts *o,
 				ds->map = NULL;
 				free(ds->classes);
 				ds->classes = NULL;
+				/* nothing may point into the map (close frees what is not) */
+				ds->entries = NULL;
+				ds->names = ds->class_names = NULL;
+				ds->bad = NULL;
+				ds->dirs = NULL;
+				ds->ndirs = 0;
 				continue;
 			}
 			if (list_fd >= 0)
@@ -423,8 +429,9 @@ int stk__dataset_open(struct stk_dataset **out, const struct stk__index_opts *o,
 	ds->nbad = b.nbad;
 	ds->bad = b.bad.p;
 	ds->bad_len = b.bad.len;
-	free(b.dirs);
-	free(b.dir_names.p);
+	ds->dirs = b.dirs;
+	ds->ndirs = b.ndirs;
+	ds->dir_names = b.dir_names.p ? b.dir_names.p : "";
 	if (set_classes(ds, b.class_names.len)) {
 		stk__dataset_close(ds);
 		return stk__build_fail(&b, -ENOMEM, "out of memory");
@@ -445,6 +452,9 @@ void stk__dataset_close(struct stk_dataset *ds)
 		free(ds->names);
 		free(ds->class_names);
 		free((char *)ds->bad);
+		free((void *)ds->dirs);
+		if (ds->ndirs)
+			free((char *)ds->dir_names);
 	}
 	free(ds->classes);
 	free(ds->cache_path);

@@ -8,11 +8,27 @@
 
 #include "base/internal.h"
 
+#include <sys/stat.h>
+
 struct stk_entry {
 	uint64_t size;
 	int64_t label;
 	uint64_t name;   /* offset of the path (relative to root) in names */
 	uint64_t offset; /* where the sample's bytes start in that file (tar shards) */
+	uint64_t tag;    /* tar shards: the member's header (stk__tar_header_tag), which
+			    every read checks; 0 for whole files */
+};
+
+static inline uint64_t stk__mtime_ns(const struct stat *st)
+{
+	return (uint64_t)st->st_mtim.tv_sec * 1000000000ull + (uint64_t)st->st_mtim.tv_nsec;
+}
+
+/* A folder, the list file or a shard whose change invalidates the index. */
+struct idx_dir {
+	uint64_t mtime_ns;
+	uint64_t size;       /* list file and shards */
+	uint64_t name;       /* offset in dir_names: path relative to root ("" = root) */
 };
 
 struct stk_dataset {
@@ -33,6 +49,10 @@ struct stk_dataset {
 	const char *bad;       /* their records (dataset/build.h), bad_len bytes */
 	uint64_t bad_len;
 	char *cache_path;      /* the cache file loaded or written, NULL if none */
+	const struct idx_dir *dirs; /* what the index was built from, as it was then: the
+				       shards' sizes and mtimes (in sample order) */
+	uint64_t ndirs;
+	const char *dir_names;
 };
 
 struct stk__index_opts {

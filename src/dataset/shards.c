@@ -6,7 +6,12 @@
  * one sample.  The sample's bytes are its first member that is not a label
  * (.cls, whose text is the label); a sample with no such member is not one.
  * Each shard is read for its tar headers only (dataset/tar.c); the samples point
- * into the shard at their bytes' offsets.
+ * into the shard at their bytes' offsets.  Every member the archive holds is
+ * either read or refused by name: a hard or symbolic link to a member before
+ * it in the shard is its target's bytes (a map of the shard's members so
+ * far); a link elsewhere, a sparse file (its data is a map of chunks, not
+ * the file), a device, a fifo or an unknown type is refused with its sample,
+ * as damage is (fail: the index fails naming it; skip: left out, counted).
  */
 #include "base/internal.h"
 #include "dataset/build.h"
@@ -66,6 +71,153 @@ static int keyset_add(struct keyset *k, uint64_t h) /* 1 added, 0 present, <0 */
 	}
 }
 
+/* The shard's members so far, by normalized path: what a link may name. */
+struct member {
+	uint64_t hash, name; /* name: offset in the names buffer */
+	uint64_t off, size, tag;
+};
+struct members {
+	struct member *v;
+	size_t cap, n;
+	struct buf names;
+};
+
+/* path without "." and empty parts, ".." applied; -1 when it climbs above
+ * the archive's root or does not fit. */
+static int normalize(const char *path, char *out, size_t len)
+{
+	size_t n = 0;
+	for (const char *p = path; *p;) {
+		const char *e = strchrnul(p, '/');
+		size_t l = (size_t)(e - p);
+		if (l == 2 && p[0] == '.' && p[1] == '.') {
+			if (!n)
+				return -1;
+			while (n && out[n - 1] != '/')
+				n--;
+			if (n)
+				n--; /* the slash */
+		} else if (l && !(l == 1 && p[0] == '.')) {
+			if (n + !!n + l + 1 > len)
+				return -1;
+			if (n)
+				out[n++] = '/';
+			memcpy(out + n, p, l);
+			n += l;
+		}
+		p = *e ? e + 1 : e;
+	}
+	out[n] = 0;
+	return 0;
+}
+
+static struct member *members_find(struct members *ms, const char *norm, uint64_t h, bool *found)
+{
+	*found = false;
+	for (size_t j = h % ms->cap;; j = (j + 1) % ms->cap) {
+		struct member *m = &ms->v[j];
+		if (!m->hash)
+			return m;
+		if (m->hash == h && !strcmp(ms->names.p + m->name, norm)) {
+			*found = true;
+			return m;
+		}
+	}
+}
+
+/* Records a member's bytes under its normalized name (a later one wins,
+ * as tar's extraction does).  0 or -ENOMEM. */
+static int members_add(struct members *ms, const char *norm, uint64_t off, uint64_t size,
+		       uint64_t tag)
+{
+	if (2 * (ms->n + 1) > ms->cap) {
+		size_t cap = ms->cap ? ms->cap * 2 : 256;
+		struct member *v = calloc(cap, sizeof(*v));
+		if (!v)
+			return -ENOMEM;
+		for (size_t i = 0; i < ms->cap; i++)
+			for (size_t j = ms->v[i].hash % cap; ms->v[i].hash; j = (j + 1) % cap)
+				if (!v[j].hash) {
+					v[j] = ms->v[i];
+					break;
+				}
+		free(ms->v);
+		ms->v = v;
+		ms->cap = cap;
+	}
+	uint64_t h = stk__fnv1a(0xcbf29ce484222325ull, norm, strlen(norm)) | 1;
+	bool found;
+	struct member *m = members_find(ms, norm, h, &found);
+	if (!found) {
+		if (stk__buf_add(&ms->names, norm, strlen(norm), &m->name))
+			return -ENOMEM;
+		m->hash = h;
+		ms->n++;
+	}
+	m->off = off;
+	m->size = size;
+	m->tag = tag;
+	return 0;
+}
+
+static const struct member *members_get(struct members *ms, const char *norm)
+{
+	bool found;
+	if (!ms->cap)
+		return NULL;
+	struct member *m = members_find(
+		ms, norm, stk__fnv1a(0xcbf29ce484222325ull, norm, strlen(norm)) | 1, &found);
+	return found ? m : NULL;
+}
+
+/* Where a member's bytes are: its own (a file), its target's (a link to a
+ * member before it), or NULL with the reason it is refused in why. */
+static const struct member *resolve(struct members *ms, const struct stk__tar_member *m,
+				    struct member *self, char *why, size_t len)
+{
+	char norm[PATH_MAX], target[PATH_MAX * 2];
+	static const char *const other = "not a regular file, a link or a sparse file";
+	if (m->kind == STK__TAR_FILE) {
+		*self = (struct member){.off = m->data_off, .size = m->size, .tag = m->tag};
+		return self;
+	}
+	if (m->kind == STK__TAR_SPARSE) {
+		snprintf(why, len, "a sparse file (type '%c'%s): its stored data is a map of chunks, "
+			 "not the file; not read", m->typeflag ? m->typeflag : '0',
+			 m->typeflag == 'S' ? ", GNU" : ", PAX GNU.sparse");
+		return NULL;
+	}
+	if (m->kind == STK__TAR_OTHER) {
+		snprintf(why, len, "of type '%c' (%s): not read",
+			 m->typeflag >= 0x20 && m->typeflag < 0x7f ? m->typeflag : '?',
+			 m->typeflag == '3' ? "character device" : m->typeflag == '4' ? "block device"
+			 : m->typeflag == '6' ? "fifo" : m->typeflag == 'M' ? "a part of a multi-volume file"
+			 : other);
+		return NULL;
+	}
+	const char *kind = m->kind == STK__TAR_HARDLINK ? "a hard link" : "a symbolic link";
+	if (!m->link || !*m->link) {
+		snprintf(why, len, "%s without a target: not read", kind);
+		return NULL;
+	}
+	if (m->kind == STK__TAR_SYMLINK) {
+		if (m->link[0] == '/') {
+			snprintf(why, len, "a symbolic link to '%s', outside the shard: not read", m->link);
+			return NULL;
+		}
+		const char *slash = strrchr(m->name, '/');
+		snprintf(target, sizeof(target), "%.*s%s%s", slash ? (int)(slash - m->name) : 0,
+			 m->name, slash ? "/" : "", m->link);
+	} else {
+		snprintf(target, sizeof(target), "%s", m->link);
+	}
+	const struct member *t = normalize(target, norm, sizeof(norm)) ? NULL : members_get(ms, norm);
+	if (!t)
+		snprintf(why, len, "%s to '%s', which is not a member before it in this shard: "
+			 "not read", kind, m->link);
+	return t;
+}
+
 /* Indexes one shard (rel, relative to root).  A damaged shard fails the
  * index, or under skip_bad keeps the samples before the damage. */
 static int index_shard(struct builder *b, const char *rel)
@@ -87,10 +239,11 @@ static int index_shard(struct builder *b, const char *rel)
 	if (!rc && (rc = stk__tar_open(&it, fd, (uint64_t)st.st_size)))
 		rc = stk__build_fail(b, rc, "%s/%s: %s", b->root, rel, stk_strerror(rc));
 	struct keyset seen = {0};
-	char key[PATH_MAX] = "", why[512];
+	struct members ms = {0};
+	char key[PATH_MAX] = "", why[512], norm[PATH_MAX];
 	size_t keylen = 0;
-	bool have = false, have_data = false;
-	uint64_t data_off = 0, data_size = 0;
+	bool have = false, have_data = false, refused = false;
+	uint64_t data_off = 0, data_size = 0, data_tag = 0;
 	int64_t label = -1;
 	struct stk__tar_member m;
 	int more = 1;
@@ -102,8 +255,8 @@ static int index_shard(struct builder *b, const char *rel)
 			split_key(m.name, &kl, &ext);
 		bool same = more > 0 && have && kl == keylen && !memcmp(m.name, key, kl);
 		if (have && !same) { /* the previous sample is complete */
-			if (have_data)
-				rc = stk__build_add_entry(b, name, data_size, label, data_off);
+			if (have_data && !refused)
+				rc = stk__build_add_entry(b, name, data_size, label, data_off, data_tag);
 			have = false;
 		}
 		if (rc || more <= 0)
@@ -131,34 +284,54 @@ static int index_shard(struct builder *b, const char *rel)
 			key[kl] = 0;
 			keylen = kl;
 			have = true;
-			have_data = false;
+			have_data = refused = false;
 			label = -1;
 		}
+		struct member self;
+		const struct member *at = resolve(&ms, &m, &self, why, sizeof(why));
+		if (at && !normalize(m.name, norm, sizeof(norm)) &&
+		    members_add(&ms, norm, at->off, at->size, at->tag)) {
+			rc = stk__build_fail(b, -ENOMEM, "%s: out of memory indexing", b->root);
+			break;
+		}
+		if (!at) { /* its sample with it, counted once */
+			if (!refused)
+				rc = stk__build_bad(b, BAD_DAMAGE, rel, STK_EFORMAT, "%s/%s: offset %llu: "
+						    "member '%s' is %s", b->root, rel,
+						    (unsigned long long)m.header_off, m.name, why);
+			refused = true;
+			continue;
+		}
+		if (refused)
+			continue;
 		if (!strcmp(ext, "cls")) {
 			char txt[32] = "";
-			size_t n = m.size < sizeof(txt) - 1 ? (size_t)m.size : sizeof(txt) - 1;
+			size_t n = at->size < sizeof(txt) - 1 ? (size_t)at->size : sizeof(txt) - 1;
 			char *end;
 			errno = 0;
-			long long v = pread(fd, txt, n, (off_t)m.data_off) == (ssize_t)n
+			long long v = pread(fd, txt, n, (off_t)at->off) == (ssize_t)n
 					      ? strtoll(txt, &end, 10) : (end = txt, 0);
 			while (end && (*end == ' ' || *end == '\n' || *end == '\r' || *end == '\t'))
 				end++;
 			if (end == txt || *end || errno || v < -1) {
 				snprintf(why, sizeof(why), "offset %llu: %s: label '%.*s' is not an "
-					 "integer", (unsigned long long)m.data_off, m.name, (int)n, txt);
+					 "integer", (unsigned long long)at->off, m.name, (int)n, txt);
 				more = STK_ECORRUPT;
 				break;
 			}
 			label = v;
 		} else if (!have_data) {
 			have_data = true;
-			data_off = m.data_off;
-			data_size = m.size;
+			data_off = at->off;
+			data_size = at->size;
+			data_tag = at->tag;
 		}
 	}
 	if (!rc && more < 0) /* under skip the samples before the damage stay */
 		rc = stk__build_bad(b, BAD_DAMAGE, rel, more, "%s/%s: %s", b->root, rel, why);
 	free(seen.v);
+	free(ms.v);
+	free(ms.names.p);
 	stk__tar_close(it);
 	close(fd);
 	return rc;

@@ -1,4 +1,4 @@
-/* dataset/tar.c — iterates the regular files of a tar archive, for the shard index.
+/* dataset/tar.c — iterates the members of a tar archive, for the shard index.
  *
  * DESIGN: the archive is read with pread only, one 512-byte header at a time,
  * and every offset is checked against file_size before it is read, so a bad
@@ -11,8 +11,12 @@
  * them together with that header, so the name it returns lives in the
  * iterator until the next call.  Formats: v7 (no magic), POSIX ustar (the
  * prefix field), GNU ("ustar  \0": no prefix, base-256 sizes), PAX (path,
- * size; global headers skipped).  The end is a zero block, or EOF on a block
- * boundary (writers that stop early are common enough to accept).
+ * size, linkpath; global headers skipped).  The end is a zero block, or EOF
+ * on a block boundary (writers that stop early are common enough to accept).
+ * Every member but directories and volume labels is returned with its kind
+ * (links with their targets, sparse files and the rest marked as such), so
+ * the index decides about each and none vanishes unseen.  GNU sparse
+ * headers' extension blocks are stepped over to the data.
  */
 #include "dataset/tar.h"
 
@@ -36,9 +40,15 @@
 #define H_CHKSUM 148
 #define H_CHKSUM_LEN 8
 #define H_TYPE 156
+#define H_LINK 157
+#define H_LINK_LEN 100
 #define H_MAGIC 257
 #define H_PREFIX 345
 #define H_PREFIX_LEN 155
+/* Old GNU sparse headers: more map entries follow in extension blocks
+ * while this byte (and then byte 504 of each block) is set. */
+#define H_GNU_EXTENDED 482
+#define H_GNU_EXT_MORE 504
 
 enum { RUNNING, ENDED, FAILED };
 
@@ -49,10 +59,15 @@ struct stk__tar_iter {
 	int state;
 	int ret;      /* the code returned once ENDED or FAILED */
 	char *long_name; /* from an 'L' header, for the next member */
+	char *long_link; /* from a 'K' header */
 	char *pax_path;  /* from an 'x' header */
+	char *pax_link;
+	char *pax_sparse_name; /* GNU.sparse.name */
+	bool pax_sparse;  /* any GNU.sparse.* record */
 	bool pax_has_size;
 	uint64_t pax_size;
 	char name[H_PREFIX_LEN + 1 + H_NAME_LEN + 1]; /* "prefix/name" */
+	char link[H_LINK_LEN + 1];
 	unsigned char blk[BLOCK];
 };
 
@@ -70,9 +85,12 @@ int stk__tar_open(struct stk__tar_iter **out, int fd, uint64_t file_size)
 static void drop_pending(struct stk__tar_iter *it)
 {
 	free(it->long_name);
+	free(it->long_link);
 	free(it->pax_path);
-	it->long_name = it->pax_path = NULL;
-	it->pax_has_size = false;
+	free(it->pax_link);
+	free(it->pax_sparse_name);
+	it->long_name = it->long_link = it->pax_path = it->pax_link = it->pax_sparse_name = NULL;
+	it->pax_has_size = it->pax_sparse = false;
 }
 
 void stk__tar_close(struct stk__tar_iter *it)
@@ -182,13 +200,28 @@ static bool checksum_ok(const unsigned char *b)
 	return (int64_t)want == us || (int64_t)want == ss;
 }
 
-int stk__tar_header_matches(const unsigned char *h, uint64_t size)
+uint64_t stk__tar_header_tag(const unsigned char *h)
 {
-	uint64_t v;
-	if (all_zero(h, BLOCK) || !checksum_ok(h) || parse_size_field(h + H_SIZE, &v))
-		return 0;
-	/* from 8 GiB a PAX record may carry the size instead: the checksum must do */
-	return v == size || size >= (1ull << 33);
+	uint64_t t = 0x7461726865616472ull; /* "tarheadr" */
+	for (size_t i = 0; i < BLOCK; i += 8) {
+		uint64_t w;
+		memcpy(&w, h + i, 8);
+		t = stk__mix64(t ^ w);
+	}
+	return t ? t : 1;
+}
+
+void stk__tar_header_describe(const unsigned char *h, char *out, size_t len)
+{
+	uint64_t size;
+	if (all_zero(h, BLOCK) || !checksum_ok(h) || parse_size_field(h + H_SIZE, &size)) {
+		snprintf(out, len, "no tar header");
+		return;
+	}
+	char name[H_NAME_LEN + 1];
+	memcpy(name, h + H_NAME, H_NAME_LEN);
+	name[H_NAME_LEN] = 0;
+	snprintf(out, len, "the header of '%s' (%llu bytes)", name, (unsigned long long)size);
 }
 
 /* Copies a fixed-width, possibly unterminated header string. */
@@ -229,7 +262,13 @@ static int parse_pax(struct stk__tar_iter *it, const char *buf, size_t len, cons
 		}
 		const char *val = eq + 1;
 		size_t klen = (size_t)(eq - key), vlen = (size_t)(end - val);
-		if (klen == 4 && !memcmp(key, "path", 4) && vlen) {
+		char **str = klen == 4 && !memcmp(key, "path", 4)      ? &it->pax_path
+			     : klen == 8 && !memcmp(key, "linkpath", 8) ? &it->pax_link
+			     : klen == 15 && !memcmp(key, "GNU.sparse.name", 15) ? &it->pax_sparse_name
+										   : NULL;
+		if (klen > 11 && !memcmp(key, "GNU.sparse.", 11))
+			it->pax_sparse = true;
+		if (str && vlen) {
 			if (memchr(val, 0, vlen)) {
 				*why = "PAX path holds a NUL byte";
 				return -1;
@@ -237,8 +276,8 @@ static int parse_pax(struct stk__tar_iter *it, const char *buf, size_t len, cons
 			char *p = strndup(val, vlen);
 			if (!p)
 				return -ENOMEM;
-			free(it->pax_path);
-			it->pax_path = p;
+			free(*str);
+			*str = p;
 		} else if (klen == 4 && !memcmp(key, "size", 4) && vlen) {
 			uint64_t v = 0;
 			for (const char *c = val; c < end; c++) {
@@ -339,6 +378,21 @@ int stk__tar_next(struct stk__tar_iter *it, struct stk__tar_member *m, char *err
 		bool nodata = type == '1' || type == '2' || type == '3' || type == '4' ||
 			      type == '5' || type == '6';
 		uint64_t data_off = off + BLOCK, dsize = nodata ? 0 : size;
+		if (type == 'S' && !posix && b[H_GNU_EXTENDED]) {
+			/* the sparse map's extension blocks come before the data */
+			unsigned char ext[BLOCK];
+			do {
+				if (it->file_size - data_off < BLOCK)
+					return fail(it, err, errlen, STK_ECORRUPT, off,
+						    "GNU sparse map runs past the end of the file");
+				r = read_at(it->fd, ext, BLOCK, data_off);
+				if (r)
+					return fail(it, err, errlen, r, data_off, "cannot read the "
+						    "sparse map: %s", r == STK_ESHORT ? "the file shrank"
+										  : strerror(-r));
+				data_off += BLOCK;
+			} while (ext[H_GNU_EXT_MORE]);
+		}
 		if (dsize > it->file_size - data_off)
 			return fail(it, err, errlen, STK_ECORRUPT, off,
 				    "member data runs past the end of the file "
@@ -354,16 +408,15 @@ int stk__tar_next(struct stk__tar_iter *it, struct stk__tar_member *m, char *err
 					    type == 'x' ? "PAX" : "long name",
 					    (unsigned long long)size, STK__TAR_META_MAX);
 			pending = true;
-			if (type == 'K') /* link targets: not needed for regular files */
-				continue;
 			char *buf;
 			r = read_meta(it, data_off, size, &buf);
 			if (r)
 				return fail(it, err, errlen, r, data_off, "cannot read %s",
 					    r == -ENOMEM ? "(out of memory)" : "the extended header");
-			if (type == 'L') {
-				free(it->long_name);
-				it->long_name = buf;
+			if (type == 'L' || type == 'K') {
+				char **dst = type == 'L' ? &it->long_name : &it->long_link;
+				free(*dst);
+				*dst = buf;
 				continue;
 			}
 			const char *why = "out of memory";
@@ -374,7 +427,7 @@ int stk__tar_next(struct stk__tar_iter *it, struct stk__tar_member *m, char *err
 					    "%s", why);
 			continue;
 		}
-		if (type == 'g') /* global PAX header: nothing we use */
+		if (type == 'g' || type == 'V') /* global PAX header, volume label: not members */
 			continue;
 
 		char *short_name = it->name;
@@ -384,21 +437,37 @@ int stk__tar_next(struct stk__tar_iter *it, struct stk__tar_member *m, char *err
 			short_name[n++] = '/';
 		}
 		n += field_str(short_name + n, b + H_NAME, H_NAME_LEN);
-		/* v7 and old GNU tars mark directories by a trailing slash only. */
-		bool reg = type == '0' || type == '7' || (type == 0 && !(n && short_name[n - 1] == '/'));
-		if (!reg) {
+		/* v7 and old GNU tars mark directories by a trailing slash only;
+		 * 'D' is GNU's directory with its listing. */
+		if (type == '5' || type == 'D' || (type == 0 && n && short_name[n - 1] == '/')) {
 			drop_pending(it);
 			pending = false;
 			continue;
 		}
+		enum stk__tar_kind kind = type == '0' || type == '7' || type == 0
+						  ? (it->pax_sparse ? STK__TAR_SPARSE : STK__TAR_FILE)
+					  : type == '1' ? STK__TAR_HARDLINK
+					  : type == '2' ? STK__TAR_SYMLINK
+					  : type == 'S' ? STK__TAR_SPARSE
+							: STK__TAR_OTHER;
 		const char *name = it->pax_path ? it->pax_path : it->long_name ? it->long_name
 									: short_name;
+		if (kind == STK__TAR_SPARSE && it->pax_sparse_name)
+			name = it->pax_sparse_name; /* the file's, not "GNUSparseFile.N/..." */
 		if (!*name)
 			return fail(it, err, errlen, STK_ECORRUPT, off, "member without a name");
+		m->link = NULL;
+		if (kind == STK__TAR_HARDLINK || kind == STK__TAR_SYMLINK) {
+			field_str(it->link, b + H_LINK, H_LINK_LEN);
+			m->link = it->pax_link ? it->pax_link : it->long_link ? it->long_link : it->link;
+		}
+		m->kind = kind;
+		m->typeflag = type;
 		m->name = name;
 		m->header_off = start;
 		m->data_off = data_off;
 		m->size = size;
+		m->tag = stk__tar_header_tag(b);
 		return 1;
 	}
 }

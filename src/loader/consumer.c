@@ -32,6 +32,22 @@ static void new_window(struct stk_loader *l)
 	atomic_store(&l->inflight_max, atomic_load(&l->inflight));
 }
 
+/* The consumer's calls (next, start, resume) are one thread's: a second
+ * thread inside one at the same time would take the same batch or move the
+ * position under the first.  Refused (-EBUSY, said by stk_last_error), not
+ * serialized: a caller doing that has two consumers, which is the bug. */
+static bool consumer_enter(struct stk_loader *l, const char *what)
+{
+	if (!atomic_exchange(&l->consuming, true))
+		return true;
+	pthread_mutex_lock(&l->mu);
+	if (!l->fatal)
+		stk__loader_detail(l, "%s while another thread was in stk_loader_next or a restart: a "
+				   "loader has one consumer thread", what);
+	pthread_mutex_unlock(&l->mu);
+	return false;
+}
+
 int stk_loader_start(struct stk_loader *l, uint64_t epoch, uint64_t start_batch)
 {
 	return stk__loader_restart(l, epoch, NULL, 0, start_batch, 0);
@@ -43,8 +59,21 @@ int stk_loader_restart(struct stk_loader *l, uint64_t epoch, uint64_t start_batc
 	return stk__loader_restart(l, epoch, NULL, 0, start_batch, flags);
 }
 
+static int restart(struct stk_loader *l, uint64_t epoch, const struct stk__segment *prev,
+		   uint32_t nprev, uint64_t skip, uint32_t flags);
+
 int stk__loader_restart(struct stk_loader *l, uint64_t epoch, const struct stk__segment *prev,
 			uint32_t nprev, uint64_t skip, uint32_t flags)
+{
+	if (!consumer_enter(l, "a restart (stk_loader_start, stk_loader_resume)"))
+		return -EBUSY;
+	int rc = restart(l, epoch, prev, nprev, skip, flags);
+	atomic_store(&l->consuming, false);
+	return rc;
+}
+
+static int restart(struct stk_loader *l, uint64_t epoch, const struct stk__segment *prev,
+		   uint32_t nprev, uint64_t skip, uint32_t flags)
 {
 	pthread_mutex_lock(&l->mu);
 	if (l->stop) {
@@ -265,7 +294,18 @@ static void wait_ready(struct stk_loader *l, uint64_t deadline)
 	pthread_mutex_unlock(&l->wmu);
 }
 
+static int next_timeout(struct stk_loader *l, struct stk_batch **out, uint64_t timeout_ns);
+
 int stk_loader_next_timeout(struct stk_loader *l, struct stk_batch **out, uint64_t timeout_ns)
+{
+	if (!consumer_enter(l, "stk_loader_next"))
+		return -EBUSY; /* *out is the other thread's to write: left alone */
+	int rc = next_timeout(l, out, timeout_ns);
+	atomic_store(&l->consuming, false);
+	return rc;
+}
+
+static int next_timeout(struct stk_loader *l, struct stk_batch **out, uint64_t timeout_ns)
 {
 	*out = NULL;
 	uint64_t t0 = stk__now_ns();

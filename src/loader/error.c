@@ -12,6 +12,17 @@
 #include <string.h>
 #include <unistd.h>
 
+void stk__loader_drop_index(struct stk_loader *l)
+{
+	/* the index no longer matches the data: the next create must not reuse
+	 * it (the folder's or the shard's mtime may not have changed) */
+	if (l->index_dropped)
+		return;
+	l->index_dropped = true;
+	if (l->ds->cache_path)
+		unlink(l->ds->cache_path);
+}
+
 void stk__loader_sample_error(struct stk_loader *l, struct slot *s, struct sio *x, int rc,
 			      const char *why)
 {
@@ -22,13 +33,8 @@ void stk__loader_sample_error(struct stk_loader *l, struct slot *s, struct sio *
 	if (s->gen != l->gen)
 		return; /* from before a restart: nobody will see it */
 	s->nerr++;
-	if ((rc == STK_ESHORT || rc == STK_EGREW) && !l->index_dropped) {
-		/* the index no longer matches the data: the next create must not
-		 * reuse it (the folder's mtime did not change) */
-		l->index_dropped = true;
-		if (l->ds->cache_path)
-			unlink(l->ds->cache_path);
-	}
+	if (rc == STK_ESHORT || rc == STK_EGREW)
+		stk__loader_drop_index(l);
 	char msg[sizeof(l->detail)];
 	if (why)
 		snprintf(msg, sizeof(msg), "%s%s%s: %s", root, sep, io->path, why);

@@ -26,6 +26,8 @@ struct sio {
 	uint64_t t_submit;    /* ns */
 	uint64_t at;          /* shards: where the member's bytes start in its shard */
 	struct sio *rider;    /* shards: the next member the same read brings (merged) */
+	bool changed;         /* shards: after the read the shard's size or mtime was not
+				 the index's (stk__shards_stat) */
 	/* the place in the batch (loader/error.c): kept across stand-ins */
 	int64_t orig;         /* the dataset index the sampler put here */
 	uint64_t place, room; /* where its read went in the slot (NO_PLACE: shared with
@@ -38,6 +40,8 @@ struct sio {
 struct shard {
 	int64_t first;        /* its first sample in the index */
 	int fd;               /* -1: each read opens it */
+	bool stamped;         /* the index recorded its size and mtime: */
+	uint64_t size, mtime_ns;
 };
 
 /* Shards: members of a batch at most MERGE_GAP apart (their tar headers)
@@ -87,6 +91,15 @@ struct slot {
 	uint32_t ring;
 };
 
+/* A ring's memo of the shards it stat'ed after one reap: every read that
+ * reap returned had landed before the stat, so one stat serves them all. */
+#define STAT_MEMO 64u
+struct stat_memo {
+	uint64_t round;        /* the reap it was taken after (0: none) */
+	uint32_t shard;
+	bool changed;
+};
+
 /* An I/O thread over one engine (an io_uring ring, the pread pool, null): it
  * claims batches, keeps their reads in flight and reaps them.  The loader's
  * `rings` and `nrings`, the tuner's "rings" and a slot's `ring` are these. */
@@ -112,6 +125,8 @@ struct io_thread {
 	uint64_t area_t;        /* for the time-weighted in-flight mean */
 	double area;            /* since the last restart of the clock */
 	double tarea;           /* since create (loader/tune.c's windows) */
+	uint64_t stat_round;    /* reaps so far, for stat_memo */
+	struct stat_memo stat_memo[STAT_MEMO];
 };
 
 /* The most reads in flight the auto queue depth probes (also bounded by
@@ -194,6 +209,7 @@ struct stk_loader {
 	pthread_cond_t wcv;
 	_Atomic bool waiting;
 	_Atomic bool stop;      /* written under mu; the hand-out reads it without */
+	_Atomic bool consuming; /* a thread is in stk_loader_next or a restart: one at a time */
 	bool draining;
 	bool joined;            /* stk_loader_stop has joined the threads */
 	uint64_t gen, epoch;
@@ -274,6 +290,8 @@ void stk__loader_wake_rings(struct stk_loader *l);
 void stk__loader_signal(struct stk_loader *l);
 
 /* --- loader/error.c ------------------------------------------------------- */
+/* Unlinks the index cache (once): the data no longer matches it.  Under mu. */
+void stk__loader_drop_index(struct stk_loader *l);
 /* A failed sample: counted with its batch, named as the loader's detail (and
  * the slot's, if it is the first).  why may be NULL.  Under mu. */
 void stk__loader_sample_error(struct stk_loader *l, struct slot *s, struct sio *x, int rc,
@@ -289,6 +307,12 @@ int stk__shards_open(struct stk_loader *l, char *err, size_t errlen);
 void stk__shards_close(struct stk_loader *l);
 uint32_t stk__shards_lay_out(struct stk_loader *l, struct io_thread *r, struct slot *s, uint32_t n);
 int stk__shards_check(struct stk_loader *l, struct sio *x, char *why, size_t len);
+/* After a read of a shard landed, before its check (ring r's thread,
+ * without mu; r->stat_round counts the reap that returned it): sets
+ * x->changed when the shard's size or mtime now differs from the index's,
+ * so that bytes read from a shard rewritten in place are never taken for
+ * the indexed members'.  One stat a shard a reap. */
+void stk__shards_stat(const struct stk_loader *l, struct io_thread *r, struct sio *x);
 /* The room a read of member idx alone takes, and that read laid out for
  * sample i of slot s at byte `place` (replace's stand-ins).  Under mu. */
 uint64_t stk__shards_room(const struct stk_loader *l, int64_t idx);

@@ -173,8 +173,10 @@ static void complete(struct stk_loader *l, struct sio *x, uint64_t now)
 		l->rd_bytes += (uint64_t)x->io.res;
 	if (l->tune.skip)
 		l->tune.skip--;
-	for (struct sio *m = x->rider; m; m = m->rider)
+	for (struct sio *m = x->rider; m; m = m->rider) {
 		m->io.res = x->io.res;
+		m->changed = x->changed;
+	}
 	for (struct sio *m = x; m; m = m->rider)
 		sample_done(l, s, m);
 	if (--s->pending == 0 && s->unsent == 0 && s->decoding == 0)
@@ -318,6 +320,11 @@ void *stk__loader_io_main(void *arg)
 		if (got < 0) {
 			rc = got;
 			goto broken;
+		}
+		if (l->ds->shards && l->ops != &stk__engine_null && got > 0) {
+			r->stat_round++;
+			for (int i = 0; i < got; i++)
+				stk__shards_stat(l, r, (struct sio *)r->done[i]);
 		}
 		pthread_mutex_lock(&l->mu);
 		now = stk__now_ns();

@@ -10,9 +10,13 @@
  * one read of at most MERGE_MAX bytes, laid out in the slot in file order;
  * each sample's offset in the batch points at its bytes in that run.  A
  * buffered read starts at the member's 512-byte header and a direct one
- * usually covers it anyway: where the header is in the bytes read it is
- * checked (checksum, size), so a shard rewritten since it was indexed gives
- * an error naming the shard and the offset, never another member's bytes.
+ * usually covers it anyway: where the header is in the bytes read, its hash
+ * must be the tag the index keeps (name, size, mtime, owners: the whole
+ * header), and after every reap each shard read is stat'ed once: a size or
+ * mtime that is not the index's refuses its reads (a rewrite whose headers
+ * are byte-identical, as `stoker pack` writes them).  So a shard rewritten
+ * since it was indexed gives errors naming the shard and the offset, never
+ * another member's bytes.
  * More shards than a quarter of RLIMIT_NOFILE: each read opens its shard
  * (the engines' open → read → close chain), as for folders.
  */
@@ -24,6 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #define TAR_BLOCK 512u
@@ -56,6 +61,16 @@ int stk__shards_open(struct stk_loader *l, char *err, size_t errlen)
 	for (int64_t i = 0; i < ds->n; i++)
 		if (i == 0 || ds->entries[i].name != ds->entries[i - 1].name)
 			l->shards[l->nshards++] = (struct shard){.first = i, .fd = -1};
+	/* each shard's size and mtime as indexed (recorded in sample order) */
+	for (uint64_t k = 0, d = 0; k < l->nshards && d < ds->ndirs; d++) {
+		const char *p = stk__entry_path(ds, l->shards[k].first);
+		if (strcmp(ds->dir_names + ds->dirs[d].name, p))
+			continue;
+		l->shards[k].stamped = true;
+		l->shards[k].size = ds->dirs[d].size;
+		l->shards[k].mtime_ns = ds->dirs[d].mtime_ns;
+		k++;
+	}
 	struct rlimit rl;
 	uint64_t budget = getrlimit(RLIMIT_NOFILE, &rl) == 0 ? rl.rlim_cur / 4 : 256;
 	if (l->nshards > budget) {
@@ -215,6 +230,36 @@ uint64_t stk__shards_setup_one(struct stk_loader *l, struct slot *s, uint32_t i,
 	return x->io.len;
 }
 
+/* The shard's stat now: by its descriptor, or by its path when each read
+ * opens it (the file a later read will open). */
+static int shard_stat(const struct stk_loader *l, const struct shard *sh, struct stat *st)
+{
+	if (sh->fd >= 0)
+		return fstat(sh->fd, st);
+	return fstatat(l->ds->root_fd, stk__entry_path(l->ds, sh->first), st, 0);
+}
+
+void stk__shards_stat(const struct stk_loader *l, struct io_thread *r, struct sio *x)
+{
+	x->changed = false;
+	if (x->io.res < 0)
+		return;
+	const struct shard *sh = shard_of(l, l->slots[x->slot].indices[x->idx]);
+	uint32_t k = (uint32_t)(sh - l->shards);
+	struct stat_memo *m = &r->stat_memo[k % STAT_MEMO];
+	if (m->round == r->stat_round && m->shard == k) {
+		x->changed = m->changed;
+		return;
+	}
+	struct stat st;
+	/* after the read: a write that put new bytes where it read had set the
+	 * mtime first */
+	if (!sh->stamped || shard_stat(l, sh, &st))
+		return;
+	x->changed = (uint64_t)st.st_size != sh->size || stk__mtime_ns(&st) != sh->mtime_ns;
+	*m = (struct stat_memo){.round = r->stat_round, .shard = k, .changed = x->changed};
+}
+
 int stk__shards_check(struct stk_loader *l, struct sio *x, char *why, size_t len)
 {
 	int64_t res = x->io.res;
@@ -230,12 +275,29 @@ int stk__shards_check(struct stk_loader *l, struct sio *x, char *why, size_t len
 		return STK_ESHORT;
 	}
 	int64_t idx = l->slots[x->slot].indices[x->idx];
-	if (x->skip >= TAR_BLOCK &&
-	    !stk__tar_header_matches((const uint8_t *)x->io.buf + x->skip - TAR_BLOCK,
-				     l->ds->entries[idx].size)) {
-		snprintf(why, len, "member at offset %llu (%llu bytes): no tar header for it just "
-			 "before: the shard changed since it was indexed", (unsigned long long)x->at,
-			 (unsigned long long)x->size);
+	if (x->changed) {
+		const struct shard *sh = shard_of(l, idx);
+		struct stat st = {0};
+		shard_stat(l, sh, &st);
+		snprintf(why, len, "member at offset %llu (%llu bytes): the shard changed since it "
+			 "was indexed (%llu bytes, modified %lld.%09ld; indexed: %llu bytes, "
+			 "modified %llu.%09llu): its bytes may be another member's",
+			 (unsigned long long)x->at, (unsigned long long)x->size,
+			 (unsigned long long)st.st_size, (long long)st.st_mtim.tv_sec,
+			 st.st_mtim.tv_nsec, (unsigned long long)sh->size,
+			 (unsigned long long)(sh->mtime_ns / 1000000000u),
+			 (unsigned long long)(sh->mtime_ns % 1000000000u));
+		stk__loader_drop_index(l);
+		return STK_ECORRUPT;
+	}
+	const uint8_t *h = (const uint8_t *)x->io.buf + x->skip - TAR_BLOCK;
+	if (x->skip >= TAR_BLOCK && stk__tar_header_tag(h) != l->ds->entries[idx].tag) {
+		char what[200];
+		stk__tar_header_describe(h, what, sizeof(what));
+		snprintf(why, len, "member at offset %llu (%llu bytes): %s just before it, not the "
+			 "member indexed there: the shard changed since it was indexed",
+			 (unsigned long long)x->at, (unsigned long long)x->size, what);
+		stk__loader_drop_index(l);
 		return STK_ECORRUPT;
 	}
 	return 0;

@@ -1,4 +1,5 @@
-"""Writes the seed corpora of tests/fuzz (image_corpus, index_corpus), once:
+"""Writes the seed corpora of tests/fuzz (image_corpus, index_corpus,
+tar_types_corpus), once:
 small JPEGs of every kind the decoder meets (baseline, progressive, grey,
 CMYK, subsamplings, odd sizes, restart markers via `stoker transcode`,
 truncated, corrupt), each behind a 16-byte head of fuzzing parameters, and
@@ -120,7 +121,71 @@ def write_indexes():
     shutil.rmtree(t)
 
 
+def write_tar_types():
+    """Shards holding every member type, by GNU tar and Python's tarfile:
+    links (hard, symbolic, long targets), sparse files (GNU, PAX 0.0, 0.1,
+    1.0; enough holes for GNU's extension blocks), devices, fifos."""
+    import tarfile
+    d = os.path.join(HERE, "tar_types_corpus")
+    os.makedirs(d, exist_ok=True)
+    t = tempfile.mkdtemp()
+    src = os.path.join(t, "src")
+    os.makedirs(src)
+    def put(name, data):
+        with open(os.path.join(src, name), "wb") as f:
+            f.write(data)
+    put("0001.bin", bytes(range(256)) * 3)
+    put("0001.cls", b"1")
+    os.link(os.path.join(src, "0001.bin"), os.path.join(src, "0002.bin"))
+    put("0002.cls", b"2")
+    os.symlink("0001.bin", os.path.join(src, "0003.bin"))
+    os.symlink("../out.bin", os.path.join(src, "0004.bin"))
+    long = "l" * 120 + ".bin"
+    put(long, b"long")
+    os.symlink(long, os.path.join(src, "0005.bin"))
+    with open(os.path.join(src, "0006.bin"), "wb") as f:  # 6 chunks: an extension block
+        for i in range(6):
+            f.seek(i * 16384)
+            f.write(b"chunk%d" % i)
+        f.truncate(6 * 16384)
+    put("0006.cls", b"6")
+    names = sorted(os.listdir(src))
+    for fmt, extra, name in (("gnu", [], "gnu-links"), ("v7", [], "v7-links"),
+                             ("gnu", ["-S"], "gnu-sparse"),
+                             ("posix", ["-S"], "pax-sparse-1.0"),
+                             ("posix", ["-S", "--sparse-version=0.1"], "pax-sparse-0.1"),
+                             ("posix", ["-S", "--sparse-version=0.0"], "pax-sparse-0.0")):
+        out = os.path.join(d, name)
+        files = [n for n in names if (fmt != "v7" or (len(n) < 100 and n != "0005.bin")) and
+                 ("-S" in extra or not n.startswith("0006"))]
+        subprocess.run(["tar", "--format=" + fmt] + extra + ["-cf", out] + files, cwd=src,
+                       check=True, stderr=subprocess.DEVNULL)
+    out = os.path.join(d, "tarfile-types")
+    with tarfile.open(out, "w", format=tarfile.PAX_FORMAT) as tf:
+        def add(name, typ=tarfile.REGTYPE, data=b"", link=""):
+            ti = tarfile.TarInfo(name)
+            ti.type, ti.linkname, ti.size = typ, link, len(data)
+            tf.addfile(ti, io.BytesIO(data) if data else None)
+        add("d", tarfile.DIRTYPE)
+        add("d/0001.bin", data=b"x" * 700)
+        add("d/0001.cls", data=b"1")
+        add("d/0002.bin", tarfile.LNKTYPE, link="d/0001.bin")
+        add("d/0003.bin", tarfile.SYMTYPE, link="../d/./0001.bin")
+        add("d/0004.bin", tarfile.FIFOTYPE)
+        add("d/0005.bin", tarfile.CHRTYPE)
+        add("d/0006.bin", tarfile.BLKTYPE)
+        add("d/0007.bin", tarfile.LNKTYPE, link="d/0008.bin")
+        add("d/0008.bin", data=b"y" * 10)
+        add("d/0009.bin", b"Z", data=b"unknown type")
+        add("d/0010.bin", tarfile.LNKTYPE, link="d/" + "q" * 200)
+    for name, at in (("gnu-sparse", 1000), ("tarfile-types", 5000)):  # cut mid-way
+        with open(os.path.join(d, name), "rb") as f, open(os.path.join(d, name + "-cut"), "wb") as g:
+            g.write(f.read()[:at])
+    shutil.rmtree(t)
+
+
 if __name__ == "__main__":
     write_images()
     write_indexes()
+    write_tar_types()
     print("corpora written under", HERE, file=sys.stderr)
