@@ -14,9 +14,11 @@
  * 16 for a hard disk; at least 8), so that a cold epoch is read near its
  * best depth from the first window, and climbs by doublings (up to what the
  * engines and the batch slots can hold), one window per level (after the
- * level's first reads, 250 ms and 4 x qd reads at least); it stops when two
- * doublings in a row gained under 10 %: past the knee latency only grows
- * (Little's law).  When nothing above the starting depth gained, it steps
+ * level's first reads, 50 ms and 2 x qd reads at least, so that a cold epoch
+ * of a few thousand files is past the probe within its first few percent);
+ * it stops at the first doubling that gained under 10 % and keeps the depth
+ * below it: the plan's depth stays unless a deeper one proves better, and
+ * past the knee latency only grows (Little's law).  When nothing above the starting depth gained, it steps
  * down by halves (to 8 at least) while the rate holds within 5 % of the
  * best: page-cache reads and fast devices reach their rate at a lower depth,
  * with less latency.  It keeps the lowest level within 5 % of the best rate:
@@ -45,7 +47,7 @@
 
 enum { TUNE_OFF, TUNE_QD, TUNE_RINGS, TUNE_WATCH };
 
-#define PROBE_MIN_NS 250000000ull
+#define PROBE_MIN_NS 50000000ull
 #define WATCH_NS 1000000000ull
 #define REPROBE_NS 10000000000ull
 #define GAIN 1.10
@@ -410,7 +412,7 @@ static void step_qd(struct stk_loader *l, const struct tune_point *p)
 		settle_qd(l, pick(t, false), why);
 		return;
 	}
-	if (t->npts >= 3 && flat(t) >= 2) {
+	if (t->npts >= 2 && flat(t) >= 1) {
 		why_flat(t, false, why, sizeof(why));
 		climbed(l, why);
 		return;
@@ -479,7 +481,10 @@ void stk__tune_tick(struct stk_loader *l, uint64_t now)
 	uint64_t span = t->phase == TUNE_WATCH ? WATCH_NS : PROBE_MIN_NS;
 	uint64_t reads = t->w_reads + (l->rd_reads - t->reads0);
 	double dt = t->w_ns + (double)(now - t->t0);
-	if (dt < (double)span || reads < 4ull * t->qd || reads < 64)
+	/* a probe's level: two depths' worth of reads (the queue refilled twice)
+	 * and 50 ms, so it settles in the first few percent of a cold epoch */
+	uint64_t want = (t->phase == TUNE_WATCH ? 4ull : 2ull) * t->qd;
+	if (dt < (double)span || reads < want || reads < 64)
 		return;
 	close_segment(l, now);
 	struct tune_point p = {.qd = t->qd, .rings = t->active,

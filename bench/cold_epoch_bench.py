@@ -1,0 +1,122 @@
+#!/usr/bin/python3
+"""Whole cold epochs against fio's best random read (issue 26).
+
+For each PATH (a folder or a folder of tar shards) and each round, in an
+order that alternates from round to round, with the page cache dropped
+before every run:
+  fio      random reads of PATH's mean sample size on one laid-out file on
+           the same filesystem (O_DIRECT, io_uring, QD 16, 32 and 64; the
+           best of the three is the reference for that round);
+  stoker   `stoker bench PATH --cache cold --runtime 0 --ramp 0 -E 1
+           --no-baseline`: exactly one whole cold epoch, start-up and the
+           queue-depth probe included (OPTS adds options).
+Each row gives the medians over the rounds of stoker's MB/s, fio's best,
+their ratio (the median of the rounds' ratios), and stoker's MB/s against
+the bytes the device's counters (/proc/diskstats) saw per second while the
+epoch was measured.
+
+usage: cold_epoch_bench.py [--rounds N] [--opts "..."] PATH...   (root)
+"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def drop():
+    os.sync()
+    with open("/proc/sys/vm/drop_caches", "w") as f:
+        f.write("3\n")
+
+
+def mean_size(stoker, path):
+    """Mean sample size: the bench's bytes over its samples (one warm epoch)."""
+    out = subprocess.run([stoker, "bench", path, "--runtime", "0", "--ramp", "0", "-E", "1",
+                          "--no-baseline", "--json", "--cache", "as-is"],
+                         check=True, capture_output=True, text=True).stdout
+    s = json.loads(out)["stoker"]
+    return s["bytes"] / s["samples"]
+
+
+def fio_best(ffile, bs, secs):
+    best = 0
+    for qd in (16, 32, 64):
+        drop()
+        out = subprocess.run(["fio", "--output-format=json", "--name=x", "--ioengine=io_uring",
+                              "--direct=1", "--filename=" + ffile, "--rw=randread",
+                              "--bs=%d" % bs, "--iodepth=%d" % qd, "--time_based",
+                              "--runtime=%d" % secs, "--randrepeat=0"],
+                             check=True, capture_output=True, text=True).stdout
+        best = max(best, json.loads(out)["jobs"][0]["read"]["bw_bytes"] / 1e6)
+    return best
+
+
+def stoker_epoch(stoker, path, opts):
+    drop()
+    out = subprocess.run([stoker, "bench", path, "--cache", "cold", "--runtime", "0", "--ramp",
+                          "0", "-E", "1", "--no-baseline", "--json", "-r", "1"] + opts,
+                         check=True, capture_output=True, text=True).stdout
+    j = json.loads(out)
+    s = j["stoker"]
+    mb = s["bytes"] / s["seconds"] / 1e6
+    dev = s.get("device", {}).get("read_mb_per_s", 0)
+    return mb, dev, s["seconds"], j.get("queue_depth"), j.get("invalid")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("paths", nargs="+")
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--opts", default="", help="more `stoker bench` options")
+    ap.add_argument("--fio-seconds", type=int, default=3)
+    ap.add_argument("--fio-file", help="laid-out file for fio [beside the first PATH]")
+    ap.add_argument("--fio-size", default="4G")
+    ap.add_argument("--stoker", default=os.path.join(ROOT, "build", "stoker"))
+    a = ap.parse_args()
+    if os.geteuid() != 0:
+        print("skipped: cold runs need root (drop_caches)")
+        return 0
+    ffile = a.fio_file or os.path.join(os.path.dirname(os.path.abspath(a.paths[0])), ".fio-rand")
+    if not os.path.exists(ffile):
+        subprocess.run(["fio", "--name=layout", "--filename=" + ffile, "--size=" + a.fio_size,
+                        "--rw=write", "--bs=1M", "--iodepth=8", "--ioengine=io_uring",
+                        "--direct=1", "--output-format=terse"], check=True,
+                       capture_output=True)
+    opts = a.opts.split()
+    print("# %s, %s, %s, %d rounds alternating, load average %s" % (
+        time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), os.uname().release,
+        subprocess.run(["fio", "--version"], capture_output=True, text=True).stdout.strip(),
+        a.rounds, open("/proc/loadavg").read().split()[0]))
+    print("%-36s %8s %10s %10s %7s %10s %8s %s" % ("path", "size", "stoker", "fio best", "ratio",
+                                                  "device", "st/dev", "seconds, qd"))
+    for p in a.paths:
+        bs = int(round(mean_size(a.stoker, p) / 512)) * 512
+        rows = []
+        for r in range(a.rounds):
+            if r % 2 == 0:
+                f = fio_best(ffile, bs, a.fio_seconds)
+                st = stoker_epoch(a.stoker, p, opts)
+            else:
+                st = stoker_epoch(a.stoker, p, opts)
+                f = fio_best(ffile, bs, a.fio_seconds)
+            rows.append((st, f))
+            print("  round %d: stoker %.0f MB/s (device %.0f, %.3f s, qd %s%s), fio best %.0f MB/s"
+                  % (r + 1, st[0], st[1], st[2], st[3], ", INVALID: " + st[4] if st[4] else "",
+                     f), file=sys.stderr)
+        med = statistics.median
+        print("%-36s %7.0fK %10.0f %10.0f %7.2f %10.0f %8.2f %s" % (
+            p[-36:], bs / 1024, med([x[0][0] for x in rows]), med([x[1] for x in rows]),
+            med([x[0][0] / x[1] for x in rows]), med([x[0][1] for x in rows]),
+            med([x[0][0] / x[0][1] if x[0][1] else 0 for x in rows]),
+            ", ".join("%.2f s qd %s" % (x[0][2], x[0][3]) for x in rows)))
+        sys.stdout.flush()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
