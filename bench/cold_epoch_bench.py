@@ -77,6 +77,7 @@ def main():
     ap.add_argument("--fio-file", help="laid-out file for fio [beside the first PATH]")
     ap.add_argument("--fio-size", default="4G")
     ap.add_argument("--stoker", default=os.path.join(ROOT, "build", "stoker"))
+    ap.add_argument("--compare", help="another stoker binary, run in the same rounds (before/after)")
     a = ap.parse_args()
     if os.geteuid() != 0:
         print("skipped: cold runs need root (drop_caches)")
@@ -96,14 +97,20 @@ def main():
                                                   "device", "st/dev", "seconds, qd"))
     for p in a.paths:
         bs = int(round(mean_size(a.stoker, p) / 512)) * 512
-        rows = []
+        rows, other = [], []
         for r in range(a.rounds):
             if r % 2 == 0:
                 f = fio_best(ffile, bs, a.fio_seconds)
                 st = stoker_epoch(a.stoker, p, opts)
+                if a.compare:
+                    other.append((stoker_epoch(a.compare, p, opts), f))
             else:
+                if a.compare:
+                    other.append((stoker_epoch(a.compare, p, opts), 0))
                 st = stoker_epoch(a.stoker, p, opts)
                 f = fio_best(ffile, bs, a.fio_seconds)
+                if a.compare:
+                    other[-1] = (other[-1][0], f)
             rows.append((st, f))
             print("  round %d: stoker %.0f MB/s (device %.0f, %.3f s, qd %s%s), fio best %.0f MB/s"
                   % (r + 1, st[0], st[1], st[2], st[3], ", INVALID: " + st[4] if st[4] else "",
@@ -114,6 +121,10 @@ def main():
             med([x[0][0] / x[1] for x in rows]), med([x[0][1] for x in rows]),
             med([x[0][0] / x[0][1] if x[0][1] else 0 for x in rows]),
             ", ".join("%.2f s qd %s" % (x[0][2], x[0][3]) for x in rows)))
+        if a.compare:
+            print("%-36s %8s %10.0f %10s %7.2f   (--compare %s)" % (
+                "", "", med([x[0][0] for x in other]), "", med([x[0][0] / x[1] for x in other]),
+                a.compare))
         sys.stdout.flush()
     return 0
 

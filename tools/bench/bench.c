@@ -106,9 +106,9 @@ static void print_human(struct stk_loader *l, const struct bench_opts *o, const 
 	char ramp[64] = "";
 	if (s->ramp_s > 0)
 		snprintf(ramp, sizeof(ramp), " after a %.2f s ramp", s->ramp_s);
-	printf("  %d run%s %s, each %.2f s measured%s (%.2f epochs from an epoch's start; ended "
+	printf("  %d run%s%s, each %.2f s measured%s (%.2f epochs from an epoch's start; ended "
 	       "by %s)\n", n, n == 1 ? "" : "s",
-	       B ? (n == 1 ? "of each side" : "of each side, alternating") : "", secs.median, ramp,
+	       B ? (n == 1 ? " of each side" : " of each side, alternating") : "", secs.median, ramp,
 	       eps.median, s->ended_by);
 	const struct run *bad = NULL;
 	for (int i = 0; i < n && !bad; i++)
