@@ -14,12 +14,12 @@
  * 16 for a hard disk; at least 8), so that a cold epoch is read near its
  * best depth from the first window, and climbs by doublings (up to what the
  * engines and the batch slots can hold), one window per level (after the
- * level's first reads, 50 ms and 2 x qd reads at least, so that a cold epoch
- * of a few thousand files is past the probe within its first few percent);
- * it stops at the first doubling that gained under 10 % and keeps the depth
- * below it: the plan's depth stays unless a deeper one proves better, and
- * past the knee latency only grows (Little's law).  When nothing above the starting depth gained, it steps
- * down by halves (to 8 at least) while the rate holds within 5 % of the
+ * level's first reads, 20 ms and 4 x qd reads at least: about five read
+ * latencies a level, so a cold epoch is past the probe after three or four
+ * levels); it stops at the first doubling that gained under 10 % and keeps
+ * the depth below it: the plan's depth stays unless a deeper one proves
+ * better, and past the knee latency only grows (Little's law).  When
+ * nothing above the starting depth gained, it steps down by halves (to 8 at least) while the rate holds within 5 % of the
  * best: page-cache reads and fast devices reach their rate at a lower depth,
  * with less latency.  It keeps the lowest level within 5 % of the best rate:
  * too low a depth costs far more than one too high, and one window can be
@@ -47,7 +47,7 @@
 
 enum { TUNE_OFF, TUNE_QD, TUNE_RINGS, TUNE_WATCH };
 
-#define PROBE_MIN_NS 50000000ull
+#define PROBE_MIN_NS 20000000ull
 #define WATCH_NS 1000000000ull
 #define REPROBE_NS 10000000000ull
 #define GAIN 1.10
@@ -481,10 +481,10 @@ void stk__tune_tick(struct stk_loader *l, uint64_t now)
 	uint64_t span = t->phase == TUNE_WATCH ? WATCH_NS : PROBE_MIN_NS;
 	uint64_t reads = t->w_reads + (l->rd_reads - t->reads0);
 	double dt = t->w_ns + (double)(now - t->t0);
-	/* a probe's level: two depths' worth of reads (the queue refilled twice)
-	 * and 50 ms, so it settles in the first few percent of a cold epoch */
-	uint64_t want = (t->phase == TUNE_WATCH ? 4ull : 2ull) * t->qd;
-	if (dt < (double)span || reads < want || reads < 64)
+	/* a probe's level: four depths' worth of reads (four read latencies:
+	 * a window's ends fall between completions, so fewer is noise) and 20 ms,
+	 * so it settles early in a cold epoch */
+	if (dt < (double)span || reads < 4ull * t->qd || reads < 64)
 		return;
 	close_segment(l, now);
 	struct tune_point p = {.qd = t->qd, .rings = t->active,
