@@ -19,8 +19,8 @@
  * levels); it stops at the first doubling that gained under 10 % and keeps
  * the depth below it: the plan's depth stays unless a deeper one proves
  * better, and past the knee latency only grows (Little's law).  When
- * nothing above the starting depth gained, it steps down by halves (to 8 at least) while the rate holds within 5 % of the
- * best: page-cache reads and fast devices reach their rate at a lower depth,
+ * nothing above the starting depth gained, it steps down by halves (to 8
+ * at least) while the rate holds within 5 % of the best: page-cache reads and fast devices reach their rate at a lower depth,
  * with less latency.  It keeps the lowest level within 5 % of the best rate:
  * too low a depth costs far more than one too high, and one window can be
  * off by that much on a shared machine.  A level the loader could not keep full (the
