@@ -13,7 +13,8 @@ before every run:
 Each row gives the medians over the rounds of stoker's MB/s, fio's best,
 their ratio (the median of the rounds' ratios), and stoker's MB/s against
 the bytes the device's counters (/proc/diskstats) saw per second while the
-epoch was measured.
+epoch was measured, less what other processes read from it (sampled for
+1 s just before: on a shared disk the counters count everyone's reads).
 
 usage: cold_epoch_bench.py [--rounds N] [--opts "..."] PATH...   (root)
 """
@@ -56,8 +57,20 @@ def fio_best(ffile, bs, secs):
     return best
 
 
-def stoker_epoch(stoker, path, opts):
+def disk_read(name):
+    for line in open("/proc/diskstats"):
+        f = line.split()
+        if f[2] == name:
+            return int(f[5]) * 512
+    return 0
+
+
+def stoker_epoch(stoker, path, opts, disk):
     drop()
+    # what other processes read from the device meanwhile (a shared disk)
+    a = disk_read(disk)
+    time.sleep(1)
+    bg = (disk_read(disk) - a) / 1e6
     out = subprocess.run([stoker, "bench", path, "--cache", "cold", "--runtime", "0", "--ramp",
                           "0", "-E", "1", "--no-baseline", "--json", "-r", "1"] + opts,
                          check=True, capture_output=True, text=True).stdout
@@ -65,7 +78,7 @@ def stoker_epoch(stoker, path, opts):
     s = j["stoker"]
     mb = s["bytes"] / s["seconds"] / 1e6
     dev = s.get("device", {}).get("read_mb_per_s", 0)
-    return mb, dev, s["seconds"], j.get("queue_depth"), j.get("invalid")
+    return mb, dev, s["seconds"], j.get("queue_depth"), j.get("invalid"), bg
 
 
 def main():
@@ -89,37 +102,42 @@ def main():
                         "--direct=1", "--output-format=terse"], check=True,
                        capture_output=True)
     opts = a.opts.split()
+    disk = subprocess.run(["df", "--output=source", a.paths[0]], capture_output=True,
+                          text=True).stdout.split()[-1].split("/")[-1]
     print("# %s, %s, %s, %d rounds alternating, load average %s" % (
         time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), os.uname().release,
         subprocess.run(["fio", "--version"], capture_output=True, text=True).stdout.strip(),
         a.rounds, open("/proc/loadavg").read().split()[0]))
-    print("%-36s %8s %10s %10s %7s %10s %8s %s" % ("path", "size", "stoker", "fio best", "ratio",
-                                                  "device", "st/dev", "seconds, qd"))
+    print("%-36s %8s %10s %10s %7s %10s %8s %8s %s" % (
+        "path", "size", "stoker", "fio best", "ratio", "device", "others", "st/(dev-others)",
+        "seconds, qd"))
     for p in a.paths:
         bs = int(round(mean_size(a.stoker, p) / 512)) * 512
         rows, other = [], []
         for r in range(a.rounds):
             if r % 2 == 0:
                 f = fio_best(ffile, bs, a.fio_seconds)
-                st = stoker_epoch(a.stoker, p, opts)
+                st = stoker_epoch(a.stoker, p, opts, disk)
                 if a.compare:
-                    other.append((stoker_epoch(a.compare, p, opts), f))
+                    other.append((stoker_epoch(a.compare, p, opts, disk), f))
             else:
                 if a.compare:
-                    other.append((stoker_epoch(a.compare, p, opts), 0))
-                st = stoker_epoch(a.stoker, p, opts)
+                    other.append((stoker_epoch(a.compare, p, opts, disk), 0))
+                st = stoker_epoch(a.stoker, p, opts, disk)
                 f = fio_best(ffile, bs, a.fio_seconds)
                 if a.compare:
                     other[-1] = (other[-1][0], f)
             rows.append((st, f))
-            print("  round %d: stoker %.0f MB/s (device %.0f, %.3f s, qd %s%s), fio best %.0f MB/s"
-                  % (r + 1, st[0], st[1], st[2], st[3], ", INVALID: " + st[4] if st[4] else "",
-                     f), file=sys.stderr)
+            print("  round %d: stoker %.0f MB/s (device %.0f, others %.0f, %.3f s, qd %s%s), "
+                  "fio best %.0f MB/s" % (r + 1, st[0], st[1], st[5], st[2], st[3],
+                                          ", INVALID: " + st[4] if st[4] else "", f),
+                  file=sys.stderr)
         med = statistics.median
-        print("%-36s %7.0fK %10.0f %10.0f %7.2f %10.0f %8.2f %s" % (
+        print("%-36s %7.0fK %10.0f %10.0f %7.2f %10.0f %8.0f %8.2f %s" % (
             p[-36:], bs / 1024, med([x[0][0] for x in rows]), med([x[1] for x in rows]),
             med([x[0][0] / x[1] for x in rows]), med([x[0][1] for x in rows]),
-            med([x[0][0] / x[0][1] if x[0][1] else 0 for x in rows]),
+            med([x[0][5] for x in rows]),
+            med([x[0][0] / (x[0][1] - x[0][5]) if x[0][1] > x[0][5] else 0 for x in rows]),
             ", ".join("%.2f s qd %s" % (x[0][2], x[0][3]) for x in rows)))
         if a.compare:
             print("%-36s %8s %10.0f %10s %7.2f   (--compare %s)" % (

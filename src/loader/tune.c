@@ -23,9 +23,10 @@
  * at least) while the rate holds within 5 % of the best: page-cache reads and fast devices reach their rate at a lower depth,
  * with less latency.  It keeps the lowest level within 5 % of the best rate:
  * too low a depth costs far more than one too high, and one window can be
- * off by that much on a shared machine.  A level the loader could not keep full (the
- * consumer or the slots set the pace) is no measure: retried, and after 4
- * such windows kept.  Then, when the I/O threads were busy over 60 % of the
+ * off by that much on a shared machine (a step down that lost 5-20 % is
+ * measured again over a window twice as long).  A level the loader could
+ * not keep full (the consumer or the slots set the pace) is no measure:
+ * retried, and after 4 such windows kept.  Then, when the I/O threads were busy over 60 % of the
  * time (reads from the page cache: their copies are the limit) and their
  * number is auto, rings are added one at a time the same way.  Afterwards
  * one-second windows watch the rate; two in a row 30 % away from the settled
@@ -484,7 +485,7 @@ void stk__tune_tick(struct stk_loader *l, uint64_t now)
 	/* a probe's level: four depths' worth of reads (four read latencies:
 	 * a window's ends fall between completions, so fewer is noise) and 20 ms,
 	 * so it settles early in a cold epoch */
-	if (dt < (double)span || reads < 4ull * t->qd || reads < 64)
+	if (dt < (double)span || reads < (t->extend ? 8ull : 4ull) * t->qd || reads < 64)
 		return;
 	close_segment(l, now);
 	struct tune_point p = {.qd = t->qd, .rings = t->active,
@@ -492,6 +493,15 @@ void stk__tune_tick(struct stk_loader *l, uint64_t now)
 			       .lat_ns = t->w_lat / (double)reads,
 			       .fill = t->w_area / dt / t->qd,
 			       .busy = t->w_cpu / dt / t->active};
+	if (t->phase == TUNE_QD && t->down && !t->extend && p.fill >= 0.7 &&
+	    p.rate >= 0.8 * best_rate(t) && p.rate < 0.95 * best_rate(t)) {
+		/* a step down that lost a little: a short window on a busy machine
+		 * can be off by that much, so this one goes on twice as long */
+		t->extend = true;
+		open_segment(l, now);
+		return;
+	}
+	t->extend = false;
 	clear_window(t);
 	open_segment(l, now);
 	if (t->phase != TUNE_WATCH && p.fill < 0.7) {
