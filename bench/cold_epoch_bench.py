@@ -44,9 +44,9 @@ def mean_size(stoker, path):
     return s["bytes"] / s["samples"]
 
 
-def fio_best(ffile, bs, secs):
+def fio_best(ffile, bs, secs, qds):
     best = 0
-    for qd in (16, 32, 64):
+    for qd in qds:
         drop()
         out = subprocess.run(["fio", "--output-format=json", "--name=x", "--ioengine=io_uring",
                               "--direct=1", "--filename=" + ffile, "--rw=randread",
@@ -87,6 +87,7 @@ def main():
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--opts", default="", help="more `stoker bench` options")
     ap.add_argument("--fio-seconds", type=int, default=3)
+    ap.add_argument("--fio-qd", default="16,32,64", help="fio's queue depths (the best is the reference)")
     ap.add_argument("--fio-file", help="laid-out file for fio [beside the first PATH]")
     ap.add_argument("--fio-size", default="4G")
     ap.add_argument("--stoker", default=os.path.join(ROOT, "build", "stoker"))
@@ -104,10 +105,10 @@ def main():
     opts = a.opts.split()
     disk = subprocess.run(["df", "--output=source", a.paths[0]], capture_output=True,
                           text=True).stdout.split()[-1].split("/")[-1]
-    print("# %s, %s, %s, %d rounds alternating, load average %s" % (
+    print("# %s, %s, %s, fio QD %s, %d rounds alternating, load average %s" % (
         time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), os.uname().release,
         subprocess.run(["fio", "--version"], capture_output=True, text=True).stdout.strip(),
-        a.rounds, open("/proc/loadavg").read().split()[0]))
+        a.fio_qd, a.rounds, open("/proc/loadavg").read().split()[0]))
     print("%-36s %8s %10s %10s %7s %10s %8s %8s %s" % (
         "path", "size", "stoker", "fio best", "ratio", "device", "others", "st/(dev-others)",
         "seconds, qd"))
@@ -116,7 +117,7 @@ def main():
         rows, other = [], []
         for r in range(a.rounds):
             if r % 2 == 0:
-                f = fio_best(ffile, bs, a.fio_seconds)
+                f = fio_best(ffile, bs, a.fio_seconds, [int(q) for q in a.fio_qd.split(",")])
                 st = stoker_epoch(a.stoker, p, opts, disk)
                 if a.compare:
                     other.append((stoker_epoch(a.compare, p, opts, disk), f))
@@ -124,7 +125,7 @@ def main():
                 if a.compare:
                     other.append((stoker_epoch(a.compare, p, opts, disk), 0))
                 st = stoker_epoch(a.stoker, p, opts, disk)
-                f = fio_best(ffile, bs, a.fio_seconds)
+                f = fio_best(ffile, bs, a.fio_seconds, [int(q) for q in a.fio_qd.split(",")])
                 if a.compare:
                     other[-1] = (other[-1][0], f)
             rows.append((st, f))
