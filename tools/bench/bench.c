@@ -360,6 +360,10 @@ static int run_sweep(struct bench_opts o)
 		spread_runs(S, nr, mbps_of, &mb);
 		char note[256];
 		int pick = pick_verdict(V, S, nr, true, note, sizeof(note));
+		bool bad = false;
+		for (int k = 0; k < nr && !bad; k++)
+			if ((bad = S[k].invalid[0])) /* a cold figure that means nothing: said */
+				snprintf(note, sizeof(note), "no figure: %.200s", S[k].invalid);
 		ys[i] = sp.median;
 		ylo[i] = sp.min;
 		yhi[i] = sp.max;
@@ -382,7 +386,7 @@ static int run_sweep(struct bench_opts o)
 		} else {
 			char t[64];
 			printf("  %14s %24s %10.1f %7.1f%% %10.1f  %s%s%s%s\n", vals[i],
-			       fmt_spread(t, sizeof(t), &sp, "%.0f"), mb.median,
+			       bad ? "-" : fmt_spread(t, sizeof(t), &sp, "%.0f"), bad ? 0.0 : mb.median,
 			       m->st.stall_ratio * 100, m->st.inflight_mean, V[pick].name,
 			       note[0] ? " (" : "", note, note[0] ? ")" : "");
 		}
@@ -459,7 +463,9 @@ int cmd_bench(int argc, char **argv)
 		{"compute-ms", 'c', OPT_DOUBLE, &o.compute_ms, "0", 0, 1e6, NULL, "MS",
 		 "hold each batch MS ms (an emulated accelerator); prints AU %"},
 		{"cache", 0, OPT_CHOICE, &o.cache, "warm", 0, 0, "warm,cold,as-is", "C",
-		 "page cache before each run: warmed by one untimed pass, dropped (root), or as found"},
+		 "page cache before each run: warmed by one untimed pass, cold (dropped, root; every "
+		 "epoch read O_DIRECT, or with --buffered the dataset's pages evicted before each), "
+		 "or as found"},
 		{"cold", 0, OPT_BOOL, &o.cold, NULL, 0, 0, NULL, NULL, "same as --cache cold"},
 		{"no-baseline", 0, OPT_BOOL, &o.no_baseline, NULL, 0, 0, NULL, NULL,
 		 "skip the synchronous baseline"},
