@@ -114,8 +114,9 @@ static void print_human(struct stk_loader *l, const struct bench_opts *o, const 
 	for (int i = 0; i < n && !bad; i++)
 		bad = S[i].invalid[0] ? &S[i] : NULL;
 	if (s->dev.ok && s->wall > 0)
-		printf("  device %s read %.1f MB/s while measured (stoker's figure below is %.0f %% "
-		       "of it)\n", s->dev.disk, s->dev.bytes / s->wall / 1e6,
+		printf("  device %s read %.1f MB/s while measured (the loader delivered %.0f %% of "
+		       "its bytes; other processes' reads count there too)\n", s->dev.disk,
+		       s->dev.bytes / s->wall / 1e6,
 		       s->dev.bytes > 0 ? 100 * (double)s->bytes / s->dev.bytes : 0);
 	if (bad) {
 		/* no figure rather than a false one */
