@@ -237,13 +237,25 @@ int stk_loader_diagnose(const struct stk_loader *cl, double window_s, struct stk
 				     : "the device reports under 80 % busy: latency, not bandwidth");
 		snprintf(v.advice, sizeof(v.advice),
 			 "a deeper queue_depth while the device has headroom, else faster storage");
-	} else {
+	} else if (sampled && !from_disk) {
 		v.kind = STK_BOUND_IO_THREAD;
 		snprintf(v.evidence, sizeof(v.evidence),
 			 "the consumer waited %.0f %% of the time while the reads came from the page "
 			 "cache, %s in flight: the I/O threads' copies are the limit",
 			 stall * 100, fl);
 		snprintf(v.advice, sizeof(v.advice), "more io_threads (one per free core)");
+	} else {
+		/* the reads reached the device (or no device could be sampled): never
+		 * "page cache" for them, only that the queue was not kept full */
+		v.kind = STK_BOUND_IO_THREAD;
+		snprintf(v.evidence, sizeof(v.evidence),
+			 "the consumer waited %.0f %% of the time with %s reads in flight, while %s: "
+			 "the I/O threads did not keep the queue full",
+			 stall * 100, fl,
+			 from_disk ? "the reads came from the device, under 80 % busy"
+				   : "no block device could be sampled");
+		snprintf(v.advice, sizeof(v.advice),
+			 "more io_threads (one per free core), fewer other processes on these cores");
 	}
 	v.name = stk_bound_name(v.kind);
 	uint32_t keep = out->size;

@@ -165,6 +165,7 @@ struct tune {
 	unsigned probes;
 	bool unsure;            /* the last probe could not fill its levels */
 	bool down;              /* the probe steps below its start (nothing above it gained) */
+	bool extend;            /* this level's window goes on: its first part was marginal */
 	char why[800];
 	char direct_why[200];
 };

@@ -14,16 +14,19 @@
  * 16 for a hard disk; at least 8), so that a cold epoch is read near its
  * best depth from the first window, and climbs by doublings (up to what the
  * engines and the batch slots can hold), one window per level (after the
- * level's first reads, 250 ms and 4 x qd reads at least); it stops when two
- * doublings in a row gained under 10 %: past the knee latency only grows
- * (Little's law).  When nothing above the starting depth gained, it steps
- * down by halves (to 8 at least) while the rate holds within 5 % of the
- * best: page-cache reads and fast devices reach their rate at a lower depth,
+ * level's first reads, 20 ms and 4 x qd reads at least: about five read
+ * latencies a level, so a cold epoch is past the probe after three or four
+ * levels); it stops at the first doubling that gained under 10 % and keeps
+ * the depth below it: the plan's depth stays unless a deeper one proves
+ * better, and past the knee latency only grows (Little's law).  When
+ * nothing above the starting depth gained, it steps down by halves (to 8
+ * at least) while the rate holds within 5 % of the best: page-cache reads and fast devices reach their rate at a lower depth,
  * with less latency.  It keeps the lowest level within 5 % of the best rate:
  * too low a depth costs far more than one too high, and one window can be
- * off by that much on a shared machine.  A level the loader could not keep full (the
- * consumer or the slots set the pace) is no measure: retried, and after 4
- * such windows kept.  Then, when the I/O threads were busy over 60 % of the
+ * off by that much on a shared machine (a step down that lost 5-20 % is
+ * measured again over a window twice as long).  A level the loader could
+ * not keep full (the consumer or the slots set the pace) is no measure:
+ * retried, and after 4 such windows kept.  Then, when the I/O threads were busy over 60 % of the
  * time (reads from the page cache: their copies are the limit) and their
  * number is auto, rings are added one at a time the same way.  Afterwards
  * one-second windows watch the rate; two in a row 30 % away from the settled
@@ -45,7 +48,7 @@
 
 enum { TUNE_OFF, TUNE_QD, TUNE_RINGS, TUNE_WATCH };
 
-#define PROBE_MIN_NS 250000000ull
+#define PROBE_MIN_NS 20000000ull
 #define WATCH_NS 1000000000ull
 #define REPROBE_NS 10000000000ull
 #define GAIN 1.10
@@ -410,7 +413,7 @@ static void step_qd(struct stk_loader *l, const struct tune_point *p)
 		settle_qd(l, pick(t, false), why);
 		return;
 	}
-	if (t->npts >= 3 && flat(t) >= 2) {
+	if (t->npts >= 2 && flat(t) >= 1) {
 		why_flat(t, false, why, sizeof(why));
 		climbed(l, why);
 		return;
@@ -479,7 +482,10 @@ void stk__tune_tick(struct stk_loader *l, uint64_t now)
 	uint64_t span = t->phase == TUNE_WATCH ? WATCH_NS : PROBE_MIN_NS;
 	uint64_t reads = t->w_reads + (l->rd_reads - t->reads0);
 	double dt = t->w_ns + (double)(now - t->t0);
-	if (dt < (double)span || reads < 4ull * t->qd || reads < 64)
+	/* a probe's level: four depths' worth of reads (four read latencies:
+	 * a window's ends fall between completions, so fewer is noise) and 20 ms,
+	 * so it settles early in a cold epoch */
+	if (dt < (double)span || reads < (t->extend ? 8ull : 4ull) * t->qd || reads < 64)
 		return;
 	close_segment(l, now);
 	struct tune_point p = {.qd = t->qd, .rings = t->active,
@@ -487,6 +493,15 @@ void stk__tune_tick(struct stk_loader *l, uint64_t now)
 			       .lat_ns = t->w_lat / (double)reads,
 			       .fill = t->w_area / dt / t->qd,
 			       .busy = t->w_cpu / dt / t->active};
+	if (t->phase == TUNE_QD && t->down && !t->extend && p.fill >= 0.7 &&
+	    p.rate >= 0.8 * best_rate(t) && p.rate < 0.95 * best_rate(t)) {
+		/* a step down that lost a little: a short window on a busy machine
+		 * can be off by that much, so this one goes on twice as long */
+		t->extend = true;
+		open_segment(l, now);
+		return;
+	}
+	t->extend = false;
 	clear_window(t);
 	open_segment(l, now);
 	if (t->phase != TUNE_WATCH && p.fill < 0.7) {

@@ -55,6 +55,11 @@ static void print_human(struct stk_loader *l, const struct bench_opts *o, const 
 			*nl = 0;
 		printf("  %s %s\n", line == tuning ? "chosen:" : "       ", line);
 	}
+	if (o->cache == CACHE_COLD)
+		printf("          %s\n", s->st.direct
+			 ? "cold: O_DIRECT reads (--cache cold): every epoch read from the device"
+			 : "cold: buffered reads, the dataset's pages evicted before every epoch "
+			   "(posix_fadvise; the clock stopped meanwhile)");
 	double ep[BENCH_MAX_REPEAT], sec[BENCH_MAX_REPEAT];
 	for (int i = 0; i < n; i++) {
 		ep[i] = S[i].epochs_measured;
@@ -63,11 +68,31 @@ static void print_human(struct stk_loader *l, const struct bench_opts *o, const 
 	struct spread eps, secs;
 	spread_of(ep, n, &eps);
 	spread_of(sec, n, &secs);
-	printf("  %d run%s %s, each %.2f s measured%s (%.2f epochs; ended by %s)\n\n", n,
-	       n == 1 ? "" : "s", B ? (n == 1 ? "of each side" : "of each side, alternating") : "",
-	       secs.median, o->ramp > 0 ? " after a ramp" : "", eps.median, s->ended_by);
+	char ramp[64] = "";
+	if (s->ramp_s > 0)
+		snprintf(ramp, sizeof(ramp), " after a %.2f s ramp", s->ramp_s);
+	printf("  %d run%s%s, each %.2f s measured%s (%.2f epochs from an epoch's start; ended "
+	       "by %s)\n", n, n == 1 ? "" : "s",
+	       B ? (n == 1 ? " of each side" : " of each side, alternating") : "", secs.median, ramp,
+	       eps.median, s->ended_by);
+	const struct run *bad = NULL;
+	for (int i = 0; i < n && !bad; i++)
+		bad = S[i].invalid[0] ? &S[i] : NULL;
+	if (s->dev.ok && s->wall > 0)
+		printf("  device %s read %.1f MB/s while measured (the loader delivered %.0f %% of "
+		       "its bytes; other processes' reads count there too)\n", s->dev.disk,
+		       s->dev.bytes / s->wall / 1e6,
+		       s->dev.bytes > 0 ? 100 * (double)s->bytes / s->dev.bytes : 0);
+	if (bad) {
+		/* no figure rather than a false one */
+		printf("\n  no figures: %s.\n  read %llu samples, %.1f MB in %.3f s\n", bad->invalid,
+		       (unsigned long long)s->samples, (double)s->bytes / 1e6, s->wall);
+	}
+	printf("\n");
 	struct spread a, b, r;
 	const char *hdr = n > 1 ? "median (min-max)" : "";
+	if (bad)
+		goto latencies;
 	printf("  %-24s %-24s %-24s%s\n", hdr, "stoker", B ? "baseline" : "", B ? "ratio" : "");
 	spread_runs(S, n, sps_of, &a);
 	printf("  %-24s %-24s", "samples/s", fmt_spread(t1, sizeof(t1), &a, "%.0f"));
@@ -104,7 +129,9 @@ static void print_human(struct stk_loader *l, const struct bench_opts *o, const 
 			printf(" %-24s", fmt_spread(t2, sizeof(t2), &b, "%.1f"));
 		}
 	}
-	printf("\n\n  batch wait p50/p99/max     %s / %s / %s   (stall %.1f %% of wall time)\n",
+	printf("\n\n");
+latencies:
+	printf("  batch wait p50/p99/max     %s / %s / %s   (stall %.1f %% of wall time)\n",
 	       fmt_ns(t1, sizeof(t1), (double)s->st.wait_p50_ns),
 	       fmt_ns(t2, sizeof(t2), (double)s->st.wait_p99_ns),
 	       fmt_ns(t3, sizeof(t3), (double)s->st.wait_max_ns), s->st.stall_ratio * 100);
@@ -135,10 +162,14 @@ static void print_human(struct stk_loader *l, const struct bench_opts *o, const 
 	       fmt_bytes(t2, sizeof(t2), (double)mem.index_bytes),
 	       fmt_bytes(t4, sizeof(t4), (double)mem.decode_bytes), S[0].rss_first_mb,
 	       S[n - 1].rss_last_mb);
-	uint64_t errors = 0;
-	for (int i = 0; i < n; i++)
+	uint64_t errors = 0, ramp_errors = 0;
+	for (int i = 0; i < n; i++) {
 		errors += S[i].errors;
+		ramp_errors += S[i].ramp_errors;
+	}
 	printf("  errors                     %llu", (unsigned long long)errors);
+	if (ramp_errors)
+		printf(" (%llu in the ramp%s)", (unsigned long long)ramp_errors, n > 1 ? "s" : "");
 	if (errors)
 		printf(" (last: %s)", stk_last_error(l));
 	printf("\n");
@@ -294,6 +325,10 @@ static int run_sweep(struct bench_opts o)
 		spread_runs(S, nr, mbps_of, &mb);
 		char note[256];
 		int pick = pick_verdict(V, S, nr, true, note, sizeof(note));
+		bool bad = false;
+		for (int k = 0; k < nr && !bad; k++)
+			if ((bad = S[k].invalid[0])) /* a cold figure that means nothing: said */
+				snprintf(note, sizeof(note), "no figure: %.200s", S[k].invalid);
 		ys[i] = sp.median;
 		ylo[i] = sp.min;
 		yhi[i] = sp.max;
@@ -316,7 +351,7 @@ static int run_sweep(struct bench_opts o)
 		} else {
 			char t[64];
 			printf("  %14s %24s %10.1f %7.1f%% %10.1f  %s%s%s%s\n", vals[i],
-			       fmt_spread(t, sizeof(t), &sp, "%.0f"), mb.median,
+			       bad ? "-" : fmt_spread(t, sizeof(t), &sp, "%.0f"), bad ? 0.0 : mb.median,
 			       m->st.stall_ratio * 100, m->st.inflight_mean, V[pick].name,
 			       note[0] ? " (" : "", note, note[0] ? ")" : "");
 		}
@@ -377,7 +412,8 @@ int cmd_bench(int argc, char **argv)
 		 "measure each run at least S seconds: epochs repeat (or the run stops at the time "
 		 "mid-epoch, without --epochs) until then; 0: exactly --epochs (1 by default)"},
 		{"ramp", 0, OPT_DOUBLE, &o.ramp, "0.25", 0, 1e6, NULL, "S",
-		 "the first S seconds of each run are not measured (warm-up of queues and caches)"},
+		 "a warm-up of S seconds before each run's measured part, which then starts at its "
+		 "epoch's first batch (queues filled, the queue depth probed; its errors reported)"},
 		{"repeat", 'r', OPT_INT, &o.repeat, "0", 0, BENCH_MAX_REPEAT, NULL, "N",
 		 "runs of each side, alternating; the tables give medians and spreads (0: 3 with the "
 		 "baseline or --sweep, else 1)"},
@@ -392,7 +428,9 @@ int cmd_bench(int argc, char **argv)
 		{"compute-ms", 'c', OPT_DOUBLE, &o.compute_ms, "0", 0, 1e6, NULL, "MS",
 		 "hold each batch MS ms (an emulated accelerator); prints AU %"},
 		{"cache", 0, OPT_CHOICE, &o.cache, "warm", 0, 0, "warm,cold,as-is", "C",
-		 "page cache before each run: warmed by one untimed pass, dropped (root), or as found"},
+		 "page cache before each run: warmed by one untimed pass, cold (dropped, root; every "
+		 "epoch read O_DIRECT, or with --buffered the dataset's pages evicted before each), "
+		 "or as found"},
 		{"cold", 0, OPT_BOOL, &o.cold, NULL, 0, 0, NULL, NULL, "same as --cache cold"},
 		{"no-baseline", 0, OPT_BOOL, &o.no_baseline, NULL, 0, 0, NULL, NULL,
 		 "skip the synchronous baseline"},
@@ -421,6 +459,12 @@ int cmd_bench(int argc, char **argv)
 	int first = opt_parse(&help, opts, argc, argv);
 	if (first < 0)
 		return -first;
+	if (o.cold)
+		o.cache = CACHE_COLD;
+	/* cold for every epoch: O_DIRECT unless buffered reads are asked (then the
+	 * dataset's pages are evicted before each epoch) */
+	if (o.cache == CACHE_COLD && !(o.lo.flags & (STK_F_DIRECT | STK_F_BUFFERED)))
+		o.lo.flags |= STK_F_DIRECT;
 	if (argc - first > 1 && (o.sweep || o.vs)) {
 		fprintf(stderr, "stoker bench: --%s takes one PATH (got %d); several PATHs are "
 				"compared with each other\n", o.sweep ? "sweep" : "vs", argc - first);
@@ -529,7 +573,12 @@ int cmd_bench(int argc, char **argv)
 		json_object_set_new(j, "repeat", json_integer(n));
 		json_object_set_new(j, "verdict", verdict_json(&V[pick]));
 		json_object_set_new(j, "verdict_note", json_string(note));
-		json_object_set_new(j, "samples_per_s", spread_json(&ss));
+		const char *bad = NULL;
+		for (int i = 0; i < n && !bad; i++)
+			bad = S[i].invalid[0] ? S[i].invalid : NULL;
+		json_object_set_new(j, "samples_per_s", bad ? json_null() : spread_json(&ss));
+		if (bad)
+			json_object_set_new(j, "invalid", json_string(bad));
 		json_t *st = json_object_get(j, "stoker");
 		json_object_set_new(st, "epochs", S[med].epochs ? json_incref(S[med].epochs)
 								: json_array());
@@ -555,7 +604,8 @@ int cmd_bench(int argc, char **argv)
 			if (base) {
 				json_object_set_new(one, "baseline", run_json(&B[i]));
 				ratios[i] = sps_of(&B[i]) > 0 ? sps_of(&S[i]) / sps_of(&B[i]) : 0;
-				json_object_set_new(one, "ratio", json_real(ratios[i]));
+				json_object_set_new(one, "ratio", S[i].invalid[0] ? json_null()
+									   : json_real(ratios[i]));
 			}
 			json_array_append_new(runs, one);
 		}
@@ -566,8 +616,8 @@ int cmd_bench(int argc, char **argv)
 			spread_runs(B, n, sps_of, &bs);
 			json_object_set_new(j, "baseline", run_json(&B[median_run(B, n)]));
 			json_object_set_new(j, "baseline_samples_per_s", spread_json(&bs));
-			json_object_set_new(j, "ratio", json_real(rs.median));
-			json_object_set_new(j, "ratio_spread", spread_json(&rs));
+			json_object_set_new(j, "ratio", bad ? json_null() : json_real(rs.median));
+			json_object_set_new(j, "ratio_spread", bad ? json_null() : spread_json(&rs));
 		}
 		if (vt) {
 			double bsps = json_real_value(

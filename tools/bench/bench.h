@@ -25,6 +25,14 @@ struct bench_opts {
 
 enum { CACHE_WARM, CACHE_COLD, CACHE_AS_IS };
 
+/* The device's read counters over the measured part (bench/cold.c). */
+struct devmeter {
+	char disk[64]; /* the whole disk behind PATH, "" when none */
+	double s0;     /* sectors read at the segment's start, -1 outside one */
+	double bytes;  /* read over the segments so far */
+	bool ok;       /* at least one segment counted */
+};
+
 struct run {
 	double wall, cpu, compute;
 	uint64_t samples, bytes, batches, errors;
@@ -35,7 +43,16 @@ struct run {
 	uint64_t next_epoch;    /* the epoch after the last this run read */
 	double epochs_measured; /* batches measured / batches per epoch */
 	const char *ended_by;   /* what ended the measured part ("--runtime", ...) */
+	double ramp_s;          /* the warm-up before the measured part */
+	uint64_t ramp_samples, ramp_errors;
+	struct devmeter dev;    /* cold: what the device read while measured */
+	char invalid[400];      /* cold: why the figures mean nothing ("" when they do) */
 };
+
+/* A cold window shorter than this, or of fewer samples, is mostly start-up
+ * and the epoch's tail: no figure. */
+#define COLD_MIN_S 0.05
+#define COLD_MIN_READS 256
 
 #define BENCH_MAX_REPEAT SPREAD_MAX
 /* Runs whose samples/s spread wider than this (max - min over the median)
@@ -64,6 +81,19 @@ void short_warning(const struct bench_opts *o, const struct run *S, const struct
 /* bench/dataset.c: the default dataset's path in out, generated once if missing.
  * 0 or -1 (said on stderr). */
 int bench_default_dataset(char *out, size_t len);
+
+/* bench/cold.c: evicts the dataset's pages from the page cache (each file
+ * or shard once); 0, or the first -errno posix_fadvise gave. */
+int evict_dataset(struct stk_loader *l);
+/* Whether PATH is on tmpfs or ramfs (its data is in memory, never cold). */
+bool memory_fs(const char *path);
+/* The device behind path; its read counters counted between start and stop. */
+void dev_open(struct devmeter *m, const char *path);
+void dev_start(struct devmeter *m);
+void dev_stop(struct devmeter *m);
+/* A cold run's figure checked: why it means nothing into r->invalid, or "";
+ * direct: O_DIRECT reads; resident: the sampled pages left after eviction. */
+void cold_check(struct run *r, const struct bench_opts *o, bool direct, double resident);
 
 /* bench/run.c: set by SIGINT/SIGTERM; every loop stops at it. */
 extern volatile sig_atomic_t bench_interrupted;

@@ -94,6 +94,15 @@ static double path_sps(const struct path_run *p)
 	return s.median;
 }
 
+/* Why a path's cold figures mean nothing (bench/cold.c), or NULL. */
+static const char *invalid_of(const struct path_run *p)
+{
+	for (int r = 0; r < p->nruns; r++)
+		if (p->S[r].invalid[0])
+			return p->S[r].invalid;
+	return NULL;
+}
+
 static void print_paths(const struct bench_opts *o, struct path_run *P, int n)
 {
 	char t[96];
@@ -121,12 +130,15 @@ static void print_paths(const struct bench_opts *o, struct path_run *P, int n)
 			struct spread s;
 			if (runnable(&P[i]))
 				spread_runs(P[i].S, P[i].nruns, rows[r].f, &s);
-			printf(" %-26s", runnable(&P[i]) ? fmt_spread(t, sizeof(t), &s, rows[r].fmt) : "not run");
+			printf(" %-26s", !runnable(&P[i])   ? "not run"
+					 : invalid_of(&P[i]) ? "no figure (see below)"
+							     : fmt_spread(t, sizeof(t), &s, rows[r].fmt));
 		}
 	}
 	printf("\n  %-26s", "ratio to the first");
 	for (int i = 0; i < n; i++) {
-		if (runnable(&P[i]) && first && path_sps(first) > 0)
+		if (runnable(&P[i]) && first && path_sps(first) > 0 && !invalid_of(&P[i]) &&
+		    !invalid_of(first))
 			snprintf(t, sizeof(t), "%.2fx", path_sps(&P[i]) / path_sps(first));
 		else
 			snprintf(t, sizeof(t), "-");
@@ -180,6 +192,8 @@ static void print_paths(const struct bench_opts *o, struct path_run *P, int n)
 		short_warning(o, P[i].S, NULL, P[i].nruns, warn, sizeof(warn));
 		if (warn[0])
 			printf("  %s: warning: %s\n", P[i].path, warn);
+		if (runnable(&P[i]) && invalid_of(&P[i]))
+			printf("  %s: no figures: %s\n", P[i].path, invalid_of(&P[i]));
 	}
 }
 

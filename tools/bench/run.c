@@ -1,6 +1,7 @@
 /* bench/run.c — one measured run of `stoker bench`, each side: the loader
- * (a ramp not measured, then whole epochs or the clock until the minimum
- * measured time, --runtime, like fio's runtime/ramp_time), and the naive
+ * (a ramp not measured, like fio's ramp_time, before the measured part,
+ * which starts at an epoch's first batch: whole epochs, or the clock until
+ * the minimum measured time, --runtime; every error of the run reported), and the naive
  * synchronous baseline over the same samples in the same order for as long;
  * and what they share: the page cache put in the state asked for before each,
  * and each sample read the way the loader reads it (a tar member's extent,
@@ -121,6 +122,52 @@ static bool measured_enough(const struct bench_opts *o, const struct run *r, dou
 	return time_ok;
 }
 
+static uint64_t total_errors(struct stk_loader *l)
+{
+	struct stk_stats st = {.size = sizeof(st)};
+	stk_loader_stats(l, &st);
+	return st.total_errors;
+}
+
+/* The ramp: epoch0's batches for o->ramp seconds (its end at most), not
+ * measured: the queues fill and the depth probe runs.  Then epoch0 again
+ * from its start, so the measured part is whole epochs whatever the ramp. */
+static int warm_up(struct stk_loader *l, const struct bench_opts *o, uint64_t epoch0,
+		   struct run *r)
+{
+	double t = now_s();
+	uint64_t e0 = total_errors(l);
+	struct stk_batch *b;
+	int rc = 0;
+	uint64_t nb = 0;
+	while (!bench_interrupted && now_s() - t < o->ramp && (rc = stk_loader_next(l, &b)) == 1) {
+		r->ramp_samples += b->count;
+		sleep_ms(o->compute_ms);
+		stk_batch_release(l, b);
+		if (++nb % 16 == 0)
+			progress("run %d/%lld  ramp  %.1f s", o->run_index + 1, (long long)o->repeat,
+				 now_s() - t);
+	}
+	r->ramp_errors = total_errors(l) - e0;
+	r->ramp_s = now_s() - t;
+	if (rc < 0)
+		return rc;
+	rc = stk_loader_restart(l, epoch0, 0, STK_START_RESET_STATS);
+	return rc < 0 ? rc : 0;
+}
+
+/* Before a measured epoch of a cold run with buffered reads: the dataset's
+ * pages evicted, the clock (and the device's counters) stopped meanwhile. */
+static void evict_paused(struct stk_loader *l, struct run *r, double *t0, double *cpu0)
+{
+	double tp = now_s(), cp = cpu_seconds();
+	dev_stop(&r->dev);
+	evict_dataset(l);
+	dev_start(&r->dev);
+	*t0 += now_s() - tp;
+	*cpu0 += cpu_seconds() - cp;
+}
+
 int run_loader(struct stk_loader *l, const struct bench_opts *o, uint64_t epoch0, struct run *r,
 	       int64_t **order, uint64_t *norder)
 {
@@ -136,43 +183,55 @@ int run_loader(struct stk_loader *l, const struct bench_opts *o, uint64_t epoch0
 		return -ENOMEM;
 	}
 	r->epochs = json_array();
-	double t_run = now_s(), t0 = t_run, cpu0 = cpu_seconds();
-	bool ramping = o->ramp > 0, done = false;
-	const char *why = "";
+	struct stk_stats s0 = {.size = sizeof(s0)};
+	stk_loader_stats(l, &s0);
+	/* every error of the run is in its report, the ramp's too */
+	uint64_t err0 = s0.total_errors;
+	bool cold = o->cache == CACHE_COLD, evict = cold && !s0.direct;
+	double resident = 0;
 	int rc = 0;
+	if (cold)
+		dev_open(&r->dev, o->path);
+	if (o->ramp > 0)
+		rc = warm_up(l, o, epoch0, r);
+	if (evict && !rc) { /* the ramp's reads, or a drop that could not be done */
+		evict_dataset(l);
+		resident = cached_fraction(l);
+	}
+	double t0 = now_s(), cpu0 = cpu_seconds();
+	if (cold)
+		dev_start(&r->dev);
+	bool done = rc < 0;
+	const char *why = "";
 	uint64_t e = epoch0;
 	int64_t epochs_done = 0;
 	for (; !done; e++) {
-		if (e > epoch0 && (rc = stk_loader_start(l, e, 0)) < 0)
-			break;
+		if (e > epoch0) {
+			if (evict)
+				evict_paused(l, r, &t0, &cpu0);
+			if ((rc = stk_loader_start(l, e, 0)) < 0)
+				break;
+		}
 		double te = now_s();
-		uint64_t es = 0;
+		uint64_t es = 0, ee = total_errors(l);
+		bool cut = false; /* the measured part ended inside this epoch */
 		struct stk_batch *b;
 		while ((rc = stk_loader_next(l, &b)) == 1) {
-			if (ramping && now_s() - t_run >= o->ramp) {
-				/* the ramp is over: the measured window starts at this batch */
-				stk_loader_stats_reset(l);
-				ramping = false;
-				t0 = now_s();
-				cpu0 = cpu_seconds();
-			}
-			if (!ramping) {
-				for (uint32_t i = 0; i < b->count && *norder < cap; i++)
-					(*order)[(*norder)++] = b->indices[i];
-				r->samples += b->count;
-				es += b->count;
-				for (uint32_t i = 0; i < b->count; i++)
-					r->bytes += b->sizes[i];
-				r->batches++;
-			}
+			for (uint32_t i = 0; i < b->count && *norder < cap; i++)
+				(*order)[(*norder)++] = b->indices[i];
+			r->samples += b->count;
+			es += b->count;
+			for (uint32_t i = 0; i < b->count; i++)
+				r->bytes += b->sizes[i];
+			r->batches++;
 			sleep_ms(o->compute_ms); /* the emulated accelerator holds the batch */
 			stk_batch_release(l, b);
 			if (r->batches % 16 == 0)
 				progress("run %d/%lld  epoch %llu  %.1f s  %.0f samples/s", o->run_index + 1,
 					 (long long)o->repeat, (unsigned long long)e + 1, now_s() - t0,
 					 r->samples / (now_s() - t0 + 1e-9));
-			if (!ramping && measured_enough(o, r, now_s() - t0, epochs_done, false, &why)) {
-				done = true;
+			if (measured_enough(o, r, now_s() - t0, epochs_done, false, &why)) {
+				done = cut = true;
 				break;
 			}
 		}
@@ -180,33 +239,31 @@ int run_loader(struct stk_loader *l, const struct bench_opts *o, uint64_t epoch0
 			break;
 		rc = 0;
 		if (!done) {
-			epochs_done += !ramping;
-			if (!ramping && measured_enough(o, r, now_s() - t0, epochs_done, true, &why))
-				done = true;
-			else if (o->cache == CACHE_COLD && !ramping) {
-				/* a second epoch would be warm: a cold run ends with its epoch */
-				why = "the end of the cold epoch";
-				done = true;
-			}
+			epochs_done++;
+			done = measured_enough(o, r, now_s() - t0, epochs_done, true, &why);
 		}
 		double rss = rss_mb();
 		if (!r->rss_first_mb)
 			r->rss_first_mb = rss;
 		r->rss_last_mb = rss;
-		json_array_append_new(r->epochs, json_pack("{s:I,s:I,s:f,s:f}", "epoch", (json_int_t)e,
-							   "samples", (json_int_t)es, "seconds",
-							   now_s() - te, "rss_mb", rss));
+		json_array_append_new(r->epochs,
+				      json_pack("{s:I,s:I,s:I,s:b,s:f,s:f}", "epoch", (json_int_t)e,
+						"samples", (json_int_t)es, "errors",
+						(json_int_t)(total_errors(l) - ee), "whole", !cut, "seconds", now_s() - te, "rss_mb", rss));
 	}
-	r->next_epoch = e;
 	r->wall = now_s() - t0;
 	r->cpu = cpu_seconds() - cpu0;
+	if (cold)
+		dev_stop(&r->dev);
+	r->next_epoch = e;
 	r->compute = (double)r->batches * o->compute_ms / 1000.0;
 	r->ended_by = why;
 	r->epochs_measured = stk_loader_len(l) ? (double)r->batches / (double)stk_loader_len(l) : 0;
 	progress_done();
 	r->st.size = sizeof(r->st);
 	stk_loader_stats(l, &r->st);
-	r->errors = r->st.errors;
+	r->errors = r->st.total_errors - err0 + r->st.index_errors;
+	cold_check(r, o, r->st.direct, resident);
 	if (rc < 0)
 		fprintf(stderr, "stoker bench: %s (%s)\n", stk_last_error(l), stk_err_name(rc));
 	return rc;
@@ -330,9 +387,14 @@ int run_baseline(struct stk_loader *l, const struct bench_opts *o, const int64_t
 		uint64_t i = k % n;
 		if (k && i == 0) { /* the whole order read: again, unless the time is up */
 			double el = now_s() - t0;
-			if (el >= o->runtime || o->cache == CACHE_COLD || (o->seconds > 0 &&
-									  el >= o->seconds))
+			if (el >= o->runtime || (o->seconds > 0 && el >= o->seconds))
 				break;
+			if (o->cache == CACHE_COLD) { /* cold again, the clock stopped */
+				double tp = now_s(), cp = cpu_seconds();
+				evict_dataset(l);
+				t0 += now_s() - tp;
+				cpu0 += cpu_seconds() - cp;
+			}
 			r->ended_by = "--runtime (the samples read again)";
 		}
 		if (k > i && now_s() - t0 >= o->runtime)
@@ -382,13 +444,15 @@ void set_cache(struct stk_loader *l, const struct bench_opts *o, const int64_t *
 	if (o->cache == CACHE_AS_IS)
 		return;
 	if (o->cache == CACHE_COLD) {
-		if (drop_caches(why, sizeof(why)) == 0) {
-			*state = "cold (dropped before each run)";
-		} else {
-			fprintf(stderr, "stoker bench: --cold: %s; measuring with the cache as it is\n",
-				why);
-			*state = "as found (could not drop)";
-		}
+		/* dropped (root): file metadata too; evicted: the dataset's pages
+		 * without root, and for the baseline's buffered reads */
+		bool dropped = drop_caches(why, sizeof(why)) == 0;
+		if (!dropped && o->run_index == 0)
+			fprintf(stderr, "stoker bench: --cold: %s; evicting the dataset's pages "
+					"instead (file metadata may stay cached)\n", why);
+		evict_dataset(l);
+		*state = dropped ? "cold (dropped before each run)"
+				 : "cold (the dataset's pages evicted before each run; could not drop)";
 		return;
 	}
 	uint64_t bytes = 0;
@@ -427,13 +491,20 @@ void set_cache(struct stk_loader *l, const struct bench_opts *o, const int64_t *
 json_t *run_json(const struct run *r)
 {
 	double sps = r->wall > 0 ? (double)r->samples / r->wall : 0;
-	return json_pack("{s:I,s:I,s:I,s:f,s:f,s:f,s:f,s:f,s:I}", "samples", (json_int_t)r->samples,
-			 "bytes", (json_int_t)r->bytes, "batches", (json_int_t)r->batches, "seconds",
-			 r->wall, "samples_per_s", sps, "mb_per_s",
-			 r->wall > 0 ? (double)r->bytes / r->wall / 1e6 : 0, "cpu_s_per_1000",
-			 r->samples ? r->cpu / (double)r->samples * 1000 : 0, "au_percent",
-			 r->wall > 0 && r->compute > 0 ? 100 * r->compute / r->wall : 0, "errors",
-			 (json_int_t)r->errors);
+	json_t *j = json_pack("{s:I,s:I,s:I,s:f,s:f,s:f,s:f,s:f,s:I}", "samples",
+			      (json_int_t)r->samples, "bytes", (json_int_t)r->bytes, "batches",
+			      (json_int_t)r->batches, "seconds", r->wall, "samples_per_s", sps,
+			      "mb_per_s", r->wall > 0 ? (double)r->bytes / r->wall / 1e6 : 0,
+			      "cpu_s_per_1000", r->samples ? r->cpu / (double)r->samples * 1000 : 0,
+			      "au_percent",
+			      r->wall > 0 && r->compute > 0 ? 100 * r->compute / r->wall : 0, "errors",
+			      (json_int_t)r->errors);
+	if (r->invalid[0]) { /* no figure rather than a false one */
+		json_object_set_new(j, "samples_per_s", json_null());
+		json_object_set_new(j, "mb_per_s", json_null());
+		json_object_set_new(j, "invalid", json_string(r->invalid));
+	}
+	return j;
 }
 
 static int cmp_i64(const void *a, const void *b)
@@ -503,6 +574,14 @@ json_t *stats_json(const struct run *r)
 	json_object_set_new(st, "pinned", json_boolean(r->st.pinned));
 	json_object_set_new(st, "epochs_measured", json_real(r->epochs_measured));
 	json_object_set_new(st, "ended_by", json_string(r->ended_by ? r->ended_by : ""));
+	json_object_set_new(st, "ramp", json_pack("{s:f,s:I,s:I}", "seconds", r->ramp_s, "samples",
+						  (json_int_t)r->ramp_samples, "errors",
+						  (json_int_t)r->ramp_errors));
+	if (r->dev.ok) /* cold: what the device read while measured */
+		json_object_set_new(st, "device", json_pack("{s:s,s:I,s:f}", "name", r->dev.disk,
+							    "read_bytes", (json_int_t)r->dev.bytes,
+							    "read_mb_per_s", r->wall > 0 ?
+							    r->dev.bytes / r->wall / 1e6 : 0));
 	if (r->st.decode_threads) {
 		json_object_set_new(st, "decode_images_per_s_per_core",
 				    json_real(r->st.decode_images_per_s_per_core));

@@ -135,8 +135,7 @@ void short_warning(const struct bench_opts *o, const struct run *S, const struct
 	if (shortest < MIN_RUNTIME_S)
 		snprintf(out, len, "a run measured only %.2f s (ended by %s; the minimum that means "
 			 "something here is %.0f s, --runtime): its figures are mostly noise%s",
-			 shortest, why, MIN_RUNTIME_S,
-			 o->cache == CACHE_COLD ? "; a cold run cannot be longer than one epoch: "
-						  "use more data" : "");
+			 shortest, why, MIN_RUNTIME_S, o->cache == CACHE_COLD && o->runtime <= 0 ?
+			 "; cold runs repeat cold epochs up to --runtime" : "");
 }
 
