@@ -242,7 +242,8 @@ struct stk_loader_opts {
  *   def      the default as text; a zero field means it
  *   min, max the inclusive range of a numeric option; min == max: no range
  *   choices  ENUM/BITCHOICE: the names; numeric: the name of the value 0,
- *            which then means "chosen by the library" (e.g. "auto")        */
+ *            which then means "chosen by the library" (e.g. "auto"); 0
+ *            itself is that value in every front end (CLI, Python, C)     */
 #define STK_LOADER_OPTIONS(X)                                                                    \
 	X(LOADER, batch_size, U32, batch_size, 0, "256", 1, 1048576, NULL, "samples per batch")   \
 	X(LOADER, prefetch, U32, prefetch, 0, "4", 1, 1024, NULL,                                 \
