@@ -250,7 +250,8 @@ struct stk_loader_opts {
 	  "batch slots: batches being read, ready, or held by the consumer")                     \
 	X(LOADER, queue_depth, U32, queue_depth, 0, "auto", 1, 32768, "auto",                     \
 	  "reads in flight, all I/O threads together (auto: probed at the start and when the "  \
-	  "rate changes for where throughput stops rising; stk_loader_tuning says why)")        \
+	  "rate changes for where throughput stops rising; stk_loader_tuning says why); an "    \
+	  "io_uring ring holds 10920 and at most ulimit -n: a deeper queue is cut, and said")  \
 	X(LOADER, io_threads, U32, io_threads, 0, "auto", 1, 256, "auto",                         \
 	  "I/O threads (auto: 2 io_uring rings, 1 when the rank's CPU share is below 4; or 64 "  \
 	  "pread workers)")                                                                      \

@@ -136,6 +136,29 @@ static int start_rings(struct stk_loader *l)
 		l->o.io_threads = cap < 64 ? cap : 64;
 	if (!uring && !l->o.queue_depth && cap > l->o.io_threads)
 		cap = l->o.io_threads; /* more than the workers would only queue */
+	/* A ring takes only so many reads (its size, the file table under ulimit
+	 * -n): the depth is spread over the rings, each up to that, and what
+	 * they cannot carry together is cut and said. */
+	unsigned ring_cap = cap;
+	if (uring) {
+		char why[200];
+		unsigned m = stk__uring_max_depth(why, sizeof(why));
+		if (m < cap) {
+			ring_cap = m;
+			uint64_t all = (uint64_t)m * l->nrings;
+			if (all < cap) {
+				if (l->o.queue_depth)
+					stk__loader_notice(l, "queue_depth %u: %s; %u I/O thread%s %llu "
+							   "reads in flight at most", cap, why, l->nrings,
+							   l->nrings > 1 ? "s carry" : " carries",
+							   (unsigned long long)all);
+				cap = (unsigned)all;
+			}
+			snprintf(l->tune.cap_why, sizeof(l->tune.cap_why), "queue depth up to %u a ring, "
+				 "%u in all (%s)", m, cap, why);
+		}
+	}
+	l->tune.max_qd = cap;
 	l->rings = calloc(l->nrings, sizeof(*l->rings));
 	if (!l->rings)
 		return -ENOMEM;
@@ -145,8 +168,9 @@ static int start_rings(struct stk_loader *l)
 		r->l = l;
 		r->id = i;
 		r->ops = l->ops;
-		/* every ring can carry the whole depth: the tuner may leave one alone */
-		r->cap = cap;
+		/* every ring can carry the whole depth, where a ring can hold it:
+		 * the tuner may leave one alone */
+		r->cap = ring_cap < cap ? ring_cap : cap;
 		r->take = true;
 		r->qd = cap / l->nrings + (i < cap % l->nrings);
 		r->qcap = per_ring_ios + r->cap;

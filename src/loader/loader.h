@@ -150,6 +150,7 @@ struct tune {
 	bool down;              /* the probe steps below its start (nothing above it gained) */
 	char why[800];
 	char direct_why[200];
+	char cap_why[400];      /* the engines hold less than asked: why (else empty) */
 };
 
 struct stk_loader {
