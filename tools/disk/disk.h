@@ -130,6 +130,9 @@ struct dk_job_out {
 };
 
 int dk_run(const struct dk_job *j, struct dk_job_out *out);
+/* The engine that runs when `want` is asked: io_uring where it works here,
+ * else psync (said once on stderr). */
+enum dk_engine dk_engine_ran(enum dk_engine want);
 /* "f000123" style name of small file i, into buf. */
 void dk_small_name(char *buf, size_t len, uint32_t i);
 
