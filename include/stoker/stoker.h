@@ -152,6 +152,8 @@ struct stk_image_opts {
 	float mean[3], std[3];  /* with STK_IMG_NORMALIZE */
 	uint32_t decode_threads;
 	uint64_t max_pixels;    /* larger images are refused before decoding */
+	uint32_t max_scans;     /* progressive JPEGs with more scans are refused */
+	uint64_t max_decode_ns; /* a decode past this much CPU time is stopped, refused */
 };
 
 /* Checks image options as create would (defaults applied to a copy, ranges,
@@ -161,7 +163,8 @@ STK_API int stk_image_opts_check(const struct stk_image_opts *opts, char *err, s
 STK_API size_t stk_image_bytes(const struct stk_image_opts *opts);
 /* Decodes and crops one JPEG as the loader would for sample `index` of
  * `epoch` under `seed`, into out (stk_image_bytes).  0, or <0 with the reason
- * in err (STK_ECORRUPT, STK_EFORMAT, STK_ETOOBIG, -ERANGE for options). */
+ * in err (STK_ECORRUPT, STK_EFORMAT, STK_ETOOBIG: above max_pixels,
+ * max_scans or max_decode_time; -ERANGE for options). */
 STK_API int stk_image_decode(const struct stk_image_opts *opts, const void *data, size_t len,
 			     uint64_t seed, uint64_t epoch, int64_t index, void *out,
 			     char *err, size_t errlen);
@@ -338,7 +341,13 @@ struct stk_loader_opts {
 	  "decode threads (auto: the rank's CPU share less one, at least 1; one process: usable "\
 	  "CPUs - 1)")                                                                           \
 	X(IMAGE, max_pixels, U64, max_pixels, 0, "100000000", 1, 1099511627776.0, NULL,           \
-	  "larger images are refused before any allocation")
+	  "larger images are refused before any allocation")                                     \
+	X(IMAGE, max_scans, U32, max_scans, 0, "100", 1, 65535, NULL,                             \
+	  "a progressive JPEG with more scans is refused when the decoder reaches the next "     \
+	  "(a scan bomb; ordinary encoders write at most a few dozen)")                          \
+	X(IMAGE, max_decode_time, DURATION, max_decode_ns, 0, "5s", 1000000, 3.6e12, NULL,      \
+	  "a decode that takes more CPU time than this (the decode thread's own) is stopped "    \
+	  "and the sample refused")
 
 enum stk_opt_group { STK_OPT_LOADER = 0, STK_OPT_IMAGE };
 enum stk_opt_type {
