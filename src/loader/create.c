@@ -400,7 +400,7 @@ int stk_loader_create(struct stk_loader **out, const struct stk_loader_opts *opt
 		rc = -ENOMEM;
 		goto fail;
 	}
-	char warning[PATH_MAX + 600] = "", notice[PATH_MAX + 400] = "";
+	char warning[PATH_MAX + 600] = "", notice[3 * PATH_MAX + 600] = "";
 	struct stk__index_opts io = {.path = l->path, .extensions = l->extensions,
 				     .cache_dir = l->cache_dir,
 				     .no_cache = l->o.flags & STK_F_NO_CACHE,
