@@ -1,5 +1,6 @@
 #!/bin/sh
-# Limits the loader must fit into rather than fail on: a soft and hard
+# Limits the loader must fit into rather than fail on: a sample far above
+# any slot (a 9 GiB tar member), a soft and hard
 # `ulimit -n` below the queue depth (io_uring's file table is sized to it),
 # and a queue depth above what one io_uring ring can hold (capped, and said).
 set -uf
@@ -8,6 +9,41 @@ trap 'rm -rf "$t"' EXIT
 cd "$t" || exit 1
 fail() { echo "FAIL: $*"; exit 1; }
 QUICK="--runtime 0 --ramp 0 --repeat 1 --no-baseline --extensions *"
+
+# a tar member whose header declares 9 GiB (a sparse shard: nothing written):
+# an error of that sample, named (shard and member) and counted, never a
+# pool sized for it.  prefetch 128: such a pool is far above half of the
+# memory of any machine the tests run on.
+mkdir big
+/usr/bin/python3 - big/shard-000.tar <<'PY' || fail "cannot write the shard"
+import sys, tarfile
+with open(sys.argv[1], "wb") as f:
+    def add(name, data=None, size=None):
+        ti = tarfile.TarInfo(name)
+        ti.size = len(data) if data is not None else size
+        f.write(ti.tobuf(format=tarfile.GNU_FORMAT))  # base-256 size field
+        if data is not None:
+            f.write(data)
+        else:
+            f.seek(ti.size, 1)
+        f.write(b"\0" * (-ti.size % 512))
+    for i in range(8):
+        add("%03d.bin" % i, b"sample %d\n" % i)
+        add("%03d.cls" % i, b"%d" % (i % 2))
+        if i == 3:
+            add("003x.bin", size=9 << 30)
+            add("003x.cls", b"1")
+    f.write(b"\0" * 1024)
+PY
+out=$("$STOKER" bench $QUICK --prefetch 128 --json big 2>err) || fail "9 GiB member, skip: $(cat err)"
+echo "$out" | /usr/bin/python3 -c 'import json,sys; s=json.load(sys.stdin)["stoker"]; assert s["samples"] == 8 and s["errors"] == 1, s' ||
+	fail "9 GiB member under skip: not 8 samples and 1 error"
+grep -q "1 sample larger than a batch slot can be here.*shard-000.tar: member 003x.bin at offset [0-9]* (9663676416 bytes)" err ||
+	fail "9 GiB member: no notice naming it: $(cat err)"
+"$STOKER" bench $QUICK --prefetch 128 --on-error fail big >/dev/null 2>err; rc=$?
+[ $rc = 1 ] || fail "9 GiB member under fail: exit $rc"
+grep -q "shard-000.tar: member 003x.bin at offset [0-9]*: 9663676416 bytes, larger than a batch slot" err ||
+	fail "9 GiB member under fail: not named: $(cat err)"
 
 mkdir -p f300/a
 i=0

@@ -294,7 +294,8 @@ struct stk_loader_opts {
 	X(LOADER, cache_dir, STR, cache_dir, 0, "", 0, 0, NULL,                                   \
 	  "where indexes go when the data folder is read-only (default: ~/.cache/stoker)")       \
 	X(LOADER, slot_bytes, U64, slot_bytes, 0, "auto", 1, 1099511627776.0, "auto",          \
-	  "bytes per batch slot (auto: from the dataset's sample sizes)")                        \
+	  "bytes per batch slot (auto: from the dataset's sample sizes, the pool within half "  \
+	  "of the memory; a sample larger than that is an error of its own, named)")            \
 	X(LOADER, read_bytes, U64, read_bytes, 0, "0", 0, 1099511627776.0, NULL,                 \
 	  "raw mode: read only the first N bytes of each sample (0: whole samples), as a "     \
 	  "storage test that reads 1 KiB of each file does")                                     \

@@ -7,6 +7,7 @@
  */
 #include "loader/loader.h"
 #include "image/image.h"
+#include "stoker/sys.h"
 
 #include <fcntl.h>
 #include <limits.h>
@@ -17,8 +18,9 @@
 #include <string.h>
 #include <unistd.h>
 
-/* The most bytes any batch can need: the batch_size largest samples. */
-static uint64_t worst_batch_bytes(const struct stk_loader *l)
+/* The most bytes any batch can need: the batch_size largest samples (of
+ * those no larger than `limit`). */
+static uint64_t worst_batch_bytes(const struct stk_loader *l, uint64_t limit)
 {
 	uint32_t k = l->o.batch_size;
 	if ((int64_t)k > l->ds->n)
@@ -29,6 +31,8 @@ static uint64_t worst_batch_bytes(const struct stk_loader *l)
 	uint32_t len = 0;
 	for (int64_t i = 0; i < l->ds->n; i++) {
 		uint64_t v = stk__loader_read_len(l, l->ds->entries[i].size);
+		if (v > limit)
+			continue;
 		if (len < k) {
 			uint32_t j = len++;
 			heap[j] = v;
@@ -62,17 +66,10 @@ static uint64_t worst_batch_bytes(const struct stk_loader *l)
 	return sum;
 }
 
-/* The slot size.  The worst case (the batch_size largest samples together)
- * can be far above any real batch when a few files are huge, and slots are
- * fixed (and pinned) memory; so the slot is the smaller of the worst case and
- * a bound no real batch reaches: batch_size × mean + 8 σ √batch_size + the
- * largest sample.  A batch beyond it anyway loses the samples that do not
- * fit (STK_ETOOBIG, by the error policy); opts.slot_bytes overrides. */
-static uint64_t slot_bytes_for(const struct stk_loader *l)
+/* The old rule over every sample (no limit). */
+static uint64_t slot_bytes_for_all(const struct stk_loader *l)
 {
-	if (l->o.slot_bytes)
-		return l->o.slot_bytes;
-	uint64_t worst = worst_batch_bytes(l);
+	uint64_t worst = worst_batch_bytes(l, UINT64_MAX);
 	double sum = 0, sq = 0, mx = 0, n = (double)l->ds->n, b = l->o.batch_size;
 	for (int64_t i = 0; i < l->ds->n; i++) {
 		double v = (double)stk__loader_read_len(l, l->ds->entries[i].size);
@@ -84,6 +81,68 @@ static uint64_t slot_bytes_for(const struct stk_loader *l)
 	double mean = sum / n, var = sq / n - mean * mean;
 	double bound = b * mean + 8 * sqrt(var > 0 ? var : 0) * sqrt(b) + mx;
 	return bound < (double)worst ? (uint64_t)bound : worst;
+}
+
+/* The most a slot's reads may take: the pool (prefetch slots, with their
+ * images) within half of the memory (MemTotal, or the cgroup's limit when
+ * lower).  A sample above it could only be read into a pool the machine
+ * cannot map, or one that pushes the trainer out of memory. */
+static uint64_t slot_limit(const struct stk_loader *l)
+{
+	struct stk_meminfo mi = {.size = sizeof(mi)};
+	uint64_t mem = stk_sys_meminfo(NULL, &mi) == 0 && mi.total ? mi.total : UINT64_MAX;
+	uint64_t cg = 0;
+	if (stk_sys_cgroup_memory(NULL, &cg, NULL) == 1 && cg < mem)
+		mem = cg;
+	if (mem == UINT64_MAX)
+		return UINT64_MAX;
+	uint64_t per = mem / 2 / l->o.prefetch;
+	uint64_t img = l->image ? (uint64_t)l->o.batch_size * stk__image_bytes(&l->img) + 4096 : 0;
+	return per > img ? per - img : 0;
+}
+
+/* The slot size.  The worst case (the batch_size largest samples together)
+ * can be far above any real batch when a few files are huge, and slots are
+ * fixed (and pinned) memory; so the slot is the smaller of the worst case and
+ * a bound no real batch reaches: batch_size × mean + 8 σ √batch_size + the
+ * largest sample.  A batch beyond it anyway loses the samples that do not
+ * fit (STK_ETOOBIG, by the error policy); opts.slot_bytes overrides.
+ * Samples above slot_limit (a tar header declaring 9 GiB) are left out of
+ * the sizing and the slot kept within the limit: each such sample is an
+ * error of its own when read (counted, named), not a pool that cannot be
+ * mapped; l->oversize counts them, l->oversize_idx is the largest. */
+static uint64_t slot_bytes_for(struct stk_loader *l)
+{
+	if (l->o.slot_bytes)
+		return l->o.slot_bytes;
+	uint64_t limit = slot_limit(l), big = 0;
+	double sum = 0, sq = 0, mx = 0, n = 0, b = l->o.batch_size;
+	for (int64_t i = 0; i < l->ds->n; i++) {
+		uint64_t r = stk__loader_read_len(l, l->ds->entries[i].size);
+		if (r > limit) {
+			if (r > big) {
+				big = r;
+				l->oversize_idx = i;
+			}
+			l->oversize++;
+			continue;
+		}
+		double v = (double)r;
+		sum += v;
+		sq += v * v;
+		n++;
+		if (v > mx)
+			mx = v;
+	}
+	if (!n) { /* every sample is above it: sized for them, and the pool says why */
+		l->oversize = 0;
+		return slot_bytes_for_all(l);
+	}
+	uint64_t worst = worst_batch_bytes(l, limit);
+	double mean = sum / n, var = sq / n - mean * mean;
+	double bound = b * mean + 8 * sqrt(var > 0 ? var : 0) * sqrt(b) + mx;
+	uint64_t slot = bound < (double)worst ? (uint64_t)bound : worst;
+	return slot < limit ? slot : limit;
 }
 
 static char *dup_opt(const char *s, bool *oom)
@@ -328,6 +387,27 @@ static int check_fits(struct stk_loader *l, char *err, size_t errlen)
 	uint64_t need = stk__loader_read_len(l, l->ds->max_size);
 	if (need <= l->raw_bytes)
 		return 0;
+	if (l->oversize) { /* auto: left out of the sizing, each an error when read */
+		const struct stk_entry *e = &l->ds->entries[l->oversize_idx];
+		const char *p = stk__entry_path(l->ds, l->oversize_idx);
+		char member[300] = "", name[260];
+		if (l->ds->shards) {
+			stk__loader_member_name(l, p, e->offset, name, sizeof(name));
+			snprintf(member, sizeof(member), ": member %s%sat offset %llu", name,
+				 name[0] ? " " : "", (unsigned long long)e->offset);
+		}
+		stk__loader_notice(l, "%s: %llu sample%s larger than a batch slot can be here "
+				   "(%llu bytes: the pool of %u slots may take half of the memory), "
+				   "the largest %s%s%s%s (%llu bytes); each is an error of its sample "
+				   "(on_error %s) when read; slot_bytes sets the slot", l->path,
+				   (unsigned long long)l->oversize, l->oversize > 1 ? "s" : "",
+				   (unsigned long long)l->raw_bytes, l->o.prefetch,
+				   p[0] == '/' ? "" : l->ds->root, p[0] == '/' ? "" : "/", p, member,
+				   (unsigned long long)e->size,
+				   l->o.on_error == STK_ON_ERROR_SKIP ? "skip"
+				   : l->o.on_error == STK_ON_ERROR_FAIL ? "fail" : "replace");
+		return 0;
+	}
 	int64_t big = 0;
 	for (int64_t i = 0; i < l->ds->n; i++)
 		if (l->ds->entries[i].size == l->ds->max_size) {

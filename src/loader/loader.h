@@ -173,6 +173,8 @@ struct stk_loader {
 	struct stk_image_opts img;
 	bool image;
 	uint64_t raw_bytes;     /* of a slot: the reads; the images follow */
+	uint64_t oversize;      /* samples above what a slot may take (loader/create.c) */
+	int64_t oversize_idx;   /* the largest of them */
 	uint64_t img_off;       /* where the images start in a slot: page-aligned */
 	pthread_t *dthreads;
 	uint32_t ndthreads;
@@ -249,6 +251,10 @@ void stk__loader_signal(struct stk_loader *l);
 /* Room a sample of `size` bytes takes in a slot (O_DIRECT rounds it). */
 uint64_t stk__loader_read_len(const struct stk_loader *l, uint64_t size);
 /* A failed sample, counted and named (why may be NULL).  Under mu. */
+/* A tar member's name, read from its header before data_off in shard (a
+ * path under the dataset's root), for messages; "" when unreadable. */
+void stk__loader_member_name(const struct stk_loader *l, const char *shard, uint64_t data_off,
+			     char *buf, size_t len);
 void stk__loader_sample_error(struct stk_loader *l, struct slot *s, struct sio *x, int rc,
 			      const char *why);
 #define NO_PLACE UINT64_MAX
