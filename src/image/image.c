@@ -217,7 +217,8 @@ static uint64_t thread_cpu_ns(void)
  * file is read in, and per read_scanlines call: a progressive JPEG can
  * declare thousands of scans that each walk the whole coefficient buffer
  * (seconds of CPU from a few hundred KB), so the scan count is checked
- * every time and the thread's CPU time every 16th call. */
+ * every time and the thread's CPU time (a system call) every 64th: a few
+ * times an ordinary image, every few ms at worst. */
 static void on_progress(j_common_ptr c)
 {
 	struct err_mgr *e = (struct err_mgr *)c->err;
@@ -225,7 +226,7 @@ static void on_progress(j_common_ptr c)
 		e->limit = LIMIT_SCANS;
 		longjmp(e->jmp, 1);
 	}
-	if (++e->calls % 16 == 0 && thread_cpu_ns() - e->cpu0 > e->max_ns) {
+	if (++e->calls % 64 == 0 && thread_cpu_ns() - e->cpu0 > e->max_ns) {
 		e->limit = LIMIT_TIME;
 		longjmp(e->jmp, 1);
 	}
