@@ -532,12 +532,20 @@ static void test_scan_bomb(void **state)
 	struct stk_image_opts pub = {.size = sizeof(pub), .width = 32, .height = 32};
 	assert_int_equal(stk_image_decode(&pub, bomb, len, 0, 0, 0, out, err, sizeof(err)),
 			 STK_ETOOBIG);
+	/* the lossless rewrite for image mode (stoker pack --transcode) refuses it too */
+	void *tx = NULL;
+	size_t txlen = 0;
+	assert_int_equal(stk_jpeg_transcode(bomb, len, &tx, &txlen, err, sizeof(err)), STK_ETOOBIG);
+	assert_non_null(strstr(err, "more than 100 scans"));
+	assert_null(tx);
 	/* one copy of the scan: an ordinary progressive file */
 	free(bomb);
 	bomb = scan_bomb(256, 256, 1, &len);
 	o = opts(STK_CROP_CENTER, 0);
 	assert_int_equal(stk__image_defaults(&o, err, sizeof(err)), 0);
 	assert_int_equal(stk__image_decode(&o, bomb, len, 1, out, err, sizeof(err), NULL), 0);
+	assert_int_equal(stk_jpeg_transcode(bomb, len, &tx, &txlen, err, sizeof(err)), 0);
+	stk_free(tx);
 	free(bomb);
 
 	/* in a loader under skip: counted, named, the rest delivered */

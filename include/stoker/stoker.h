@@ -177,7 +177,8 @@ STK_API int stk_image_decode(const struct stk_image_opts *opts, const void *data
  * only the intervals that cover a crop.  On success *out is a buffer of
  * *outlen bytes that the caller frees with stk_free.  STK_EFORMAT (not a
  * JPEG), STK_ECORRUPT (a libjpeg error or warning: corrupt, truncated,
- * unsupported; libjpeg's message in err), -ENOMEM.  Any thread. */
+ * unsupported; libjpeg's message in err), STK_ETOOBIG (a progressive file
+ * past max_scans' default, 100 scans), -ENOMEM.  Any thread. */
 STK_API int stk_jpeg_transcode(const void *data, size_t len, void **out, size_t *outlen,
 			       char *err, size_t errlen);
 /* Frees what the library allocated for the caller (stk_jpeg_transcode's output). */
