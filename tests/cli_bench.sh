@@ -55,7 +55,14 @@ err=$("$STOKER" bench $QUICK "$t/nope" 2>&1); rc=$?
 echo "$err" | grep -q "$t/nope" || fail "missing path not named: $err"
 "$STOKER" bench $QUICK data --batch-size 0 2>/dev/null; [ $? = 2 ] || fail "batch-size 0 not exit 2"
 "$STOKER" bench $QUICK data --engine warp 2>/dev/null; [ $? = 2 ] || fail "bad engine not exit 2"
-"$STOKER" bench $QUICK data --rank 3 --world-size 2 2>/dev/null; [ $? = 2 ] || fail "bad rank not exit 2"
+err=$("$STOKER" bench $QUICK data --rank 3 --world-size 2 2>&1); [ $? = 2 ] || fail "bad rank not exit 2"
+# the CLI's message names its flags, not the library's field names
+echo "$err" | grep -q -- "--rank: 3 must be below --world-size 2" || fail "bad rank message: $err"
+# 0 is what --help says it is: auto (the option table's one meaning)
+"$STOKER" bench $QUICK --help | grep -q -- "--queue-depth.*(1\.\.32768, or auto (0))" ||
+	fail "--help: queue depth range"
+out=$("$STOKER" bench $QUICK data -q 0 --no-baseline) || fail "-q 0 (auto) exit $?"
+echo "$out" | grep -q "queue depth [0-9]* (auto)" || fail "-q 0 is not auto: $out"
 "$STOKER" bench $QUICK --help | grep -q "usage: stoker bench" || fail "--help"
 
 # --vs torch: PyTorch's DataLoader on the same samples, every worker count

@@ -64,6 +64,23 @@ grep -q "bypassed (O_DIRECT)" "$tmp/out" || fail "the table does not say how the
 grep -Eq "evicted|dropped" "$tmp/out" || fail "buffered run does not say the cache was evicted"
 [ -z "$(ls -A "$tmp/d")" ] || fail "files left after a psync run"
 
+# io_uring refused (as STOKER_NO_URING or a seccomp profile does): psync runs,
+# and the header, each pattern's row and the JSON say psync, not io_uring
+STOKER_NO_URING=1 "$S" disk $tiny -p seqread,smallfiles,checkpoint "$tmp/d" \
+	>"$tmp/out" 2>"$tmp/err" || fail "run without io_uring failed"
+grep -q "psync engine (io_uring asked: unavailable here)" "$tmp/out" ||
+	fail "header does not say psync ran: $(head -n 1 "$tmp/out")"
+[ "$(grep -c "^  engine  *psync$" "$tmp/out")" = 3 ] || fail "per-pattern engine rows: $(cat "$tmp/out")"
+! grep -q "io_uring engine" "$tmp/out" || fail "io_uring named as the engine that ran"
+STOKER_NO_URING=1 "$S" disk $tiny --json -p seqread,smallfiles "$tmp/d" >"$tmp/j.json" 2>"$tmp/err" ||
+	fail "--json without io_uring failed"
+"$PY" - "$tmp/j.json" <<'EOF' || fail "JSON engine without io_uring"
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["settings"]["engine"] == "psync" and d["settings"]["engine_asked"] == "io_uring", d["settings"]
+assert [r["engine"] for r in d["results"]] == ["psync", "psync"], d["results"]
+EOF
+
 # --- 3. JSON against the schema, two PATHs with ratios ----------------------------
 "$S" disk $tiny --json -p seqread,smallfiles,checkpoint "$tmp/d" "$tmp/d" \
 	>"$tmp/j.json" 2>"$tmp/err" || fail "--json run failed"

@@ -418,6 +418,145 @@ static void test_loader_image_mode(void **state)
 	free(d);
 }
 
+/* A progressive JPEG whose first scan (its DHT, SOS and entropy data) is
+ * repeated `copies` times: a scan bomb, each scan walking every block of the
+ * image again.  Returns malloc'ed bytes. */
+static uint8_t *scan_bomb(int w, int h, int copies, size_t *len)
+{
+	struct jpeg_compress_struct c;
+	struct jpeg_error_mgr e;
+	c.err = jpeg_std_error(&e);
+	jpeg_create_compress(&c);
+	unsigned char *out = NULL;
+	unsigned long outlen = 0;
+	jpeg_mem_dest(&c, &out, &outlen);
+	c.image_width = (JDIMENSION)w;
+	c.image_height = (JDIMENSION)h;
+	c.input_components = 1;
+	c.in_color_space = JCS_GRAYSCALE;
+	jpeg_set_defaults(&c);
+	jpeg_simple_progression(&c);
+	jpeg_start_compress(&c, TRUE);
+	uint8_t *row = malloc((size_t)w);
+	assert_non_null(row);
+	while (c.next_scanline < c.image_height) {
+		for (int x = 0; x < w; x++)
+			row[x] = (uint8_t)texture(x, (int)c.next_scanline, 0);
+		JSAMPROW r = row;
+		jpeg_write_scanlines(&c, &r, 1);
+	}
+	jpeg_finish_compress(&c);
+	jpeg_destroy_compress(&c);
+	free(row);
+	/* the first scan: from the end of SOF2 to the marker after its data */
+	size_t p = 2, start = 0, end = 0;
+	while (p + 4 <= outlen && !end) {
+		assert_int_equal(out[p], 0xff);
+		int m = out[p + 1];
+		size_t seg = 2 + ((size_t)out[p + 2] << 8 | out[p + 3]);
+		if (m == 0xc2)
+			start = p + seg;
+		p += seg;
+		if (m == 0xda) { /* entropy data up to the next non-RST marker */
+			while (p + 1 < outlen && !(out[p] == 0xff && out[p + 1] != 0 &&
+						   (out[p + 1] < 0xd0 || out[p + 1] > 0xd7)))
+				p++;
+			end = p;
+		}
+	}
+	assert_true(start && end > start);
+	size_t scan = end - start;
+	uint8_t *b = malloc(start + scan * (size_t)copies + 2);
+	assert_non_null(b);
+	memcpy(b, out, start);
+	for (int i = 0; i < copies; i++)
+		memcpy(b + start + scan * (size_t)i, out + start, scan);
+	b[start + scan * (size_t)copies] = 0xff;
+	b[start + scan * (size_t)copies + 1] = 0xd9;
+	*len = start + scan * (size_t)copies + 2;
+	free(out);
+	return b;
+}
+
+/* A scan bomb is refused at max_scans, and anything that keeps decoding past
+ * max_decode_time is stopped; both STK_ETOOBIG with the limit named.  An
+ * ordinary progressive file (a handful of scans) decodes. */
+static void test_scan_bomb(void **state)
+{
+	(void)state;
+	size_t len;
+	uint8_t *bomb = scan_bomb(1024, 1024, 400, &len);
+	struct stk_image_opts o = opts(STK_CROP_CENTER, 0);
+	char err[512];
+	assert_int_equal(stk__image_defaults(&o, err, sizeof(err)), 0);
+	assert_int_equal(o.max_scans, 100); /* the table's defaults */
+	assert_int_equal(o.max_decode_ns, 5000000000ull);
+	uint8_t out[64 * 48 * 3];
+	int rc = stk__image_decode(&o, bomb, len, 1, out, err, sizeof(err), NULL);
+	assert_int_equal(rc, STK_ETOOBIG);
+	assert_non_null(strstr(err, "more than 100 scans (max_scans)"));
+	/* no scan limit: the time limit stops it (1 ms of CPU; the 400 scans
+	 * take far more than that) */
+	o.max_scans = 65535;
+	o.max_decode_ns = 1000000;
+	rc = stk__image_decode(&o, bomb, len, 1, out, err, sizeof(err), NULL);
+	assert_int_equal(rc, STK_ETOOBIG);
+	assert_non_null(strstr(err, "(max_decode_time): refused"));
+	/* the public call and its option table: the same */
+	struct stk_image_opts pub = {.size = sizeof(pub), .width = 32, .height = 32};
+	assert_int_equal(stk_image_decode(&pub, bomb, len, 0, 0, 0, out, err, sizeof(err)),
+			 STK_ETOOBIG);
+	/* the lossless rewrite for image mode (stoker pack --transcode) refuses it too */
+	void *tx = NULL;
+	size_t txlen = 0;
+	assert_int_equal(stk_jpeg_transcode(bomb, len, &tx, &txlen, err, sizeof(err)), STK_ETOOBIG);
+	assert_non_null(strstr(err, "more than 100 scans"));
+	assert_null(tx);
+	/* one copy of the scan: an ordinary progressive file */
+	free(bomb);
+	bomb = scan_bomb(256, 256, 1, &len);
+	o = opts(STK_CROP_CENTER, 0);
+	assert_int_equal(stk__image_defaults(&o, err, sizeof(err)), 0);
+	assert_int_equal(stk__image_decode(&o, bomb, len, 1, out, err, sizeof(err), NULL), 0);
+	assert_int_equal(stk_jpeg_transcode(bomb, len, &tx, &txlen, err, sizeof(err)), 0);
+	stk_free(tx);
+	free(bomb);
+
+	/* in a loader under skip: counted, named, the rest delivered */
+	char *d = tu_mkdtemp();
+	char p[PATH_MAX];
+	for (int i = 0; i < 6; i++) {
+		uint8_t *jpg = encode(64, 48, 3, hgrad, &len);
+		snprintf(p, sizeof(p), "%s/%02d.jpg", d, i);
+		tu_write(p, jpg, len);
+		free(jpg);
+	}
+	bomb = scan_bomb(1024, 1024, 400, &len);
+	snprintf(p, sizeof(p), "%s/03-bomb.jpg", d);
+	tu_write(p, bomb, len);
+	free(bomb);
+	struct stk_loader_opts lo = {.size = sizeof(lo), .path = d, .batch_size = 4, .image = &pub,
+				     .flags = STK_F_QUIET};
+	struct stk_loader *l;
+	assert_int_equal(stk_loader_create(&l, &lo, err, sizeof(err)), 0);
+	struct stk_batch *b;
+	int samples = 0;
+	while ((rc = stk_loader_next(l, &b)) == 1) {
+		samples += (int)b->count;
+		stk_batch_release(l, b);
+	}
+	assert_int_equal(rc, 0);
+	assert_int_equal(samples, 6);
+	assert_non_null(strstr(stk_last_error(l), "03-bomb.jpg: progressive JPEG of 1024x1024 "
+					    "with more than 100 scans (max_scans)"));
+	struct stk_stats st = {.size = sizeof(st)};
+	stk_loader_stats(l, &st);
+	assert_int_equal(st.errors, 1);
+	stk_loader_destroy(l);
+	tu_rmrf(d);
+	free(d);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -429,6 +568,7 @@ int main(void)
 		cmocka_unit_test(test_simd_matches_plain),
 		cmocka_unit_test(test_corrupt_corpus),
 		cmocka_unit_test(test_loader_image_mode),
+		cmocka_unit_test(test_scan_bomb),
 	};
 	return cmocka_run_group_tests_name("image", tests, NULL, NULL);
 }

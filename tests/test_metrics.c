@@ -763,6 +763,43 @@ static void test_server_fn(void **state)
 	assert_int_equal(open_fds(), fds); /* the sockets and MHD's own are closed */
 }
 
+/* 200 clients connect and send nothing (as a port scanner or a slowloris
+ * does): a scrape still gets its answer, within the http() helper's bound of
+ * 5 s without progress, below the 10 s after which the server drops idle
+ * connections; then the idle ones are all still connected. */
+static void test_server_idle_clients(void **state)
+{
+	(void)state;
+	enum { IDLE = 200 };
+	struct stk_metrics_server *s;
+	assert_int_equal(stk_metrics_serve_fn(&s, "127.0.0.1:0", render_big, NULL), 0);
+	int port = stk_metrics_server_port(s);
+	int idle[IDLE];
+	struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((in_port_t)port)};
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	for (int i = 0; i < IDLE; i++) { /* non-blocking: a full backlog must not stall us */
+		idle[i] = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+		assert_true(idle[i] >= 0);
+		int rc = connect(idle[i], (struct sockaddr *)&a, sizeof(a));
+		assert_true(rc == 0 || errno == EINPROGRESS);
+	}
+	char *r = http(port, "GET", "/metrics");
+	assert_non_null(r);
+	assert_true(!strncmp(r, "HTTP/1.0 200", 12) || !strncmp(r, "HTTP/1.1 200", 12));
+	assert_int_equal(strlen(body_of(r)), 200000);
+	free(r);
+	/* the idle ones were not dropped to make room: a read finds no EOF */
+	int open = 0;
+	for (int i = 0; i < IDLE; i++) {
+		char c;
+		ssize_t n = recv(idle[i], &c, 1, MSG_DONTWAIT);
+		open += n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
+		close(idle[i]);
+	}
+	assert_int_equal(open, IDLE);
+	stk_metrics_server_destroy(s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -772,6 +809,7 @@ int main(void)
 		cmocka_unit_test(test_publish),	    cmocka_unit_test(test_listen_parse),
 		cmocka_unit_test(test_published_names),
 		cmocka_unit_test(test_server),	    cmocka_unit_test(test_server_fn),
+		cmocka_unit_test(test_server_idle_clients),
 	};
 	return cmocka_run_group_tests_name("metrics", tests, setup, teardown);
 }

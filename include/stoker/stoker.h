@@ -153,6 +153,8 @@ struct stk_image_opts {
 	float mean[3], std[3];  /* with STK_IMG_NORMALIZE */
 	uint32_t decode_threads;
 	uint64_t max_pixels;    /* larger images are refused before decoding */
+	uint32_t max_scans;     /* progressive JPEGs with more scans are refused */
+	uint64_t max_decode_ns; /* a decode past this much CPU time is stopped, refused */
 };
 
 /* Checks image options as create would (defaults applied to a copy, ranges,
@@ -162,7 +164,8 @@ STK_API int stk_image_opts_check(const struct stk_image_opts *opts, char *err, s
 STK_API size_t stk_image_bytes(const struct stk_image_opts *opts);
 /* Decodes and crops one JPEG as the loader would for sample `index` of
  * `epoch` under `seed`, into out (stk_image_bytes).  0, or <0 with the reason
- * in err (STK_ECORRUPT, STK_EFORMAT, STK_ETOOBIG, -ERANGE for options). */
+ * in err (STK_ECORRUPT, STK_EFORMAT, STK_ETOOBIG: above max_pixels,
+ * max_scans or max_decode_time; -ERANGE for options). */
 STK_API int stk_image_decode(const struct stk_image_opts *opts, const void *data, size_t len,
 			     uint64_t seed, uint64_t epoch, int64_t index, void *out,
 			     char *err, size_t errlen);
@@ -175,7 +178,8 @@ STK_API int stk_image_decode(const struct stk_image_opts *opts, const void *data
  * only the intervals that cover a crop.  On success *out is a buffer of
  * *outlen bytes that the caller frees with stk_free.  STK_EFORMAT (not a
  * JPEG), STK_ECORRUPT (a libjpeg error or warning: corrupt, truncated,
- * unsupported; libjpeg's message in err), -ENOMEM.  Any thread. */
+ * unsupported; libjpeg's message in err), STK_ETOOBIG (a progressive file
+ * past max_scans' default, 100 scans), -ENOMEM.  Any thread. */
 STK_API int stk_jpeg_transcode(const void *data, size_t len, void **out, size_t *outlen,
 			       char *err, size_t errlen);
 /* Frees what the library allocated for the caller (stk_jpeg_transcode's output). */
@@ -246,7 +250,8 @@ struct stk_loader_opts {
  *   def      the default as text; a zero field means it
  *   min, max the inclusive range of a numeric option; min == max: no range
  *   choices  ENUM/BITCHOICE: the names; numeric: the name of the value 0,
- *            which then means "chosen by the library" (e.g. "auto")        */
+ *            which then means "chosen by the library" (e.g. "auto"); 0
+ *            itself is that value in every front end (CLI, Python, C)     */
 #define STK_LOADER_OPTIONS(X)                                                                    \
 	X(LOADER, batch_size, "batch,b", U32, batch_size, 0, "256", 1, 1048576, NULL,            \
 	  "samples per batch")                                                                   \
@@ -254,7 +259,8 @@ struct stk_loader_opts {
 	  "batch slots: batches being read, ready, or held by the consumer")                     \
 	X(LOADER, queue_depth, "qd,q", U32, queue_depth, 0, "auto", 1, 32768, "auto",            \
 	  "reads in flight, all I/O threads together (auto: probed at the start and when the "   \
-	  "rate changes for where throughput stops rising; stk_loader_tuning says why)")         \
+	  "rate changes for where throughput stops rising; stk_loader_tuning says why); an "     \
+	  "io_uring ring holds 10920 and at most ulimit -n: a deeper queue is cut, and said")   \
 	X(LOADER, io_threads, "threads,t", U32, io_threads, 0, "auto", 1, 256, "auto",           \
 	  "I/O threads (auto: 2 io_uring rings, 1 when the rank's CPU share is below 4; or 64 "  \
 	  "pread workers)")                                                                      \
@@ -295,7 +301,8 @@ struct stk_loader_opts {
 	X(LOADER, cache_dir, NULL, STR, cache_dir, 0, "", 0, 0, NULL,                            \
 	  "where indexes go when the data folder is read-only (default: ~/.cache/stoker)")       \
 	X(LOADER, slot_bytes, NULL, U64, slot_bytes, 0, "auto", 1, 1099511627776.0, "auto",      \
-	  "bytes per batch slot (auto: from the dataset's sample sizes)")                        \
+	  "bytes per batch slot (auto: from the dataset's sample sizes, the pool within half "   \
+	  "of the memory; a sample larger than that is an error of its own, named)")             \
 	X(LOADER, read_bytes, NULL, U64, read_bytes, 0, "0", 0, 1099511627776.0, NULL,           \
 	  "raw mode: read only the first N bytes of each sample (0: whole samples), as a "       \
 	  "storage test that reads 1 KiB of each file does")                                     \
@@ -342,7 +349,13 @@ struct stk_loader_opts {
 	  "decode threads (auto: the rank's CPU share less one, at least 1; one process: usable " \
 	  "CPUs - 1)")                                                                           \
 	X(IMAGE, max_pixels, NULL, U64, max_pixels, 0, "100000000", 1, 1099511627776.0, NULL,    \
-	  "larger images are refused before any allocation")
+	  "larger images are refused before any allocation")                                     \
+	X(IMAGE, max_scans, NULL, U32, max_scans, 0, "100", 1, 65535, NULL,                       \
+	  "a progressive JPEG with more scans is refused when the decoder reaches the next "     \
+	  "(a scan bomb; ordinary encoders write at most a few dozen)")                          \
+	X(IMAGE, max_decode_time, NULL, DURATION, max_decode_ns, 0, "5s", 1000000, 3.6e12, NULL, \
+	  "a decode that takes more CPU time than this (the decode thread's own) is stopped "    \
+	  "and the sample refused")
 
 enum stk_opt_group { STK_OPT_LOADER = 0, STK_OPT_IMAGE };
 enum stk_opt_type {

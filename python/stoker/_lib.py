@@ -142,6 +142,8 @@ class ImageOpts(ctypes.Structure):
         ("std", ctypes.c_float * 3),
         ("decode_threads", c_u32),
         ("max_pixels", c_u64),
+        ("max_scans", c_u32),
+        ("max_decode_ns", c_u64),
     ]
 
 

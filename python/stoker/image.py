@@ -67,6 +67,10 @@ class Image:
             float dtype.
         decode_threads: decode threads ("auto" or 0: online CPUs - 1).
         max_pixels: larger JPEGs are refused before decoding.
+        max_scans: progressive JPEGs with more scans are refused (a scan
+            bomb: thousands of scans, seconds of CPU each image).
+        max_decode_time: a decode that takes more CPU time than this ("5s",
+            "200ms", or ns) is stopped and the sample refused.
         scale, ratio: RandomResizedCrop's area share (0 < lo <= hi <= 1) and
             aspect-ratio range (0 < lo <= hi).
         crop_frac: center crop: size / resized short side (224 of 256 is
@@ -78,12 +82,14 @@ class Image:
     """
 
     __slots__ = ("height", "width", "crop", "flip", "layout", "dtype", "normalize",
-                 "decode_threads", "max_pixels", "scale", "ratio", "crop_frac", "_c")
+                 "decode_threads", "max_pixels", "max_scans", "max_decode_time", "scale",
+                 "ratio", "crop_frac", "_c")
 
     def __init__(self, size=_D["width"], crop=_D["crop"], flip=_D["flip"], layout=_D["layout"],
                  dtype=_D["dtype"], normalize=None, decode_threads=_D["decode_threads"],
                  max_pixels=_D["max_pixels"], scale=(_D["scale_min"], _D["scale_max"]),
-                 ratio=(_D["ratio_min"], _D["ratio_max"]), crop_frac=_D["crop_frac"]):
+                 ratio=(_D["ratio_min"], _D["ratio_max"]), crop_frac=_D["crop_frac"],
+                 max_scans=_D["max_scans"], max_decode_time=_D["max_decode_time"]):
         if isinstance(size, (tuple, list)):
             if len(size) != 2:
                 raise ValueError("Image(size=%r) must be an int or (height, width)" % (size,))
@@ -92,7 +98,8 @@ class Image:
             height = width = size
         values = {"width": width, "height": height, "crop": crop, "flip": bool(flip),
                   "layout": layout, "dtype": _dtype_name(dtype), "decode_threads": decode_threads,
-                  "max_pixels": max_pixels, "crop_frac": crop_frac}
+                  "max_pixels": max_pixels, "crop_frac": crop_frac, "max_scans": max_scans,
+                  "max_decode_time": max_decode_time}
         for name, pair in (("scale", scale), ("ratio", ratio)):
             try:
                 lo, hi = pair
@@ -140,6 +147,8 @@ class Image:
                           else None)
         self.decode_threads = c.decode_threads
         self.max_pixels = c.max_pixels
+        self.max_scans = c.max_scans
+        self.max_decode_time = _ROWS["max_decode_time"].get(c)
         self.scale = (c.scale_min, c.scale_max)
         self.ratio = (c.ratio_min, c.ratio_max)
         self.crop_frac = c.crop_frac

@@ -32,7 +32,7 @@ def _values(row):
     if row.min != row.max:
         text = "%s..%s" % (_num(row.min), _num(row.max))
         if row.choices:
-            text += ", or `%s`" % row.choices[0]
+            text += ", or `%s` (0)" % row.choices[0]
         return text
     return _TYPES[row.type]
 

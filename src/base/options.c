@@ -201,7 +201,7 @@ static bool has_range(const struct stk_option *o)
 static int range_error(const struct stk_option *o, const char *value, char *err, size_t errlen)
 {
 	if (o->choices)
-		snprintf(err, errlen, "%s: %s is out of range %.17g..%.17g (or %s)", o->name, value,
+		snprintf(err, errlen, "%s: %s is out of range %.17g..%.17g (or %s, 0)", o->name, value,
 			 o->min, o->max, o->choices);
 	else
 		snprintf(err, errlen, "%s: %s is out of range %.17g..%.17g", o->name, value, o->min,

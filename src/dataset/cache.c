@@ -256,16 +256,18 @@ int stk__index_write(const char *path, const struct idx_header *h, const struct 
 	FILE *f = fopen(tmp, "we");
 	if (!f)
 		return -errno;
+	errno = 0;
 	static const char zeros[8];
 	struct part parts[8];
 	size_t np = index_parts(h, b, parts);
 	int rc = 0;
 	for (size_t i = 0; i < np && !rc; i++) {
+		/* a full disk is ENOSPC here or at fclose: the reason is said */
 		if (parts[i].l && fwrite(parts[i].p, 1, parts[i].l, f) != parts[i].l)
-			rc = -EIO;
+			rc = errno ? -errno : -EIO;
 		size_t pad = pad8(parts[i].l) - parts[i].l;
 		if (!rc && pad && fwrite(zeros, 1, pad, f) != pad)
-			rc = -EIO;
+			rc = errno ? -errno : -EIO;
 	}
 	if (fclose(f) && !rc)
 		rc = -errno;
@@ -562,9 +564,11 @@ void stk__index_paths(const struct stk__index_opts *o, const char *abs, bool is_
 		snprintf(beside, len, "%s/%s", abs, IDX_NAME);
 	char dir[PATH_MAX];
 	user[0] = 0;
+	/* a folder that cannot be made still names where the cache was tried:
+	 * the write fails there, with the reason */
 	if (o->cache_dir)
 		snprintf(dir, sizeof(dir), "%s", o->cache_dir);
-	else if (stk_cache_dir(dir, sizeof(dir)) < 0)
+	else if (stk_cache_dir(dir, sizeof(dir)) == -ENAMETOOLONG)
 		return;
 	mkdir(dir, 0755);
 	snprintf(user, len, "%s/index-%016llx", dir, (unsigned long long)key);

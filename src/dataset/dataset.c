@@ -24,6 +24,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -277,6 +278,42 @@ static int set_classes(struct stk_dataset *ds, uint64_t class_names_len)
 	return 0;
 }
 
+/* No cache could be written (read-only folders, a full disk, a cache path
+ * that is a file): every start indexes again, so it is said, once a process
+ * for each dataset, with where it was tried and why (rc 1: not tried). */
+static void cache_unwritten(const struct stk__index_opts *o, uint64_t key, const char *beside,
+			    int rb, const char *user, int ru)
+{
+	static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+	static uint64_t said[32];
+	static unsigned nsaid;
+	bool again = false;
+	pthread_mutex_lock(&mu);
+	for (unsigned i = 0; i < nsaid && i < 32; i++)
+		again |= said[i] == key;
+	if (!again)
+		said[nsaid++ % 32] = key;
+	pthread_mutex_unlock(&mu);
+	if (again || !o->notice || !o->noticelen)
+		return;
+	char where[2 * PATH_MAX + 200];
+	int n = 0;
+	if (rb != 1)
+		n = snprintf(where, sizeof(where), "%s: %s", beside, strerror(-rb));
+	if (ru != 1 && n >= 0 && (size_t)n < sizeof(where))
+		snprintf(where + n, sizeof(where) - (size_t)n, "%s%s: %s", n ? "; " : "", user,
+			 strerror(-ru));
+	else if (ru == 1 && n >= 0 && (size_t)n < sizeof(where))
+		snprintf(where + n, sizeof(where) - (size_t)n, "%sno user cache folder "
+			 "($XDG_CACHE_HOME, $HOME)", n ? "; " : "");
+	size_t at = strlen(o->notice);
+	if (at + 1 >= o->noticelen)
+		return;
+	snprintf(o->notice + at, o->noticelen - at, "%sindex cache not written, so every start "
+		 "indexes %s again: %s (cache_dir names a writable folder)", at ? "\n" : "",
+		 o->path, where);
+}
+
 int stk__dataset_open(struct stk_dataset **out, const struct stk__index_opts *o, char *err,
 		      size_t errlen)
 {
@@ -412,10 +449,13 @@ int stk__dataset_open(struct stk_dataset **out, const struct stk__index_opts *o,
 	}
 	struct idx_header h;
 	stk__index_header(&h, kind, key, &b);
-	if (!o->no_cache) { /* best effort: a failed cache only costs time */
-		const char *at = beside[0] && !stk__index_write(beside, &h, &b) ? beside
-				 : user[0] && !stk__index_write(user, &h, &b) ? user : NULL;
+	if (!o->no_cache) { /* best effort: a failed cache only costs time, said */
+		int rb = beside[0] ? stk__index_write(beside, &h, &b) : 1;
+		int ru = rb && user[0] ? stk__index_write(user, &h, &b) : 1;
+		const char *at = !rb ? beside : !ru ? user : NULL;
 		ds->cache_path = at ? strdup(at) : NULL;
+		if (!at)
+			cache_unwritten(o, key, beside, rb, user, ru);
 	}
 	ds->shards = shards;
 

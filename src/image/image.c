@@ -32,6 +32,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <jpeglib.h> /* after stdio.h: it uses FILE */
 #include <jerror.h>
@@ -172,6 +173,13 @@ struct err_mgr {
 	bool strict;
 	char warning[JMSG_LENGTH_MAX];
 	size_t warn_pos; /* offset of the decoder's input at that warning */
+	/* the limits, checked by libjpeg's progress monitor (djpeg -maxscans
+	 * does the same): a scan past max_scans, or CPU time past max_ns */
+	struct jpeg_progress_mgr progress;
+	enum { LIMIT_NONE, LIMIT_SCANS, LIMIT_TIME } limit;
+	uint32_t max_scans;
+	unsigned calls;
+	uint64_t cpu0, max_ns;
 };
 
 static void on_error_exit(j_common_ptr c)
@@ -194,6 +202,33 @@ static void on_message(j_common_ptr c, int level)
 		j_decompress_ptr d = (j_decompress_ptr)c;
 		c->err->format_message(c, e->warning);
 		e->warn_pos = d->src ? (size_t)d->src->next_input_byte : 0;
+	}
+}
+
+static uint64_t thread_cpu_ns(void)
+{
+	struct timespec ts;
+	if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts))
+		return 0;
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* Called by libjpeg once per iMCU row of each scan while a progressive
+ * file is read in, and per read_scanlines call: a progressive JPEG can
+ * declare thousands of scans that each walk the whole coefficient buffer
+ * (seconds of CPU from a few hundred KB), so the scan count is checked
+ * every time and the thread's CPU time (a system call) every 64th: a few
+ * times an ordinary image, every few ms at worst. */
+static void on_progress(j_common_ptr c)
+{
+	struct err_mgr *e = (struct err_mgr *)c->err;
+	if (c->is_decompressor && ((j_decompress_ptr)c)->input_scan_number > (int)e->max_scans) {
+		e->limit = LIMIT_SCANS;
+		longjmp(e->jmp, 1);
+	}
+	if (++e->calls % 64 == 0 && thread_cpu_ns() - e->cpu0 > e->max_ns) {
+		e->limit = LIMIT_TIME;
+		longjmp(e->jmp, 1);
 	}
 }
 
@@ -302,22 +337,37 @@ int stk__image_decode_box(const struct stk_image_opts *o, const uint8_t *src, si
 	em.truncated = false;
 	em.strict = false;
 	em.warning[0] = 0;
+	em.limit = LIMIT_NONE;
+	em.max_scans = o->max_scans ? o->max_scans : UINT32_MAX;
+	em.max_ns = o->max_decode_ns ? o->max_decode_ns : UINT64_MAX;
+	em.calls = 0;
+	em.cpu0 = thread_cpu_ns();
+	em.progress = (struct jpeg_progress_mgr){.progress_monitor = on_progress};
 	if (setjmp(em.jmp)) {
 		char msg[JMSG_LENGTH_MAX], where[128];
 		em.pub.format_message((j_common_ptr)&ci, msg);
-		if (fast) {
+		if (em.limit == LIMIT_SCANS) {
+			snprintf(err, errlen, "progressive JPEG of %ux%u with more than %u scans "
+				 "(max_scans): refused, as a scan bomb would be", ci.image_width,
+				 ci.image_height, em.max_scans);
+		} else if (em.limit == LIMIT_TIME) {
+			snprintf(err, errlen, "JPEG of %ux%u still decoding after %.3g s of CPU time "
+				 "(max_decode_time): refused", ci.image_width, ci.image_height,
+				 (double)em.max_ns / 1e9);
+		} else if (fast) {
 			stk__jpeg_fast_name(&fs, (size_t)(ci.src->next_input_byte - fs.buf), where,
 					    sizeof(where));
 			snprintf(err, errlen, "corrupt JPEG: %s: %s", where, msg);
-			stk__jpeg_fast_free(&fs);
 		} else {
 			snprintf(err, errlen, "corrupt JPEG: %s", msg);
 		}
+		stk__jpeg_fast_free(&fs);
 		jpeg_destroy_decompress(&ci);
 		free(region);
-		return STK_ECORRUPT;
+		return em.limit != LIMIT_NONE ? STK_ETOOBIG : STK_ECORRUPT;
 	}
 	jpeg_create_decompress(&ci);
+	ci.progress = &em.progress;
 	jpeg_mem_src(&ci, src, (unsigned long)len);
 	jpeg_read_header(&ci, TRUE);
 	uint64_t pixels = (uint64_t)ci.image_width * ci.image_height;

@@ -37,7 +37,23 @@ struct err_mgr {
 	struct jpeg_error_mgr pub;
 	jmp_buf jmp;
 	char warning[JMSG_LENGTH_MAX];
+	struct jpeg_progress_mgr progress;
+	bool scans; /* stopped at a scan past MAX_SCANS */
 };
+
+/* A progressive file with thousands of scans (a scan bomb) costs seconds of
+ * CPU to read in: refused at the image option table's default max_scans,
+ * as image mode does (image/image.c). */
+#define MAX_SCANS 100
+
+static void on_progress(j_common_ptr c)
+{
+	struct err_mgr *e = (struct err_mgr *)c->err;
+	if (c->is_decompressor && ((j_decompress_ptr)c)->input_scan_number > MAX_SCANS) {
+		e->scans = true;
+		longjmp(e->jmp, 1);
+	}
+}
 
 static void on_error_exit(j_common_ptr c)
 {
@@ -131,17 +147,24 @@ static int transcode(const uint8_t *p, size_t len, void **out, size_t *outlen, c
 	em.pub.emit_message = on_message;
 	em.pub.output_message = no_output;
 	em.warning[0] = 0;
+	em.scans = false;
+	em.progress = (struct jpeg_progress_mgr){.progress_monitor = on_progress};
 	if (setjmp(em.jmp)) {
 		char msg[JMSG_LENGTH_MAX];
 		em.pub.format_message((j_common_ptr)&in, msg);
-		snprintf(err, errlen, "corrupt or unsupported JPEG: %s", msg);
+		if (em.scans)
+			snprintf(err, errlen, "progressive JPEG with more than %d scans: refused, as a "
+				 "scan bomb would be", MAX_SCANS);
+		else
+			snprintf(err, errlen, "corrupt or unsupported JPEG: %s", msg);
 		if (have_dst)
 			jpeg_destroy_compress(&dst);
 		jpeg_destroy_decompress(&in);
 		free(d.buf);
-		return STK_ECORRUPT;
+		return em.scans ? STK_ETOOBIG : STK_ECORRUPT;
 	}
 	jpeg_create_decompress(&in);
+	in.progress = &em.progress;
 	jpeg_mem_src(&in, p, (unsigned long)len);
 	for (int m = 0; m < 16; m++)
 		jpeg_save_markers(&in, JPEG_APP0 + m, 0xffff);

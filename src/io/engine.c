@@ -89,6 +89,12 @@ int stk_ioengine_create(struct stk_ioengine **out, const struct stk_ioengine_opt
 		free(e);
 		return rc;
 	}
+	char why[200];
+	if (e->ops == &stk__engine_uring && o.queue_depth > stk__uring_max_depth(why, sizeof(why))) {
+		snprintf(errbuf, errlen, "queue_depth %u: %s", o.queue_depth, why);
+		free(e);
+		return -ERANGE;
+	}
 	struct iovec *iov = NULL;
 	if (o.buf_area && o.nbufs && o.buf_bytes) {
 		iov = calloc(o.nbufs, sizeof(*iov));

@@ -45,6 +45,9 @@ extern const struct stk_engine_ops stk__engine_uring;
 extern const struct stk_engine_ops stk__engine_pread;
 extern const struct stk_engine_ops stk__engine_null;
 
+/* The deepest queue one io_uring engine can take here (the kernel's ring
+ * size, the soft RLIMIT_NOFILE for its file table), with why it is that. */
+unsigned stk__uring_max_depth(char *why, size_t len);
 /* 0 when io_uring can run this engine here, else <0 with the reason in why. */
 int stk__uring_probe(char *why, size_t len);
 

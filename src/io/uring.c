@@ -24,6 +24,7 @@
 #include <unistd.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <sys/resource.h>
 
 enum { TAG_OPEN = 1, TAG_READ = 2, TAG_CLOSE = 3 };
 #define TAG_MASK 3ull
@@ -65,6 +66,27 @@ int stk__uring_probe(char *why, size_t len)
 		io_uring_free_probe(p);
 	io_uring_queue_exit(&ring);
 	return rc < 0 ? rc : 0;
+}
+
+/* Each read is three requests (openat, read, close) and the wake poll takes
+ * a few: a ring of `entries` = 3 x depth + 8 SQEs, which the kernel caps at
+ * IORING_MAX_ENTRIES (32768), and a file table of depth slots, which it
+ * refuses (EMFILE) above the soft RLIMIT_NOFILE. */
+#define RING_ENTRIES(qd) ((qd) * 3u + 8u)
+#define KERNEL_MAX_ENTRIES 32768u
+
+unsigned stk__uring_max_depth(char *why, size_t len)
+{
+	unsigned m = (KERNEL_MAX_ENTRIES - 8u) / 3u;
+	snprintf(why, len, "an io_uring ring holds %u reads at most: 3 requests each, %u entries "
+		 "a ring", m, KERNEL_MAX_ENTRIES);
+	struct rlimit rl;
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < m) {
+		m = rl.rlim_cur ? (unsigned)rl.rlim_cur : 1;
+		snprintf(why, len, "ulimit -n is %u: each io_uring ring's file table holds %u "
+			 "descriptors at most; raise it for a deeper queue", m, m);
+	}
+	return m;
 }
 
 static int ring_init(struct io_uring *ring, unsigned entries)
@@ -110,7 +132,7 @@ static int uring_init(struct stk_eng **out, const struct stk_engine_cfg *cfg)
 	e->qd = cfg->queue_depth ? cfg->queue_depth : 1;
 	e->direct = cfg->direct;
 	e->efd = -1;
-	int rc = ring_init(&e->ring, e->qd * 3 + 8);
+	int rc = ring_init(&e->ring, RING_ENTRIES(e->qd));
 	if (rc < 0) {
 		free(e);
 		return rc;

@@ -7,6 +7,7 @@
  */
 #include "loader/loader.h"
 #include "image/image.h"
+#include "stoker/sys.h"
 
 #include <fcntl.h>
 #include <limits.h>
@@ -16,8 +17,9 @@
 #include <string.h>
 #include <unistd.h>
 
-/* The most bytes any batch can need: the batch_size largest samples. */
-static uint64_t worst_batch_bytes(const struct stk_loader *l)
+/* The most bytes any batch can need: the batch_size largest samples (of
+ * those no larger than `limit`). */
+static uint64_t worst_batch_bytes(const struct stk_loader *l, uint64_t limit)
 {
 	uint32_t k = l->o.batch_size;
 	if ((int64_t)k > l->ds->n)
@@ -28,6 +30,8 @@ static uint64_t worst_batch_bytes(const struct stk_loader *l)
 	uint32_t len = 0;
 	for (int64_t i = 0; i < l->ds->n; i++) {
 		uint64_t v = stk__loader_read_len(l, l->ds->entries[i].size);
+		if (v > limit)
+			continue;
 		if (len < k) {
 			uint32_t j = len++;
 			heap[j] = v;
@@ -61,14 +65,10 @@ static uint64_t worst_batch_bytes(const struct stk_loader *l)
 	return sum;
 }
 
-/* The slot size (loader/memory.c's rule over the index's read lengths); a
- * batch beyond it anyway loses the samples that do not fit (STK_ETOOBIG, by
- * the error policy); opts.slot_bytes overrides. */
-static uint64_t slot_bytes_for(const struct stk_loader *l)
+/* The old rule over every sample (no limit). */
+static uint64_t slot_bytes_for_all(const struct stk_loader *l)
 {
-	if (l->o.slot_bytes)
-		return l->o.slot_bytes;
-	uint64_t worst = worst_batch_bytes(l);
+	uint64_t worst = worst_batch_bytes(l, UINT64_MAX);
 	double sum = 0, sq = 0, mx = 0;
 	for (int64_t i = 0; i < l->ds->n; i++) {
 		double v = (double)stk__loader_read_len(l, l->ds->entries[i].size);
@@ -78,6 +78,63 @@ static uint64_t slot_bytes_for(const struct stk_loader *l)
 			mx = v;
 	}
 	return stk__slot_bound(l->o.batch_size, (double)l->ds->n, sum, sq, mx, worst);
+}
+
+/* The most a slot's reads may take: the pool (prefetch slots, with their
+ * images) within half of the memory (MemTotal, or the cgroup's limit when
+ * lower).  A sample above it could only be read into a pool the machine
+ * cannot map, or one that pushes the trainer out of memory. */
+static uint64_t slot_limit(const struct stk_loader *l)
+{
+	struct stk_meminfo mi = {.size = sizeof(mi)};
+	uint64_t mem = stk_sys_meminfo(NULL, &mi) == 0 && mi.total ? mi.total : UINT64_MAX;
+	uint64_t cg = 0;
+	if (stk_sys_cgroup_memory(NULL, &cg, NULL) == 1 && cg < mem)
+		mem = cg;
+	if (mem == UINT64_MAX)
+		return UINT64_MAX;
+	uint64_t per = mem / 2 / l->o.prefetch;
+	uint64_t img = l->image ? (uint64_t)l->o.batch_size * stk__image_bytes(&l->img) + 4096 : 0;
+	return per > img ? per - img : 0;
+}
+
+/* The slot size: loader/memory.c's bound over the index's read lengths.  A
+ * batch beyond it anyway loses the samples that do not fit (STK_ETOOBIG, by
+ * the error policy); opts.slot_bytes overrides.  Samples above slot_limit
+ * (a tar header declaring 9 GiB) are left out of the sizing and the slot
+ * kept within the limit: each such sample is an error of its own when read
+ * (counted, named), not a pool that cannot be mapped; l->oversize counts
+ * them, l->oversize_idx is the largest. */
+static uint64_t slot_bytes_for(struct stk_loader *l)
+{
+	if (l->o.slot_bytes)
+		return l->o.slot_bytes;
+	uint64_t limit = slot_limit(l), big = 0;
+	double sum = 0, sq = 0, mx = 0, n = 0;
+	for (int64_t i = 0; i < l->ds->n; i++) {
+		uint64_t r = stk__loader_read_len(l, l->ds->entries[i].size);
+		if (r > limit) {
+			if (r > big) {
+				big = r;
+				l->oversize_idx = i;
+			}
+			l->oversize++;
+			continue;
+		}
+		double v = (double)r;
+		sum += v;
+		sq += v * v;
+		n++;
+		if (v > mx)
+			mx = v;
+	}
+	if (!n) { /* every sample is above it: sized for them, and the pool says why */
+		l->oversize = 0;
+		return slot_bytes_for_all(l);
+	}
+	uint64_t slot = stk__slot_bound(l->o.batch_size, n, sum, sq, mx,
+					worst_batch_bytes(l, limit));
+	return slot < limit ? slot : limit;
 }
 
 static char *dup_opt(const char *s, bool *oom)
@@ -130,6 +187,29 @@ static int start_rings(struct stk_loader *l)
 		l->o.io_threads = cap < 64 ? cap : 64;
 	if (!uring && !l->o.queue_depth && cap > l->o.io_threads)
 		cap = l->o.io_threads; /* more than the workers would only queue */
+	/* A ring takes only so many reads (its size, the file table under ulimit
+	 * -n): the depth is spread over the rings, each up to that, and what
+	 * they cannot carry together is cut and said. */
+	unsigned ring_cap = cap;
+	if (uring) {
+		char why[200];
+		unsigned m = stk__uring_max_depth(why, sizeof(why));
+		if (m < cap) {
+			ring_cap = m;
+			uint64_t all = (uint64_t)m * l->nrings;
+			if (all < cap) {
+				if (l->o.queue_depth)
+					stk__loader_notice(l, "queue_depth %u: %s; %u I/O thread%s %llu "
+							   "reads in flight at most", cap, why, l->nrings,
+							   l->nrings > 1 ? "s carry" : " carries",
+							   (unsigned long long)all);
+				cap = (unsigned)all;
+			}
+			snprintf(l->tune.cap_why, sizeof(l->tune.cap_why), "queue depth up to %u a ring, "
+				 "%u in all (%s)", m, cap, why);
+		}
+	}
+	l->tune.max_qd = cap;
 	l->rings = calloc(l->nrings, sizeof(*l->rings));
 	if (!l->rings)
 		return -ENOMEM;
@@ -139,8 +219,9 @@ static int start_rings(struct stk_loader *l)
 		r->l = l;
 		r->id = i;
 		r->ops = l->ops;
-		/* every ring can carry the whole depth: the tuner may leave one alone */
-		r->cap = cap;
+		/* every ring can carry the whole depth, where a ring can hold it:
+		 * the tuner may leave one alone */
+		r->cap = ring_cap < cap ? ring_cap : cap;
 		r->take = true;
 		r->qd = cap / l->nrings + (i < cap % l->nrings);
 		r->qcap = per_ring_ios + r->cap;
@@ -308,6 +389,27 @@ static int check_fits(struct stk_loader *l, char *err, size_t errlen)
 	uint64_t need = stk__loader_read_len(l, l->ds->max_size);
 	if (need <= l->raw_bytes)
 		return 0;
+	if (l->oversize) { /* auto: left out of the sizing, each an error when read */
+		const struct stk_entry *e = &l->ds->entries[l->oversize_idx];
+		const char *p = stk__entry_path(l->ds, l->oversize_idx);
+		char member[300] = "", name[260];
+		if (l->ds->shards) {
+			stk__loader_member_name(l, p, e->offset, name, sizeof(name));
+			snprintf(member, sizeof(member), ": member %s%sat offset %llu", name,
+				 name[0] ? " " : "", (unsigned long long)e->offset);
+		}
+		stk__loader_notice(l, "%s: %llu sample%s larger than a batch slot can be here "
+				   "(%llu bytes: the pool of %u slots may take half of the memory), "
+				   "the largest %s%s%s%s (%llu bytes); each is an error of its sample "
+				   "(on_error %s) when read; slot_bytes sets the slot", l->path,
+				   (unsigned long long)l->oversize, l->oversize > 1 ? "s" : "",
+				   (unsigned long long)l->raw_bytes, l->o.prefetch,
+				   p[0] == '/' ? "" : l->ds->root, p[0] == '/' ? "" : "/", p, member,
+				   (unsigned long long)e->size,
+				   l->o.on_error == STK_ON_ERROR_SKIP ? "skip"
+				   : l->o.on_error == STK_ON_ERROR_FAIL ? "fail" : "replace");
+		return 0;
+	}
 	int64_t big = 0;
 	for (int64_t i = 0; i < l->ds->n; i++)
 		if (l->ds->entries[i].size == l->ds->max_size) {
@@ -380,7 +482,7 @@ int stk_loader_create(struct stk_loader **out, const struct stk_loader_opts *opt
 		rc = -ENOMEM;
 		goto fail;
 	}
-	char warning[PATH_MAX + 600] = "", notice[PATH_MAX + 400] = "";
+	char warning[PATH_MAX + 600] = "", notice[3 * PATH_MAX + 600] = "";
 	struct stk__index_opts io = {.path = l->path, .extensions = l->extensions,
 				     .cache_dir = l->cache_dir,
 				     .no_cache = l->o.flags & STK_F_NO_CACHE,

@@ -168,6 +168,7 @@ struct tune {
 	bool extend;            /* this level's window goes on: its first part was marginal */
 	char why[800];
 	char direct_why[200];
+	char cap_why[400];      /* the engines hold less than asked: why (else empty) */
 };
 
 struct stk_loader {
@@ -190,6 +191,8 @@ struct stk_loader {
 	struct stk_image_opts img;
 	bool image;
 	uint64_t raw_bytes;     /* of a slot: the reads; the images follow */
+	uint64_t oversize;      /* samples above what a slot may take (loader/create.c) */
+	int64_t oversize_idx;   /* the largest of them */
 	uint64_t img_off;       /* where the images start in a slot: page-aligned */
 	pthread_t *dthreads;
 	uint32_t ndthreads;
@@ -293,6 +296,10 @@ void stk__loader_signal(struct stk_loader *l);
 /* --- loader/error.c ------------------------------------------------------- */
 /* Unlinks the index cache (once): the data no longer matches it.  Under mu. */
 void stk__loader_drop_index(struct stk_loader *l);
+/* A tar member's name, read from its header before data_off in shard (a
+ * path under the dataset's root), for messages; "" when unreadable. */
+void stk__loader_member_name(const struct stk_loader *l, const char *shard, uint64_t data_off,
+			     char *buf, size_t len);
 /* A failed sample: counted with its batch, named as the loader's detail (and
  * the slot's, if it is the first).  why may be NULL.  Under mu. */
 void stk__loader_sample_error(struct stk_loader *l, struct slot *s, struct sio *x, int rc,

@@ -179,18 +179,22 @@ void stk__tune_init(struct stk_loader *l)
 	t->auto_qd = l->o.queue_depth == 0;
 	t->auto_rings = uring && l->o.io_threads == 0 && l->nrings > 1;
 	t->active = uring ? l->nrings : 1;
-	t->max_qd = l->rings[0].cap;
+	/* start_rings set max_qd: all rings together, each up to its cap */
 	struct stk_io_plan plan = {.size = sizeof(plan)};
 	t->plan_qd = stk_io_plan(NULL, l->ds->root, &plan) == 0 && plan.queue_depth ? plan.queue_depth
 										     : 128;
 	if (t->plan_qd > t->max_qd)
 		t->plan_qd = t->max_qd;
-	t->qd = t->auto_qd ? start_qd(t) : l->o.queue_depth;
+	t->qd = t->auto_qd ? start_qd(t) : l->o.queue_depth < t->max_qd ? l->o.queue_depth
+									  : t->max_qd;
 	t->phase = t->auto_qd || t->auto_rings ? TUNE_QD : TUNE_OFF;
 	t->probes = t->auto_qd;
 	t->probe_t = stk__now_ns();
 	if (t->auto_qd)
 		snprintf(t->why, sizeof(t->why), "queue depth %u (auto: probing)", t->qd);
+	else if (t->qd < l->o.queue_depth)
+		snprintf(t->why, sizeof(t->why), "queue depth %u (asked %u: the I/O threads carry "
+			 "%u at most)", t->qd, l->o.queue_depth, t->max_qd);
 	else
 		snprintf(t->why, sizeof(t->why), "queue depth %u (asked)", t->qd);
 	apply(l);
@@ -559,7 +563,8 @@ int stk_loader_tuning(const struct stk_loader *cl, char *buf, size_t len)
 	if (l->ds->shards)
 		snprintf(shards, sizeof(shards), "\n%s (%.2f members a read so far)", l->shard_why,
 			 l->rd_reads ? (double)l->rd_members / (double)l->rd_reads : 0.0);
-	int n = snprintf(buf, len, "%s\n%s%s%s", t->direct_why, t->why, threads, shards);
+	int n = snprintf(buf, len, "%s\n%s%s%s%s%s", t->direct_why, t->why, threads, shards,
+			 t->cap_why[0] ? "\n" : "", t->cap_why);
 	pthread_mutex_unlock(&l->mu);
 	return n;
 }

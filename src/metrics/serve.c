@@ -29,6 +29,7 @@
 #include <netinet/in.h>
 #include <pthread.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -302,7 +303,7 @@ static int open_listener(const char *listen_str, int *port)
 	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
 	if (wild && ss.ss_family == AF_INET6) /* ":PORT" means IPv4 too */
 		setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof(zero));
-	if (bind(fd, (struct sockaddr *)&ss, sl) || listen(fd, 64)) {
+	if (bind(fd, (struct sockaddr *)&ss, sl) || listen(fd, 128)) {
 		rc = -errno;
 		close(fd);
 		return rc;
@@ -394,6 +395,26 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
 		     MHD_RESPMEM_MUST_COPY);
 }
 
+/* Idle or slow clients (connected, sending nothing) must not starve a
+ * scrape: a full server stops accepting, and a scrape waits in the backlog
+ * until an idle one times out.  So the limit is far above what scrapers use:
+ * 512 connections (one thread polls them all with epoll; each holds at most
+ * its 32 KiB pool, touched only as used), at most half of ulimit -n so a
+ * loader in the same process keeps its descriptors; idle ones are closed
+ * after IDLE_S. */
+#define MAX_CONNECTIONS 512u
+#define IDLE_S 10u
+
+static unsigned connection_limit(void)
+{
+	struct rlimit rl;
+	unsigned n = MAX_CONNECTIONS;
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
+	    rl.rlim_cur / 2 < n)
+		n = rl.rlim_cur / 2 > 16 ? (unsigned)(rl.rlim_cur / 2) : 16;
+	return n;
+}
+
 /* Binds and starts serving s, filled in by the caller; frees s on failure. */
 static int start(struct stk_metrics_server **out, struct stk_metrics_server *s,
 		 const char *listen_str)
@@ -410,8 +431,8 @@ static int start(struct stk_metrics_server **out, struct stk_metrics_server *s,
 	pthread_sigmask(SIG_SETMASK, &all, &old);
 	s->d = MHD_start_daemon(MHD_USE_AUTO_INTERNAL_THREAD, 0, NULL, NULL, handle, s,
 				MHD_OPTION_LISTEN_SOCKET, fd,
-				/* a scraper or two, not the world: bound what they can hold */
-				MHD_OPTION_CONNECTION_LIMIT, 32u, MHD_OPTION_CONNECTION_TIMEOUT, 10u,
+				MHD_OPTION_CONNECTION_LIMIT, connection_limit(),
+				MHD_OPTION_CONNECTION_TIMEOUT, IDLE_S,
 				MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)32768, MHD_OPTION_END);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (!s->d) {

@@ -488,7 +488,8 @@ int cmd_bench(int argc, char **argv)
 	loader_opts(&o, &lo, &img);
 	char err[PATH_MAX + 256];
 	if (stk_loader_opts_check(&lo, err, sizeof(err)) < 0) {
-		fprintf(stderr, "stoker bench: %s\n", err);
+		char said[sizeof(err) + 64];
+		fprintf(stderr, "stoker bench: %s\n", cli_flag_words(err, said, sizeof(said)));
 		return EXIT_USAGE;
 	}
 	if (mpi_wanted()) /* started by mpirun: every rank its share, rank 0 the report */
@@ -522,7 +523,9 @@ int cmd_bench(int argc, char **argv)
 	int rc = stk_loader_create(&l, &lo, err, sizeof(err));
 	double create_s = now_s() - tc;
 	if (rc < 0) {
-		fprintf(stderr, "stoker bench: %s (%s)\n", err, stk_err_name(rc));
+		char said[sizeof(err) + 64];
+		fprintf(stderr, "stoker bench: %s (%s)\n", cli_flag_words(err, said, sizeof(said)),
+			stk_err_name(rc));
 		if (rc == STK_EEMPTY && strstr(err, "extension"))
 			fprintf(stderr, "try: --extensions '*' for every file, or --extensions "
 					".EXT,... for some\n");

@@ -78,7 +78,7 @@ int pick_verdict(const struct stk_verdict *v, const struct run *runs, int n, boo
 /* A warning for runs measured under the minimum ("" when all were long enough). */
 void short_warning(const struct bench_opts *o, const struct run *S, const struct run *B, int n,
 		   char *out, size_t len);
-/* bench/dataset.c: the default dataset's path in out, generated once if missing.
+/* bench/common.c: the default dataset's path in out, generated once if missing.
  * 0 or -1 (said on stderr). */
 int bench_default_dataset(char *out, size_t len);
 

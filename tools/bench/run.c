@@ -20,8 +20,6 @@
 #include "bench/bench.h"
 #include "common/cli.h"
 
-volatile sig_atomic_t bench_interrupted;
-
 static double cpu_seconds(void)
 {
 	struct rusage ru;

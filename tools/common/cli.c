@@ -5,6 +5,7 @@
 #endif
 #include "common/cli.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -191,8 +192,8 @@ static void lib_usage(FILE *f, const struct opt *o)
 	if (r->type != STK_OPT_FLAG && r->type != STK_OPT_NOFLAG && r->def[0])
 		fprintf(f, " [%s]", r->def);
 	if (r->min != r->max && r->type != STK_OPT_ENUM)
-		fprintf(f, " (%.17g..%.17g%s%s)", r->min, r->max, r->choices ? ", or " : "",
-			r->choices ? r->choices : "");
+		fprintf(f, " (%.17g..%.17g%s%s%s)", r->min, r->max, r->choices ? ", or " : "",
+			r->choices ? r->choices : "", r->choices ? " (0)" : "");
 }
 
 void opt_usage(FILE *f, const struct cmd_help *h, const struct opt *opts)
@@ -347,6 +348,46 @@ size_t opt_add_library(struct opt *opts, size_t n, size_t cap, enum stk_opt_grou
 	}
 	opts[n] = (struct opt){0};
 	return n;
+}
+
+/* A library message in the CLI's words: each option the table names in it
+ * ("rank: 3 must be below world_size 2") becomes the flag that sets it
+ * ("--rank: 3 must be below --world-size 2").  Names with '_' are rewritten
+ * wherever they stand as a word; plain ones ("rank", "seed") only where the
+ * message starts with "name:", since as words they are also prose. */
+const char *cli_flag_words(const char *msg, char *buf, size_t len)
+{
+	size_t o = 0;
+	if (!len)
+		return msg;
+	for (const char *p = msg; *p && o + 1 < len;) {
+		bool word_start = p == msg || !(isalnum((unsigned char)p[-1]) || p[-1] == '_' ||
+						p[-1] == '-');
+		const struct stk_option *r, *hit = NULL;
+		size_t hl = 0;
+		for (int i = 0; word_start && (r = stk_option_at(i)); i++) {
+			size_t l = strlen(r->name);
+			if (strncmp(p, r->name, l) || isalnum((unsigned char)p[l]) || p[l] == '_')
+				continue;
+			if (!strchr(r->name, '_') && !(p == msg && p[l] == ':'))
+				continue;
+			if (l > hl) {
+				hit = r;
+				hl = l;
+			}
+		}
+		if (!hit) {
+			buf[o++] = *p++;
+			continue;
+		}
+		int n = snprintf(buf + o, len - o, "--%s", hit->type == STK_OPT_NOFLAG ? "no-" : "");
+		o += n > 0 && (size_t)n < len - o ? (size_t)n : 0;
+		for (size_t k = 0; k < hl && o + 1 < len; k++)
+			buf[o++] = hit->name[k] == '_' ? '-' : hit->name[k];
+		p += hl;
+	}
+	buf[o] = 0;
+	return buf;
 }
 
 bool progress_enabled(void)

@@ -60,6 +60,9 @@ uint64_t opt_lib_u64(const void *base, const char *name);
  * the usage and exits 0. */
 int opt_parse(const struct cmd_help *h, const struct opt *opts, int argc, char **argv);
 void opt_usage(FILE *f, const struct cmd_help *h, const struct opt *opts);
+/* msg with the option names it holds as the CLI's flags (--world-size for
+ * world_size), into buf; returns buf. */
+const char *cli_flag_words(const char *msg, char *buf, size_t len);
 /* Parses "64k", "1.5GiB", "4096" into bytes.  0 or -EINVAL. */
 int parse_size(const char *s, uint64_t *out);
 

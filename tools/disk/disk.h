@@ -130,6 +130,9 @@ struct dk_job_out {
 };
 
 int dk_run(const struct dk_job *j, struct dk_job_out *out);
+/* The engine that runs when `want` is asked: io_uring where it works here,
+ * else psync (said once on stderr). */
+enum dk_engine dk_engine_ran(enum dk_engine want);
 
 /* --- disk/common.c: names and the stop flag -------------------------------- */
 

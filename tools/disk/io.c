@@ -323,7 +323,7 @@ static void *worker_main(void *arg)
 
 /* io_uring may be compiled out of the kernel or blocked by seccomp: then
  * psync (the pread pool), said once. */
-static enum dk_engine pick_engine(enum dk_engine want)
+enum dk_engine dk_engine_ran(enum dk_engine want)
 {
 	static int uring_ok = -1;
 	if (want != DK_URING)
@@ -338,7 +338,7 @@ static enum dk_engine pick_engine(enum dk_engine want)
 		if (r == 0)
 			stk_ioengine_destroy(e);
 		if (!uring_ok)
-			fprintf(stderr, "stoker disk: %s: using psync\n",
+			fprintf(stderr, "stoker disk: %s: every pattern runs on the psync engine\n",
 				why[0] ? why : "io_uring is unavailable");
 	}
 	return uring_ok ? DK_URING : DK_PSYNC;
@@ -364,7 +364,7 @@ int dk_run(const struct dk_job *j, struct dk_job_out *out)
 	memset(&run, 0, sizeof(run));
 	run.j = j;
 	run.one_pass = j->one_pass || j->runtime <= 0;
-	run.engine = pick_engine(j->engine);
+	run.engine = dk_engine_ran(j->engine);
 	out->engine = run.engine;
 	run.ngroups = j->threads;
 	run.nw = j->threads;

@@ -59,7 +59,7 @@ static void case_title(char *buf, size_t len, const struct dk_case *c)
 
 enum row {
 	R_MBPS, R_IOPS, R_MIN, R_MEAN, R_P50, R_P90, R_P99, R_P999, R_MAX,
-	R_DURABLE, R_WRITE, R_FSYNC, R_READBACK, R_FILES, R_CREATE, R_CACHE, R_NROWS
+	R_DURABLE, R_WRITE, R_FSYNC, R_READBACK, R_FILES, R_CREATE, R_CACHE, R_ENGINE, R_NROWS
 };
 
 static const char *row_name(enum row k, enum dk_pattern p)
@@ -67,7 +67,7 @@ static const char *row_name(enum row k, enum dk_pattern p)
 	static const char *names[R_NROWS] = {
 		"MB/s", "IOPS", "lat min", "lat mean", "lat p50", "lat p90", "lat p99",
 		"lat p99.9", "lat max", "s to durable", "  writes s", "  fsync s",
-		"read back MB/s", "files", "create s", "cache"};
+		"read back MB/s", "files", "create s", "cache", "engine"};
 	if (p == DK_SMALLFILES && k == R_IOPS)
 		return "files/s";
 	if (p == DK_CHECKPOINT && k == R_MBPS)
@@ -153,8 +153,8 @@ static void cell(char *buf, size_t len, enum row k, const struct dk_report *rp, 
 		snprintf(buf, len, "%s", k != R_MBPS ? "" : r->skipped ? "skipped" : "failed");
 		return;
 	}
-	if (k == R_CACHE) {
-		snprintf(buf, len, "%s", r->cache);
+	if (k == R_CACHE || k == R_ENGINE) {
+		snprintf(buf, len, "%s", k == R_CACHE ? r->cache : r->engine ? r->engine : "");
 		return;
 	}
 	double v = 0, f = 0;
@@ -184,12 +184,33 @@ static void cell(char *buf, size_t len, enum row k, const struct dk_report *rp, 
 	}
 }
 
+/* The engine the cases ran on ("io_uring", "psync", or both where they
+ * differ), and a note when that is not the one asked for. */
+static const char *engine_ran(const struct dk_report *rp, char *note, size_t len)
+{
+	const char *asked = rp->cf->engine == DK_URING ? "io_uring" : "psync", *ran = NULL;
+	bool mixed = false;
+	for (uint32_t i = 0; i < rp->ntargets * rp->ncases; i++) {
+		const struct dk_result *r = &rp->res[i];
+		if (!r->ran || !r->engine)
+			continue;
+		mixed |= ran && strcmp(ran, r->engine);
+		ran = ran ? ran : r->engine;
+	}
+	if (!ran)
+		ran = dk_engine_ran(rp->cf->engine) == DK_URING ? "io_uring" : "psync";
+	if (mixed)
+		ran = "io_uring and psync";
+	snprintf(note, len, "%s", strcmp(ran, asked) ? " (io_uring asked: unavailable here)" : "");
+	return ran;
+}
+
 void dk_print_table(FILE *f, const struct dk_report *rp)
 {
-	const struct dk_conf *cf = rp->cf;
 	char b[64];
-	fprintf(f, "stoker disk %s: %s set, %s engine%s\n", stk_version(), rp->set,
-		cf->engine == DK_URING ? "io_uring" : "psync",
+	char note[64];
+	const char *eng = engine_ran(rp, note, sizeof(note));
+	fprintf(f, "stoker disk %s: %s set, %s engine%s%s\n", stk_version(), rp->set, eng, note,
 		rp->interrupted ? " (INTERRUPTED: partial results)" : "");
 	if (rp->repeat > 1)
 		fprintf(f, "  %u rounds, the PATHs alternating: MB/s and IOPS are the median (min-max), "
@@ -359,7 +380,11 @@ int dk_print_json(FILE *f, const struct dk_report *rp)
 	json_object_set_new(root, "version", json_string(stk_version()));
 	json_object_set_new(root, "interrupted", json_boolean(rp->interrupted));
 	json_object_set_new(set, "set", json_string(rp->set));
-	json_object_set_new(set, "engine", json_string(cf->engine == DK_URING ? "io_uring" : "psync"));
+	char note[64];
+	/* what ran (each result says its own); what was asked beside it */
+	json_object_set_new(set, "engine", json_string(engine_ran(rp, note, sizeof(note))));
+	json_object_set_new(set, "engine_asked",
+			    json_string(cf->engine == DK_URING ? "io_uring" : "psync"));
 	json_object_set_new(set, "direct", json_string(cf->direct < 0 ? "auto" : cf->direct ? "direct" : "buffered"));
 	json_object_set_new(set, "size", json_integer((json_int_t)cf->size));
 	json_object_set_new(set, "files", json_integer((json_int_t)cf->files));
@@ -424,9 +449,9 @@ int dk_plot(const struct dk_report *rp, const char *file, char *png, size_t pngl
 		}
 		for (uint32_t t = 0; t < ns; t++)
 			series[t] = rp->targets[t].path;
-		char cap[256];
+		char cap[256], note[64];
 		snprintf(cap, sizeof(cap), "stoker disk, %s set, %s engine; %u round%s, median and "
-			 "min-max", rp->set, rp->cf->engine == DK_URING ? "io_uring" : "psync",
+			 "min-max", rp->set, engine_ran(rp, note, sizeof(note)),
 			 rp->repeat ? rp->repeat : 1, rp->repeat > 1 ? "s" : "");
 		struct plot_bars p = {.file = file, .title = "stoker disk: MB/s by pattern and PATH",
 				      .xlabel = "pattern", .yunit = "MB/s", .caption = cap,

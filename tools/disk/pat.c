@@ -593,7 +593,7 @@ int dk_run_case(struct dk_target *t, const struct dk_case *c, const struct dk_co
 {
 	r->c = *c;
 	r->target = t->path;
-	r->engine = cf->engine == DK_URING ? "io_uring" : "psync";
+	r->engine = dk_engine_ran(cf->engine) == DK_URING ? "io_uring" : "psync";
 	switch (c->pat) {
 	case DK_SEQREAD:
 	case DK_SEQWRITE:

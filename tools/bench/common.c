@@ -1,10 +1,12 @@
 /*
- * bench/dataset.c — the dataset `stoker bench` runs on when given no PATH:
- * `stoker gen`'s default (10,000 images in 100 classes) generated once into
- * the cache folder, then reused.  bench/bench.c and bench/bench_mpi.c call it.
+ * bench/common.c — what every part of `stoker bench` shares: the Ctrl-C flag
+ * its loops look at, and the dataset it runs on when given no PATH (`stoker
+ * gen`'s default, 10,000 images in 100 classes, generated once into the cache
+ * folder, then reused).
  */
 #include <errno.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -12,6 +14,9 @@
 #include "bench/bench.h"
 #include "common/cli.h"
 #include "gen/gen.h"
+
+/* Set by SIGINT (bench/bench.c, bench/bench_mpi.c): every loop stops. */
+volatile sig_atomic_t bench_interrupted;
 
 #define DEFAULT_IMAGES 10000
 #define DEFAULT_CLASSES 100
