@@ -14,6 +14,8 @@ Python raises KeyboardInterrupt between two of them, so within _POLL_NS even
 while a read hangs.
 """
 
+import collections
+import concurrent.futures
 import ctypes
 import errno
 import gc
@@ -27,7 +29,7 @@ import warnings
 import numpy as np
 import torch
 
-from . import _lib, _resume, cuda
+from . import _lib, _resume, cuda, surface
 from ._slots import _Core, _Lease, _SlotViews, _closed_message
 from .batch import Batch, ImageBatch
 from .errors import error_from, option_error
@@ -58,7 +60,16 @@ class _EpochIter:
         return self
 
     def __next__(self):
-        return self._loader._next(self._gen)
+        loader = self._loader
+        if loader._pool is not None:
+            return loader._next_transformed(self._gen)
+        batch = loader._next(self._gen)
+        fn = loader.batch_transform
+        if fn is None:
+            return batch
+        if isinstance(batch, ImageBatch):
+            return fn(batch.images, batch.labels)
+        return fn(batch)
 
     def __len__(self):
         return len(self._loader)
@@ -127,8 +138,23 @@ class Loader:
     """
 
     def __init__(self, path, batch_size=_LOADER_DEFAULTS["batch_size"], *, image=None,
-                 device=None, copy_free=False, report_every=None, **options):
+                 device=None, copy_free=False, report_every=None, batch_transform=None,
+                 sample_transform=None, transform_threads=None, **options):
         self._core = None
+        self._pool = None
+        if batch_transform is not None and not callable(batch_transform):
+            raise TypeError("batch_transform must be callable, not %r" % (batch_transform,))
+        if sample_transform is not None:
+            if not callable(sample_transform):
+                raise TypeError("sample_transform must be callable, not %r" % (sample_transform,))
+            if image is not None:
+                raise ValueError("sample_transform is for raw mode (image=None): image mode "
+                                 "decodes in C; use batch_transform for a transform of the "
+                                 "decoded batch")
+            if copy_free:
+                raise ValueError("sample_transform reads batches ahead of the loop: not with "
+                                 "copy_free=True")
+        self.batch_transform = batch_transform
         if image is not None:
             image = Image._from(image)
         self.image = image
@@ -142,10 +168,15 @@ class Loader:
             raise TypeError("stoker.Loader() got unknown option%s %s; the options are %s"
                             % ("s" if len(unknown) > 1 else "", ", ".join(unknown),
                                ", ".join(sorted(_LOADER_ROWS))))
+        rw = surface.default_rank_world() if "rank" not in options and \
+            "world_size" not in options else None
         if "world_size" not in options:
-            options["world_size"] = _env_int("WORLD_SIZE", 1)
+            options["world_size"] = rw[1] if rw else _env_int("WORLD_SIZE", 1)
         if "rank" not in options:
-            options["rank"] = _env_int("RANK", 0)
+            options["rank"] = rw[0] if rw else _env_int("RANK", 0)
+        self._seed_checked = True
+        if options.get("seed") is None:  # torch's: manual_seed governs it
+            options["seed"], self._seed_checked = surface.default_seed()
         options["batch_size"] = batch_size
 
         self._device = cuda.device_of(device)  # None: batches stay in host memory
@@ -193,7 +224,13 @@ class Loader:
         self._views = {}
         self._prev = None          # copy_free: the lease to release on the next batch
         self._copier = cuda.Copier(self._device, self.prefetch, self._add_copy_wait) \
-            if self._device is not None else None
+            if self._device is not None and sample_transform is None else None
+        if sample_transform is not None:
+            self._pool = surface.Pool(sample_transform, int(transform_threads or
+                                                            surface.threads_default()))
+            self._ahead = collections.deque()
+            self._ahead_end = None
+        self._sampler = surface.Sampler(self)
         self._say_unpinned()
         self._pos = (0, 0)         # where the C loader was last started
         self._fresh = True         # no iteration since that start
@@ -226,6 +263,24 @@ class Loader:
         """Every option in effect, as {name: text} in the library's terms
         (defaults applied, "auto" resolved to what the loader chose)."""
         return {name: row.get(self._options) for name, row in _LOADER_ROWS.items()}
+
+    # --- what scripts read of a DataLoader -------------------------------------
+
+    @property
+    def dataset(self):
+        """The dataset's index as scripts read an ImageFolder's: len(), classes,
+        class_to_idx, samples ((path, label) by index), targets, root."""
+        return surface.Dataset(self)
+
+    @property
+    def sampler(self):
+        """DistributedSampler's face: set_epoch(e) (as loader.set_epoch), len()
+        (this rank's samples per epoch), num_replicas, rank, seed, shuffle."""
+        return self._sampler
+
+    @property
+    def drop_last(self):
+        return self._options.flags & _lib.OPTIONS["drop_last"].bit != 0
 
     # --- dataset queries -------------------------------------------------------
 
@@ -331,7 +386,12 @@ class Loader:
         if rc < 0:
             raise error_from(rc, None, self._path)
         want = self._want  # set_epoch() not yet acted on: that epoch's start
-        return _resume.to_dict(p, self.world_size, want)
+        d = _resume.to_dict(p, self.world_size, want)
+        held = len(self._ahead) if self._pool is not None and want is None else 0
+        if held:  # batches taken for sample_transform, not yet yielded
+            d["batches"] -= held
+            d["segments"][-1][1] -= held
+        return d
 
     def load_state_dict(self, state):
         """Resumes at a state_dict() saved by any number of ranks: the next
@@ -354,6 +414,8 @@ class Loader:
         self._want = None
 
     def _before_restart(self):
+        if self._pool is not None:
+            self._drop_ahead()
         if self._copier is not None:
             self._copier.drain()
         if self._prev is not None:
@@ -375,6 +437,9 @@ class Loader:
 
     def __iter__(self):
         self._handle()
+        if not self._seed_checked:  # a default seed: every rank must have the same
+            self._seed_checked = self.world_size == 1 or surface.agree(self.seed,
+                                                                      self.world_size)
         if self._want is not None:
             epoch, batch = self._want
             self._want = None
@@ -478,6 +543,32 @@ class Loader:
                 self._report_next = now + self._report_every
                 self._report()
         return batch
+
+    def _next_transformed(self, gen):
+        """sample_transform: the batches a batch or two ahead are being
+        transformed on the pool while the loop trains on this one."""
+        ahead, pool = self._ahead, self._pool
+        if gen != self._iter_gen:
+            self._next(gen)  # raises: superseded
+        depth = max(1, min(2, self.prefetch - 1))
+        while len(ahead) < depth and self._ahead_end != gen:
+            try:
+                b = self._next(gen)
+            except StopIteration:
+                self._ahead_end = gen
+                break
+            ahead.append(pool.submit(b))
+        if not ahead:
+            raise StopIteration
+        return pool.finish(self, ahead.popleft(), self._device)
+
+    def _drop_ahead(self):
+        while self._ahead:
+            _, futs = self._ahead.popleft()
+            for f in futs:
+                f.cancel()
+            concurrent.futures.wait(futs)
+        self._ahead_end = None
 
     def _wait(self, h):
         """stk_loader_next, as short waits in C so that Python sees signals
@@ -613,6 +704,9 @@ class Loader:
         if core is None:
             return
         self._stop_metrics()  # its thread reads the loader: first
+        if self._pool is not None:
+            self._drop_ahead()
+            self._pool.close()
         self._core = None
         if self._copier is not None:
             try:
