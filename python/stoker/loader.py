@@ -62,8 +62,11 @@ class _EpochIter:
     def __next__(self):
         loader = self._loader
         if loader._pool is not None:
-            return loader._next_transformed(self._gen)
+            batch = loader._next_transformed(self._gen)
+            loader._fresh = False
+            return batch
         batch = loader._next(self._gen)
+        loader._fresh = False  # a batch taken: the next iter() starts the next epoch
         fn = loader.batch_transform
         if fn is None:
             return batch
@@ -219,6 +222,8 @@ class Loader:
         self._report_every = None if report_every is None else float(report_every)
         self._report_next = None
         self._len = _lib.stk_loader_len(h.value)
+        self._whole_len = self._len  # an epoch on this world size, as created
+        self._elastic = False        # in an epoch resumed from another world size
         self._out = ctypes.c_void_p()
         self._out_ref = ctypes.byref(self._out)
         self._views = {}
@@ -231,9 +236,10 @@ class Loader:
             self._ahead = collections.deque()
             self._ahead_end = None
         self._sampler = surface.Sampler(self)
+        self._batch_sampler = surface.BatchSampler(self)
         self._say_unpinned()
         self._pos = (0, 0)         # where the C loader was last started
-        self._fresh = True         # no iteration since that start
+        self._fresh = True         # no batch taken since that start
         self._want = None          # (epoch, batch) to start at on the next iter()
         self._iter_gen = 0
 
@@ -279,6 +285,12 @@ class Loader:
         return self._sampler
 
     @property
+    def batch_sampler(self):
+        """BatchSampler's face: .sampler (the above), .batch_size, .drop_last,
+        len() (batches per epoch for this rank)."""
+        return self._batch_sampler
+
+    @property
     def drop_last(self):
         return self._options.flags & _lib.OPTIONS["drop_last"].bit != 0
 
@@ -287,8 +299,12 @@ class Loader:
     def __len__(self):
         """Batches per epoch for this rank (shard shuffle: of the epoch last
         started, as shares follow the shards dealt to each rank; after an
-        elastic resume: those before it plus this rank's share of the rest)."""
-        return self._len
+        elastic resume: those before it plus this rank's share of the rest,
+        or a whole epoch's on this world size if that is more, as a
+        StatefulDataLoader's len() stays the whole epoch's: trainers that read
+        len() once (Lightning) then do not cut the epochs after it short; the
+        resumed epoch ends by itself)."""
+        return max(self._len, self._whole_len) if self._elastic else self._len
 
     @property
     def path(self):
@@ -411,6 +427,7 @@ class Loader:
                 raise ValueError("cannot resume %s: %s" % (self._path, detail))
             raise error_from(rc, detail, self._path)
         self._after_restart(p.epoch, sum(p.segments[i].batches for i in range(p.nsegments)))
+        self._elastic = p.nsegments > 1 or p.segments[0].world_size != self.world_size
         self._want = None
 
     def _before_restart(self):
@@ -424,6 +441,7 @@ class Loader:
 
     def _after_restart(self, epoch, batch):
         self._len = _lib.stk_loader_len(self._handle())
+        self._elastic = False
         self._pos = (epoch, batch)
         self._fresh = True
 
@@ -447,7 +465,6 @@ class Loader:
                 self._start(epoch, batch)
         elif not self._fresh:
             self._start(self._pos[0] + 1, 0)
-        self._fresh = False
         self._iter_gen += 1
         return _EpochIter(self, self._iter_gen)
 

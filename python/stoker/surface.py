@@ -161,6 +161,29 @@ class Sampler:
         return self._loader.options.get("shuffle") == "true"
 
 
+class BatchSampler:
+    """loader.batch_sampler: BatchSampler's face over loader.sampler (len():
+    batches per epoch for this rank)."""
+
+    def __init__(self, loader):
+        self._loader = loader
+
+    @property
+    def sampler(self):
+        return self._loader.sampler
+
+    @property
+    def batch_size(self):
+        return self._loader.batch_size
+
+    @property
+    def drop_last(self):
+        return self._loader.drop_last
+
+    def __len__(self):
+        return len(self._loader)
+
+
 class TransformError(RuntimeError):
     """A user's transform raised: the message names the sample (its path and
     index); the original exception is __cause__.  The loader stays usable:
