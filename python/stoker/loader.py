@@ -178,7 +178,8 @@ class Loader:
         if "rank" not in options:
             options["rank"] = rw[0] if rw else _env_int("RANK", 0)
         self._seed_checked = True
-        if options.get("seed") is None:  # torch's: manual_seed governs it
+        self._seed_default = options.get("seed") is None
+        if self._seed_default:  # torch's: manual_seed governs it
             options["seed"], self._seed_checked = surface.default_seed()
         options["batch_size"] = batch_size
 
@@ -202,26 +203,18 @@ class Loader:
         if rc < 0:
             raise option_error(rc, err.value.decode("utf-8", "replace"))
 
-        h = ctypes.c_void_p()
-        rc = _lib.stk_loader_create(ctypes.byref(h), ctypes.byref(o), err, len(err))
-        if rc < 0:
-            detail = err.value.decode("utf-8", "replace") or None
-            if rc == -errno.ERANGE:  # an option out of range, named by the library
-                raise option_error(rc, detail)
-            raise error_from(rc, detail, self._path)
-        self._core = _Core(h.value)
-        eff = _lib.LoaderOpts(size=ctypes.sizeof(_lib.LoaderOpts))
-        _lib.stk_loader_options(h.value, ctypes.byref(eff), None)
-        self._options = eff        # in effect: defaults applied, auto resolved
+        self._o = o                # kept (with _keep): a default seed may be replaced
+        h = self._create(o)
+        self._core = _Core(h)
+        eff = self._options
         self.batch_size = eff.batch_size
-        self.seed = eff.seed
         self.rank = eff.rank
         self.world_size = eff.world_size
         self.prefetch = eff.prefetch
         self.copy_free = bool(copy_free)
         self._report_every = None if report_every is None else float(report_every)
         self._report_next = None
-        self._len = _lib.stk_loader_len(h.value)
+        self._len = _lib.stk_loader_len(h)
         self._whole_len = self._len  # an epoch on this world size, as created
         self._elastic = False        # in an epoch resumed from another world size
         self._out = ctypes.c_void_p()
@@ -242,6 +235,37 @@ class Loader:
         self._fresh = True         # no batch taken since that start
         self._want = None          # (epoch, batch) to start at on the next iter()
         self._iter_gen = 0
+
+    def _create(self, o):
+        """A C loader for options o; sets _options (what is in effect: defaults
+        applied, auto resolved) and seed."""
+        err = ctypes.create_string_buffer(4096)
+        h = ctypes.c_void_p()
+        rc = _lib.stk_loader_create(ctypes.byref(h), ctypes.byref(o), err, len(err))
+        if rc < 0:
+            detail = err.value.decode("utf-8", "replace") or None
+            if rc == -errno.ERANGE:  # an option out of range, named by the library
+                raise option_error(rc, detail)
+            raise error_from(rc, detail, self._path)
+        eff = _lib.LoaderOpts(size=ctypes.sizeof(_lib.LoaderOpts))
+        _lib.stk_loader_options(h.value, ctypes.byref(eff), None)
+        self._options = eff
+        self.seed = eff.seed
+        return h.value
+
+    def _reseed(self, seed):
+        """load_state_dict of a loader whose seed was torch's default: the
+        state's seed replaces it (a resumed run is a new process, with a new
+        default), so the rest of the epoch is the saved run's.  The C loader is
+        made again with it (its index comes from the cache)."""
+        self._before_restart()
+        self._o.seed = seed
+        h = self._create(self._o)
+        old, self._core = self._core, _Core(h)
+        self._views = {}
+        old.close()
+        self._len = self._whole_len = _lib.stk_loader_len(h)
+        self._pos, self._fresh = (0, 0), True
 
     def _say_unpinned(self):
         """Once, at create: the slots are not pinned although pinning was asked
@@ -418,6 +442,10 @@ class Loader:
         shards per rank).  A state from another dataset, seed, batch size or
         order options raises ValueError saying what differs."""
         p = _resume.from_dict(state)
+        self._handle()
+        if self._seed_default and p.seed != self.seed:
+            self._reseed(p.seed)  # the saved run's seed, on every rank alike
+            self._seed_checked = True
         h = self._handle()
         self._before_restart()
         rc = _lib.stk_loader_resume(h, ctypes.byref(p))
