@@ -23,6 +23,7 @@ import collections
 import collections.abc
 import concurrent.futures
 import os
+import traceback
 
 import torch
 
@@ -222,6 +223,7 @@ class Pool:
 
     def finish(self, loader, pending, device):
         batch, futs = pending
+        pending = None
         out = []
         for i, f in enumerate(futs):
             try:
@@ -232,9 +234,15 @@ class Pool:
                 concurrent.futures.wait(futs)
                 idx = int(batch.indices[i])
                 path = loader.sample(idx)[0]
-                raise TransformError("sample_transform raised %s on sample %d (%s) of epoch %d "
+                err = TransformError("sample_transform raised %s on sample %d (%s) of epoch %d "
                                      "batch %d: %s" % (type(e).__name__, idx, path, batch.epoch,
-                                                       batch.number, e), path, idx) from e
+                                                       batch.number, e), path, idx)
+                # The traceback keeps its lines, not the frames' locals: a
+                # sample's bytes there would hold its batch slot while the
+                # exception is kept.
+                traceback.clear_frames(e.__traceback__)
+                batch = futs = out = f = None
+                raise err from e
         if out and all(isinstance(t, torch.Tensor) for t in out) and \
                 len({(t.shape, t.dtype) for t in out}) == 1:
             out = torch.stack(out)

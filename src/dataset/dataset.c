@@ -509,10 +509,20 @@ int stk__dataset_open(struct stk_dataset **out, const struct stk__index_opts *o,
 	bool said = false; /* a damaged cache is said once */
 	if (!o->no_cache && vfd >= 0) {
 		/* the place it is written first; beside the data, one written there
-		 * earlier (index_beside, or an older stoker) is still used */
+		 * earlier (index_beside, or an older stoker) is still used.  Asked
+		 * for beside, the user's folder only when the data's is read-only. */
 		const char *cands[] = {o->beside ? beside : user, o->beside ? user : beside};
+		bool beside_rw = false;
+		if (o->beside && beside[0]) {
+			char dir[sizeof(beside)];
+			snprintf(dir, sizeof(dir), "%s", beside);
+			char *slash = strrchr(dir, '/');
+			if (slash)
+				*slash = 0;
+			beside_rw = access(slash ? (dir[0] ? dir : "/") : ".", W_OK) == 0;
+		}
 		for (size_t i = 0; i < 2; i++) {
-			if (!cands[i][0])
+			if (!cands[i][0] || (i == 1 && beside_rw))
 				continue;
 			char why[256] = "";
 			int lr = stk__index_load(cands[i], key, vfd, ds->root_fd, ds, why, sizeof(why));
