@@ -127,6 +127,15 @@ class Loader:
         report_every: seconds; every so often while iterating, one line through
             logging (logger "stoker", INFO): samples/s, data stall %, the
             verdict and what to try (see diagnose()).  None: no report.
+        batch_transform: fn(images, labels) (image mode) or fn(batch) (raw
+            mode), run on each batch after the device copy; iteration yields
+            what it returns (a collate_fn's place: Mixup, CutMix).
+        sample_transform: raw mode: fn(sample bytes) per sample, on a pool of
+            transform_threads threads the loader owns, a batch or two ahead;
+            iteration yields stoker.SampleBatch(samples, labels).
+        seed: not given: torch.initial_seed() (rank 0's under a process
+            group), so torch.manual_seed governs it; load_state_dict then
+            takes the state's.
         **options: every option of libstoker's option table, by name, with its
             default and range there (docs/options.md lists them: shuffle, seed,
             drop_last, rank, world_size, prefetch, queue_depth, io_threads,

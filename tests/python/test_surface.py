@@ -209,3 +209,33 @@ def image_folder(tmp_path):
             pil.fromarray(rng.integers(0, 256, (24, 32, 3), dtype=np.uint8)).save(
                 str(tmp_path / c / ("%d.jpg" % i)))
     return str(tmp_path)
+
+
+@pytest.mark.parametrize("when", ["before", "after"])
+def test_default_seed_agreed_by_the_ranks(folder, when):
+    """Unseeded ranks each have their own torch seed: made after
+    init_process_group, the loaders take rank 0's (disjoint shares covering
+    the epoch); made before it, the first iter() refuses, naming the fix."""
+    import json
+    import socket
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    worker = os.path.join(os.path.dirname(os.path.abspath(__file__)), "seed_worker.py")
+    procs = []
+    for r in range(2):
+        env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python"), RANK=str(r),
+                   WORLD_SIZE="2", LOCAL_RANK=str(r), LOCAL_WORLD_SIZE="2",
+                   MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), OMP_NUM_THREADS="1")
+        procs.append(subprocess.Popen([sys.executable, worker, when, folder], env=env,
+                                      stdout=subprocess.PIPE, text=True))
+    res = [json.loads(p.communicate(timeout=120)[0].strip().splitlines()[-1]) for p in procs]
+    assert all(p.returncode == 0 for p in procs)
+    assert all(r["world_size"] == 2 for r in res)
+    if when == "before":
+        assert all(r["error"] and "default seeds differ" in r["error"]
+                   and "torch.manual_seed" in r["error"] for r in res)
+    else:
+        assert res[0]["seed"] == res[1]["seed"] == res[0]["initial_seed"]
+        assert res[1]["initial_seed"] != res[0]["initial_seed"]
+        assert sorted(res[0]["indices"] + res[1]["indices"]) == list(range(N))
