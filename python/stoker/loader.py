@@ -180,8 +180,8 @@ class Loader:
             raise TypeError("stoker.Loader() got unknown option%s %s; the options are %s"
                             % ("s" if len(unknown) > 1 else "", ", ".join(unknown),
                                ", ".join(sorted(_LOADER_ROWS))))
-        rw = surface.default_rank_world() if "rank" not in options and \
-            "world_size" not in options else None
+        self._rank_default = "rank" not in options and "world_size" not in options
+        rw = surface.default_rank_world() if self._rank_default else None
         if "world_size" not in options:
             options["world_size"] = rw[1] if rw else _env_int("WORLD_SIZE", 1)
         if "rank" not in options:
@@ -492,6 +492,8 @@ class Loader:
 
     def __iter__(self):
         self._handle()
+        if self._rank_default:  # made before a process group that is up now?
+            self._rank_default = surface.check_rank_world(self.rank, self.world_size)
         if not self._seed_checked:  # a default seed: every rank must have the same
             self._seed_checked = self.world_size == 1 or surface.agree(self.seed,
                                                                       self.world_size)

@@ -42,6 +42,23 @@ def default_rank_world():
     return (d.get_rank(), d.get_world_size()) if d is not None else None
 
 
+def check_rank_world(rank, world_size):
+    """At an iter() of a loader whose rank and world size were defaults: a
+    process group that is up now must agree with them (a loader made before
+    Lightning's or accelerate's processes were set up took WORLD_SIZE from an
+    environment that said otherwise).  Returns False once checked."""
+    rw = default_rank_world()
+    if rw is None:
+        return True
+    if rw != (rank, world_size):
+        raise ValueError(
+            "stoker.Loader: made as rank %d of %d, but the process group says rank %d of %d: "
+            "it was created before the processes were set up.  Create it after "
+            "torch.distributed.init_process_group() (with Lightning: in the "
+            "*_dataloader() hooks), or pass rank= and world_size=" % ((rank, world_size) + rw))
+    return False
+
+
 def default_seed():
     """(seed, checked): torch's initial seed, rank 0's where a process group is
     up (checked True: every rank has it).  Not a draw: the user's random

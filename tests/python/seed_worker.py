@@ -13,7 +13,17 @@ import stoker
 
 when, path = sys.argv[1], sys.argv[2]
 out = {"rank": int(os.environ["RANK"])}
-if when == "before":
+if when == "world":  # made where the environment said one process
+    os.environ["WORLD_SIZE"], rank = "1", os.environ.pop("RANK")
+    loader = stoker.Loader(path, 4, quiet=True, seed=1)
+    os.environ["RANK"], os.environ["WORLD_SIZE"] = rank, "2"
+    dist.init_process_group("gloo")
+    try:
+        iter(loader)
+        out["error"] = None
+    except ValueError as e:
+        out["error"] = str(e)
+elif when == "before":
     loader = stoker.Loader(path, 4, quiet=True)
     dist.init_process_group("gloo")
     try:

@@ -211,11 +211,13 @@ def image_folder(tmp_path):
     return str(tmp_path)
 
 
-@pytest.mark.parametrize("when", ["before", "after"])
+@pytest.mark.parametrize("when", ["before", "after", "world"])
 def test_default_seed_agreed_by_the_ranks(folder, when):
     """Unseeded ranks each have their own torch seed: made after
     init_process_group, the loaders take rank 0's (disjoint shares covering
-    the epoch); made before it, the first iter() refuses, naming the fix."""
+    the epoch); made before it, the first iter() refuses, naming the fix.
+    A loader whose default rank and world size disagree with the process
+    group (made before the processes were set up) is refused the same way."""
     import json
     import socket
     with socket.socket() as s:
@@ -231,6 +233,10 @@ def test_default_seed_agreed_by_the_ranks(folder, when):
                                       stdout=subprocess.PIPE, text=True))
     res = [json.loads(p.communicate(timeout=120)[0].strip().splitlines()[-1]) for p in procs]
     assert all(p.returncode == 0 for p in procs)
+    if when == "world":  # a loader made before the processes were set up: refused
+        assert all(r["error"] and "process group says rank %d of 2" % r["rank"] in r["error"]
+                   for r in res)
+        return
     assert all(r["world_size"] == 2 for r in res)
     if when == "before":
         assert all(r["error"] and "default seeds differ" in r["error"]
