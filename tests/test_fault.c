@@ -170,7 +170,8 @@ static void test_index_cache_integrity(void **state)
 {
 	(void)state;
 	char *d = make_dataset();
-	struct stk_loader_opts o = {.path = d, .batch_size = 8, .flags = STK_F_NO_SHUFFLE};
+	struct stk_loader_opts o = {.path = d, .batch_size = 8,
+				    .flags = STK_F_NO_SHUFFLE | STK_F_INDEX_BESIDE};
 	stk_loader_destroy(make(o)); /* indexes and caches */
 	char err[PATH_MAX + 256];
 	for (int what = 0; what < 4; what++) {
@@ -277,7 +278,8 @@ static void test_file_grew(void **state)
 		for (int policy = STK_ON_ERROR_SKIP; policy <= STK_ON_ERROR_FAIL; policy++) {
 			char *d = make_dataset();
 			struct stk_loader_opts o = {.path = d, .batch_size = 8, .on_error = policy,
-						    .engine = cases[c].engine, .flags = cases[c].flags};
+						    .engine = cases[c].engine,
+						    .flags = cases[c].flags | STK_F_INDEX_BESIDE};
 			stk_loader_destroy(make(o)); /* indexed and cached */
 			char victim[PATH_MAX], cache[PATH_MAX];
 			snprintf(victim, sizeof(victim), "%s/c2/007.jpg", d);

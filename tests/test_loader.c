@@ -6,6 +6,7 @@
 #include "io/engine.h"
 #include "stoker/stoker.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <limits.h>
 #include <pthread.h>
@@ -430,17 +431,58 @@ static void test_truncated_file(void **state)
 	free(d);
 }
 
+/* By default nothing of ours in the data's folders (scripts list them): the
+ * index cache goes to the user's cache folder ($XDG_CACHE_HOME/stoker), or
+ * cache_dir, under a name keyed by the dataset. */
+static int count_indexes(const char *dir)
+{
+	int found = 0;
+	DIR *dh = opendir(dir);
+	for (struct dirent *de; dh && (de = readdir(dh));)
+		found += strncmp(de->d_name, "index-", 6) == 0;
+	if (dh)
+		closedir(dh);
+	return found;
+}
+
+static void default_cache_place(void)
+{
+	char *d = copy_fixture();
+	char p[PATH_MAX];
+	struct stk_loader *l;
+	char dir[PATH_MAX];
+	assert_true(stk_cache_dir(dir, sizeof(dir)) > 0);
+	int before = count_indexes(dir);
+	snprintf(p, sizeof(p), "%s/.stoker-index", d);
+	l = make((struct stk_loader_opts){.path = d});
+	stk_loader_destroy(l);
+	assert_int_equal(access(p, F_OK), -1);
+	assert_int_equal(count_indexes(dir), before + 1);
+	char cd[PATH_MAX];
+	snprintf(cd, sizeof(cd), "%s.cache", d);
+	l = make((struct stk_loader_opts){.path = d, .cache_dir = cd});
+	stk_loader_destroy(l);
+	assert_int_equal(access(p, F_OK), -1);
+	/* cache_dir given: the index is there, under a name keyed by the dataset */
+	assert_int_equal(count_indexes(cd), 1);
+	tu_rmrf(cd);
+	tu_rmrf(d);
+	free(d);
+}
+
 static void test_index_cache(void **state)
 {
 	(void)state;
 	char *d = copy_fixture();
 	char p[PATH_MAX];
-	struct stk_loader *l = make((struct stk_loader_opts){.path = d});
+	struct stk_loader *l;
+	default_cache_place();
+	l = make((struct stk_loader_opts){.path = d, .flags = STK_F_INDEX_BESIDE});
 	stk_loader_destroy(l);
 	snprintf(p, sizeof(p), "%s/.stoker-index", d);
 	struct stat st1, st2;
 	assert_int_equal(stat(p, &st1), 0); /* cached beside the data */
-	l = make((struct stk_loader_opts){.path = d});
+	l = make((struct stk_loader_opts){.path = d, .flags = STK_F_INDEX_BESIDE});
 	assert_int_equal(stk_loader_num_samples(l), N);
 	stk_loader_destroy(l);
 	assert_int_equal(stat(p, &st2), 0);
@@ -448,7 +490,7 @@ static void test_index_cache(void **state)
 	/* a new file in a class folder makes it stale */
 	snprintf(p, sizeof(p), "%s/b_cls/zzz.png", d);
 	tu_write(p, "png", 3);
-	l = make((struct stk_loader_opts){.path = d});
+	l = make((struct stk_loader_opts){.path = d, .flags = STK_F_INDEX_BESIDE});
 	assert_int_equal(stk_loader_num_samples(l), N + 1);
 	stk_loader_destroy(l);
 	/* a new class folder too */
@@ -456,7 +498,7 @@ static void test_index_cache(void **state)
 	tu_mkdir(p);
 	snprintf(p, sizeof(p), "%s/0_first/x.jpeg", d);
 	tu_write(p, "j", 1);
-	l = make((struct stk_loader_opts){.path = d, .flags = STK_F_NO_SHUFFLE});
+	l = make((struct stk_loader_opts){.path = d, .flags = STK_F_NO_SHUFFLE | STK_F_INDEX_BESIDE});
 	assert_int_equal(stk_loader_num_samples(l), N + 2);
 	assert_string_equal(stk_loader_class_name(l, 0), "0_first");
 	int64_t label;
@@ -466,7 +508,7 @@ static void test_index_cache(void **state)
 	/* a corrupt cache is ignored and rebuilt */
 	snprintf(p, sizeof(p), "%s/.stoker-index", d);
 	assert_int_equal(truncate(p, 100), 0);
-	l = make((struct stk_loader_opts){.path = d});
+	l = make((struct stk_loader_opts){.path = d, .flags = STK_F_INDEX_BESIDE});
 	assert_int_equal(stk_loader_num_samples(l), N + 2);
 	stk_loader_destroy(l);
 	tu_rmrf(d);

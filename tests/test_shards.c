@@ -198,7 +198,7 @@ static void test_stale_index(void **state)
 	(void)state;
 	char *d = shard_dir(30, "GNU_FORMAT");
 	char err[512], p[PATH_MAX];
-	struct stk_loader *l = make((struct stk_loader_opts){.path = d}, err, sizeof(err));
+	struct stk_loader *l = make((struct stk_loader_opts){.path = d, .flags = STK_F_INDEX_BESIDE}, err, sizeof(err));
 	stk_loader_destroy(l);
 	snprintf(p, sizeof(p), "%s/.stoker-index", d);
 	struct stat st;
@@ -210,13 +210,13 @@ static void test_stale_index(void **state)
 		 "b=b\"x\";i=tarfile.TarInfo(\"a.bin\");i.size=1;t.addfile(i,io.BytesIO(b));t.close()'",
 		 d);
 	assert_int_equal(system(cmd), 0);
-	l = make((struct stk_loader_opts){.path = d}, err, sizeof(err));
+	l = make((struct stk_loader_opts){.path = d, .flags = STK_F_INDEX_BESIDE}, err, sizeof(err));
 	assert_int_equal(stk_loader_num_samples(l), 61);
 	stk_loader_destroy(l);
 	/* a shard removed */
 	snprintf(p, sizeof(p), "%s/train-000000.tar", d);
 	assert_int_equal(unlink(p), 0);
-	l = make((struct stk_loader_opts){.path = d}, err, sizeof(err));
+	l = make((struct stk_loader_opts){.path = d, .flags = STK_F_INDEX_BESIDE}, err, sizeof(err));
 	assert_int_equal(stk_loader_num_samples(l), 31);
 	stk_loader_destroy(l);
 	tu_rmrf(d);

@@ -128,6 +128,8 @@ enum stk_on_error {
 #define STK_F_NO_CACHE   (1u << 5) /* do not read or write the index cache */
 #define STK_F_BUFFERED   (1u << 6) /* buffered reads, whatever the dataset's size */
 #define STK_F_NO_AFFINITY (1u << 7) /* never pin the loader's threads (see stk_cpu_share) */
+#define STK_F_INDEX_BESIDE (1u << 12) /* index cache beside the data (ROOT/.stoker-index),
+					 not in the user's cache folder */
 
 /* Image mode: each sample is decoded (JPEG) and cropped into a fixed-size
  * RGB image in the batch.  Zero fields take their defaults (the option
@@ -296,10 +298,12 @@ struct stk_loader_opts {
 	  "no notices on stderr (engine fallback, index rebuilt, ...)")                          \
 	X(LOADER, index_cache, NULL, NOFLAG, flags, STK_F_NO_CACHE, "true", 0, 0, NULL,          \
 	  "read and write the index cache")                                                      \
+	X(LOADER, index_beside, NULL, FLAG, flags, STK_F_INDEX_BESIDE, "false", 0, 0, NULL,      \
+	  "write the index cache beside the data (ROOT/.stoker-index) instead of cache_dir")     \
 	X(LOADER, extensions, NULL, STR, extensions, 0, "", 0, 0, NULL,                          \
 	  "folder mode: extensions to index, \".jpg,.png\" or \"*\" (default: ImageFolder's)")   \
 	X(LOADER, cache_dir, NULL, STR, cache_dir, 0, "", 0, 0, NULL,                            \
-	  "where indexes go when the data folder is read-only (default: ~/.cache/stoker)")       \
+	  "where index caches go (default: ~/.cache/stoker), unless index_beside")               \
 	X(LOADER, slot_bytes, NULL, U64, slot_bytes, 0, "auto", 1, 1099511627776.0, "auto",      \
 	  "bytes per batch slot (auto: from the dataset's sample sizes, the pool within half "   \
 	  "of the memory; a sample larger than that is an error of its own, named)")             \

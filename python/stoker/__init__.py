@@ -23,11 +23,12 @@ from .batch import Batch, ImageBatch
 from .image import IMAGENET_MEAN, IMAGENET_STD, Image
 from .cpus import cpu_share
 from .loader import Loader
+from .surface import SampleBatch, TransformError
 from .jpeg import restart_info, transcode_jpeg
 
 __all__ = ["Loader", "cpu_share", "Batch", "Image", "ImageBatch", "Error", "NoSlotError",
            "OptionError", "DeviceError", "IMAGENET_MEAN", "IMAGENET_STD", "version", "lib_version",
-           "lib_path", "transcode_jpeg", "restart_info"]
+           "lib_path", "transcode_jpeg", "restart_info", "SampleBatch", "TransformError"]
 
 # The version this package was made for: include/stoker/stoker.h's, one owner.
 __version__ = _lib.PACKAGE_VERSION or _lib.version()

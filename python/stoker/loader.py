@@ -14,6 +14,8 @@ Python raises KeyboardInterrupt between two of them, so within _POLL_NS even
 while a read hangs.
 """
 
+import collections
+import concurrent.futures
 import ctypes
 import errno
 import gc
@@ -28,7 +30,7 @@ import warnings
 import numpy as np
 import torch
 
-from . import _lib, _resume, cuda
+from . import _lib, _resume, cuda, surface
 from ._slots import _Core, _Lease, _SlotViews, _closed_message
 from .batch import Batch, ImageBatch
 from .errors import error_from, option_error
@@ -60,7 +62,19 @@ class _EpochIter:
         return self
 
     def __next__(self):
-        return self._loader._next(self._gen)
+        loader = self._loader
+        if loader._pool is not None:
+            batch = loader._next_transformed(self._gen)
+            loader._fresh = False
+            return batch
+        batch = loader._next(self._gen)
+        loader._fresh = False  # a batch taken: the next iter() starts the next epoch
+        fn = loader.batch_transform
+        if fn is None:
+            return batch
+        if isinstance(batch, ImageBatch):
+            return fn(batch.images, batch.labels)
+        return fn(batch)
 
     def __len__(self):
         return len(self._loader)
@@ -105,15 +119,25 @@ class Loader:
         report_every: seconds; every so often while iterating, one line through
             logging (logger "stoker", INFO): samples/s, data stall %, the
             verdict and what to try (see diagnose()).  None: no report.
+        batch_transform: fn(images, labels) (image mode) or fn(batch) (raw
+            mode), run on each batch after the device copy; iteration yields
+            what it returns (a collate_fn's place: Mixup, CutMix).
+        sample_transform: raw mode: fn(sample bytes) per sample, on a pool of
+            transform_threads threads the loader owns, a batch or two ahead;
+            iteration yields stoker.SampleBatch(samples, labels).
+        seed: not given: torch.initial_seed() (rank 0's under a process
+            group), so torch.manual_seed governs it; load_state_dict then
+            takes the state's.
         **options: every option of libstoker's option table, by name, with its
             default and range there (docs/options.md lists them: shuffle, seed,
             drop_last, rank, world_size, prefetch, queue_depth, io_threads,
-            engine, on_error, direct, shuffle_mode, ...).  world_size "auto"
-            (the default) and rank are the launcher's ($WORLD_SIZE and $RANK
-            from torchrun, or Open MPI's), read by libstoker as it reads
-            local_rank and local_world_size (the ranks sharing this host's
-            CPUs: stoker.cpu_share).  The table's aliases are accepted too
-            (threads for io_threads, qd for queue_depth, ...).
+            engine, on_error, direct, shuffle_mode, ...).  rank and
+            world_size, given neither: the process group's when one is up,
+            else the launcher's ($WORLD_SIZE and $RANK from torchrun, or Open
+            MPI's), which libstoker reads as it reads local_rank and
+            local_world_size (the ranks sharing this host's CPUs:
+            stoker.cpu_share).  The table's aliases are accepted too (threads
+            for io_threads, qd for queue_depth, ...).
 
     One thread iterates a loader (a next() while another thread's is under
     way raises RuntimeError); stats() and diagnose() may be called from any
@@ -122,8 +146,23 @@ class Loader:
     """
 
     def __init__(self, path, batch_size=_LOADER_DEFAULTS["batch_size"], *, image=None,
-                 device=None, copy_free=False, report_every=None, **options):
+                 device=None, copy_free=False, report_every=None, batch_transform=None,
+                 sample_transform=None, transform_threads=None, **options):
         self._core = None
+        self._pool = None
+        if batch_transform is not None and not callable(batch_transform):
+            raise TypeError("batch_transform must be callable, not %r" % (batch_transform,))
+        if sample_transform is not None:
+            if not callable(sample_transform):
+                raise TypeError("sample_transform must be callable, not %r" % (sample_transform,))
+            if image is not None:
+                raise ValueError("sample_transform is for raw mode (image=None): image mode "
+                                 "decodes in C; use batch_transform for a transform of the "
+                                 "decoded batch")
+            if copy_free:
+                raise ValueError("sample_transform reads batches ahead of the loop: not with "
+                                 "copy_free=True")
+        self.batch_transform = batch_transform
         if image is not None:
             image = Image._from(image)
         self.image = image
@@ -137,6 +176,14 @@ class Loader:
             raise TypeError("stoker.Loader() got unknown option%s %s; the options are %s"
                             % ("s" if len(unknown) > 1 else "", ", ".join(unknown),
                                ", ".join(sorted(_LOADER_ROWS))))
+        self._rank_default = "rank" not in options and "world_size" not in options
+        rw = surface.default_rank_world() if self._rank_default else None
+        if rw:  # a process group that is up; else libstoker reads the launcher's
+            options["rank"], options["world_size"] = rw
+        self._seed_checked = True
+        self._seed_default = options.get("seed") is None
+        if self._seed_default:  # torch's: manual_seed governs it
+            options["seed"], self._seed_checked = surface.default_seed()
         options["batch_size"] = batch_size
 
         self._device = cuda.device_of(device)  # None: batches stay in host memory
@@ -159,6 +206,44 @@ class Loader:
         if rc < 0:
             raise option_error(rc, err.value.decode("utf-8", "replace"))
 
+        self._o = o                # kept (with _keep): a default seed may be replaced
+        h = self._create(o)
+        self._core = _Core(h)
+        eff = self._options
+        self.batch_size = eff.batch_size
+        self.rank = eff.rank
+        self.world_size = eff.world_size
+        self.prefetch = eff.prefetch
+        self.copy_free = bool(copy_free)
+        self._report_every = None if report_every is None else float(report_every)
+        self._report_next = None
+        self._len = _lib.stk_loader_len(h)
+        self._whole_len = self._len  # an epoch on this world size, as created
+        self._elastic = False        # in an epoch resumed from another world size
+        self._out = ctypes.c_void_p()
+        self._out_ref = ctypes.byref(self._out)
+        self._consumer = threading.Lock()  # held by the one thread inside _next
+        self._views = {}
+        self._prev = None          # copy_free: the lease to release on the next batch
+        self._copier = cuda.Copier(self._device, self.prefetch, self._add_copy_wait) \
+            if self._device is not None and sample_transform is None else None
+        if sample_transform is not None:
+            self._pool = surface.Pool(sample_transform, int(transform_threads or
+                                                            surface.threads_default()))
+            self._ahead = collections.deque()
+            self._ahead_end = None
+        self._sampler = surface.Sampler(self)
+        self._batch_sampler = surface.BatchSampler(self)
+        self._say_unpinned()
+        self._pos = (0, 0)         # where the C loader was last started
+        self._fresh = True         # no batch taken since that start
+        self._want = None          # (epoch, batch) to start at on the next iter()
+        self._iter_gen = 0
+
+    def _create(self, o):
+        """A C loader for options o; sets _options (what is in effect: defaults
+        applied, auto resolved) and seed."""
+        err = ctypes.create_string_buffer(4096)
         h = ctypes.c_void_p()
         rc = _lib.stk_loader_create(ctypes.byref(h), ctypes.byref(o), err, len(err))
         if rc < 0:
@@ -166,31 +251,25 @@ class Loader:
             if rc == -errno.ERANGE:  # an option out of range, named by the library
                 raise option_error(rc, detail)
             raise error_from(rc, detail, self._path)
-        self._core = _Core(h.value)
         eff = _lib.LoaderOpts(size=ctypes.sizeof(_lib.LoaderOpts))
         _lib.stk_loader_options(h.value, ctypes.byref(eff), None)
-        self._options = eff        # in effect: defaults applied, auto resolved
-        self.batch_size = eff.batch_size
+        self._options = eff
         self.seed = eff.seed
-        self.rank = eff.rank
-        self.world_size = eff.world_size
-        self.prefetch = eff.prefetch
-        self.copy_free = bool(copy_free)
-        self._report_every = None if report_every is None else float(report_every)
-        self._report_next = None
-        self._len = _lib.stk_loader_len(h.value)
-        self._out = ctypes.c_void_p()
-        self._out_ref = ctypes.byref(self._out)
-        self._consumer = threading.Lock()  # held by the one thread inside _next
+        return h.value
+
+    def _reseed(self, seed):
+        """load_state_dict of a loader whose seed was torch's default: the
+        state's seed replaces it (a resumed run is a new process, with a new
+        default), so the rest of the epoch is the saved run's.  The C loader is
+        made again with it (its index comes from the cache)."""
+        self._before_restart()
+        self._o.seed = seed
+        h = self._create(self._o)
+        old, self._core = self._core, _Core(h)
         self._views = {}
-        self._prev = None          # copy_free: the lease to release on the next batch
-        self._copier = cuda.Copier(self._device, self.prefetch, self._add_copy_wait) \
-            if self._device is not None else None
-        self._say_unpinned()
-        self._pos = (0, 0)         # where the C loader was last started
-        self._fresh = True         # no iteration since that start
-        self._want = None          # (epoch, batch) to start at on the next iter()
-        self._iter_gen = 0
+        old.close()
+        self._len = self._whole_len = _lib.stk_loader_len(h)
+        self._pos, self._fresh = (0, 0), True
 
     def _say_unpinned(self):
         """Once, at create: the slots are not pinned although pinning was asked
@@ -219,13 +298,41 @@ class Loader:
         (defaults applied, "auto" resolved to what the loader chose)."""
         return {name: row.get(self._options) for name, row in _LOADER_ROWS.items()}
 
+    # --- what scripts read of a DataLoader -------------------------------------
+
+    @property
+    def dataset(self):
+        """The dataset's index as scripts read an ImageFolder's: len(), classes,
+        class_to_idx, samples ((path, label) by index), targets, root."""
+        return surface.Dataset(self)
+
+    @property
+    def sampler(self):
+        """DistributedSampler's face: set_epoch(e) (as loader.set_epoch), len()
+        (this rank's samples per epoch), num_replicas, rank, seed, shuffle."""
+        return self._sampler
+
+    @property
+    def batch_sampler(self):
+        """BatchSampler's face: .sampler (the above), .batch_size, .drop_last,
+        len() (batches per epoch for this rank)."""
+        return self._batch_sampler
+
+    @property
+    def drop_last(self):
+        return self._options.flags & _lib.OPTIONS["drop_last"].bit != 0
+
     # --- dataset queries -------------------------------------------------------
 
     def __len__(self):
         """Batches per epoch for this rank (shard shuffle: of the epoch last
         started, as shares follow the shards dealt to each rank; after an
-        elastic resume: those before it plus this rank's share of the rest)."""
-        return self._len
+        elastic resume: those before it plus this rank's share of the rest,
+        or a whole epoch's on this world size if that is more, as a
+        StatefulDataLoader's len() stays the whole epoch's: trainers that read
+        len() once (Lightning) then do not cut the epochs after it short; the
+        resumed epoch ends by itself)."""
+        return max(self._len, self._whole_len) if self._elastic else self._len
 
     @property
     def path(self):
@@ -323,7 +430,12 @@ class Loader:
         if rc < 0:
             raise error_from(rc, None, self._path)
         want = self._want  # set_epoch() not yet acted on: that epoch's start
-        return _resume.to_dict(p, self.world_size, want)
+        d = _resume.to_dict(p, self.world_size, want)
+        held = len(self._ahead) if self._pool is not None and want is None else 0
+        if held:  # batches taken for sample_transform, not yet yielded
+            d["batches"] -= held
+            d["segments"][-1][1] -= held
+        return d
 
     def load_state_dict(self, state):
         """Resumes at a state_dict() saved by any number of ranks: the next
@@ -334,6 +446,10 @@ class Loader:
         shards per rank).  A state from another dataset, seed, batch size or
         order options raises ValueError saying what differs."""
         p = _resume.from_dict(state)
+        self._handle()
+        if self._seed_default and p.seed != self.seed:
+            self._reseed(p.seed)  # the saved run's seed, on every rank alike
+            self._seed_checked = True
         h = self._handle()
         self._before_restart()
         rc = _lib.stk_loader_resume(h, ctypes.byref(p))
@@ -343,9 +459,12 @@ class Loader:
                 raise ValueError("cannot resume %s: %s" % (self._path, detail))
             raise error_from(rc, detail, self._path)
         self._after_restart(p.epoch, sum(p.segments[i].batches for i in range(p.nsegments)))
+        self._elastic = p.nsegments > 1 or p.segments[0].world_size != self.world_size
         self._want = None
 
     def _before_restart(self):
+        if self._pool is not None:
+            self._drop_ahead()
         if self._copier is not None:
             self._copier.drain()
         if self._prev is not None:
@@ -354,6 +473,7 @@ class Loader:
 
     def _after_restart(self, epoch, batch):
         self._len = _lib.stk_loader_len(self._handle())
+        self._elastic = False
         self._pos = (epoch, batch)
         self._fresh = True
 
@@ -367,6 +487,11 @@ class Loader:
 
     def __iter__(self):
         self._handle()
+        if self._rank_default:  # made before a process group that is up now?
+            self._rank_default = surface.check_rank_world(self.rank, self.world_size)
+        if not self._seed_checked:  # a default seed: every rank must have the same
+            self._seed_checked = self.world_size == 1 or surface.agree(self.seed,
+                                                                      self.world_size)
         if self._want is not None:
             epoch, batch = self._want
             self._want = None
@@ -374,7 +499,6 @@ class Loader:
                 self._start(epoch, batch)
         elif not self._fresh:
             self._start(self._pos[0] + 1, 0)
-        self._fresh = False
         self._iter_gen += 1
         return _EpochIter(self, self._iter_gen)
 
@@ -485,6 +609,32 @@ class Loader:
                 self._report_next = now + self._report_every
                 self._report()
         return batch
+
+    def _next_transformed(self, gen):
+        """sample_transform: the batches a batch or two ahead are being
+        transformed on the pool while the loop trains on this one."""
+        ahead, pool = self._ahead, self._pool
+        if gen != self._iter_gen:
+            self._next(gen)  # raises: superseded
+        depth = max(1, min(2, self.prefetch - 1))
+        while len(ahead) < depth and self._ahead_end != gen:
+            try:
+                b = self._next(gen)
+            except StopIteration:
+                self._ahead_end = gen
+                break
+            ahead.append(pool.submit(b))
+        if not ahead:
+            raise StopIteration
+        return pool.finish(self, ahead.popleft(), self._device)
+
+    def _drop_ahead(self):
+        while self._ahead:
+            _, futs = self._ahead.popleft()
+            for f in futs:
+                f.cancel()
+            concurrent.futures.wait(futs)
+        self._ahead_end = None
 
     def _wait(self, h):
         """stk_loader_next, as short waits in C so that Python sees signals
@@ -630,6 +780,9 @@ class Loader:
         if core is None:
             return
         self._stop_metrics()  # its thread reads the loader: first
+        if self._pool is not None:
+            self._drop_ahead()
+            self._pool.close()
         self._core = None
         if self._copier is not None:
             try:

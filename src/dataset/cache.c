@@ -10,8 +10,11 @@
  * range, names at a name's start, a member inside its shard), and the whole
  * refused when its magic, version, key (absolute root, kind, extensions),
  * length or any folder's mtime disagrees.  A damaged cache is rebuilt and
- * the caller says so once; another version's, silently.  Beside the data
- * when writable, else in stk_cache_dir().
+ * the caller says so once; another version's, silently.  In the user's cache
+ * folder (cache_dir, else stk_cache_dir()) under a name keyed by the dataset
+ * (absolute path, kind, extensions), out of the data's folders, which scripts
+ * list; beside the data (ROOT/.stoker-index) only with index_beside, falling
+ * back to the user's folder when the data's is read-only.
  */
 #include "base/internal.h"
 #include "dataset/build.h"

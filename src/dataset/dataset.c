@@ -10,8 +10,9 @@
  * dataset/shards.c with the builder this file owns (dataset/build.h).
  *
  * Walking a million files costs a stat each, so the index is cached
- * (dataset/cache.c): beside the data when it is writable (ROOT/.stoker-index,
- * LIST.stoker-index), else in the user's cache folder.  The cache is one file
+ * (dataset/cache.c): in the user's cache folder, keyed by the dataset, or
+ * with index_beside beside the data when it is writable (ROOT/.stoker-index,
+ * LIST.stoker-index).  The cache is one file
  * mapped read-only; it is reused while every indexed folder's mtime (and, for
  * a list, the list's mtime and size) is unchanged: adding, removing or
  * renaming a file changes its folder's mtime.  A file rewritten in place with
@@ -386,9 +387,21 @@ int stk__dataset_open(struct stk_dataset **out, const struct stk__index_opts *o,
 	int vfd = is_list ? list_fd : ds->root_fd;
 	bool said = false; /* a damaged cache is said once */
 	if (!o->no_cache && vfd >= 0) {
-		const char *cands[] = {beside, user};
+		/* the place it is written first; beside the data, one written there
+		 * earlier (index_beside, or an older stoker) is still used.  Asked
+		 * for beside, the user's folder only when the data's is read-only. */
+		const char *cands[] = {o->beside ? beside : user, o->beside ? user : beside};
+		bool beside_rw = false;
+		if (o->beside && beside[0]) {
+			char dir[sizeof(beside)];
+			snprintf(dir, sizeof(dir), "%s", beside);
+			char *slash = strrchr(dir, '/');
+			if (slash)
+				*slash = 0;
+			beside_rw = access(slash ? (dir[0] ? dir : "/") : ".", W_OK) == 0;
+		}
 		for (size_t i = 0; i < 2; i++) {
-			if (!cands[i][0])
+			if (!cands[i][0] || (i == 1 && beside_rw))
 				continue;
 			char why[256] = "";
 			int lr = stk__index_load(cands[i], key, vfd, ds->root_fd, ds, why, sizeof(why));
@@ -450,7 +463,8 @@ int stk__dataset_open(struct stk_dataset **out, const struct stk__index_opts *o,
 	struct idx_header h;
 	stk__index_header(&h, kind, key, &b);
 	if (!o->no_cache) { /* best effort: a failed cache only costs time, said */
-		int rb = beside[0] ? stk__index_write(beside, &h, &b) : 1;
+		/* beside the data only when asked (index_beside), else the user's folder */
+		int rb = o->beside && beside[0] ? stk__index_write(beside, &h, &b) : 1;
 		int ru = rb && user[0] ? stk__index_write(user, &h, &b) : 1;
 		const char *at = !rb ? beside : !ru ? user : NULL;
 		ds->cache_path = at ? strdup(at) : NULL;

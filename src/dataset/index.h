@@ -60,6 +60,7 @@ struct stk__index_opts {
 	const char *extensions;
 	const char *cache_dir;
 	bool no_cache;
+	bool beside;     /* the cache beside the data (else in the user's cache folder) */
 	bool skip_bad;   /* what cannot be indexed is left out and counted (a warning);
 			    else it fails the index */
 	char *warning;   /* out: what was left out ("" if nothing), the first named */

@@ -384,10 +384,14 @@ int stk__image_decode_box(const struct stk_image_opts *o, const uint8_t *src, si
 	else
 		stk__image_box(o, sample_seed, W, H, &box);
 
-	/* DCT scaling: the largest 1/d that keeps the box at least output-sized */
+	/* DCT scaling: the largest 1/d that keeps the box at least output-sized.
+	 * Not for the centre crop: it is validation's, promised within 0.2 grey
+	 * levels of torchvision's Resize + CenterCrop on PIL, whose antialiasing
+	 * filter a DCT-domain 1/2 is not (3 grey levels apart on a textured
+	 * 800x600 photo); training's random crops keep the speed. */
 	bool cmyk = ci.jpeg_color_space == JCS_CMYK || ci.jpeg_color_space == JCS_YCCK;
 	unsigned denom = 1;
-	for (unsigned d = 8; d > 1; d /= 2)
+	for (unsigned d = 8; d > 1 && o->crop != STK_CROP_CENTER; d /= 2)
 		if (box.w / d >= o->width && box.h / d >= o->height) {
 			denom = d;
 			break;

@@ -486,6 +486,7 @@ int stk_loader_create(struct stk_loader **out, const struct stk_loader_opts *opt
 	struct stk__index_opts io = {.path = l->path, .extensions = l->extensions,
 				     .cache_dir = l->cache_dir,
 				     .no_cache = l->o.flags & STK_F_NO_CACHE,
+				     .beside = l->o.flags & STK_F_INDEX_BESIDE,
 				     .skip_bad = l->o.on_error != STK_ON_ERROR_FAIL,
 				     .warning = warning, .warnlen = sizeof(warning),
 				     .notice = notice, .noticelen = sizeof(notice)};

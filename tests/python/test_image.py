@@ -143,6 +143,33 @@ def test_center_crop_equals_c_decode_and_torchvision(image_folder):
     print("worst mean absolute difference against torchvision: %.3f" % worst)
 
 
+def test_center_crop_within_documented_tolerance_of_torchvision(tmp_path):
+    """docs/python.md: the centre crop is within 0.2 grey levels (mean
+    absolute difference) of torchvision's Resize(256) + CenterCrop(224) on
+    PIL, also for textured photos large enough that a DCT-domain 1/2 decode
+    would fit the box (800x600, 1024x768: 3 grey levels apart that way)."""
+    pytest.importorskip("PIL", reason="PIL is not installed (apt-get install python3-pil)")
+    transforms = pytest.importorskip(
+        "torchvision.transforms",
+        reason="torchvision is not installed (Debian: apt-get install python3-torchvision)")
+    from PIL import Image as PILImage
+    ref = transforms.Compose([transforms.Resize(256), transforms.CenterCrop(224),
+                              transforms.PILToTensor()])
+    opts = stoker.Image(224, crop="center")
+    rng = np.random.default_rng(0)
+    for w, h in ((500, 375), (375, 500), (333, 500), (800, 600), (1024, 768), (600, 1000)):
+        base = rng.integers(0, 256, (h // 8 + 1, w // 8 + 1, 3)).astype(np.uint8)
+        im = np.asarray(PILImage.fromarray(base).resize((w, h), PILImage.BICUBIC), np.int16)
+        im = np.clip(im + rng.integers(-40, 40, (h, w, 3)), 0, 255).astype(np.uint8)
+        path = str(tmp_path / ("%dx%d.jpg" % (w, h)))
+        PILImage.fromarray(im).save(path, quality=90)
+        got = opts.decode(read(path)).numpy().astype(np.int16)
+        want = ref(PILImage.open(path).convert("RGB")).numpy().astype(np.int16)
+        mad = np.abs(got - want).mean()
+        assert mad <= 0.2, "%dx%d: mean absolute difference %.3f" % (w, h, mad)
+        assert np.abs(got - want).max() <= 2
+
+
 def test_random_crop_equals_c_decode(image_folder):
     """The training crop and flip come from (seed, epoch, index): the loader
     and stk_image_decode (and Image.decode) agree bit for bit."""

@@ -77,13 +77,16 @@ def test_python_defaults_come_from_the_table():
 
 
 def test_loader_options_in_effect(folder):
+    import torch
     with stoker.Loader(folder, 4, quiet=True) as l:
         got = l.options
     for r in ROWS.values():
         if r.group == _lib.OPT_LOADER and r.name not in ("batch_size", "io_threads",
-                                                        "quiet", "rank", "world_size"):
+                                                        "quiet", "rank", "world_size", "seed"):
             assert got[r.name] == r.default, r.name
     assert got["batch_size"] == "4" and got["io_threads"] != "auto"
+    # Python's default seed is torch's (the C default, 0, is the CLI's)
+    assert got["seed"] == str(torch.initial_seed())
 
 
 @pytest.mark.parametrize("name,value", [("queue_depth", 10 ** 9), ("prefetch", 0),

@@ -1,0 +1,279 @@
+"""What training scripts touch of a DataLoader, on a stoker.Loader; the
+default seed; and the user's own transforms.
+
+- loader.dataset: len() (samples in the dataset), .classes, .class_to_idx,
+  .samples / .imgs ((path, label) pairs, read from the index on access),
+  .targets, .root: what torchvision's ImageFolder offers scripts that only
+  look (the reference script's `len(data_loader.dataset)`).
+- loader.sampler: set_epoch() (DistributedSampler's), len(): this rank's
+  samples per epoch.  Lightning calls it at each epoch start.
+- The default seed (seed= not given) follows torch's RNG: torch.initial_seed(),
+  so torch.manual_seed(s) before creating the loader fixes the order and an
+  unseeded run differs from the last.  Every rank must use one seed: with a
+  process group up, rank 0's is broadcast; else each rank takes its own and
+  the first iter() with a process group up compares them (see agree()).
+- batch_transform: fn(images, labels) in image mode (torchvision's v2 MixUp,
+  CutMix: the place a collate_fn held), fn(batch) in raw mode; run on the
+  consumer's thread after the device copy.
+- sample_transform (raw mode): fn(sample bytes) per sample, on a thread pool
+  the loader owns, a batch or two ahead of the training loop.
+"""
+
+import collections
+import collections.abc
+import concurrent.futures
+import os
+import traceback
+
+import torch
+
+
+def _dist():
+    """torch.distributed when a process group is up, else None."""
+    d = getattr(torch, "distributed", None)
+    if d is not None and d.is_available() and d.is_initialized():
+        return d
+    return None
+
+
+def default_rank_world():
+    """(rank, world_size) from a process group that is up, else None."""
+    d = _dist()
+    return (d.get_rank(), d.get_world_size()) if d is not None else None
+
+
+def check_rank_world(rank, world_size):
+    """At an iter() of a loader whose rank and world size were defaults: a
+    process group that is up now must agree with them (a loader made before
+    Lightning's or accelerate's processes were set up took WORLD_SIZE from an
+    environment that said otherwise).  Returns False once checked."""
+    rw = default_rank_world()
+    if rw is None:
+        return True
+    if rw != (rank, world_size):
+        raise ValueError(
+            "stoker.Loader: made as rank %d of %d, but the process group says rank %d of %d: "
+            "it was created before the processes were set up.  Create it after "
+            "torch.distributed.init_process_group() (with Lightning: in the "
+            "*_dataloader() hooks), or pass rank= and world_size=" % ((rank, world_size) + rw))
+    return False
+
+
+def default_seed():
+    """(seed, checked): torch's initial seed, rank 0's where a process group is
+    up (checked True: every rank has it).  Not a draw: the user's random
+    stream is left as it was."""
+    seed = torch.initial_seed() & 0xFFFFFFFFFFFFFFFF
+    d = _dist()
+    if d is None or d.get_world_size() == 1:
+        return seed, d is not None
+    box = [seed]
+    d.broadcast_object_list(box, src=0)
+    return int(box[0]), True
+
+
+def agree(seed, world_size):
+    """At the first iter() of a loader whose seed was not given and not yet
+    checked: every rank must have drawn the same one, or their shares
+    overlap.  Returns True when checked (a process group is up)."""
+    d = _dist()
+    if d is None or world_size == 1:
+        return False
+    seeds = [None] * d.get_world_size()
+    d.all_gather_object(seeds, int(seed))
+    if len(set(seeds)) > 1:
+        raise ValueError(
+            "stoker.Loader: the ranks' default seeds differ (%s): each rank took its own "
+            "torch.initial_seed(), so their shares of each epoch would overlap.  Call "
+            "torch.manual_seed(<same value>) on every rank before creating the loader "
+            "(lightning.seed_everything does), pass seed=, or create the loader after "
+            "torch.distributed.init_process_group()" % ", ".join(str(s) for s in seeds))
+    return True
+
+
+class Dataset:
+    """loader.dataset: the dataset's index, as scripts read an ImageFolder's."""
+
+    def __init__(self, loader):
+        self._loader = loader
+
+    def __len__(self):
+        return self._loader.num_samples
+
+    @property
+    def root(self):
+        return self._loader.path
+
+    @property
+    def classes(self):
+        return self._loader.classes
+
+    @property
+    def class_to_idx(self):
+        return {c: i for i, c in enumerate(self.classes)}
+
+    @property
+    def samples(self):
+        """(path, label) of every sample, by index (read on access)."""
+        return _Samples(self._loader, False)
+
+    imgs = samples
+
+    @property
+    def targets(self):
+        return _Samples(self._loader, True)
+
+    def __repr__(self):
+        return "<stoker dataset %r: %d samples, %d classes>" % (
+            self.root, len(self), len(self.classes))
+
+
+class _Samples(collections.abc.Sequence):
+    __slots__ = ("_loader", "_label")
+
+    def __init__(self, loader, label):
+        self._loader = loader
+        self._label = label
+
+    def __len__(self):
+        return self._loader.num_samples
+
+    def __getitem__(self, i):
+        if isinstance(i, slice):
+            return [self[k] for k in range(*i.indices(len(self)))]
+        n = len(self)
+        if i < 0:
+            i += n
+        if not 0 <= i < n:
+            raise IndexError("sample index out of range")
+        path, _, label = self._loader.sample(i)
+        return label if self._label else (path, label)
+
+
+class Sampler:
+    """loader.sampler: DistributedSampler's set_epoch, and its len()."""
+
+    def __init__(self, loader):
+        self._loader = loader
+
+    def set_epoch(self, epoch):
+        self._loader.set_epoch(epoch)
+
+    def __len__(self):
+        return self._loader.samples_per_epoch
+
+    @property
+    def num_replicas(self):
+        return self._loader.world_size
+
+    @property
+    def rank(self):
+        return self._loader.rank
+
+    @property
+    def seed(self):
+        return self._loader.seed
+
+    @property
+    def shuffle(self):
+        return self._loader.options.get("shuffle") == "true"
+
+
+class BatchSampler:
+    """loader.batch_sampler: BatchSampler's face over loader.sampler (len():
+    batches per epoch for this rank)."""
+
+    def __init__(self, loader):
+        self._loader = loader
+
+    @property
+    def sampler(self):
+        return self._loader.sampler
+
+    @property
+    def batch_size(self):
+        return self._loader.batch_size
+
+    @property
+    def drop_last(self):
+        return self._loader.drop_last
+
+    def __len__(self):
+        return len(self._loader)
+
+
+class TransformError(RuntimeError):
+    """A user's transform raised: the message names the sample (its path and
+    index); the original exception is __cause__.  The loader stays usable:
+    the next next() gives the next batch."""
+
+    def __init__(self, message, path=None, index=None):
+        super().__init__(message)
+        self.path = path
+        self.index = index
+
+
+class SampleBatch(collections.namedtuple("SampleBatch", "samples labels")):
+    """What a raw-mode loader with sample_transform yields: the transform's
+    outputs (stacked into one tensor when they are tensors of one shape, else
+    a list) and the labels.  Attributes: indices, epoch, number, count."""
+
+    @property
+    def count(self):
+        return self.labels.shape[0]
+
+
+class Pool:
+    """sample_transform's threads: one pool per loader, `threads` wide."""
+
+    def __init__(self, fn, threads):
+        self.fn = fn
+        self.threads = threads
+        self.ex = concurrent.futures.ThreadPoolExecutor(threads, thread_name_prefix="stk-py")
+
+    def submit(self, batch):
+        """Starts the batch's samples; returns what finish() takes."""
+        fn = self.fn
+        views = batch.samples()
+        futs = [self.ex.submit(fn, v) for v in views]
+        return batch, futs
+
+    def finish(self, loader, pending, device):
+        batch, futs = pending
+        pending = None
+        out = []
+        for i, f in enumerate(futs):
+            try:
+                out.append(f.result())
+            except BaseException as e:
+                for g in futs[i + 1:]:
+                    g.cancel()
+                concurrent.futures.wait(futs)
+                idx = int(batch.indices[i])
+                path = loader.sample(idx)[0]
+                err = TransformError("sample_transform raised %s on sample %d (%s) of epoch %d "
+                                     "batch %d: %s" % (type(e).__name__, idx, path, batch.epoch,
+                                                       batch.number, e), path, idx)
+                # The traceback keeps its lines, not the frames' locals: a
+                # sample's bytes there would hold its batch slot while the
+                # exception is kept.
+                traceback.clear_frames(e.__traceback__)
+                batch = futs = out = f = None
+                raise err from e
+        if out and all(isinstance(t, torch.Tensor) for t in out) and \
+                len({(t.shape, t.dtype) for t in out}) == 1:
+            out = torch.stack(out)
+            if device is not None:
+                out = out.to(device, non_blocking=True)
+        labels = batch.labels if device is None else batch.labels.to(device, non_blocking=True)
+        sb = SampleBatch(out, labels)
+        sb.indices, sb.epoch, sb.number = batch.indices, batch.epoch, batch.number
+        return sb
+
+    def close(self):
+        self.ex.shutdown(wait=True, cancel_futures=True)
+
+
+def threads_default():
+    return max(1, (len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
+                   else os.cpu_count() or 1) - 1)
