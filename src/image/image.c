@@ -1,5 +1,7 @@
 /*
- * image/image.c — JPEG decode and augmentation, straight into a batch slot.
+ * image/image.c — JPEG decode and augmentation, straight into a batch slot;
+ * PNG and WebP are told apart by their first bytes and handed to
+ * image/png.c and image/webp.c (the crop box: image/box.c).
  *
  * One call decodes one sample: the crop box is drawn first (torchvision's
  * RandomResizedCrop, or resize-short-side + centre crop), then libjpeg-turbo
@@ -37,6 +39,8 @@
 #include <jerror.h>
 
 #include "image/jpeg_fast.h"
+#include "image/png.h"
+#include "image/webp.h"
 
 int stk__image_defaults(struct stk_image_opts *o, char *err, size_t errlen)
 {
@@ -83,82 +87,6 @@ size_t stk__image_bytes(const struct stk_image_opts *o)
 {
 	size_t elem = o->dtype == STK_DTYPE_FLOAT32 ? 4 : o->dtype == STK_DTYPE_FLOAT16 ? 2 : 1;
 	return (size_t)o->width * o->height * 3 * elem;
-}
-
-/* --- the per-sample generator ------------------------------------------- */
-
-struct rng {
-	uint64_t s;
-};
-
-static double uniform(struct rng *r) /* [0, 1) */
-{
-	r->s += 0x9e3779b97f4a7c15ull;
-	return (double)(stk__mix64(r->s) >> 11) * 0x1.0p-53;
-}
-
-static int randint(struct rng *r, int lo, int hi) /* inclusive, like torch.randint(lo, hi+1) */
-{
-	return lo + (int)(uniform(r) * (double)(hi - lo + 1));
-}
-
-uint64_t stk__sample_seed(uint64_t seed, uint64_t epoch, int64_t index)
-{
-	return stk__mix64(seed ^ stk__mix64(epoch ^ stk__mix64((uint64_t)index + 0x632be59bd9b4e019ull)));
-}
-
-/* The crop box in source pixels: torchvision's RandomResizedCrop.get_params
- * (ten tries, then the centre-crop fallback), or Resize(short side) +
- * CenterCrop expressed in source coordinates. */
-void stk__image_box(const struct stk_image_opts *o, uint64_t sample_seed, int W, int H,
-		    struct stk__box *box)
-{
-	struct rng r = {sample_seed};
-	box->flip = false;
-	if (o->crop == STK_CROP_CENTER) {
-		/* torchvision: Resize(S) gives the short side S and the long side
-		 * int(S × long / short); CenterCrop offsets are int(round(d / 2)) with
-		 * Python's round half to even (nearbyint's default). */
-		int S = (int)lround((o->width < o->height ? o->width : o->height) / o->crop_frac);
-		int nw = W <= H ? S : (int)((double)S * W / H);
-		int nh = W <= H ? (int)((double)S * H / W) : S;
-		double sx = (double)W / nw, sy = (double)H / nh;
-		box->x = nearbyint((nw - (double)o->width) / 2.0) * sx;
-		box->y = nearbyint((nh - (double)o->height) / 2.0) * sy;
-		box->w = o->width * sx;
-		box->h = o->height * sy;
-	} else {
-		double area = (double)W * H;
-		double lr0 = log(o->ratio_min), lr1 = log(o->ratio_max);
-		bool found = false;
-		for (int t = 0; t < 10 && !found; t++) {
-			double target = area * (o->scale_min + uniform(&r) * (o->scale_max - o->scale_min));
-			double aspect = exp(lr0 + uniform(&r) * (lr1 - lr0));
-			int w = (int)lround(sqrt(target * aspect));
-			int h = (int)lround(sqrt(target / aspect));
-			if (w > 0 && w <= W && h > 0 && h <= H) {
-				box->y = randint(&r, 0, H - h);
-				box->x = randint(&r, 0, W - w);
-				box->w = w;
-				box->h = h;
-				found = true;
-			}
-		}
-		if (!found) {
-			double in_ratio = (double)W / H;
-			int w = W, h = H;
-			if (in_ratio < o->ratio_min)
-				h = (int)lround(w / o->ratio_min);
-			else if (in_ratio > o->ratio_max)
-				w = (int)lround(h * o->ratio_max);
-			box->x = (W - w) / 2;
-			box->y = (H - h) / 2;
-			box->w = w;
-			box->h = h;
-		}
-		if (!(o->flags & STK_IMG_NO_FLIP))
-			box->flip = uniform(&r) < 0.5;
-	}
 }
 
 /* --- libjpeg glue --------------------------------------------------------- */
@@ -209,19 +137,14 @@ static bool is_jpeg(const uint8_t *p, size_t len)
 
 static const char *format_name(const uint8_t *p, size_t len)
 {
-	if (len >= 8 && !memcmp(p, "\x89PNG\r\n\x1a\n", 8))
-		return "PNG";
 	if (len >= 4 && (!memcmp(p, "GIF8", 4)))
 		return "GIF";
-	if (len >= 12 && !memcmp(p, "RIFF", 4) && !memcmp(p + 8, "WEBP", 4))
-		return "WebP";
 	if (len >= 2 && !memcmp(p, "BM", 2))
 		return "BMP";
 	return NULL;
 }
 
 int stk__image_fast = 1;
-void (*stk__image_region_hook)(const uint8_t *rgb, int w, int h, double bx, double by);
 
 /* What both decoding paths produce: rows [y0, y1) and columns [cx, cx + cw)
  * of the image scaled by 1/d, the columns widened to iMCU boundaries as
@@ -279,14 +202,20 @@ int stk__image_decode_box(const struct stk_image_opts *o, const uint8_t *src, si
 			  const struct stk__box *boxp, uint64_t sample_seed, void *out, char *err,
 			  size_t errlen, struct stk__decode_info *info)
 {
+	/* the format from the file's first bytes, never from its name */
+	if (stk__is_png(src, len))
+		return stk__png_decode(o, src, len, boxp, sample_seed, out, err, errlen, info);
+	if (stk__is_webp(src, len))
+		return stk__webp_decode(o, src, len, boxp, sample_seed, out, err, errlen, info);
 	if (info)
-		*info = (struct stk__decode_info){0};
+		*info = (struct stk__decode_info){.format = STK_FORMAT_JPEG};
 	if (!is_jpeg(src, len)) {
 		const char *f = format_name(src, len);
 		if (f)
-			snprintf(err, errlen, "unsupported format: %s (JPEG only)", f);
+			snprintf(err, errlen, "unsupported format: %s (JPEG, PNG and WebP only)", f);
 		else
-			snprintf(err, errlen, len ? "not a JPEG (no SOI marker)" : "empty file");
+			snprintf(err, errlen, len ? "not a JPEG, PNG or WebP (no signature of "
+						    "theirs at the start)" : "empty file");
 		return f ? STK_EFORMAT : STK_ECORRUPT;
 	}
 	struct jpeg_decompress_struct ci;
