@@ -581,8 +581,9 @@ struct stk_stats {
 	double total_s;           /* since create */
 	uint64_t total_samples, total_bytes, total_batches, total_errors;
 	double total_wait_s;
-	/* image mode, over the samples decoded: the share decoded from only the
-	 * restart intervals their crop covers (JPEGs from stk_jpeg_transcode),
+	/* image mode, over the samples decoded: the share decoded by their
+	 * format's crop-only path (JPEGs from stk_jpeg_transcode: only the
+	 * restart intervals their crop covers; PNG and WebP: format_fast_share),
 	 * and the mean share of each file's entropy-coded data decoded (1 would
 	 * be every byte; the ordinary path stops below the crop's last row) */
 	double decode_fast_share;
