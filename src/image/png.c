@@ -27,6 +27,8 @@
 
 #include <spng.h>
 
+int stk__png_crc = 1;
+
 bool stk__is_png(const uint8_t *src, size_t len)
 {
 	return len >= 8 && !memcmp(src, "\x89PNG\r\n\x1a\n", 8);
@@ -220,6 +222,8 @@ int stk__png_decode(const struct stk_image_opts *o, const uint8_t *src, size_t l
 	}
 	/* no chunk can be longer than the file; text and profiles inflate to 64 MiB at most */
 	spng_set_chunk_limits(ctx, len, 64u << 20);
+	if (!stk__png_crc)
+		spng_set_crc_action(ctx, SPNG_CRC_USE, SPNG_CRC_USE);
 	spng_set_png_buffer(ctx, src, len);
 	struct spng_ihdr ih;
 	struct conv *c = NULL;

@@ -4,6 +4,9 @@
 
 #include "image/box.h"
 
+/* 0: chunk CRCs are not checked (the fuzzer's mutations then reach the
+ * chunks' contents) [1]. */
+extern int stk__png_crc;
 /* Whether src starts with PNG's signature. */
 bool stk__is_png(const uint8_t *src, size_t len);
 /* stk__image_decode_box for a PNG: its pixels as PIL's convert("RGB") gives
