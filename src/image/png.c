@@ -1,7 +1,8 @@
 /*
- * image/png.c — PNG in image mode (libspng).
+ * image/png.c — PNG in image mode (libpng).
  *
- * The samples are decoded as the file holds them (SPNG_FMT_RAW) and only the
+ * The samples are decoded as the file holds them (no libpng transforms:
+ * packed bits, 16 bits big-endian, palette indices) and only the
  * crop's columns are turned into RGB here, the way PIL's convert("RGB")
  * does it, so a folder gives torchvision's pixels: grey replicated (1, 2
  * and 4 bits scaled to 0..255; 16 bits saturated at 255, as PIL's mode "I"
@@ -12,7 +13,8 @@
  *
  * A non-interlaced file is read a row at a time and left after the crop's
  * last row (the rows above it must be inflated and unfiltered anyway): the
- * fast path.  Left early, the decoder would never see that the file ends
+ * fast path, which skips zlib's Adler-32 too (it is checked at the stream's
+ * end, which the fast path never reaches; the chunks' CRCs are checked).  Left early, the decoder would never see that the file ends
  * too soon, so the fast path is taken only when the file's chunks tile it
  * up to IEND; otherwise every row is decoded and zlib says.  An interlaced
  * file is decoded whole.
@@ -25,7 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <spng.h>
+#include <png.h>
 
 int stk__png_crc = 1;
 
@@ -70,19 +72,49 @@ static bool chunks_whole(const uint8_t *src, size_t len, char *why, size_t whyle
 	return false;
 }
 
-static int corrupt(const uint8_t *src, size_t len, int r, char *err, size_t errlen)
+/* libpng's side of one decode: its error exit longjmps back here with
+ * the message; the buffers are freed whatever way it ends. */
+struct dec {
+	png_structp pp;
+	png_infop ip;
+	const uint8_t *src;
+	size_t len, pos;
+	uint8_t *row, *img;
+	char msg[192];
+};
+
+static void on_error(png_structp pp, png_const_charp msg)
+{
+	struct dec *d = png_get_error_ptr(pp);
+	snprintf(d->msg, sizeof(d->msg), "%s", msg);
+	png_longjmp(pp, 1);
+}
+
+static void on_warning(png_structp pp, png_const_charp msg)
+{
+	(void)pp; /* an odd ancillary chunk (an sRGB profile...): PIL reads on too */
+	(void)msg;
+}
+
+static void on_read(png_structp pp, png_bytep out, size_t n)
+{
+	struct dec *d = png_get_io_ptr(pp);
+	if (n > d->len - d->pos)
+		png_error(pp, "the file ends before the image does (truncated)");
+	memcpy(out, d->src + d->pos, n);
+	d->pos += n;
+}
+
+/* The error of a failed decode: a chunk that lies about its size says more
+ * than the library's message. */
+static int corrupt(const struct dec *d, char *err, size_t errlen)
 {
 	char why[160] = "";
-	if (r == SPNG_EMEM) {
-		snprintf(err, errlen, "out of memory decoding a PNG");
-		return -ENOMEM;
-	}
-	/* a chunk that lies about its size says more than the library's code */
-	chunks_whole(src, len, why, sizeof(why));
+	chunks_whole(d->src, d->len, why, sizeof(why));
 	if (why[0])
-		snprintf(err, errlen, "corrupt PNG: %s (%s)", why, spng_strerror(r));
+		snprintf(err, errlen, "corrupt PNG: %s (%s)", why, d->msg);
 	else
-		snprintf(err, errlen, "corrupt PNG: %s", spng_strerror(r));
+		snprintf(err, errlen, "corrupt PNG: %s", d->msg);
 	return STK_ECORRUPT;
 }
 
@@ -97,8 +129,8 @@ static void to_rgb(const struct conv *c, const uint8_t *row, int x0, int x1, uin
 {
 	int d = c->depth;
 	switch (c->color) {
-	case SPNG_COLOR_TYPE_GRAYSCALE:
-	case SPNG_COLOR_TYPE_INDEXED:
+	case PNG_COLOR_TYPE_GRAY:
+	case PNG_COLOR_TYPE_PALETTE:
 		for (int x = x0; x < x1; x++, o += 3) {
 			unsigned v;
 			if (d == 16) /* PIL's "I": values over 255 saturate */
@@ -109,7 +141,7 @@ static void to_rgb(const struct conv *c, const uint8_t *row, int x0, int x1, uin
 				int ppb = 8 / d, sh = 8 - d * (x % ppb + 1);
 				v = (unsigned)(row[x / ppb] >> sh) & ((1u << d) - 1);
 			}
-			if (c->color == SPNG_COLOR_TYPE_INDEXED) {
+			if (c->color == PNG_COLOR_TYPE_PALETTE) {
 				if (v < c->npal)
 					memcpy(o, c->pal[v], 3);
 				else /* PIL's palette is black past PLTE's entries */
@@ -121,13 +153,13 @@ static void to_rgb(const struct conv *c, const uint8_t *row, int x0, int x1, uin
 			o[0] = o[1] = o[2] = (uint8_t)(v > 255 ? 255 : v);
 		}
 		break;
-	case SPNG_COLOR_TYPE_GRAYSCALE_ALPHA: /* the high byte of 16 bits, alpha dropped */
+	case PNG_COLOR_TYPE_GRAY_ALPHA: /* the high byte of 16 bits, alpha dropped */
 		for (int x = x0, b = d / 8 * 2; x < x1; x++, o += 3)
 			o[0] = o[1] = o[2] = row[b * x];
 		break;
-	case SPNG_COLOR_TYPE_TRUECOLOR:
-	case SPNG_COLOR_TYPE_TRUECOLOR_ALPHA: {
-		int s = d / 8, b = s * (c->color == SPNG_COLOR_TYPE_TRUECOLOR ? 3 : 4);
+	case PNG_COLOR_TYPE_RGB:
+	case PNG_COLOR_TYPE_RGB_ALPHA: {
+		int s = d / 8, b = s * (c->color == PNG_COLOR_TYPE_RGB ? 3 : 4);
 		if (s == 1 && b == 3) {
 			memcpy(o, row + 3 * x0, (size_t)(x1 - x0) * 3);
 			break;
@@ -142,57 +174,69 @@ static void to_rgb(const struct conv *c, const uint8_t *row, int x0, int x1, uin
 	}
 }
 
-/* Rows [y0, y1) of the image, columns [x0, x1), into rgb. */
-static int read_rows(spng_ctx *ctx, const struct spng_ihdr *ih, const struct conv *c,
-		     const uint8_t *src, size_t len, int x0, int y0, int x1, int y1, uint8_t *rgb,
-		     bool *fast, char *err, size_t errlen)
+/* Rows [y0, y1) of the image, columns [x0, x1), into rgb; fast: no row
+ * below y1 is decoded (non-interlaced only).  0, or 1 from libpng's error
+ * exit (d->msg says why). */
+static int read_rows(struct dec *d, uint32_t h, int interlace, const struct conv *c, int x0,
+		     int y0, int x1, int y1, uint8_t *rgb, bool fast)
 {
-	size_t size;
-	int r = spng_decoded_image_size(ctx, SPNG_FMT_RAW, &size);
-	if (r)
-		return corrupt(src, len, r, err, errlen);
-	size_t rowb = size / ih->height, cw = (size_t)(x1 - x0) * 3;
-	if (ih->interlace_method) { /* Adam7: the rows come in seven passes */
-		/* libspng 0.7.3 places the samples of 1, 2 and 4 bits of its
-		 * passes wrongly in SPNG_FMT_RAW; its RGB8 (the same scaling and
-		 * palette as PIL's) has them right */
-		int fmt = ih->bit_depth < 8 ? SPNG_FMT_RGB8 : SPNG_FMT_RAW;
-		struct conv c8 = {.color = SPNG_COLOR_TYPE_TRUECOLOR, .depth = 8};
-		if (fmt == SPNG_FMT_RGB8) {
-			r = spng_decoded_image_size(ctx, fmt, &size);
-			if (r)
-				return corrupt(src, len, r, err, errlen);
-			rowb = size / ih->height;
-			c = &c8;
-		}
-		uint8_t *img = malloc(size);
-		if (!img) {
-			snprintf(err, errlen, "out of memory decoding a %ux%u PNG", ih->width, ih->height);
+	if (setjmp(png_jmpbuf(d->pp)))
+		return 1;
+	size_t cw = (size_t)(x1 - x0) * 3;
+	if (interlace) { /* Adam7: every pass fills in the same rows */
+		int passes = png_set_interlace_handling(d->pp);
+		png_read_update_info(d->pp, d->ip);
+		size_t rowb = png_get_rowbytes(d->pp, d->ip);
+		d->img = malloc(rowb * h);
+		if (!d->img)
 			return -ENOMEM;
-		}
-		r = spng_decode_image(ctx, img, size, fmt, 0);
-		for (int y = y0; !r && y < y1; y++)
-			to_rgb(c, img + rowb * (size_t)y, x0, x1, rgb + cw * (size_t)(y - y0));
-		free(img);
-		return r ? corrupt(src, len, r, err, errlen) : 0;
+		for (int p = 0; p < passes; p++)
+			for (uint32_t y = 0; y < h; y++)
+				png_read_row(d->pp, d->img + rowb * y, NULL);
+		for (int y = y0; y < y1; y++)
+			to_rgb(c, d->img + rowb * (size_t)y, x0, x1, rgb + cw * (size_t)(y - y0));
+		return 0;
 	}
-	*fast = (uint32_t)y1 < ih->height && chunks_whole(src, len, NULL, 0);
-	int last = *fast ? y1 : (int)ih->height;
-	uint8_t *row = malloc(rowb);
-	if (!row) {
-		snprintf(err, errlen, "out of memory decoding a %ux%u PNG", ih->width, ih->height);
+	png_read_update_info(d->pp, d->ip);
+	d->row = malloc(png_get_rowbytes(d->pp, d->ip));
+	if (!d->row)
 		return -ENOMEM;
+	int last = fast ? y1 : (int)h;
+	for (int y = 0; y < last; y++) {
+		png_read_row(d->pp, d->row, NULL);
+		if (y >= y0)
+			to_rgb(c, d->row, x0, x1, rgb + cw * (size_t)(y - y0));
 	}
-	r = spng_decode_image(ctx, NULL, 0, SPNG_FMT_RAW, SPNG_DECODE_PROGRESSIVE);
-	for (int y = 0; !r && y < last; y++) {
-		r = spng_decode_row(ctx, row, rowb);
-		if (r == SPNG_EOI && y == last - 1)
-			r = 0;
-		if (!r && y >= y0 && y < y1)
-			to_rgb(c, row, x0, x1, rgb + cw * (size_t)(y - y0));
+	return 0;
+}
+
+/* libpng's header: 0, or 1 from its error exit. */
+static int read_header(struct dec *d, bool fast, png_uint_32 *w, png_uint_32 *h, int *depth,
+		       int *color, int *interlace, struct conv *c)
+{
+	if (setjmp(png_jmpbuf(d->pp)))
+		return 1;
+	png_set_read_fn(d->pp, d, on_read);
+	/* no chunk can be longer than the file; text and profiles inflate to 64 MiB at most */
+	png_set_chunk_malloc_max(d->pp, 64u << 20);
+	png_set_user_limits(d->pp, 0x7fffffff, 0x7fffffff);
+	if (fast)
+		png_set_option(d->pp, PNG_IGNORE_ADLER32, PNG_OPTION_ON);
+	if (!stk__png_crc)
+		png_set_crc_action(d->pp, PNG_CRC_QUIET_USE, PNG_CRC_QUIET_USE);
+	png_read_info(d->pp, d->ip);
+	png_get_IHDR(d->pp, d->ip, w, h, depth, color, interlace, NULL, NULL);
+	png_colorp pal;
+	int n = 0;
+	if (*color == PNG_COLOR_TYPE_PALETTE && png_get_PLTE(d->pp, d->ip, &pal, &n)) {
+		c->npal = n < 0 ? 0 : n > 256 ? 256 : (uint32_t)n;
+		for (uint32_t i = 0; i < c->npal; i++) {
+			c->pal[i][0] = pal[i].red;
+			c->pal[i][1] = pal[i].green;
+			c->pal[i][2] = pal[i].blue;
+		}
 	}
-	free(row);
-	return r ? corrupt(src, len, r, err, errlen) : 0;
+	return 0;
 }
 
 int stk__png_decode(const struct stk_image_opts *o, const uint8_t *src, size_t len,
@@ -201,67 +245,25 @@ int stk__png_decode(const struct stk_image_opts *o, const uint8_t *src, size_t l
 {
 	if (info)
 		*info = (struct stk__decode_info){.format = STK_FORMAT_PNG, .entropy = 1};
-	/* IHDR's fields first: a zero side is named as such, and the pixel
-	 * limit holds before libspng allocates anything for the image */
-	if (len >= 24 && !memcmp(src + 12, "IHDR", 4)) {
-		uint32_t w = be32(src + 16), h = be32(src + 20);
-		if (!w || !h) {
-			snprintf(err, errlen, "corrupt PNG: the image has a zero dimension (%ux%u)", w, h);
-			return STK_ECORRUPT;
-		}
-		if ((uint64_t)w * h > o->max_pixels) {
-			snprintf(err, errlen, "image of %ux%u pixels is above the limit of %llu", w, h,
-				 (unsigned long long)o->max_pixels);
-			return STK_ETOOBIG;
-		}
+	/* IHDR's fields first (libpng checks them again): a zero side is named
+	 * as such, the pixel limit holds before libpng allocates anything for
+	 * the image, and the crop is known before the decoder is set up */
+	if (len < 33 || memcmp(src + 12, "IHDR", 4)) {
+		snprintf(err, errlen, "corrupt PNG: %s", len < 33 ? "the file ends before its header "
+				      "does (truncated)" : "the first chunk is not IHDR");
+		return STK_ECORRUPT;
 	}
-	spng_ctx *ctx = spng_ctx_new(0);
-	if (!ctx) {
-		snprintf(err, errlen, "out of memory decoding a PNG");
-		return -ENOMEM;
+	uint32_t w = be32(src + 16), h = be32(src + 20);
+	if (!w || !h) {
+		snprintf(err, errlen, "corrupt PNG: the image has a zero dimension (%ux%u)", w, h);
+		return STK_ECORRUPT;
 	}
-	/* no chunk can be longer than the file; text and profiles inflate to 64 MiB at most */
-	spng_set_chunk_limits(ctx, len, 64u << 20);
-	if (!stk__png_crc)
-		spng_set_crc_action(ctx, SPNG_CRC_USE, SPNG_CRC_USE);
-	spng_set_png_buffer(ctx, src, len);
-	struct spng_ihdr ih;
-	struct conv *c = NULL;
-	uint8_t *rgb = NULL;
-	int rc = spng_get_ihdr(ctx, &ih);
-	if (rc) {
-		rc = corrupt(src, len, rc, err, errlen);
-		goto out;
+	if ((uint64_t)w * h > o->max_pixels) {
+		snprintf(err, errlen, "image of %ux%u pixels is above the limit of %llu", w, h,
+			 (unsigned long long)o->max_pixels);
+		return STK_ETOOBIG;
 	}
-	if ((uint64_t)ih.width * ih.height > o->max_pixels) { /* IHDR not where it should be */
-		snprintf(err, errlen, "image of %ux%u pixels is above the limit of %llu", ih.width,
-			 ih.height, (unsigned long long)o->max_pixels);
-		rc = STK_ETOOBIG;
-		goto out;
-	}
-	int W = (int)ih.width, H = (int)ih.height;
-	c = calloc(1, sizeof(*c));
-	if (!c) {
-		snprintf(err, errlen, "out of memory decoding a %dx%d PNG", W, H);
-		rc = -ENOMEM;
-		goto out;
-	}
-	c->color = ih.color_type;
-	c->depth = ih.bit_depth;
-	if (ih.color_type == SPNG_COLOR_TYPE_INDEXED) {
-		struct spng_plte plte;
-		rc = spng_get_plte(ctx, &plte);
-		if (rc) {
-			rc = corrupt(src, len, rc, err, errlen);
-			goto out;
-		}
-		c->npal = plte.n_entries > 256 ? 256 : plte.n_entries;
-		for (uint32_t i = 0; i < c->npal; i++) {
-			c->pal[i][0] = plte.entries[i].red;
-			c->pal[i][1] = plte.entries[i].green;
-			c->pal[i][2] = plte.entries[i].blue;
-		}
-	}
+	int W = (int)w, H = (int)h;
 	struct stk__box box;
 	if (boxp)
 		box = *boxp;
@@ -269,15 +271,49 @@ int stk__png_decode(const struct stk_image_opts *o, const uint8_t *src, size_t l
 		stk__image_box(o, sample_seed, W, H, &box);
 	struct stk__span s;
 	stk__image_span(o, &box, W, H, 1, &s);
-	int rw = s.x1 - s.x0, rh = s.y1 - s.y0;
-	rgb = malloc((size_t)rw * (size_t)rh * 3);
-	if (!rgb) {
-		snprintf(err, errlen, "out of memory decoding a %dx%d PNG", W, H);
+	/* The fast path stops inflating above the end of the zlib stream, where
+	 * its Adler-32 would be checked: computing it would be wasted (the
+	 * chunks' CRCs still hold the data read to its bytes). */
+	bool fast = !src[28] && s.y1 < H && chunks_whole(src, len, NULL, 0);
+	struct dec *d = calloc(1, sizeof(*d));
+	struct conv *c = calloc(1, sizeof(*c));
+	uint8_t *rgb = NULL;
+	int rc = 0;
+	if (!d || !c) {
 		rc = -ENOMEM;
 		goto out;
 	}
-	bool fast = false;
-	rc = read_rows(ctx, &ih, c, src, len, s.x0, s.y0, s.x1, s.y1, rgb, &fast, err, errlen);
+	d->src = src;
+	d->len = len;
+	d->pp = png_create_read_struct(PNG_LIBPNG_VER_STRING, d, on_error, on_warning);
+	d->ip = d->pp ? png_create_info_struct(d->pp) : NULL;
+	if (!d->ip) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	png_uint_32 pw, ph;
+	int depth, color, interlace;
+	if (read_header(d, fast, &pw, &ph, &depth, &color, &interlace, c)) {
+		rc = corrupt(d, err, errlen);
+		goto out;
+	}
+	if (pw != w || ph != h || interlace != src[28]) { /* never: the same bytes */
+		snprintf(err, errlen, "corrupt PNG: the header says %ux%u, libpng read %ux%u", w, h,
+			 (unsigned)pw, (unsigned)ph);
+		rc = STK_ECORRUPT;
+		goto out;
+	}
+	c->color = (uint8_t)color;
+	c->depth = (uint8_t)depth;
+	int rw = s.x1 - s.x0, rh = s.y1 - s.y0;
+	rgb = malloc((size_t)rw * (size_t)rh * 3);
+	if (!rgb) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	rc = read_rows(d, h, interlace, c, s.x0, s.y0, s.x1, s.y1, rgb, fast);
+	if (rc == 1)
+		rc = corrupt(d, err, errlen);
 	if (rc)
 		goto out;
 	if (info) {
@@ -291,7 +327,15 @@ int stk__png_decode(const struct stk_image_opts *o, const uint8_t *src, size_t l
 	if (rc)
 		snprintf(err, errlen, "out of memory resampling");
 out:
-	spng_ctx_free(ctx);
+	if (rc == -ENOMEM)
+		snprintf(err, errlen, "out of memory decoding a %dx%d PNG", W, H);
+	if (d) {
+		if (d->pp)
+			png_destroy_read_struct(&d->pp, d->ip ? &d->ip : NULL, NULL);
+		free(d->row);
+		free(d->img);
+	}
+	free(d);
 	free(c);
 	free(rgb);
 	return rc;

@@ -1,4 +1,4 @@
-/* image/png.h — PNG for image mode (image/png.c, libspng). */
+/* image/png.h — PNG for image mode (image/png.c, libpng). */
 #ifndef STK_PNG_H
 #define STK_PNG_H
 

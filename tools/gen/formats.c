@@ -1,6 +1,6 @@
 /* gen/formats.c — `stoker gen --format png|webp`: a picture's RGB as a PNG
- * (libspng: 8-bit truecolour, zlib's default level, adaptive filters, as
- * PIL and most tools write them) or a lossy WebP (libwebp at the quality
+ * (libpng's simplified writer: 8-bit truecolour, zlib's default level,
+ * adaptive filters, as PIL and most tools write them) or a lossy WebP (libwebp at the quality
  * asked, its default method). */
 #include "gen/gen.h"
 
@@ -8,29 +8,26 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <spng.h>
+#include <png.h>
 #include <webp/encode.h>
 
 int gen_png(const unsigned char *rgb, int w, int h, unsigned char **out, size_t *outlen)
 {
-	spng_ctx *ctx = spng_ctx_new(SPNG_CTX_ENCODER);
-	if (!ctx)
+	png_image im = {.version = PNG_IMAGE_VERSION, .width = (png_uint_32)w,
+			.height = (png_uint_32)h, .format = PNG_FORMAT_RGB};
+	size_t n = 0;
+	/* the size first, then the bytes: libpng's simplified API */
+	if (!png_image_write_to_memory(&im, NULL, &n, 0, rgb, w * 3, NULL))
 		return -ENOMEM;
-	struct spng_ihdr ih = {.width = (uint32_t)w, .height = (uint32_t)h, .bit_depth = 8,
-			       .color_type = SPNG_COLOR_TYPE_TRUECOLOR};
-	int e = spng_set_option(ctx, SPNG_ENCODE_TO_BUFFER, 1);
-	if (!e)
-		e = spng_set_ihdr(ctx, &ih);
-	if (!e)
-		e = spng_encode_image(ctx, rgb, (size_t)w * (size_t)h * 3, SPNG_FMT_PNG,
-				      SPNG_ENCODE_FINALIZE);
-	*out = e ? NULL : spng_get_png_buffer(ctx, outlen, &e);
-	spng_ctx_free(ctx);
-	if (e || !*out) { /* the encoder's only failure on valid input: memory */
+	*out = malloc(n);
+	if (!*out)
+		return -ENOMEM;
+	if (!png_image_write_to_memory(&im, *out, &n, 0, rgb, w * 3, NULL)) {
 		free(*out);
 		*out = NULL;
 		return -ENOMEM;
 	}
+	*outlen = n;
 	return 0;
 }
 
