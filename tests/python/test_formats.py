@@ -64,8 +64,7 @@ def variants(w=67, h=45):
     out.append(("png-rgb16", png_raw(w, h, 2, 16, rgb.astype(np.uint16) * 257 + 3)))
     out.append(("png-rgba16", png_raw(w, h, 6, 16, np.dstack([rgb, a]).astype(np.uint16) * 250)))
     out.append(("png-la16", png_raw(w, h, 4, 16, np.dstack([g, a]).astype(np.uint16) * 251)))
-    out.append(("png-interlaced", save(im, "PNG", interlace=1)
-                if False else png_raw(w, h, 2, 8, rgb, interlace=True)))
+    out.append(("png-interlaced", png_raw(w, h, 2, 8, rgb, interlace=True)))
     out.append(("png-interlaced-l2", png_raw(w, h, 0, 2, g >> 6, interlace=True)))
     out.append(("jpeg", save(im, "JPEG", quality=90)))
     if features.check("webp"):
