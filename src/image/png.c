@@ -204,7 +204,7 @@ static int read_rows(struct dec *d, uint32_t h, int interlace, const struct conv
 	int last = fast ? y1 : (int)h;
 	for (int y = 0; y < last; y++) {
 		png_read_row(d->pp, d->row, NULL);
-		if (y >= y0)
+		if (y >= y0 && y < y1) /* (past y1 when the file must be read to its end) */
 			to_rgb(c, d->row, x0, x1, rgb + cw * (size_t)(y - y0));
 	}
 	return 0;

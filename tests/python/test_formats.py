@@ -276,3 +276,16 @@ def test_decode_stats_per_format(tmp_path):
         assert 0 <= st["format_fast_share"][f] <= 1
     # a 400x300 PNG cropped to a random box: most decodes stop above its last row
     assert st["format_fast_share"]["png"] > 0
+
+
+def test_png_without_iend_is_read_to_its_end():
+    """A PNG cut after its image data (no IEND) loads in PIL; with no end to
+    check, every row is decoded (no fast path), and random crops of it equal
+    those of the whole file."""
+    rgb = picture(200, 150, 4)
+    data = save(PILImage.fromarray(rgb), "PNG")
+    cut = data[:data.index(b"IEND") - 4]
+    assert np.array_equal(full_size(cut), pil_rgb(cut))
+    o = stoker.Image(32, crop="random_resized")
+    for i in range(20):
+        assert torch.equal(o.decode(cut, seed=1, index=i), o.decode(data, seed=1, index=i))
