@@ -1,7 +1,7 @@
 /*
  * image/image.c — JPEG decode and augmentation, straight into a batch slot;
- * PNG and WebP are told apart by their first bytes and handed to
- * image/png.c and image/webp.c (the crop box: image/box.c).
+ * PNG and WebP are told apart by their first bytes, their crop box drawn
+ * here, and handed to image/png.c and image/webp.c.
  *
  * One call decodes one sample: the crop box is drawn first (torchvision's
  * RandomResizedCrop, or resize-short-side + centre crop), then libjpeg-turbo
@@ -89,6 +89,82 @@ size_t stk__image_bytes(const struct stk_image_opts *o)
 	return (size_t)o->width * o->height * 3 * elem;
 }
 
+/* --- the per-sample generator ------------------------------------------- */
+
+struct rng {
+	uint64_t s;
+};
+
+static double uniform(struct rng *r) /* [0, 1) */
+{
+	r->s += 0x9e3779b97f4a7c15ull;
+	return (double)(stk__mix64(r->s) >> 11) * 0x1.0p-53;
+}
+
+static int randint(struct rng *r, int lo, int hi) /* inclusive, like torch.randint(lo, hi+1) */
+{
+	return lo + (int)(uniform(r) * (double)(hi - lo + 1));
+}
+
+uint64_t stk__sample_seed(uint64_t seed, uint64_t epoch, int64_t index)
+{
+	return stk__mix64(seed ^ stk__mix64(epoch ^ stk__mix64((uint64_t)index + 0x632be59bd9b4e019ull)));
+}
+
+/* The crop box in source pixels: torchvision's RandomResizedCrop.get_params
+ * (ten tries, then the centre-crop fallback), or Resize(short side) +
+ * CenterCrop expressed in source coordinates. */
+void stk__image_box(const struct stk_image_opts *o, uint64_t sample_seed, int W, int H,
+		    struct stk__box *box)
+{
+	struct rng r = {sample_seed};
+	box->flip = false;
+	if (o->crop == STK_CROP_CENTER) {
+		/* torchvision: Resize(S) gives the short side S and the long side
+		 * int(S × long / short); CenterCrop offsets are int(round(d / 2)) with
+		 * Python's round half to even (nearbyint's default). */
+		int S = (int)lround((o->width < o->height ? o->width : o->height) / o->crop_frac);
+		int nw = W <= H ? S : (int)((double)S * W / H);
+		int nh = W <= H ? (int)((double)S * H / W) : S;
+		double sx = (double)W / nw, sy = (double)H / nh;
+		box->x = nearbyint((nw - (double)o->width) / 2.0) * sx;
+		box->y = nearbyint((nh - (double)o->height) / 2.0) * sy;
+		box->w = o->width * sx;
+		box->h = o->height * sy;
+	} else {
+		double area = (double)W * H;
+		double lr0 = log(o->ratio_min), lr1 = log(o->ratio_max);
+		bool found = false;
+		for (int t = 0; t < 10 && !found; t++) {
+			double target = area * (o->scale_min + uniform(&r) * (o->scale_max - o->scale_min));
+			double aspect = exp(lr0 + uniform(&r) * (lr1 - lr0));
+			int w = (int)lround(sqrt(target * aspect));
+			int h = (int)lround(sqrt(target / aspect));
+			if (w > 0 && w <= W && h > 0 && h <= H) {
+				box->y = randint(&r, 0, H - h);
+				box->x = randint(&r, 0, W - w);
+				box->w = w;
+				box->h = h;
+				found = true;
+			}
+		}
+		if (!found) {
+			double in_ratio = (double)W / H;
+			int w = W, h = H;
+			if (in_ratio < o->ratio_min)
+				h = (int)lround(w / o->ratio_min);
+			else if (in_ratio > o->ratio_max)
+				w = (int)lround(h * o->ratio_max);
+			box->x = (W - w) / 2;
+			box->y = (H - h) / 2;
+			box->w = w;
+			box->h = h;
+		}
+		if (!(o->flags & STK_IMG_NO_FLIP))
+			box->flip = uniform(&r) < 0.5;
+	}
+}
+
 /* --- libjpeg glue --------------------------------------------------------- */
 
 struct err_mgr {
@@ -145,6 +221,7 @@ static const char *format_name(const uint8_t *p, size_t len)
 }
 
 int stk__image_fast = 1;
+void (*stk__image_region_hook)(const uint8_t *rgb, int w, int h, double bx, double by);
 
 /* What both decoding paths produce: rows [y0, y1) and columns [cx, cx + cw)
  * of the image scaled by 1/d, the columns widened to iMCU boundaries as
@@ -202,13 +279,25 @@ int stk__image_decode_box(const struct stk_image_opts *o, const uint8_t *src, si
 			  const struct stk__box *boxp, uint64_t sample_seed, void *out, char *err,
 			  size_t errlen, struct stk__decode_info *info)
 {
-	/* the format from the file's first bytes, never from its name */
-	if (stk__is_png(src, len))
-		return stk__png_decode(o, src, len, boxp, sample_seed, out, err, errlen, info);
-	if (stk__is_webp(src, len))
-		return stk__webp_decode(o, src, len, boxp, sample_seed, out, err, errlen, info);
 	if (info)
 		*info = (struct stk__decode_info){.format = STK_FORMAT_JPEG};
+	/* the format from the file's first bytes, never from its name; PNG and
+	 * WebP: the size from the header (pixel limit checked), the box, then
+	 * the pixels */
+	bool png = stk__is_png(src, len);
+	if (png || stk__is_webp(src, len)) {
+		int W, H, rc = png ? stk__png_size(o, src, len, &W, &H, err, errlen)
+				   : stk__webp_size(o, src, len, &W, &H, err, errlen);
+		if (rc)
+			return rc;
+		struct stk__box box;
+		if (boxp)
+			box = *boxp;
+		else
+			stk__image_box(o, sample_seed, W, H, &box);
+		return png ? stk__png_decode(o, src, len, &box, out, err, errlen, info)
+			   : stk__webp_decode(o, src, len, &box, out, err, errlen, info);
+	}
 	if (!is_jpeg(src, len)) {
 		const char *f = format_name(src, len);
 		if (f)

@@ -239,23 +239,20 @@ static int read_header(struct dec *d, bool fast, png_uint_32 *w, png_uint_32 *h,
 	return 0;
 }
 
-int stk__png_decode(const struct stk_image_opts *o, const uint8_t *src, size_t len,
-		    const struct stk__box *boxp, uint64_t sample_seed, void *out, char *err,
-		    size_t errlen, struct stk__decode_info *info)
+int stk__png_size(const struct stk_image_opts *o, const uint8_t *src, size_t len, int *W, int *H,
+		  char *err, size_t errlen)
 {
-	if (info)
-		*info = (struct stk__decode_info){.format = STK_FORMAT_PNG, .entropy = 1};
-	/* IHDR's fields first (libpng checks them again): a zero side is named
-	 * as such, the pixel limit holds before libpng allocates anything for
-	 * the image, and the crop is known before the decoder is set up */
+	/* IHDR's fields (libpng checks them again): a zero side is named as
+	 * such, and the pixel limit holds before libpng allocates anything */
 	if (len < 33 || memcmp(src + 12, "IHDR", 4)) {
 		snprintf(err, errlen, "corrupt PNG: %s", len < 33 ? "the file ends before its header "
 				      "does (truncated)" : "the first chunk is not IHDR");
 		return STK_ECORRUPT;
 	}
 	uint32_t w = be32(src + 16), h = be32(src + 20);
-	if (!w || !h) {
-		snprintf(err, errlen, "corrupt PNG: the image has a zero dimension (%ux%u)", w, h);
+	if (!w || !h || w > 0x7fffffffu || h > 0x7fffffffu) {
+		snprintf(err, errlen, "corrupt PNG: the image has %s dimension (%ux%u)",
+			 !w || !h ? "a zero" : "an invalid", w, h);
 		return STK_ECORRUPT;
 	}
 	if ((uint64_t)w * h > o->max_pixels) {
@@ -263,12 +260,23 @@ int stk__png_decode(const struct stk_image_opts *o, const uint8_t *src, size_t l
 			 (unsigned long long)o->max_pixels);
 		return STK_ETOOBIG;
 	}
-	int W = (int)w, H = (int)h;
-	struct stk__box box;
-	if (boxp)
-		box = *boxp;
-	else
-		stk__image_box(o, sample_seed, W, H, &box);
+	*W = (int)w;
+	*H = (int)h;
+	return 0;
+}
+
+int stk__png_decode(const struct stk_image_opts *o, const uint8_t *src, size_t len,
+		    const struct stk__box *boxp, void *out, char *err, size_t errlen,
+		    struct stk__decode_info *info)
+{
+	if (info)
+		*info = (struct stk__decode_info){.format = STK_FORMAT_PNG, .entropy = 1};
+	int W, H;
+	int rc = stk__png_size(o, src, len, &W, &H, err, errlen); /* (the caller's check) */
+	if (rc)
+		return rc;
+	uint32_t w = (uint32_t)W, h = (uint32_t)H;
+	const struct stk__box box = *boxp;
 	struct stk__span s;
 	stk__image_span(o, &box, W, H, 1, &s);
 	/* The fast path stops inflating above the end of the zlib stream, where
@@ -278,7 +286,6 @@ int stk__png_decode(const struct stk_image_opts *o, const uint8_t *src, size_t l
 	struct dec *d = calloc(1, sizeof(*d));
 	struct conv *c = calloc(1, sizeof(*c));
 	uint8_t *rgb = NULL;
-	int rc = 0;
 	if (!d || !c) {
 		rc = -ENOMEM;
 		goto out;
@@ -321,8 +328,6 @@ int stk__png_decode(const struct stk_image_opts *o, const uint8_t *src, size_t l
 		info->entropy = fast ? (double)s.y1 / H : 1;
 	}
 	double bx = box.x - s.x0, by = box.y - s.y0;
-	if (stk__image_region_hook)
-		stk__image_region_hook(rgb, rw, rh, bx, by);
 	rc = stk__resample(o, rgb, rw, rh, bx, by, box.w, box.h, box.flip, out);
 	if (rc)
 		snprintf(err, errlen, "out of memory resampling");

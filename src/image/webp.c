@@ -87,37 +87,56 @@ static int first_frame(const uint8_t *src, size_t len, int *W, int *H, struct fr
 	return rc;
 }
 
+/* The features and size of src: the canvas's and first frame's for an
+ * animation.  0, or <0 with the reason in err. */
+static int probe(const struct stk_image_opts *o, const uint8_t *src, size_t len,
+		 WebPBitstreamFeatures *ft, int *W, int *H, struct frame *f, char *err,
+		 size_t errlen)
+{
+	VP8StatusCode st = WebPGetFeatures(src, len, ft);
+	if (st != VP8_STATUS_OK)
+		return status_error(st, err, errlen);
+	*W = ft->width;
+	*H = ft->height;
+	if (ft->has_animation) {
+		int rc = first_frame(src, len, W, H, f, err, errlen);
+		if (rc)
+			return rc;
+	}
+	if (*W <= 0 || *H <= 0) {
+		snprintf(err, errlen, "corrupt WebP: the image has a zero dimension (%dx%d)", *W, *H);
+		return STK_ECORRUPT;
+	}
+	if ((uint64_t)*W * (uint64_t)*H > o->max_pixels) {
+		snprintf(err, errlen, "image of %dx%d pixels is above the limit of %llu", *W, *H,
+			 (unsigned long long)o->max_pixels);
+		return STK_ETOOBIG;
+	}
+	return 0;
+}
+
+int stk__webp_size(const struct stk_image_opts *o, const uint8_t *src, size_t len, int *W,
+		   int *H, char *err, size_t errlen)
+{
+	WebPBitstreamFeatures ft;
+	struct frame f;
+	return probe(o, src, len, &ft, W, H, &f, err, errlen);
+}
+
 int stk__webp_decode(const struct stk_image_opts *o, const uint8_t *src, size_t len,
-		     const struct stk__box *boxp, uint64_t sample_seed, void *out, char *err,
-		     size_t errlen, struct stk__decode_info *info)
+		     const struct stk__box *boxp, void *out, char *err, size_t errlen,
+		     struct stk__decode_info *info)
 {
 	if (info)
 		*info = (struct stk__decode_info){.format = STK_FORMAT_WEBP, .entropy = 1};
 	WebPBitstreamFeatures ft;
-	VP8StatusCode st = WebPGetFeatures(src, len, &ft);
-	if (st != VP8_STATUS_OK)
-		return status_error(st, err, errlen);
-	int W = ft.width, H = ft.height;
+	VP8StatusCode st;
 	struct frame f = {0};
-	if (ft.has_animation) {
-		int rc = first_frame(src, len, &W, &H, &f, err, errlen);
-		if (rc)
-			return rc;
-	}
-	if (W <= 0 || H <= 0) {
-		snprintf(err, errlen, "corrupt WebP: the image has a zero dimension (%dx%d)", W, H);
-		return STK_ECORRUPT;
-	}
-	if ((uint64_t)W * (uint64_t)H > o->max_pixels) {
-		snprintf(err, errlen, "image of %dx%d pixels is above the limit of %llu", W, H,
-			 (unsigned long long)o->max_pixels);
-		return STK_ETOOBIG;
-	}
-	struct stk__box box;
-	if (boxp)
-		box = *boxp;
-	else
-		stk__image_box(o, sample_seed, W, H, &box);
+	int W, H;
+	int rc = probe(o, src, len, &ft, &W, &H, &f, err, errlen); /* (the caller's check too) */
+	if (rc)
+		return rc;
+	const struct stk__box box = *boxp;
 	/* libwebp crops from even offsets (lossy's chroma is subsampled) */
 	int d = ft.has_animation ? 1 : stk__image_shrink(o, &box);
 	struct stk__span s;
@@ -128,7 +147,6 @@ int stk__webp_decode(const struct stk_image_opts *o, const uint8_t *src, size_t 
 	int rw = (cw + d - 1) / d, rh = (ch + d - 1) / d;
 	size_t stride = (size_t)rw * 3;
 	uint8_t *rgb = malloc(stride * (size_t)rh), *canvas = NULL;
-	int rc = 0;
 	if (!rgb) {
 		snprintf(err, errlen, "out of memory decoding a %dx%d WebP", W, H);
 		return -ENOMEM;
@@ -192,8 +210,6 @@ int stk__webp_decode(const struct stk_image_opts *o, const uint8_t *src, size_t 
 	/* the box in the region's pixels */
 	double sx = (double)rw / cw, sy = (double)rh / ch;
 	double bx = (box.x - s.x0) * sx, by = (box.y - s.y0) * sy;
-	if (stk__image_region_hook)
-		stk__image_region_hook(rgb, rw, rh, bx, by);
 	rc = stk__resample(o, rgb, rw, rh, bx, by, box.w * sx, box.h * sy, box.flip, out);
 	if (rc)
 		snprintf(err, errlen, "out of memory resampling");

@@ -1,13 +1,13 @@
-/* fuzz_png.c — libFuzzer target for the PNG path (image/png.c, libspng):
- * stk__png_decode with the options and the sample taken from the input's
- * first 16 bytes (fuzz_opts.h), so every run draws another crop (rows and
- * columns of its own, the row-by-row fast path or not); the rest is the
- * PNG, behind its signature.  h[2]'s top bit turns the chunk CRC checks
- * off, so mutations reach the chunks' contents and the image data.  What
- * the loader relies on: a defined return, a message on failure, no read
- * past the data, no write past the output.  Built and run by `make fuzz`
- * (clang); tests/test_fuzz.c replays tests/fuzz/png_corpus in every `make
- * test`. */
+/* fuzz_png.c — libFuzzer target for the PNG path (image/png.c, libpng):
+ * stk__image_decode (the dispatch by signature, then image/png.c) with the
+ * options and the sample taken from the input's first 16 bytes
+ * (fuzz_opts.h), so every run draws another crop (rows and columns of its
+ * own, the row-by-row fast path or not); the rest is the PNG, behind its
+ * signature.  h[2]'s top bit turns the chunk CRC checks off, so mutations
+ * reach the chunks' contents and the image data.  What the loader relies
+ * on: a defined return, a message on failure, no read past the data, no
+ * write past the output.  Built and run by `make fuzz` (clang);
+ * tests/test_fuzz.c replays tests/fuzz/png_corpus in every `make test`. */
 #include <errno.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -42,8 +42,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	char err[256];
 	err[0] = 0;
 	struct stk__decode_info info;
-	int rc = stk__png_decode(&o, png, len, NULL, stk__sample_seed(s.seed, s.epoch, s.index), out,
-				 err, sizeof(err), &info);
+	int rc = stk__image_decode(&o, png, len, stk__sample_seed(s.seed, s.epoch, s.index), out,
+				   err, sizeof(err), &info);
 	if (rc != 0 && rc != STK_ECORRUPT && rc != STK_ETOOBIG && rc != -ENOMEM)
 		abort();
 	if (rc != 0 && (!err[0] || !memchr(err, 0, sizeof(err))))

@@ -1,12 +1,13 @@
 /* fuzz_webp.c — libFuzzer target for the WebP path (image/webp.c, libwebp
- * and its demuxer): stk__webp_decode with the options and the sample taken
- * from the input's first 16 bytes (fuzz_opts.h), so every run draws
- * another crop, shrink factor and output; the rest is the file after its
- * RIFF header, which the harness writes with the right size (h[2]'s top
- * bit: the size as the input has it, lies included).  What the loader
- * relies on: a defined return, a message on failure, no read past the
- * data, no write past the output.  Built and run by `make fuzz` (clang);
- * tests/test_fuzz.c replays tests/fuzz/webp_corpus in every `make test`. */
+ * and its demuxer): stk__image_decode (the dispatch by signature, then
+ * image/webp.c) with the options and the sample taken from the input's
+ * first 16 bytes (fuzz_opts.h), so every run draws another crop, shrink
+ * factor and output; the rest is the file after its RIFF header, which the
+ * harness writes with the right size (h[2]'s top bit: the size as the
+ * input has it, lies included).  What the loader relies on: a defined
+ * return, a message on failure, no read past the data, no write past the
+ * output.  Built and run by `make fuzz` (clang); tests/test_fuzz.c replays
+ * tests/fuzz/webp_corpus in every `make test`. */
 #include <errno.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -48,8 +49,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	char err[256];
 	err[0] = 0;
 	struct stk__decode_info info;
-	int rc = stk__webp_decode(&o, webp, len, NULL, stk__sample_seed(s.seed, s.epoch, s.index),
-				  out, err, sizeof(err), &info);
+	int rc = stk__image_decode(&o, webp, len, stk__sample_seed(s.seed, s.epoch, s.index), out,
+				   err, sizeof(err), &info);
 	if (rc != 0 && rc != STK_ECORRUPT && rc != STK_ETOOBIG && rc != -ENOMEM)
 		abort();
 	if (rc != 0 && (!err[0] || !memchr(err, 0, sizeof(err))))
