@@ -20,7 +20,7 @@ ifeq ($(V),1)
 Q :=
 endif
 
-PKGS := liburing libjpeg jansson libmicrohttpd
+PKGS := liburing libjpeg libpng libwebp libwebpdemux jansson libmicrohttpd
 # One owner: the version is include/stoker/stoker.h's STK_VERSION_*.
 VERSION := $(shell sed -n 's/^\#define STK_VERSION_\(MAJOR\|MINOR\|PATCH\) \([0-9]*\)$$/\2/p' \
 	include/stoker/stoker.h | paste -sd.)
@@ -171,10 +171,17 @@ $(BUILD)/fuzz_index: tests/fuzz/fuzz_index.c $(LIB_SRC) $(wildcard src/*/*.h)
 $(BUILD)/fuzz_tar_types: tests/fuzz/fuzz_tar_types.c $(LIB_SRC) $(wildcard src/*/*.h)
 	@mkdir -p $(@D)
 	$(Q)clang $(FUZZ_LIB_CFLAGS) tests/fuzz/fuzz_tar_types.c $(LIB_SRC) -o $@ $(LIBS)
-FUZZERS = tar rst image index tar_types
+# The PNG and WebP paths (src/image/png.c, webp.c: libspng, libwebp) the same
+# way; their corpora, tests/fuzz/png_corpus and webp_corpus, are replayed by test_fuzz.
+$(BUILD)/fuzz_png $(BUILD)/fuzz_webp: $(BUILD)/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz_opts.h \
+		$(LIB_SRC) $(wildcard src/*/*.h)
+	@mkdir -p $(@D)
+	$(Q)clang $(FUZZ_LIB_CFLAGS) $< $(LIB_SRC) -o $@ $(LIBS)
+FUZZERS = tar rst image index tar_types png webp
 fuzz: $(FUZZERS:%=$(BUILD)/fuzz_%)
 	$(Q)mkdir -p $(BUILD)/fuzz-corpus $(BUILD)/fuzz-rst-corpus $(BUILD)/fuzz-image-corpus \
-		$(BUILD)/fuzz-index-corpus $(BUILD)/fuzz-tar-types-corpus
+		$(BUILD)/fuzz-index-corpus $(BUILD)/fuzz-tar-types-corpus $(BUILD)/fuzz-png-corpus \
+		$(BUILD)/fuzz-webp-corpus
 	$(Q)$(BUILD)/fuzz_tar -max_total_time=$(FUZZ_TIME) -max_len=65536 \
 		-artifact_prefix=$(BUILD)/ $(BUILD)/fuzz-corpus tests/fuzz/tar_corpus
 	$(Q)$(BUILD)/fuzz_rst -max_total_time=$(FUZZ_TIME) -max_len=65536 \
@@ -186,6 +193,9 @@ fuzz: $(FUZZERS:%=$(BUILD)/fuzz_%)
 	$(Q)$(BUILD)/fuzz_tar_types -max_total_time=$(FUZZ_TIME) -max_len=65536 \
 		-artifact_prefix=$(BUILD)/tar-types- $(BUILD)/fuzz-tar-types-corpus \
 		tests/fuzz/tar_types_corpus
+	$(Q)for f in png webp; do $(BUILD)/fuzz_$$f -max_total_time=$(FUZZ_TIME) -max_len=65536 \
+		-rss_limit_mb=4096 -artifact_prefix=$(BUILD)/$$f- $(BUILD)/fuzz-$$f-corpus \
+		tests/fuzz/$${f}_corpus || exit 1; done
 
 # The soak (not in `make test`: minutes): SOAK_EPOCHS epochs in image mode over
 # a generated folder while a thread deletes and restores its files; every

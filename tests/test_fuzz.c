@@ -1,4 +1,5 @@
-/* test_fuzz.c — replays the fuzzers' corpora (tests/fuzz/image_corpus, index_corpus) through
+/* test_fuzz.c — replays the fuzzers' corpora (tests/fuzz/image_corpus, index_corpus,
+ * png_corpus, webp_corpus) through
  * the same harnesses `make fuzz` runs under libFuzzer: the JPEG path with
  * random crop boxes, the index-cache loader, in every `make test` with any C
  * compiler (and under ASan/UBSan in CI).  A harness aborts on a broken
@@ -13,6 +14,12 @@
 #undef LLVMFuzzerTestOneInput
 #define LLVMFuzzerTestOneInput fuzz_index_one
 #include "fuzz/fuzz_index.c"
+#undef LLVMFuzzerTestOneInput
+#define LLVMFuzzerTestOneInput fuzz_png_one
+#include "fuzz/fuzz_png.c"
+#undef LLVMFuzzerTestOneInput
+#define LLVMFuzzerTestOneInput fuzz_webp_one
+#include "fuzz/fuzz_webp.c"
 #undef LLVMFuzzerTestOneInput
 
 /* Runs fn over every file of dir; the count of files. */
@@ -63,11 +70,31 @@ static void test_index_corpus(void **state)
 	assert_true(n >= 8);
 }
 
+static void test_png_corpus(void **state)
+{
+	(void)state;
+	int n = replay("tests/fuzz/png_corpus", fuzz_png_one);
+	if (n < 0)
+		skip();
+	assert_true(n >= 10);
+}
+
+static void test_webp_corpus(void **state)
+{
+	(void)state;
+	int n = replay("tests/fuzz/webp_corpus", fuzz_webp_one);
+	if (n < 0)
+		skip();
+	assert_true(n >= 10);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_image_corpus),
 		cmocka_unit_test(test_index_corpus),
+		cmocka_unit_test(test_png_corpus),
+		cmocka_unit_test(test_webp_corpus),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

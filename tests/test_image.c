@@ -323,10 +323,13 @@ static void test_corrupt_corpus(void **state)
 		}
 	}
 	free(big);
-	/* a PNG is named as unsupported */
+	/* a GIF is named as unsupported; a PNG's signature alone is a corrupt PNG */
+	assert_int_equal(stk_image_decode(&o, "GIF89a......", 12, 0, 0, 0, out, err, sizeof(err)),
+			 STK_EFORMAT);
+	assert_non_null(strstr(err, "GIF"));
 	assert_int_equal(stk_image_decode(&o, "\x89PNG\r\n\x1a\n....", 12, 0, 0, 0, out, err,
-					  sizeof(err)), STK_EFORMAT);
-	assert_non_null(strstr(err, "PNG"));
+					  sizeof(err)), STK_ECORRUPT);
+	assert_non_null(strstr(err, "corrupt PNG"));
 	for (int i = 0; i < 64; i++)
 		assert_int_equal(out[n + i], 0xa5);
 	free(out);

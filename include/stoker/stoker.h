@@ -131,9 +131,13 @@ enum stk_on_error {
 #define STK_F_INDEX_BESIDE (1u << 12) /* index cache beside the data (ROOT/.stoker-index),
 					 not in the user's cache folder */
 
-/* Image mode: each sample is decoded (JPEG) and cropped into a fixed-size
- * RGB image in the batch.  Zero fields take their defaults (the option
+/* Image mode: each sample is decoded (JPEG, PNG or WebP, told apart by
+ * their first bytes, never by the file's name) and cropped into a fixed-size
+ * RGB image in the batch: every colour mode becomes RGB as PIL's
+ * convert("RGB") makes it (grey, palette, alpha dropped, 16 bits, CMYK;
+ * an animation's first frame).  Zero fields take their defaults (the option
  * table below holds every default and range). */
+enum stk_image_format { STK_FORMAT_JPEG = 0, STK_FORMAT_PNG, STK_FORMAT_WEBP, STK_FORMATS };
 enum stk_crop {
 	STK_CROP_RANDOM_RESIZED = 0, /* training: torchvision's RandomResizedCrop */
 	STK_CROP_CENTER,             /* validation: resize the short side, centre crop */
@@ -164,7 +168,7 @@ struct stk_image_opts {
 STK_API int stk_image_opts_check(const struct stk_image_opts *opts, char *err, size_t errlen);
 /* Bytes of one output image for these options. */
 STK_API size_t stk_image_bytes(const struct stk_image_opts *opts);
-/* Decodes and crops one JPEG as the loader would for sample `index` of
+/* Decodes and crops one image as the loader would for sample `index` of
  * `epoch` under `seed`, into out (stk_image_bytes).  0, or <0 with the reason
  * in err (STK_ECORRUPT, STK_EFORMAT, STK_ETOOBIG: above max_pixels,
  * max_scans or max_decode_time; -ERANGE for options). */
@@ -609,8 +613,9 @@ struct stk_stats {
 	double total_s;           /* since create */
 	uint64_t total_samples, total_bytes, total_batches, total_errors;
 	double total_wait_s;
-	/* image mode, over the samples decoded: the share decoded from only the
-	 * restart intervals their crop covers (JPEGs from stk_jpeg_transcode),
+	/* image mode, over the samples decoded: the share decoded by their
+	 * format's crop-only path (JPEGs from stk_jpeg_transcode: only the
+	 * restart intervals their crop covers; PNG and WebP: format_fast_share),
 	 * and the mean share of each file's entropy-coded data decoded (1 would
 	 * be every byte; the ordinary path stops below the crop's last row) */
 	double decode_fast_share;
@@ -625,6 +630,13 @@ struct stk_stats {
 	uint64_t replaced;        /* on_error replace: stand-ins handed out (each bad sample
 				     they replace is in errors) */
 	uint64_t total_replaced;
+	/* image mode, per enum stk_image_format over the window: samples
+	 * decoded, the decode threads' time on them, and the share that took
+	 * the format's crop-only path (JPEG: restart intervals; WebP: libwebp's
+	 * own crop and scaling; PNG: rows below the crop left undecoded) */
+	uint64_t format_decoded[STK_FORMATS];
+	double format_decode_busy_s[STK_FORMATS];
+	double format_fast_share[STK_FORMATS];
 };
 STK_API int stk_loader_stats(const struct stk_loader *loader, struct stk_stats *out);
 

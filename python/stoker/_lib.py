@@ -275,7 +275,14 @@ class Stats(ctypes.Structure):
         ("total_copy_wait_s", ctypes.c_double),
         ("replaced", c_u64),                        # on_error replace: stand-ins
         ("total_replaced", c_u64),
+        # per enum stk_image_format (FORMATS: jpeg, png, webp)
+        ("format_decoded", c_u64 * 3),
+        ("format_decode_busy_s", ctypes.c_double * 3),
+        ("format_fast_share", ctypes.c_double * 3),
     ]
+
+
+FORMATS = ("jpeg", "png", "webp")  # enum stk_image_format
 
 
 class Verdict(ctypes.Structure):

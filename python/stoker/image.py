@@ -48,8 +48,9 @@ def _dtype_name(dtype):
 
 
 class Image:
-    """Image mode for Loader(image=...): each sample is a JPEG that C threads
-    decode, crop and resize into the batch, as torchvision's transforms would.
+    """Image mode for Loader(image=...): each sample is a JPEG, PNG or WebP
+    that C threads decode, crop and resize into the batch, as torchvision's
+    transforms would (colour modes to RGB as PIL's convert("RGB")).
     Every default and range is libstoker's option table (docs/options.md).
 
     Args:
@@ -183,10 +184,10 @@ class Image:
         return o
 
     def decode(self, data, seed=0, epoch=0, index=0):
-        """Decodes one JPEG as the loader does for dataset sample `index` of
-        `epoch` under `seed` (the same crop and flip): a tensor of `shape`
-        and `torch_dtype`.  data: bytes-like, or a uint8 numpy array or CPU
-        tensor.  Raises stoker.Error (STK_ECORRUPT, STK_EFORMAT, ...)."""
+        """Decodes one image (JPEG, PNG, WebP) as the loader does for dataset
+        sample `index` of `epoch` under `seed` (the same crop and flip): a
+        tensor of `shape` and `torch_dtype`.  data: bytes-like, or a uint8
+        numpy array or CPU tensor.  Raises stoker.Error (STK_ECORRUPT, STK_EFORMAT, ...)."""
         if isinstance(data, torch.Tensor):
             data = data.detach().cpu().numpy()
         if isinstance(data, np.ndarray):

@@ -675,6 +675,8 @@ class Loader:
         d = {name: getattr(st, name) for name in _STATS_FIELDS}
         d["pinned"] = bool(d["pinned"])
         d["direct"] = bool(d["direct"])
+        for name in ("format_decoded", "format_decode_busy_s", "format_fast_share"):
+            d[name] = dict(zip(_lib.FORMATS, d[name]))  # {"jpeg": ..., "png": ..., "webp": ...}
         d["tuning"] = self.tuning()
         return d
 

@@ -1,5 +1,7 @@
 /*
- * image/image.c — JPEG decode and augmentation, straight into a batch slot.
+ * image/image.c — JPEG decode and augmentation, straight into a batch slot;
+ * PNG and WebP are told apart by their first bytes, their crop box drawn
+ * here, and handed to image/png.c and image/webp.c.
  *
  * One call decodes one sample: the crop box is drawn first (torchvision's
  * RandomResizedCrop, or resize-short-side + centre crop), then libjpeg-turbo
@@ -38,6 +40,8 @@
 #include <jerror.h>
 
 #include "image/jpeg_fast.h"
+#include "image/png.h"
+#include "image/webp.h"
 
 int stk__image_defaults(struct stk_image_opts *o, char *err, size_t errlen)
 {
@@ -244,12 +248,8 @@ static bool is_jpeg(const uint8_t *p, size_t len)
 
 static const char *format_name(const uint8_t *p, size_t len)
 {
-	if (len >= 8 && !memcmp(p, "\x89PNG\r\n\x1a\n", 8))
-		return "PNG";
 	if (len >= 4 && (!memcmp(p, "GIF8", 4)))
 		return "GIF";
-	if (len >= 12 && !memcmp(p, "RIFF", 4) && !memcmp(p + 8, "WEBP", 4))
-		return "WebP";
 	if (len >= 2 && !memcmp(p, "BM", 2))
 		return "BMP";
 	return NULL;
@@ -315,13 +315,31 @@ int stk__image_decode_box(const struct stk_image_opts *o, const uint8_t *src, si
 			  size_t errlen, struct stk__decode_info *info)
 {
 	if (info)
-		*info = (struct stk__decode_info){0};
+		*info = (struct stk__decode_info){.format = STK_FORMAT_JPEG};
+	/* the format from the file's first bytes, never from its name; PNG and
+	 * WebP: the size from the header (pixel limit checked), the box, then
+	 * the pixels */
+	bool png = stk__is_png(src, len);
+	if (png || stk__is_webp(src, len)) {
+		int W, H, rc = png ? stk__png_size(o, src, len, &W, &H, err, errlen)
+				   : stk__webp_size(o, src, len, &W, &H, err, errlen);
+		if (rc)
+			return rc;
+		struct stk__box box;
+		if (boxp)
+			box = *boxp;
+		else
+			stk__image_box(o, sample_seed, W, H, &box);
+		return png ? stk__png_decode(o, src, len, &box, out, err, errlen, info)
+			   : stk__webp_decode(o, src, len, &box, out, err, errlen, info);
+	}
 	if (!is_jpeg(src, len)) {
 		const char *f = format_name(src, len);
 		if (f)
-			snprintf(err, errlen, "unsupported format: %s (JPEG only)", f);
+			snprintf(err, errlen, "unsupported format: %s (JPEG, PNG and WebP only)", f);
 		else
-			snprintf(err, errlen, len ? "not a JPEG (no SOI marker)" : "empty file");
+			snprintf(err, errlen, len ? "not a JPEG, PNG or WebP (no signature of "
+						    "theirs at the start)" : "empty file");
 		return f ? STK_EFORMAT : STK_ECORRUPT;
 	}
 	struct jpeg_decompress_struct ci;

@@ -1,4 +1,5 @@
-/* image/image.h — JPEG decode and crop into batch slots (image/image.c). */
+/* image/image.h — decode and crop into batch slots (image/image.c): JPEG
+ * there, PNG and WebP in image/png.c and image/webp.c, chosen by content. */
 #ifndef STK_IMAGE_H
 #define STK_IMAGE_H
 
@@ -28,7 +29,10 @@ void stk__image_box(const struct stk_image_opts *o, uint64_t sample_seed, int W,
 		    struct stk__box *box);
 /* How one sample was decoded. */
 struct stk__decode_info {
-	bool fast;      /* from the restart intervals covering the crop only */
+	int format;     /* enum stk_image_format */
+	bool fast;      /* the format's crop-only path: JPEG's restart intervals covering the
+			   crop only, WebP's native crop or scaling, a PNG left undecoded
+			   below the crop */
 	double entropy; /* share of the file's entropy-coded bytes the decoder went through */
 };
 /* 0 disables the restart-interval path (tests compare the two) [1]. */

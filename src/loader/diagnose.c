@@ -52,6 +52,9 @@ void stk__loader_snap(struct stk_loader *l, struct stk__snap *out)
 	out->decoded = l->decoded;
 	out->decoded_fast = l->decoded_fast;
 	out->entropy_sum = l->entropy_sum;
+	memcpy(out->fmt_decoded, l->fmt_decoded, sizeof(out->fmt_decoded));
+	memcpy(out->fmt_fast, l->fmt_fast, sizeof(out->fmt_fast));
+	memcpy(out->fmt_ns, l->fmt_ns, sizeof(out->fmt_ns));
 	out->area = area;
 }
 

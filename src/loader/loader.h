@@ -59,6 +59,7 @@ struct stk__snap {
 	uint64_t wait_ns, decode_ns, copy_ns;
 	uint64_t decoded, decoded_fast; /* image mode: samples decoded, by restart intervals */
 	double entropy_sum;       /* their shares of entropy-coded data decoded, summed */
+	uint64_t fmt_decoded[STK_FORMATS], fmt_fast[STK_FORMATS], fmt_ns[STK_FORMATS]; /* per format */
 	double area;              /* in-flight reads × ns */
 	bool disk_ok;
 	struct stk_diskstat disk;
@@ -203,6 +204,8 @@ struct stk_loader {
 	uint64_t decode_ns;
 	uint64_t decoded, decoded_fast; /* samples decoded, and of those by restart intervals */
 	double entropy_sum;     /* their shares of entropy-coded data decoded, summed */
+	uint64_t fmt_decoded[STK_FORMATS], fmt_fast[STK_FORMATS], fmt_ns[STK_FORMATS]; /* per
+				   enum stk_image_format: decoded, by its fast path, decode time */
 
 	pthread_mutex_t mu;
 	pthread_cond_t cv;

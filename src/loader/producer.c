@@ -217,6 +217,11 @@ void *stk__loader_decode_main(void *arg)
 				l->decoded++;
 				l->decoded_fast += info.fast;
 				l->entropy_sum += info.entropy;
+				if (info.format >= 0 && info.format < STK_FORMATS) {
+					l->fmt_decoded[info.format]++;
+					l->fmt_fast[info.format] += info.fast;
+					l->fmt_ns[info.format] += dt;
+				}
 			}
 		}
 		if (rc)

@@ -155,6 +155,12 @@ int stk_loader_stats(const struct stk_loader *cl, struct stk_stats *out)
 	uint64_t decoded = now.decoded - m.decoded;
 	s.decode_fast_share = decoded ? (double)(now.decoded_fast - m.decoded_fast) / decoded : 0;
 	s.decode_entropy_share = decoded ? (now.entropy_sum - m.entropy_sum) / (double)decoded : 0;
+	for (int f = 0; f < STK_FORMATS; f++) {
+		uint64_t n = now.fmt_decoded[f] - m.fmt_decoded[f];
+		s.format_decoded[f] = n;
+		s.format_decode_busy_s[f] = (double)(now.fmt_ns[f] - m.fmt_ns[f]) / 1e9;
+		s.format_fast_share[f] = n ? (double)(now.fmt_fast[f] - m.fmt_fast[f]) / (double)n : 0;
+	}
 	s.wait_p50_ns = stk_hist_percentile(l->h_wait, 50);
 	s.wait_p99_ns = stk_hist_percentile(l->h_wait, 99);
 	s.wait_max_ns = stk_hist_max(l->h_wait);

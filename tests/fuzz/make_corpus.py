@@ -1,11 +1,15 @@
 """Writes the seed corpora of tests/fuzz (image_corpus, index_corpus,
-tar_types_corpus), once:
-small JPEGs of every kind the decoder meets (baseline, progressive, grey,
-CMYK, subsamplings, odd sizes, restart markers via `stoker transcode`,
-truncated, corrupt), each behind a 16-byte head of fuzzing parameters, and
+tar_types_corpus, png_corpus, webp_corpus), once: small JPEGs of every
+kind the decoder meets
+(baseline, progressive, grey, CMYK, subsamplings, odd sizes, restart markers
+via `stoker transcode`, truncated, corrupt), each behind a 16-byte head of
+fuzzing parameters; PNGs of every colour type and bit depth (interlaced, an
+APNG, truncated, a chunk that lies) without their signature, and WebPs
+(lossy, lossless, alpha, animated, truncated) without "RIFF" and "WEBP",
+which fuzz_png.c and fuzz_webp.c put back; and
 cache files of every index kind (folder, flat, list, shards, with records of
 what was left out), behind the harness's fix-up byte.
-    STOKER=build/stoker /usr/bin/python3 tests/fuzz/make_corpus.py"""
+    STOKER=build/stoker /usr/bin/python3 tests/fuzz/make_corpus.py [formats]"""
 
 import io
 import os
@@ -65,6 +69,94 @@ def jpegs():
     out["png-header"] = b"\x89PNG\r\n\x1a\n" + b"\0" * 32
     out["empty"] = b""
     return out
+
+
+def chunk(t, data):
+    import struct
+    import zlib
+    return struct.pack(">I", len(data)) + t + data + struct.pack(">I", zlib.crc32(t + data))
+
+
+def png_of(w, h, color, bits, rnd, interlace=False):
+    """A PNG of random samples written here (what PIL cannot write)."""
+    import struct
+    import zlib
+    ch = {0: 1, 2: 3, 3: 1, 4: 2, 6: 4}[color]
+    rowb = (w * ch * bits + 7) // 8
+    passes = [(0, 0, 8, 8), (4, 0, 8, 8), (0, 4, 4, 8), (2, 0, 4, 4), (0, 2, 2, 4), (1, 0, 2, 2),
+              (0, 1, 1, 2)] if interlace else [(0, 0, 1, 1)]
+    raw = b""
+    for x0, y0, dx, dy in passes:
+        pw, ph = (w - x0 + dx - 1) // dx, (h - y0 + dy - 1) // dy
+        if pw <= 0 or ph <= 0:
+            continue
+        pb = (pw * ch * bits + 7) // 8
+        for _ in range(ph):
+            raw += bytes([rnd.randrange(5)]) + bytes(rnd.randrange(256) for _ in range(pb))
+    del rowb
+    ihdr = struct.pack(">IIBBBBB", w, h, bits, color, 0, 0, 1 if interlace else 0)
+    plte = chunk(b"PLTE", bytes(rnd.randrange(256) for _ in range(3 * 16))) if color == 3 else b""
+    trns = chunk(b"tRNS", bytes(range(10))) if color == 3 else b""
+    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", ihdr) + plte + trns +
+            chunk(b"IDAT", zlib.compress(raw)) + chunk(b"IEND", b""))
+
+
+def pngs():
+    rnd = random.Random(2)
+    out = {}
+    for color, depths in ((0, (1, 2, 4, 8, 16)), (2, (8, 16)), (3, (1, 2, 4, 8)), (4, (8, 16)),
+                          (6, (8, 16))):
+        for bits in depths:
+            out["c%d-b%d" % (color, bits)] = png_of(13, 9, color, bits, rnd)
+    out["interlaced-rgb"] = png_of(21, 17, 2, 8, rnd, interlace=True)
+    out["interlaced-grey2"] = png_of(11, 10, 0, 2, rnd, interlace=True)
+    out["big"] = png_of(100, 60, 2, 8, rnd)
+    b = io.BytesIO()
+    a, c = Image.new("RGB", (20, 10), (9, 99, 199)), Image.new("RGB", (20, 10), (200, 1, 2))
+    a.save(b, "PNG", save_all=True, append_images=[c])
+    out["apng"] = b.getvalue()
+    out["truncated"] = out["big"][: len(out["big"]) // 2]
+    lie = bytearray(out["c2-b8"])
+    lie[33:37] = (1 << 20).to_bytes(4, "big")  # the IDAT's length
+    out["lying-chunk"] = bytes(lie)
+    return {k: v[8:] for k, v in out.items()}
+
+
+def webps():
+    out = {}
+    rnd = random.Random(3)
+    noise = Image.frombytes("RGB", (64, 48), bytes(rnd.randrange(256) for _ in range(64 * 48 * 3)))
+    alpha = noise.convert("RGBA")
+    alpha.putalpha(noise.convert("L"))
+    def save(name, im, **kw):
+        b = io.BytesIO()
+        im.save(b, "WEBP", **kw)
+        out[name] = b.getvalue()
+    save("lossy", noise, quality=70)
+    save("lossless", noise, lossless=True)
+    save("lossy-alpha", alpha, quality=70)
+    save("lossless-alpha", alpha, lossless=True)
+    save("tiny", noise.resize((3, 2)), quality=50)
+    save("animated", noise, save_all=True, duration=40,
+         append_images=[noise.transpose(Image.FLIP_LEFT_RIGHT)], quality=60)
+    out["truncated"] = out["lossy"][: len(out["lossy"]) // 2]
+    bad = bytearray(out["lossless"])
+    for i in range(30, len(bad), 41):
+        bad[i] ^= 0x33
+    out["corrupt"] = bytes(bad)
+    return {k: v[4:8] + v[12:] for k, v in out.items()}
+
+
+def write_formats():
+    for name, files in (("png_corpus", pngs()), ("webp_corpus", webps())):
+        d = os.path.join(HERE, name)
+        os.makedirs(d, exist_ok=True)
+        for i, (k, data) in enumerate(sorted(files.items())):
+            for j in range(2):
+                head = bytearray(heads(100 + i * 2 + j))
+                head[2] &= 0x7f  # CRCs checked, the RIFF size the harness's
+                with open(os.path.join(d, "%s-%d" % (k, j)), "wb") as f:
+                    f.write(bytes(head) + data)
 
 
 def heads(k):
@@ -185,7 +277,11 @@ def write_tar_types():
 
 
 if __name__ == "__main__":
+    if sys.argv[1:] == ["formats"]:  # the PNG and WebP corpora only
+        write_formats()
+        sys.exit(0)
     write_images()
     write_indexes()
     write_tar_types()
+    write_formats()
     print("corpora written under", HERE, file=sys.stderr)

@@ -298,8 +298,11 @@ def test_decode_error_from_image_decode():
         stoker.Image(32).decode(b"not a jpeg at all")
     assert ei.value.code == _lib.ECORRUPT
     with pytest.raises(stoker.Error) as ei:
+        stoker.Image(32).decode(b"GIF89a" + bytes(64))
+    assert ei.value.code == _lib.EFORMAT and "GIF" in str(ei.value)
+    with pytest.raises(stoker.Error) as ei:
         stoker.Image(32).decode(b"\x89PNG\r\n\x1a\n" + bytes(64))
-    assert ei.value.code == _lib.EFORMAT and "PNG" in str(ei.value)
+    assert ei.value.code == _lib.ECORRUPT and "corrupt PNG" in str(ei.value)
 
 
 # --- stats and options -------------------------------------------------------------

@@ -149,10 +149,12 @@ latencies:
 		       fmt_ns(t2, sizeof(t2), (double)s->st.decode_p99_ns));
 		if (bm && bm->decode_s > 0)
 			printf(" (baseline %.0f/s)", (double)bm->samples / bm->decode_s);
-		printf("\n  restart intervals          %.1f %% of samples decoded from their crop's "
-		       "intervals only;\n                             %.1f %% of the entropy-coded data "
-		       "decoded per sample\n", 100 * s->st.decode_fast_share,
-		       100 * s->st.decode_entropy_share);
+		printf("\n");
+		if (!print_formats(&s->st)) /* JPEG only */
+			printf("  restart intervals          %.1f %% of samples decoded from their crop's "
+			       "intervals only;\n                             %.1f %% of the entropy-coded "
+			       "data decoded per sample\n", 100 * s->st.decode_fast_share,
+			       100 * s->st.decode_entropy_share);
 	}
 	struct stk_memory mem = {.size = sizeof(mem)};
 	stk_loader_memory(l, &mem); /* the library's sizing: what doctor counts with */
@@ -435,7 +437,7 @@ int cmd_bench(int argc, char **argv)
 		{"no-baseline", 0, OPT_BOOL, &o.no_baseline, NULL, 0, 0, NULL, NULL,
 		 "skip the synchronous baseline"},
 		{"image", 'i', OPT_BOOL, &o.image, NULL, 0, 0, NULL, NULL,
-		 "decode and crop every sample (JPEG) into the batch, as training does"},
+		 "decode and crop every sample (JPEG, PNG, WebP) into the batch, as training does"},
 		{"size", 0, OPT_STR, &o.size, NULL, 0, 0, NULL, "N",
 		 "--image: output N x N pixels (sets --width and --height)"},
 		{"sweep", 0, OPT_STR, &o.sweep, NULL, 0, 0, NULL, "K=V,..",

@@ -112,6 +112,11 @@ int run_baseline(struct stk_loader *l, const struct bench_opts *o, const int64_t
 json_t *run_json(const struct run *r);
 /* run_json with the loader's stats: latencies, reads in flight, decode. */
 json_t *stats_json(const struct run *r);
+/* Image mode, per format decoded (bench/stats.c): "formats  JPEG n images/s
+ * per core, ..." (1; 0 and nothing printed for JPEG only) and its JSON
+ * ({"jpeg": {...}, ...}, formats not seen left out). */
+int print_formats(const struct stk_stats *st);
+json_t *formats_json(const struct stk_stats *st);
 /* Every option in effect as the table's text; img NULL in raw mode. */
 json_t *options_json(const struct stk_loader_opts *lo, const struct stk_image_opts *img);
 /* The loader's options from the parsed ones: PATH, and image mode's. */

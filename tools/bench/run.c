@@ -586,6 +586,7 @@ json_t *stats_json(const struct run *r)
 		json_object_set_new(st, "decode_fast_share", json_real(r->st.decode_fast_share));
 		json_object_set_new(st, "decode_entropy_share",
 				    json_real(r->st.decode_entropy_share));
+		json_object_set_new(st, "formats", formats_json(&r->st));
 	}
 	return st;
 }

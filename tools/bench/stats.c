@@ -139,3 +139,51 @@ void short_warning(const struct bench_opts *o, const struct run *S, const struct
 			 "; cold runs repeat cold epochs up to --runtime" : "");
 }
 
+
+static const char *const format_names[STK_FORMATS] = {"JPEG", "PNG", "WebP"};
+static const char *const format_keys[STK_FORMATS] = {"jpeg", "png", "webp"};
+/* what each format's fast path is (stk_stats.format_fast_share) */
+static const char *const fast_names[STK_FORMATS] = {"restart intervals", "stopped below the crop",
+						    "libwebp's crop/scale"};
+
+int print_formats(const struct stk_stats *st)
+{
+	uint64_t all = 0;
+	int seen = 0;
+	for (int f = 0; f < STK_FORMATS; f++) {
+		all += st->format_decoded[f];
+		seen += st->format_decoded[f] > 0;
+	}
+	if (!all || (seen == 1 && st->format_decoded[STK_FORMAT_JPEG]))
+		return 0;
+	for (int f = 0, first = 1; f < STK_FORMATS; f++) {
+		uint64_t n = st->format_decoded[f];
+		if (!n)
+			continue;
+		double busy = st->format_decode_busy_s[f];
+		printf("  %-27s%-4s %5.1f %% of samples, %.0f images/s per core, %.1f %% %s\n",
+		       first ? "formats" : "", format_names[f], 100.0 * (double)n / (double)all,
+		       busy > 0 ? (double)n / busy : 0.0, 100 * st->format_fast_share[f],
+		       fast_names[f]);
+		first = 0;
+	}
+	printf("  %-27s%.1f %% of the coded data decoded per sample\n", "", 100 *
+	       st->decode_entropy_share);
+	return 1;
+}
+
+json_t *formats_json(const struct stk_stats *st)
+{
+	json_t *j = json_object();
+	for (int f = 0; f < STK_FORMATS; f++) {
+		uint64_t n = st->format_decoded[f];
+		double busy = st->format_decode_busy_s[f];
+		if (n)
+			json_object_set_new(j, format_keys[f],
+					    json_pack("{s:I,s:f,s:f,s:f}", "decoded", (json_int_t)n,
+						      "decode_busy_s", busy, "images_per_s_per_core",
+						      busy > 0 ? (double)n / busy : 0.0, "fast_share",
+						      st->format_fast_share[f]));
+	}
+	return j;
+}

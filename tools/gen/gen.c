@@ -1,5 +1,5 @@
 /* gen/gen.c — `stoker gen DIR`: a synthetic ImageNet-like folder of real JPEGs
- * (DIR/c0000/00000000.jpg ...) for benchmarks and tests.
+ * (DIR/c0000/00000000.jpg ...), PNGs or WebPs (--format) for benchmarks and tests.
  *
  * The pictures are made in gen/image.c; image i depends only on (seed, i),
  * so the bytes do not depend on the thread count.  Threads take image numbers from an atomic counter; each file is written as
@@ -27,6 +27,7 @@ struct gen {
 	uint64_t seed;
 	int64_t images, classes;
 	int quality, cwidth, fwidth; /* digits in class and file names */
+	int format;                  /* enum gen_format, or FORMAT_MIXED */
 	atomic_int_fast64_t next, done;
 	atomic_uint_fast64_t bytes;
 	atomic_int finished; /* worker threads that have returned */
@@ -63,13 +64,25 @@ static void class_dir(const struct gen *g, int64_t c, char *buf, size_t len)
 	snprintf(buf, len, "%s/c%0*lld", g->dir, g->cwidth, (long long)c);
 }
 
-/* Writes len bytes to dir/name.jpg through dir/name.tmp.  0, or fills g->err. */
+/* --format mixed: JPEG, PNG and WebP in turn within each class (image i of
+ * class i % classes is the (i / classes)th there) */
+#define FORMAT_MIXED 3
+static const char *const exts[] = {"jpg", "png", "webp"};
+
+static enum gen_format format_of(const struct gen *g, int64_t i)
+{
+	return g->format == FORMAT_MIXED ? (enum gen_format)((i % g->classes + i / g->classes) % 3)
+					 : (enum gen_format)g->format;
+}
+
+/* Writes len bytes to dir/name.<ext> through dir/name.tmp.  0, or fills g->err. */
 static int write_image(struct gen *g, int64_t i, const unsigned char *buf, size_t len)
 {
 	char dir[4096], tmp[4200], path[4200];
 	class_dir(g, i % g->classes, dir, sizeof(dir));
 	snprintf(tmp, sizeof(tmp), "%s/%0*lld.tmp", dir, g->fwidth, (long long)i);
-	int n = snprintf(path, sizeof(path), "%s/%0*lld.jpg", dir, g->fwidth, (long long)i);
+	int n = snprintf(path, sizeof(path), "%s/%0*lld.%s", dir, g->fwidth, (long long)i,
+			 exts[format_of(g, i)]);
 	if (n < 0 || (size_t)n >= sizeof(path)) {
 		fail(g, "%s: path too long", dir);
 		return -1;
@@ -120,7 +133,7 @@ static void *worker(void *arg)
 			break;
 		const unsigned char *jpg;
 		size_t len;
-		if (gen_render(g->seed, i, g->quality, sc, &jpg, &len)) {
+		if (gen_render(g->seed, i, format_of(g, i), g->quality, sc, &jpg, &len)) {
 			fail(g, "out of memory encoding image %lld", (long long)i);
 			break;
 		}
@@ -258,8 +271,10 @@ static int run(struct gen *g, int nthreads, bool json)
 	}
 	double mean = (double)bytes / (double)done;
 	if (json) {
-		json_t *o = json_pack("{s:s, s:I, s:I, s:I, s:i, s:I, s:f, s:f, s:f, s:i, s:f, s:f}",
-				      "dir", g->dir, "images", (json_int_t)done, "classes",
+		static const char *const names[] = {"jpeg", "png", "webp", "mixed"};
+		json_t *o = json_pack("{s:s, s:s, s:I, s:I, s:I, s:i, s:I, s:f, s:f, s:f, s:i, s:f, s:f}",
+				      "dir", g->dir, "format", names[g->format], "images",
+				      (json_int_t)done, "classes",
 				      (json_int_t)g->classes, "seed", (json_int_t)g->seed,
 				      "quality", g->quality, "bytes", (json_int_t)bytes,
 				      "seconds", secs, "mean_bytes", mean, "images_per_s",
@@ -322,6 +337,7 @@ int gen_dataset(const struct gen_params *p, bool json)
 		.images = p->images,
 		.classes = p->classes,
 		.quality = p->quality,
+		.format = p->format,
 		.cwidth = cw < 4 ? 4 : cw,
 		.fwidth = fw < 8 ? 8 : fw,
 	};
@@ -335,6 +351,7 @@ int gen_dataset(const struct gen_params *p, bool json)
 int cmd_gen(int argc, char **argv)
 {
 	int64_t images, classes, seed, threads, quality;
+	int format = 0;
 	bool force = false, json = false;
 	const struct opt opts[] = {
 		{"images", 'n', OPT_INT, &images, "10000", 1, 1e9, NULL, "N", "number of images"},
@@ -344,7 +361,10 @@ int cmd_gen(int argc, char **argv)
 		 "image i depends only on (seed, i)"},
 		{"threads", 'j', OPT_INT, &threads, "0", 0, 256, NULL, "T",
 		 "encoder threads (0 = online CPUs)"},
-		{"quality", 'q', OPT_INT, &quality, "90", 1, 100, NULL, "Q", "JPEG quality"},
+		{"quality", 'q', OPT_INT, &quality, "90", 1, 100, NULL, "Q", "JPEG and WebP quality"},
+		{"format", 0, OPT_CHOICE, &format, "jpeg", 0, 0, "jpeg,png,webp,mixed", "F",
+		 "file format (PNG: 8-bit RGB; WebP: lossy; mixed: the three in turn in each "
+		 "class)"},
 		{"force", 'f', OPT_BOOL, &force, NULL, 0, 0, NULL, NULL,
 		 "write into a non-empty DIR, overwriting files of the same name"},
 		{"json", 0, OPT_BOOL, &json, NULL, 0, 0, NULL, NULL, "print a JSON summary"},
@@ -353,7 +373,8 @@ int cmd_gen(int argc, char **argv)
 	const struct cmd_help help = {
 		"gen", "[options] DIR",
 		"Writes an ImageNet-like folder of real JPEGs, DIR/<class>/<n>.jpg: 300-640 x\n"
-		"240-480 pixels, ~100 KB each at quality 90, labelled by sorted class folder.\n"
+		"240-480 pixels, ~100 KB each at quality 90, labelled by sorted class folder;\n"
+		"or the same pictures as .png or .webp files (--format).\n"
 		"The bytes depend only on the seed, not on the thread count.",
 	};
 	char **av = malloc((size_t)(argc + 2) * sizeof(*av));
@@ -382,6 +403,7 @@ int cmd_gen(int argc, char **argv)
 	}
 	struct gen_params p = {.dir = dirarg, .images = images, .classes = classes,
 				 .seed = (uint64_t)seed, .threads = (int)threads,
-				 .quality = (int)quality, .force = force};
+				 .quality = (int)quality, .format = format,
+				 .force = force};
 	return gen_dataset(&p, json);
 }

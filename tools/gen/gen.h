@@ -14,7 +14,8 @@ struct gen_params {
 	int64_t images, classes; /* 1 <= classes <= images */
 	uint64_t seed;
 	int threads;             /* encoder threads; 0: the online CPUs */
-	int quality;             /* JPEG quality 1..100 */
+	int quality;             /* JPEG and WebP quality 1..100 */
+	int format;              /* enum gen_format, or 3: the three in turn (mixed) */
 	bool force;              /* write into a non-empty dir */
 };
 
@@ -28,10 +29,20 @@ struct gen_scratch;
 struct gen_scratch *gen_scratch_new(void);
 void gen_scratch_free(struct gen_scratch *sc);
 
-/* Image i of the dataset of `seed` as a JPEG of `quality` in memory: *out
- * points into sc, valid until its next gen_render.  The bytes depend only on
- * (seed, i, quality) and the libjpeg-turbo build.  0, or -ENOMEM. */
-int gen_render(uint64_t seed, int64_t i, int quality, struct gen_scratch *sc,
-	       const unsigned char **out, size_t *outlen);
+enum gen_format { GEN_JPEG = 0, GEN_PNG, GEN_WEBP };
+
+/* Image i of the dataset of `seed` as a file of `format` (JPEG and WebP
+ * at `quality`) in memory: *out points into sc, valid until its next
+ * gen_render.  The bytes depend only on (seed, i, format, quality) and the
+ * encoders' builds.  0, or -ENOMEM. */
+int gen_render(uint64_t seed, int64_t i, enum gen_format format, int quality,
+	       struct gen_scratch *sc, const unsigned char **out, size_t *outlen);
+
+/* gen/formats.c: w×h RGB (3 bytes a pixel, rows back to back) as a PNG
+ * (8-bit truecolour) or a lossy WebP of `quality`, in *out (malloc'd, the
+ * caller frees).  0, or -ENOMEM. */
+int gen_png(const unsigned char *rgb, int w, int h, unsigned char **out, size_t *outlen);
+int gen_webp(const unsigned char *rgb, int w, int h, int quality, unsigned char **out,
+	     size_t *outlen);
 
 #endif

@@ -15,6 +15,7 @@
  * once, then blends two rows per output row; rows are finished in loops the
  * compiler vectorizes, with table look-ups split out; shapes are filled as
  * spans; the JPEG goes into a buffer kept from one picture to the next.
+ * PNG and WebP (`stoker gen --format`) get the same picture as RGB.
  * No libm trigonometry and no fused multiply-adds (see the Makefile), so
  * every build gives the same pixels. */
 #include "gen/gen.h"
@@ -70,6 +71,8 @@ struct gen_scratch {
 	unsigned char *out;      /* where libjpeg put this one, outlen bytes */
 	unsigned long outlen;
 	JSAMPLE *yb, *cb, *cr;   /* 16 luma and 8 chroma rows for libjpeg */
+	unsigned char *rgb;      /* PNG, WebP: the picture as RGB */
+	unsigned char *enc;      /* and its file (gen/formats.c's) */
 };
 
 struct gen_scratch *gen_scratch_new(void)
@@ -123,6 +126,8 @@ void gen_scratch_free(struct gen_scratch *sc)
 	free(sc->i16);
 	free(sc->jbuf);
 	free(sc->yb);
+	free(sc->rgb);
+	free(sc->enc);
 	free(sc);
 }
 
@@ -474,8 +479,44 @@ static int encode(struct gen_scratch *sc, struct pic *p, int quality)
 	return 0;
 }
 
-int gen_render(uint64_t seed, int64_t i, int quality, struct gen_scratch *sc,
-	       const unsigned char **out, size_t *outlen)
+/* The same picture as RGB rows (PNG, WebP): the planes made in the same
+ * order as encode() makes them (the grain's generator runs through them),
+ * chroma replicated to full size and converted as JFIF does. */
+static int rgb_image(struct gen_scratch *sc, struct pic *p)
+{
+	if (!sc->rgb) {
+		sc->rgb = malloc((size_t)MAX_W * MAX_H * 3);
+		if (!sc->rgb)
+			return -ENOMEM;
+	}
+	JSAMPLE *yr = sc->yb, *br = sc->cb, *rr = sc->cr;
+	for (int y0 = 0; y0 < p->h; y0 += 16) {
+		int rows = p->h - y0 < 16 ? p->h - y0 : 16;
+		for (int r = 0; r < rows; r++)
+			luma_row(sc, p, y0 + r, yr + (size_t)r * YSTRIDE);
+		for (int r = 0; r < 8 && y0 / 2 + r < p->h2; r++)
+			chroma_row(sc, p, y0 / 2 + r, yr + (size_t)(2 * r) * YSTRIDE,
+				   br + (size_t)r * CSTRIDE, rr + (size_t)r * CSTRIDE);
+		for (int r = 0; r < rows; r++) {
+			const JSAMPLE *Y = yr + (size_t)r * YSTRIDE, *B = br + (size_t)(r / 2) * CSTRIDE,
+				      *R = rr + (size_t)(r / 2) * CSTRIDE;
+			unsigned char *o = sc->rgb + ((size_t)(y0 + r) * p->w) * 3;
+			for (int x = 0; x < p->w; x++, o += 3) {
+				/* JFIF in 16.16 fixed point, rounded */
+				int yy = Y[x] << 16, cb = B[x / 2] - 128, cr = R[x / 2] - 128;
+				int c[3] = {(yy + 91881 * cr + 32768) >> 16,
+					    (yy - 22554 * cb - 46802 * cr + 32768) >> 16,
+					    (yy + 116130 * cb + 32768) >> 16};
+				for (int k = 0; k < 3; k++)
+					o[k] = (unsigned char)(c[k] < 0 ? 0 : c[k] > 255 ? 255 : c[k]);
+			}
+		}
+	}
+	return 0;
+}
+
+int gen_render(uint64_t seed, int64_t i, enum gen_format format, int quality,
+	       struct gen_scratch *sc, const unsigned char **out, size_t *outlen)
 {
 	uint64_t rng = seed ^ 0x5354b0c3e2f1a7d5ull;
 	uint64_t mix = (uint64_t)i ^ splitmix64(&rng);
@@ -540,6 +581,16 @@ int gen_render(uint64_t seed, int64_t i, int quality, struct gen_scratch *sc,
 	memcpy(p.g0, g0, sizeof(g0));
 	memcpy(p.g1, g1, sizeof(g1));
 	p.grain = splitmix64(&rng);
+	if (format != GEN_JPEG) {
+		free(sc->enc);
+		sc->enc = NULL;
+		int rc = rgb_image(sc, &p);
+		if (!rc)
+			rc = format == GEN_PNG ? gen_png(sc->rgb, w, h, &sc->enc, outlen)
+					       : gen_webp(sc->rgb, w, h, quality, &sc->enc, outlen);
+		*out = rc ? NULL : sc->enc;
+		return rc;
+	}
 	int rc = encode(sc, &p, quality);
 	*out = rc ? NULL : sc->out;
 	*outlen = rc ? 0 : (size_t)sc->outlen;
