@@ -3,7 +3,7 @@
 # otherwise stops with the exact apt-get line.
 # usage: deps.sh build|install|deb|test|bench
 set -e
-build="gcc make pkg-config liburing-dev libjpeg62-turbo-dev libjansson-dev libmicrohttpd-dev"
+build="gcc make pkg-config liburing-dev libjpeg62-turbo-dev libjansson-dev libmicrohttpd-dev libcurl4-openssl-dev"
 install="$build help2man"
 deb="$install build-essential debhelper dh-python dpkg-dev lintian python3"
 # the tests also build the .deb and pip-install the Python package into a venv;

@@ -127,6 +127,7 @@ enum stk_on_error {
 #define STK_F_NO_CACHE   (1u << 5) /* do not read or write the index cache */
 #define STK_F_BUFFERED   (1u << 6) /* buffered reads, whatever the dataset's size */
 #define STK_F_NO_AFFINITY (1u << 7) /* never pin the loader's threads (see stk_cpu_share) */
+#define STK_F_NO_REMOTE_CACHE (1u << 8) /* remote data: no local cache of the bytes read */
 
 /* Image mode: each sample is decoded (JPEG) and cropped into a fixed-size
  * RGB image in the batch.  Zero fields take their defaults (the option
@@ -220,6 +221,7 @@ struct stk_loader_opts {
 	uint32_t local_rank;
 	uint32_t local_world_size;
 	uint64_t read_bytes;     /* raw mode: read only each sample's first bytes (0: all) */
+	uint64_t cache_limit;    /* remote data: bytes the local cache may hold (0: auto) */
 };
 
 /* ------------------------------------------------------------------------ */
@@ -302,7 +304,13 @@ struct stk_loader_opts {
 	  "MPI's $OMPI_COMM_WORLD_LOCAL_SIZE, else none: nothing pinned)")                       \
 	X(LOADER, affinity, NOFLAG, flags, STK_F_NO_AFFINITY, "true", 0, 0, NULL,                 \
 	  "with ranks sharing the host: pin the loader's threads to this rank's CPU share, off " \
-	  "the training thread's CPU")
+	  "the training thread's CPU")                                                      \
+	X(LOADER, remote_cache, NOFLAG, flags, STK_F_NO_REMOTE_CACHE, "true", 0, 0, NULL,         \
+	  "s3:// and http(s):// data: keep the bytes read in a local cache (cache_dir/remote), " \
+	  "shared by the host's processes, so later epochs read from local disk")               \
+	X(LOADER, cache_limit, U64, cache_limit, 0, "auto", 1, 1125899906842624.0, "auto",       \
+	  "remote data: the local cache's size bound, least recently used out first (auto: a " \
+	  "quarter of the free space where it lives, at most 100 GiB)")
 
 #define STK_IMAGE_OPTIONS(X)                                                                     \
 	X(IMAGE, width, U32, width, 0, "224", 1, 8192, NULL, "output width in pixels")            \

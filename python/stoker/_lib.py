@@ -172,6 +172,7 @@ class LoaderOpts(ctypes.Structure):
         ("local_rank", c_u32),
         ("local_world_size", c_u32),           # 0: "auto", from the environment
         ("read_bytes", c_u64),
+        ("cache_limit", c_u64),                # remote data's local cache (0: auto)
     ]
 
 

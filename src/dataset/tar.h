@@ -30,6 +30,14 @@ int stk__tar_open(struct stk__tar_iter **out, int fd, uint64_t file_size);
  * error every later call returns the same code.  err may be NULL. */
 int stk__tar_next(struct stk__tar_iter *it, struct stk__tar_member *m, char *err, size_t errlen);
 void stk__tar_close(struct stk__tar_iter *it);
+/* Reads exactly len bytes at off into buf: 0, STK_ESHORT, or <0. */
+typedef int (*stk__tar_read_fn)(void *ctx, void *buf, size_t len, uint64_t off);
+/* As stk__tar_open, reading through read(ctx, ...) (remote shards: ranged GETs). */
+int stk__tar_open_reader(struct stk__tar_iter **out, stk__tar_read_fn read, void *ctx,
+			 uint64_t file_size);
+/* Reads len bytes at off of the archive (bounds-checked against file_size),
+ * through the iterator's reader: a .cls member's text, say. */
+int stk__tar_read(struct stk__tar_iter *it, void *buf, size_t len, uint64_t off);
 /* 1 when the 512 bytes at h are a tar header (checksum) whose size field
  * says size (or defers to a PAX size): a member's bytes are still where the
  * index found them.  For the loader's reads of shards, which see the header

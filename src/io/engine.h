@@ -20,6 +20,7 @@ struct stk_engine_cfg {
 	const struct iovec *bufs; /* buffers to register (may be NULL) */
 	unsigned nbufs;
 	uint64_t null_latency_ns;
+	struct stk__remote *remote; /* http: the objects READ_FILE paths name (io/remote.h) */
 };
 
 struct stk_eng;
@@ -44,6 +45,7 @@ struct stk_engine_ops {
 extern const struct stk_engine_ops stk__engine_uring;
 extern const struct stk_engine_ops stk__engine_pread;
 extern const struct stk_engine_ops stk__engine_null;
+extern const struct stk_engine_ops stk__engine_http; /* io/http.c: remote objects */
 
 /* 0 when io_uring can run this engine here, else <0 with the reason in why. */
 int stk__uring_probe(char *why, size_t len);

@@ -357,7 +357,8 @@ void *stk__loader_ring_main(void *arg)
 	r->os_tid = (int)gettid();
 	struct stk_engine_cfg cfg = {.root_fd = l->ds->root_fd, .queue_depth = r->cap,
 				     .workers = l->o.io_threads, .direct = l->direct,
-				     .null_latency_ns = l->o.null_latency_ns};
+				     .null_latency_ns = l->o.null_latency_ns,
+				     .remote = l->ds->remote};
 	struct iovec *iov = calloc(l->pool.nslots, sizeof(*iov));
 	if (iov) {
 		for (uint32_t i = 0; i < l->pool.nslots; i++)

@@ -56,6 +56,12 @@ int stk__shards_open(struct stk_loader *l, char *err, size_t errlen)
 	for (int64_t i = 0; i < ds->n; i++)
 		if (i == 0 || ds->entries[i].name != ds->entries[i - 1].name)
 			l->shards[l->nshards++] = (struct shard){.first = i, .fd = -1};
+	if (ds->remote) { /* objects: ranged GETs by name (io/http.c) */
+		snprintf(l->shard_why, sizeof(l->shard_why), "shards: %u objects at %s, read by "
+			 "ranged GETs; a batch's neighbouring members merged into one request",
+			 l->nshards, ds->root);
+		return 0;
+	}
 	struct rlimit rl;
 	uint64_t budget = getrlimit(RLIMIT_NOFILE, &rl) == 0 ? rl.rlim_cur / 4 : 256;
 	if (l->nshards > budget) {
