@@ -604,6 +604,30 @@ struct stk_stats {
 };
 STK_API int stk_loader_stats(const struct stk_loader *loader, struct stk_stats *out);
 
+/* Remote data (s3://, http(s)://): the transport's and the local cache's
+ * counters since create (all threads together).  Secrets are never in it. */
+struct stk_remote_stats {
+	uint32_t size;            /* sizeof(struct stk_remote_stats) */
+	uint32_t inflight;        /* requests in flight now */
+	uint32_t inflight_max;
+	uint32_t cache_on;        /* 1: the local cache is in use */
+	uint64_t requests;        /* finished requests, retries included */
+	uint64_t retries;         /* 5xx, SlowDown, resets, timeouts, short bodies tried again */
+	uint64_t failed;          /* requests that failed for good (after their retries) */
+	uint64_t short_bodies;    /* bodies shorter than Content-Length/Range (never delivered) */
+	uint64_t bytes;           /* body bytes received */
+	uint64_t latency_p50_ns, latency_p99_ns, latency_max_ns; /* per request */
+	uint64_t cache_hits, cache_misses, cache_hit_bytes, cache_evictions;
+	uint64_t cache_bytes_written;
+	uint64_t cache_bytes;     /* what the cache folder holds now (all processes, estimate) */
+	uint64_t cache_limit;
+	char root[256];           /* the data's URL (no credentials) */
+	char credentials[256];    /* where they came from: "environment (...)", "profile ...",
+				     "anonymous (...)" (the key id masked, never the secret) */
+};
+/* 0 and *out filled, or -ENOENT when the loader reads local data.  Any thread. */
+STK_API int stk_loader_remote_stats(const struct stk_loader *loader, struct stk_remote_stats *out);
+
 /* What the loader chose for the settings left to it, and why: the read mode
  * (O_DIRECT or buffered), the queue depth (with the probe's figures) and the
  * I/O threads, one line each, into buf (NUL-terminated, cut to len).
