@@ -13,7 +13,9 @@
  * again like a 5xx, a SlowDown or a reset, after a capped exponential
  * backoff with jitter (a retry waits on the engine's delayed list, not in a
  * sleep, so the other requests go on).  After the bounded tries the io fails
- * with the error, and the loader's on_error policy decides.
+ * with the error, and the loader's on_error policy decides.  A request that
+ * timed out fails with -ETIME ("timer expired"), not -ETIMEDOUT, which
+ * stk_loader_next_timeout returns when no batch came in time.
  *
  * With the remote's cache on, a range already on local disk is read from
  * there (io/rcache.c) at submit, and a range fetched is kept.
@@ -281,7 +283,7 @@ static void ended(struct stk_eng *e, struct req *q, CURLcode cc)
 	}
 	if (rc == 1) {
 		atomic_fetch_add(&r->c.failed, 1);
-		finish(e, io, cc == CURLE_OPERATION_TIMEDOUT ? -ETIMEDOUT
+		finish(e, io, cc == CURLE_OPERATION_TIMEDOUT ? -ETIME
 			      : cc == CURLE_COULDNT_CONNECT ? -ECONNREFUSED : -EIO);
 	} else if (rc < 0) {
 		atomic_fetch_add(&r->c.failed, 1);
@@ -339,8 +341,7 @@ static int http_reap(struct stk_eng *e, struct stk_io **done, unsigned max, bool
 		}
 		if (e->done_head || !wait || atomic_exchange(&e->woken, false))
 			break;
-		if (!running && !e->delayed)
-			break; /* nothing in flight: nothing to wait for */
+		/* nothing in flight: sleeps until wake (a slot freed, a stop) */
 		int timeout = delay >= 0 && delay < 1000 ? (int)delay : 1000;
 		curl_multi_poll(e->m, NULL, 0, timeout, NULL);
 	}

@@ -440,6 +440,7 @@ struct sink {
 	char *p;
 	size_t len, cap;
 	bool grow;   /* a growable buffer (listings, error bodies) */
+	bool nobody; /* HEAD: Content-Length without a body */
 	bool over;   /* more bytes came than fit */
 	char hdr_range[128];
 	uint64_t clen;
@@ -534,7 +535,8 @@ static int perform(struct stk__remote *r, CURL *h, struct sink *s, const char *w
 		atomic_fetch_add(&r->c.requests, 1);
 		stk_hist_add(r->h_lat, stk__now_ns() - t0);
 		bool short_body = (status == 200 || status == 206) &&
-				  ((s->has_clen && s->len < s->clen) || (want && s->len < want));
+				  ((s->has_clen && !s->nobody && s->len < s->clen) ||
+				   (want && s->len < want));
 		if (s->over && status == 206)
 			short_body = false; /* the server sent more than asked: refused below */
 		if (short_body)
@@ -555,7 +557,7 @@ static int perform(struct stk__remote *r, CURL *h, struct sink *s, const char *w
 		}
 		if (attempt + 1 >= r->max_attempts) {
 			atomic_fetch_add(&r->c.failed, 1);
-			return fail(err, errlen, cc == CURLE_OPERATION_TIMEDOUT ? -ETIMEDOUT
+			return fail(err, errlen, cc == CURLE_OPERATION_TIMEDOUT ? -ETIME
 						 : cc == CURLE_COULDNT_CONNECT ? -ECONNREFUSED : -EIO,
 				    "%s: %s, after %u tries", what, why, attempt + 1);
 		}
@@ -606,7 +608,7 @@ int stk__remote_head(struct stk__remote *r, CURL *h, const char *rel, uint64_t *
 	int rc = stk__remote_easy(r, h, rel, &hdrs);
 	curl_easy_setopt(h, CURLOPT_NOBODY, 1L);
 	curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdrs);
-	struct sink s = {.grow = true};
+	struct sink s = {.grow = true, .nobody = true};
 	curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, sink_header);
 	curl_easy_setopt(h, CURLOPT_HEADERDATA, &s);
 	if (!rc)
