@@ -226,7 +226,9 @@ int stk__shards_check(struct stk_loader *l, struct sio *x, char *why, size_t len
 	int64_t res = x->io.res;
 	if (res < 0) {
 		snprintf(why, len, "member at offset %llu (%llu bytes): %s", (unsigned long long)x->at,
-			 (unsigned long long)x->size, stk_strerror((int)res));
+			 (unsigned long long)x->size,
+			 res == -ESTALE && l->ds->remote ? "the object changed since it was indexed "
+			 "(its ETag differs: HTTP 412 to If-Match)" : stk_strerror((int)res));
 		return (int)res;
 	}
 	if ((uint64_t)res < (uint64_t)x->skip + x->size) {

@@ -136,17 +136,26 @@ def test_http_missing_shard_is_named(web, data, tmp_path):
     assert "train-%06d.tar" % len(names) in str(e.value) and "404" in str(e.value)
 
 
-def test_shard_shuffle_and_ranks_split_the_epoch(aws, tmp_path, reference):
-    parts = []
+def order_of(path, **kw):
+    """The (index, label, bytes) sequence of one epoch, in delivery order."""
+    out = []
+    with stoker.Loader(path, batch_size=8, quiet=True, **kw) as l:
+        for data, offsets, sizes, labels, indices in l:
+            for k in range(len(indices)):
+                o, n = int(offsets[k]), int(sizes[k])
+                out.append((int(indices[k]), int(labels[k]), bytes(data[o:o + n].numpy())))
+    return out
+
+
+def test_shard_shuffle_and_ranks_match_local_disk(aws, tmp_path, data):
+    d, _ = data
+    seen = set()
     for rank in range(2):
-        got, _, seen = read_all("s3://bkt/ds/", cache_dir=str(tmp_path), remote_cache=False,
-                                shuffle_mode="shard", rank=rank, world_size=2, seed=5)
-        assert set(seen.values()) == {1}
-        parts.append(got)
-    assert not set(parts[0]) & set(parts[1])
-    both = dict(parts[0])
-    both.update(parts[1])
-    assert both == reference
+        kw = dict(shuffle_mode="shard", rank=rank, world_size=2, seed=5)
+        remote = order_of("s3://bkt/ds/", cache_dir=str(tmp_path), remote_cache=False, **kw)
+        assert remote == order_of(str(d / "shards"), **kw)  # same samples, same order
+        seen |= {i for i, _, _ in remote}
+    assert seen == set(range(len(seen))) and len(seen) > 0
 
 
 def test_image_mode_decodes_remote_jpegs(aws, tmp_path, reference):
@@ -235,8 +244,9 @@ def test_faults_are_retried_counted_and_never_delivered(aws, tmp_path, s3, refer
     assert set(seen.values()) == {1}
     for fate in ("slowdown", "500", "reset", "truncate"):
         assert proxy.faults.get(fate, 0) > 0, proxy.faults
-    assert rs["retries"] >= sum(proxy.faults.get(f, 0) for f in ("slowdown", "500", "reset",
-                                                                  "truncate"))
+    # a reset before any answer on a reused connection is retried by libcurl
+    # itself; the others are stoker's retries
+    assert rs["retries"] >= sum(proxy.faults.get(f, 0) for f in ("slowdown", "500", "truncate"))
     assert rs["short_bodies"] >= 1 and rs["failed"] == 0
 
 
@@ -295,22 +305,22 @@ def test_an_object_changed_since_indexing_is_named(aws, tmp_path, s3, data, capf
     s3.upload_dir(bucket, "ds/", str(d / "shards"))
     url = "s3://%s/ds/" % bucket
     read_all(url, cache_dir=str(tmp_path), remote_cache=False)
-    with open(d / "shards" / names[1], "rb") as f:
+    with open(d / "shards" / names[0], "rb") as f:
         other = f.read()
     # between create (index) and the reads: If-Match refuses the new bytes
     with stoker.Loader(url, batch_size=8, cache_dir=str(tmp_path), remote_cache=False,
                        on_error="fail", shuffle=False, quiet=True) as l:
-        s3.put(bucket, "ds/" + names[0], other)
+        s3.put(bucket, "ds/" + names[-1], other)  # read last: after the put
         with pytest.raises(stoker.Error) as e:
             for _ in l:
                 pass
-    assert names[0] in str(e.value) and "changed since it was indexed" in str(e.value)
+    assert names[-1] in str(e.value) and "changed since it was indexed" in str(e.value)
     # the next create sees the new ETag in the listing: named, indexed again
     capfd.readouterr()
     with stoker.Loader(url, batch_size=8, cache_dir=str(tmp_path), remote_cache=False) as l:
         n = sum(len(b[4]) for b in l)
     err = capfd.readouterr().err
-    assert names[0] in err and "changed since it was indexed" in err
+    assert names[-1] in err and "changed since it was indexed" in err
     assert n > 0
 
 
@@ -325,8 +335,13 @@ def test_second_run_reads_from_the_cache(aws, tmp_path, reference):
     assert rs1["cache_hits"] == 0 and rs1["cache_bytes_written"] > 0
     got, rs2, _ = read_all("s3://bkt/ds/", cache_dir=str(tmp_path), seed=2)
     assert got == reference
-    assert rs2["cache_hits"] > 0 and rs2["cache_misses"] == 0
-    assert rs2["requests"] == 1  # the listing: no data request at all
+    # another seed merges other neighbours into one read: a run whose bytes
+    # were not all kept (the gap between two members read apart) is a miss
+    assert rs2["cache_hits"] >= 0.85 * (rs2["cache_hits"] + rs2["cache_misses"])
+    assert rs2["requests"] == 1 + rs2["cache_misses"]  # the listing, and the misses
+    got, rs3, _ = read_all("s3://bkt/ds/", cache_dir=str(tmp_path), seed=2)
+    assert got == reference  # the same seed again: every read is kept now
+    assert rs3["cache_misses"] == 0 and rs3["requests"] == 1
 
 
 def test_cache_stays_within_its_limit(aws, tmp_path, reference):
