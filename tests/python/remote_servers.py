@@ -25,6 +25,11 @@ ACCESS_KEY = "AKIDSTOKERTEST"
 SECRET_KEY = "stoker-test-secret-do-not-print"
 
 
+def server_env():
+    """The environment without the sanitizer runtime the tests may preload."""
+    return {k: v for k, v in os.environ.items() if k != "LD_PRELOAD"}
+
+
 def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -108,7 +113,8 @@ class SeaweedS3:
              "-filer.localSocket=" + os.path.join(self.dir, "filer.sock"),
              "-s3.localSocket=" + os.path.join(self.dir, "s3.sock"),
              "-s3.config=" + conf, "-master.volumeSizeLimitMB=32", "-volume.max=300"],
-            stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True)
+            stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True,
+            env=server_env())
         try:
             wait_port(self.port, self.proc, "weed s3")
             # the gateway listens before the volume server has joined: retry
@@ -194,7 +200,8 @@ http { access_log off; client_body_temp_path %s/t; proxy_temp_path %s/t;
  server { listen 127.0.0.1:%d; root %s; } }
 """ % (d, d, d, d, d, d, d, self.port, root))
         self.proc = subprocess.Popen([self.bin, "-c", conf, "-p", d], stdout=subprocess.DEVNULL,
-                                     stderr=subprocess.DEVNULL, start_new_session=True)
+                                     stderr=subprocess.DEVNULL, start_new_session=True,
+                                     env=server_env())
         wait_port(self.port, self.proc, "nginx")
 
     @property
