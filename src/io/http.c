@@ -17,15 +17,19 @@
  * timed out fails with -ETIME ("timer expired"), not -ETIMEDOUT, which
  * stk_loader_next_timeout returns when no batch came in time.
  *
- * With the remote's cache on, a range already on local disk is read from
- * there (io/rcache.c) at submit, and a range fetched is kept.
+ * With the remote's cache on, every read goes first to the cache's reader
+ * threads (io/rcache.c: a hit is a pread of local disk, several at once);
+ * a miss comes back to be fetched, and a range fetched is kept.
  */
 #include "io/engine.h"
 #include "io/remote.h"
 
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+
+#define HIT_THREADS 4
 
 struct req {
 	struct stk_eng *e;
@@ -50,6 +54,13 @@ struct stk_eng {
 	struct req *free_reqs, *delayed;
 	struct req **all;   /* every req made, for exit */
 	size_t nall, capall;
+	/* the cache's readers (hit_main) */
+	pthread_t hit[HIT_THREADS];
+	unsigned nhit;
+	pthread_mutex_t hmu;
+	pthread_cond_t hcv;
+	struct stk_io *htodo_head, *htodo_tail, *hdone_head, *hdone_tail;
+	bool hstop;
 	struct stk_io *done_head, *done_tail;
 	_Atomic bool woken;
 	uint64_t rng;
@@ -159,9 +170,93 @@ static void put_req(struct stk_eng *e, struct req *q)
 	e->free_reqs = q;
 }
 
+/* Starts the GET of io's range (want bytes of object o). */
+static void fetch(struct stk_eng *e, struct stk_io *io, const struct stk__robj *o, uint64_t want)
+{
+	struct req *q = e->free_reqs;
+	if (q) {
+		e->free_reqs = q->next;
+	} else {
+		q = calloc(1, sizeof(*q));
+		if (e->nall == e->capall) {
+			size_t c = e->capall ? 2 * e->capall : 64;
+			struct req **a = realloc(e->all, c * sizeof(*a));
+			if (a) {
+				e->all = a;
+				e->capall = c;
+			}
+		}
+		if (!q || e->nall == e->capall || !(q->h = curl_easy_init())) {
+			free(q);
+			finish(e, io, -ENOMEM);
+			return;
+		}
+		q->e = e;
+		e->all[e->nall++] = q;
+	}
+	q->io = io;
+	q->obj = o;
+	q->want = want;
+	q->attempt = 0;
+	int rc = start(e, q);
+	if (rc) {
+		put_req(e, q);
+		finish(e, io, rc);
+	}
+}
+
+/* The cache's readers: a hit is a pread of local disk, several at once as
+ * io_uring does for local data, off the thread that drives curl.  A miss
+ * comes back to it (priv.pending = 1) to be fetched. */
+static void *hit_main(void *arg)
+{
+	struct stk_eng *e = arg;
+	pthread_mutex_lock(&e->hmu);
+	for (;;) {
+		while (!e->htodo_head && !e->hstop)
+			pthread_cond_wait(&e->hcv, &e->hmu);
+		if (e->hstop)
+			break;
+		struct stk_io *io = stk__io_pop(&e->htodo_head, &e->htodo_tail);
+		pthread_mutex_unlock(&e->hmu);
+		const struct stk__robj *o = stk__remote_find(e->r, io->path);
+		uint64_t want = io->priv.t;
+		int64_t got = stk__rcache_read(e->r, o, io->buf, want, io->offset);
+		io->priv.pending = got != (int64_t)want; /* a miss: the engine fetches it */
+		io->res = got;
+		pthread_mutex_lock(&e->hmu);
+		stk__io_push(&e->hdone_head, &e->hdone_tail, io);
+		pthread_mutex_unlock(&e->hmu);
+		curl_multi_wakeup(e->m);
+		pthread_mutex_lock(&e->hmu);
+	}
+	pthread_mutex_unlock(&e->hmu);
+	return NULL;
+}
+
+/* What the cache's readers finished: hits delivered, misses fetched. */
+static void take_hits(struct stk_eng *e)
+{
+	if (!e->nhit)
+		return;
+	pthread_mutex_lock(&e->hmu);
+	struct stk_io *head = e->hdone_head;
+	e->hdone_head = e->hdone_tail = NULL;
+	pthread_mutex_unlock(&e->hmu);
+	while (head) {
+		struct stk_io *io = head;
+		head = io->priv.next;
+		if (io->priv.pending)
+			fetch(e, io, stk__remote_find(e->r, io->path), io->priv.t);
+		else
+			finish(e, io, io->res);
+	}
+}
+
 static int http_submit(struct stk_eng *e, struct stk_io **ios, unsigned n)
 {
 	struct stk__remote *r = e->r;
+	bool hits = false;
 	for (unsigned i = 0; i < n; i++) {
 		struct stk_io *io = ios[i];
 		if (io->op != STK_IO_READ_FILE) {
@@ -182,43 +277,20 @@ static int http_submit(struct stk_eng *e, struct stk_io **ios, unsigned n)
 			finish(e, io, 0);
 			continue;
 		}
-		if (r->cache && o) {
-			int64_t got = stk__rcache_read(r, o, io->buf, want, io->offset);
-			if (got == (int64_t)want) {
-				finish(e, io, got);
-				continue;
-			}
+		if (r->cache && o && e->nhit) {
+			io->priv.t = want;
+			pthread_mutex_lock(&e->hmu);
+			stk__io_push(&e->htodo_head, &e->htodo_tail, io);
+			pthread_mutex_unlock(&e->hmu);
+			hits = true;
+			continue;
 		}
-		struct req *q = e->free_reqs;
-		if (q) {
-			e->free_reqs = q->next;
-		} else {
-			q = calloc(1, sizeof(*q));
-			if (e->nall == e->capall) {
-				size_t c = e->capall ? 2 * e->capall : 64;
-				struct req **a = realloc(e->all, c * sizeof(*a));
-				if (a) {
-					e->all = a;
-					e->capall = c;
-				}
-			}
-			if (!q || e->nall == e->capall || !(q->h = curl_easy_init())) {
-				free(q);
-				finish(e, io, -ENOMEM);
-				continue;
-			}
-			q->e = e;
-			e->all[e->nall++] = q;
-		}
-		q->io = io;
-		q->obj = o;
-		q->want = want;
-		q->attempt = 0;
-		int rc = start(e, q);
-		if (rc) {
-			put_req(e, q);
-			finish(e, io, rc);
-		}
+		fetch(e, io, o, want);
+	}
+	if (hits) {
+		pthread_mutex_lock(&e->hmu);
+		pthread_cond_broadcast(&e->hcv);
+		pthread_mutex_unlock(&e->hmu);
 	}
 	return 0;
 }
@@ -326,6 +398,7 @@ static long run_delayed(struct stk_eng *e)
 static int http_reap(struct stk_eng *e, struct stk_io **done, unsigned max, bool wait)
 {
 	for (;;) {
+		take_hits(e);
 		long delay = run_delayed(e);
 		int running = 0;
 		if (curl_multi_perform(e->m, &running) != CURLM_OK)
@@ -361,6 +434,14 @@ static void http_exit(struct stk_eng *e)
 {
 	if (!e)
 		return;
+	pthread_mutex_lock(&e->hmu);
+	e->hstop = true;
+	pthread_cond_broadcast(&e->hcv);
+	pthread_mutex_unlock(&e->hmu);
+	for (unsigned i = 0; i < e->nhit; i++)
+		pthread_join(e->hit[i], NULL);
+	pthread_mutex_destroy(&e->hmu);
+	pthread_cond_destroy(&e->hcv);
 	/* transfers still running are dropped: nothing writes into the slots
 	 * once their handles are removed */
 	for (size_t i = 0; i < e->nall; i++) {
@@ -390,6 +471,14 @@ static int http_init(struct stk_eng **out, const struct stk_engine_cfg *cfg)
 	e->rng = stk__now_ns() ^ (uintptr_t)e;
 	curl_multi_setopt(e->m, CURLMOPT_MAXCONNECTS, (long)(cfg->queue_depth + 4));
 	curl_multi_setopt(e->m, CURLMOPT_PIPELINING, (long)CURLPIPE_MULTIPLEX);
+	pthread_mutex_init(&e->hmu, NULL);
+	pthread_cond_init(&e->hcv, NULL);
+	for (unsigned i = 0; e->r->cache && i < HIT_THREADS; i++) {
+		if (pthread_create(&e->hit[i], NULL, hit_main, e))
+			break;
+		pthread_setname_np(e->hit[i], "stk-cache");
+		e->nhit++;
+	}
 	*out = e;
 	return 0;
 }
