@@ -8,8 +8,9 @@ alternate, medians printed with the ratio to local disk:
 
   local cold    stoker bench DIR after dropping the page cache (root)
   remote e1     s3://... through the proxy, the local cache empty (epoch 1)
-  local warm    stoker bench DIR, page cache warm
-  remote e2     s3://... through the proxy, the local cache filled by e1
+  http e1       the same shards from nginx through the proxy, no cache
+  local warm    stoker bench DIR, page cache warm (5 epochs)
+  remote e2     s3://... through the proxy, the local cache filled by e1 (5 epochs)
 
 Raw mode (every member's bytes, no decode): what the transport delivers.
 Needs the built CLI (STOKER), the weed binary (build/remote-venv, or
@@ -26,7 +27,7 @@ import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "tests", "python"))
-from remote_servers import ACCESS_KEY, SECRET_KEY, FaultProxy, SeaweedS3  # noqa: E402
+from remote_servers import ACCESS_KEY, SECRET_KEY, FaultProxy, Nginx, SeaweedS3  # noqa: E402
 
 STOKER = os.environ.get("STOKER") or os.path.join(os.path.dirname(HERE), "build", "stoker")
 
@@ -37,9 +38,9 @@ def drop_caches():
         f.write("3\n")
 
 
-def bench(path, extra=(), env=None):
-    cmd = [STOKER, "bench", "--json", "--epochs", "1", "--runtime", "0", "--repeat", "1",
-           "--no-baseline", "--cache", "as-is", path] + list(extra)
+def bench(path, extra=(), env=None, epochs=1):
+    cmd = [STOKER, "bench", "--json", "--epochs", str(epochs), "--runtime", "0", "--ramp", "0",
+           "--repeat", "1", "--no-baseline", "--cache", "as-is", path] + list(extra)
     p = subprocess.run(cmd, capture_output=True, text=True, env=env)
     if p.returncode:
         raise RuntimeError("%s: %s" % (" ".join(cmd), p.stderr))
@@ -60,13 +61,18 @@ def main():
                         "16MiB"], check=True, stdout=subprocess.DEVNULL)
         shutil.rmtree(os.path.join(work, "img"))
         s3 = SeaweedS3(work)
-        proxy = None
+        web = Nginx(shards, work)
+        proxy = hproxy = None
+        nshards = len([f for f in os.listdir(shards) if f.endswith(".tar")])
+        url = "%s/train-{000000..%06d}.tar"
         try:
             s3.upload_dir("bench", "ds/", shards)
             proxy = FaultProxy(s3.port, latency_s=lat / 1000.0)
+            hproxy = FaultProxy(web.port, latency_s=lat / 1000.0)
             env = dict(os.environ, AWS_ACCESS_KEY_ID=ACCESS_KEY, AWS_SECRET_ACCESS_KEY=SECRET_KEY,
                        AWS_ENDPOINT_URL=proxy.url)
-            res = {k: [] for k in ("local cold", "remote e1", "local warm", "remote e2")}
+            res = {k: [] for k in ("local cold", "remote e1", "http e1", "local warm",
+                                   "remote e2")}
             last = None
             cold = os.geteuid() == 0
             for r in range(rounds):
@@ -80,21 +86,29 @@ def main():
                                          "--seconds", "0.1"], env)
                 sps, last = bench("s3://bench/ds/", ["--cache-dir", cache], env)
                 res["remote e1"].append(sps)
-                res["local warm"].append(bench(shards)[0])
-                res["remote e2"].append(bench("s3://bench/ds/", ["--cache-dir", cache], env)[0])
+                hurl = url % (hproxy.url, nshards - 1)
+                bench(hurl, ["--cache-dir", cache, "--no-remote-cache", "--seconds", "0.1"])
+                res["http e1"].append(bench(hurl, ["--cache-dir", cache, "--no-remote-cache"])[0])
+                # from the cache (filled by e1): several epochs, as local warm
+                res["local warm"].append(bench(shards, epochs=5)[0])
+                res["remote e2"].append(bench("s3://bench/ds/", ["--cache-dir", cache], env,
+                                              epochs=5)[0])
                 print("round %d: %s" % (r + 1, ", ".join("%s %.0f" % (k, v[-1])
                                                          for k, v in res.items())), flush=True)
         finally:
-            if proxy:
-                proxy.close()
+            for p in (proxy, hproxy):
+                if p:
+                    p.close()
+            web.close()
             s3.close()
         med = {k: statistics.median(v) for k, v in res.items()}
         print("\n%d images in %d shards, +%.0f ms a request, %d rounds (median samples/s)%s"
-              % (n, len([f for f in os.listdir(shards) if f.endswith(".tar")]), lat, rounds,
+              % (n, nshards, lat, rounds,
                  "" if cold else " -- not root: 'local cold' is warm"))
         for k, v in med.items():
             print("  %-11s %8.0f" % (k, v))
         print("  remote e1 / local cold  %.2fx" % (med["remote e1"] / med["local cold"]))
+        print("  http e1 / local cold    %.2fx" % (med["http e1"] / med["local cold"]))
         print("  remote e2 / local warm  %.2fx" % (med["remote e2"] / med["local warm"]))
         if last:
             print("  epoch 1 transport: %d requests, at most %d in flight, latency p50 %.1f ms "
