@@ -142,13 +142,18 @@ uint32_t stk__shards_lay_out(struct stk_loader *l, struct ring *r, struct slot *
 		tmp[i] = x;
 	}
 	qsort(tmp, n, sizeof(*tmp), by_place);
+	/* remote data under global shuffle: a member a request, the same ranges
+	 * every epoch, so what the local cache keeps serves the next epoch (its
+	 * neighbours in a batch are another epoch's; merges are rare there) */
+	bool merge = !(l->ds->remote && l->o.shuffle_mode == STK_SHUFFLE_GLOBAL);
 	uint64_t off = 0;
 	uint32_t queued = 0;
 	for (uint32_t k = 0; k < n;) {
 		struct sio *lead = tmp[k];
 		uint64_t start = run_start(l, lead->at), end = lead->at + lead->size;
 		uint32_t j = k + 1;
-		while (j < n && tmp[j]->io.path == lead->io.path && tmp[j]->at <= end + MERGE_GAP) {
+		while (j < n && merge && tmp[j]->io.path == lead->io.path &&
+		       tmp[j]->at <= end + MERGE_GAP) {
 			uint64_t e2 = tmp[j]->at + tmp[j]->size;
 			e2 = e2 > end ? e2 : end;
 			if (run_end(l, e2) - start > MERGE_MAX ||
