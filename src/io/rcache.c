@@ -385,7 +385,9 @@ void stk__rcache_write(struct stk__remote *r, const struct stk__robj *o, const v
 			rc = -(errno ? errno : EIO);
 		if (!rc) {
 			add_span(s, off, off + len);
-			atomic_fetch_add(&c->usage, len);
+			/* blocks, as the scan counts them: the range's (it may
+			 * straddle one more) and the log's, over rather than under */
+			atomic_fetch_add(&c->usage, STK_ALIGN_UP(len, 4096) + 2 * 4096);
 			atomic_fetch_add(&r->c.cache_bytes_written, len);
 		}
 	}
