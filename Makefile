@@ -20,7 +20,7 @@ ifeq ($(V),1)
 Q :=
 endif
 
-PKGS := liburing libjpeg libpng libwebp libwebpdemux jansson libmicrohttpd
+PKGS := liburing libjpeg libpng libwebp libwebpdemux jansson libmicrohttpd libcurl
 # One owner: the version is include/stoker/stoker.h's STK_VERSION_*.
 VERSION := $(shell sed -n 's/^\#define STK_VERSION_\(MAJOR\|MINOR\|PATCH\) \([0-9]*\)$$/\2/p' \
 	include/stoker/stoker.h | paste -sd.)

@@ -128,6 +128,7 @@ enum stk_on_error {
 #define STK_F_NO_CACHE   (1u << 5) /* do not read or write the index cache */
 #define STK_F_BUFFERED   (1u << 6) /* buffered reads, whatever the dataset's size */
 #define STK_F_NO_AFFINITY (1u << 7) /* never pin the loader's threads (see stk_cpu_share) */
+#define STK_F_NO_REMOTE_CACHE (1u << 8) /* remote data: no local cache of the bytes read */
 #define STK_F_INDEX_BESIDE (1u << 12) /* index cache beside the data (ROOT/.stoker-index),
 					 not in the user's cache folder */
 
@@ -231,6 +232,7 @@ struct stk_loader_opts {
 	uint32_t local_rank;
 	uint32_t local_world_size;
 	uint64_t read_bytes;     /* raw mode: read only each sample's first bytes (0: all) */
+	uint64_t cache_limit;    /* remote data: bytes the local cache may hold (0: auto) */
 };
 
 /* ------------------------------------------------------------------------ */
@@ -323,7 +325,13 @@ struct stk_loader_opts {
 	  "MPI's $OMPI_COMM_WORLD_LOCAL_SIZE, else none: nothing pinned)")                       \
 	X(LOADER, affinity, NULL, NOFLAG, flags, STK_F_NO_AFFINITY, "true", 0, 0, NULL,          \
 	  "with ranks sharing the host: pin the loader's threads to this rank's CPU share, off " \
-	  "the training thread's CPU")
+	  "the training thread's CPU")                                                           \
+	X(LOADER, remote_cache, NULL, NOFLAG, flags, STK_F_NO_REMOTE_CACHE, "true", 0, 0, NULL,  \
+	  "s3:// and http(s):// data: keep the bytes read in a local cache (cache_dir/remote), " \
+	  "shared by the host's processes, so later epochs read from local disk")               \
+	X(LOADER, cache_limit, NULL, U64, cache_limit, 0, "auto", 1, 1125899906842624.0, "auto", \
+	  "remote data: the local cache's size bound, least recently used out first (auto: a " \
+	  "quarter of the free space where it lives, at most 100 GiB)")
 
 #define STK_IMAGE_OPTIONS(X)                                                                     \
 	X(IMAGE, width, NULL, U32, width, 0, "224", 1, 8192, NULL, "output width in pixels")     \
@@ -665,6 +673,29 @@ STK_API int stk_loader_memory(const struct stk_loader *loader, struct stk_memory
 STK_API int stk_memory_estimate(const struct stk_loader_opts *opts, uint64_t nsamples,
 				uint64_t sample_bytes, struct stk_memory *out, char *errbuf,
 				size_t errlen);
+/* Remote data (s3://, http(s)://): the transport's and the local cache's
+ * counters since create (all threads together).  Secrets are never in it. */
+struct stk_remote_stats {
+	uint32_t size;            /* sizeof(struct stk_remote_stats) */
+	uint32_t inflight;        /* requests in flight now */
+	uint32_t inflight_max;
+	uint32_t cache_on;        /* 1: the local cache is in use */
+	uint64_t requests;        /* finished requests, retries included */
+	uint64_t retries;         /* 5xx, SlowDown, resets, timeouts, short bodies tried again */
+	uint64_t failed;          /* requests that failed for good (after their retries) */
+	uint64_t short_bodies;    /* bodies shorter than Content-Length/Range (never delivered) */
+	uint64_t bytes;           /* body bytes received */
+	uint64_t latency_p50_ns, latency_p99_ns, latency_max_ns; /* per request */
+	uint64_t cache_hits, cache_misses, cache_hit_bytes, cache_evictions;
+	uint64_t cache_bytes_written;
+	uint64_t cache_bytes;     /* what the cache folder holds now (all processes, estimate) */
+	uint64_t cache_limit;
+	char root[256];           /* the data's URL (no credentials) */
+	char credentials[256];    /* where they came from: "environment (...)", "profile ...",
+				     "anonymous (...)" (the key id masked, never the secret) */
+};
+/* 0 and *out filled, or -ENOENT when the loader reads local data.  Any thread. */
+STK_API int stk_loader_remote_stats(const struct stk_loader *loader, struct stk_remote_stats *out);
 
 /* What the loader chose for the settings left to it, and why: the read mode
  * (O_DIRECT or buffered), the queue depth (with the probe's figures) and the

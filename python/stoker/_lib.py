@@ -174,6 +174,34 @@ class LoaderOpts(ctypes.Structure):
         ("local_rank", c_u32),
         ("local_world_size", c_u32),           # 0: "auto", from the environment
         ("read_bytes", c_u64),
+        ("cache_limit", c_u64),                # remote data's local cache (0: auto)
+    ]
+
+
+class RemoteStats(ctypes.Structure):
+    """struct stk_remote_stats."""
+    _fields_ = [
+        ("size", c_u32),
+        ("inflight", c_u32),
+        ("inflight_max", c_u32),
+        ("cache_on", c_u32),
+        ("requests", c_u64),
+        ("retries", c_u64),
+        ("failed", c_u64),
+        ("short_bodies", c_u64),
+        ("bytes", c_u64),
+        ("latency_p50_ns", c_u64),
+        ("latency_p99_ns", c_u64),
+        ("latency_max_ns", c_u64),
+        ("cache_hits", c_u64),
+        ("cache_misses", c_u64),
+        ("cache_hit_bytes", c_u64),
+        ("cache_evictions", c_u64),
+        ("cache_bytes_written", c_u64),
+        ("cache_bytes", c_u64),
+        ("cache_limit", c_u64),
+        ("root", ctypes.c_char * 256),
+        ("credentials", ctypes.c_char * 256),
     ]
 
 
@@ -409,6 +437,8 @@ stk_loader_num_classes = _proto("stk_loader_num_classes", c_i64, _vp)
 stk_loader_class_name = _proto("stk_loader_class_name", ctypes.c_char_p, _vp, c_i64)
 stk_loader_engine = _proto("stk_loader_engine", ctypes.c_char_p, _vp)
 stk_loader_stats = _proto("stk_loader_stats", ctypes.c_int, _vp, ctypes.POINTER(Stats))
+stk_loader_remote_stats = _proto("stk_loader_remote_stats", ctypes.c_int, _vp,
+                                 ctypes.POINTER(RemoteStats))
 stk_loader_options = _proto("stk_loader_options", ctypes.c_int, _vp, ctypes.POINTER(LoaderOpts),
                             ctypes.POINTER(ImageOpts))
 stk_sys_pin_probe = _proto("stk_sys_pin_probe", ctypes.c_int, c_u64, ctypes.c_char_p,
@@ -517,7 +547,7 @@ def _check_layout():
                        ("stk_loader_state", LoaderState), ("stk_verdict", Verdict),
                        ("stk_option", Option), ("stk_resume", Resume),
                        ("stk_resume_segment", ResumeSegment), ("stk_cpu_share", CpuShare),
-                       ("stk_memory", Memory)):
+                       ("stk_memory", Memory), ("stk_remote_stats", RemoteStats)):
         theirs, ours = stk_struct_size(cname.encode()), ctypes.sizeof(cls)
         if theirs != ours:
             bad.append("struct %s: %d bytes in %s, %d in stoker/_lib.py" % (cname, theirs,

@@ -690,6 +690,27 @@ class Loader:
             raise error_from(rc, None, self._path)
         return {name: getattr(m, name) for name, _ in _lib.Memory._fields_ if name != "size"}
 
+    def remote_stats(self):
+        """Remote data (s3://, http(s)://): the transport's counters (requests,
+        retries, failed, short bodies, bytes, in flight, per-request latency)
+        and the local cache's (hits, misses, evictions, bytes, limit) since
+        creation, as a dict; None for local data.  Any thread."""
+        st = _lib.RemoteStats(size=ctypes.sizeof(_lib.RemoteStats))
+        core = self._core
+        if core is None:
+            raise ValueError("the loader is closed")
+        with core.lock:
+            if core.h is None:
+                raise ValueError(_closed_message(core))
+            rc = _lib.stk_loader_remote_stats(core.h, ctypes.byref(st))
+        if rc < 0:
+            return None
+        d = {name: getattr(st, name) for name, _ in st._fields_ if name != "size"}
+        d["root"] = d["root"].decode(errors="replace")
+        d["credentials"] = d["credentials"].decode(errors="replace")
+        d["cache_on"] = bool(d["cache_on"])
+        return d
+
     def tuning(self):
         """What the loader chose for the settings left to it, and why: the read
         mode (O_DIRECT or buffered), the queue depth (auto: the probe's

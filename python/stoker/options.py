@@ -59,6 +59,17 @@ ENVIRONMENT = [
     ("STOKER_PAGE_CACHE_BYTES", "library",
      "the page cache the direct/buffered choice counts on, where the machine's limit is not "
      "visible to /proc/meminfo and the cgroup (bytes)"),
+    ("AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN", "library",
+     "s3:// data: the credentials, first (never printed: the key id is masked, the secret "
+     "never shown)"),
+    ("AWS_PROFILE, AWS_SHARED_CREDENTIALS_FILE, AWS_CONFIG_FILE", "library",
+     "s3:// data: the profile and the files it is read from (~/.aws/credentials, ~/.aws/config)"),
+    ("AWS_REGION, AWS_DEFAULT_REGION", "library", "s3:// data: the region requests are signed for"),
+    ("AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL", "library",
+     "s3:// data: a custom endpoint (MinIO, SeaweedFS, Ceph), addressed path-style"),
+    ("AWS_NO_SIGN_REQUEST", "library", "s3:// data: set: anonymous requests (public buckets)"),
+    ("STOKER_REMOTE_TIMEOUT_MS, STOKER_REMOTE_CONNECT_TIMEOUT_MS, STOKER_REMOTE_TRIES", "library",
+     "remote data: a request's whole and connect time-outs (30000, 5000 ms) and its tries (6)"),
     ("STOKER_CUDART", "library", "path of the CUDA runtime to pin slots with, tried first"),
     ("STOKER_NULL_CHANNELS", "library",
      "engine null models a device of K channels (the queue-depth tuner's tests)"),

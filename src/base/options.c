@@ -549,6 +549,7 @@ size_t stk_struct_size(const char *name)
 		S(stk_loader_state), S(stk_verdict),	  S(stk_option),
 		S(stk_resume),	     S(stk_resume_segment), S(stk_cpu_share),
 		S(stk_memory),
+		S(stk_remote_stats),
 #undef S
 	};
 	for (size_t i = 0; name && i < STK_ARRAY_SIZE(sizes); i++)

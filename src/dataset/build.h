@@ -127,5 +127,9 @@ bool stk__shards_is_tar(const char *name);
 bool stk__shards_is_dir(int root_fd);
 /* Indexes the shards of the root folder, or of pattern when not NULL. */
 int stk__shards_build(struct builder *b, const char *pattern);
+/* Indexes the members of one shard (rel, relative to the root) read through
+ * it: its samples into b; damage by the policy (dataset/remote.c too). */
+struct stk__tar_iter;
+int stk__shards_index_tar(struct builder *b, const char *rel, struct stk__tar_iter *it);
 
 #endif

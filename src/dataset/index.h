@@ -53,6 +53,7 @@ struct stk_dataset {
 				       shards' sizes and mtimes (in sample order) */
 	uint64_t ndirs;
 	const char *dir_names;
+	struct stk__remote *remote; /* s3:// or http(s):// shards (dataset/remote.c), else NULL */
 };
 
 struct stk__index_opts {
@@ -67,11 +68,18 @@ struct stk__index_opts {
 	size_t warnlen;
 	char *notice;    /* out: a damaged cache rebuilt, said once ("" if nothing) */
 	size_t noticelen;
+	uint64_t cache_limit;  /* remote data: the local cache's bound (0: auto) */
+	bool no_remote_cache;  /* remote data: no local cache */
 };
 
 int stk__dataset_open(struct stk_dataset **out, const struct stk__index_opts *o, char *err,
 		      size_t errlen);
 void stk__dataset_close(struct stk_dataset *ds);
+/* dataset/remote.c: as stk__dataset_open and _close, for local paths and
+ * for s3://, http:// and https:// shards alike (the loader's entry points). */
+int stk__dataset_open_any(struct stk_dataset **out, const struct stk__index_opts *o, char *err,
+			  size_t errlen);
+void stk__dataset_close_any(struct stk_dataset *ds);
 static inline const char *stk__entry_path(const struct stk_dataset *ds, int64_t i)
 {
 	return ds->names + ds->entries[i].name;

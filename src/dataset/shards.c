@@ -231,13 +231,23 @@ static int index_shard(struct builder *b, const char *rel)
 		/* a shard that cannot be opened: by the policy, like a sample */
 		return stk__build_bad(b, BAD_OPEN, rel, -e, "%s/%s: %s", b->root, rel, strerror(e));
 	}
-	uint64_t name;
 	int rc = stk__build_add_dir(b, rel, &st);
-	if (!rc && stk__buf_add(&b->names, rel, strlen(rel), &name))
-		rc = stk__build_fail(b, -ENOMEM, "%s: out of memory indexing", b->root);
 	struct stk__tar_iter *it = NULL;
 	if (!rc && (rc = stk__tar_open(&it, fd, (uint64_t)st.st_size)))
 		rc = stk__build_fail(b, rc, "%s/%s: %s", b->root, rel, stk_strerror(rc));
+	if (!rc)
+		rc = stk__shards_index_tar(b, rel, it);
+	stk__tar_close(it);
+	close(fd);
+	return rc;
+}
+
+int stk__shards_index_tar(struct builder *b, const char *rel, struct stk__tar_iter *it)
+{
+	uint64_t name;
+	int rc = 0;
+	if (stk__buf_add(&b->names, rel, strlen(rel), &name))
+		rc = stk__build_fail(b, -ENOMEM, "%s: out of memory indexing", b->root);
 	struct keyset seen = {0};
 	struct members ms = {0};
 	char key[PATH_MAX] = "", why[512], norm[PATH_MAX];
@@ -309,7 +319,7 @@ static int index_shard(struct builder *b, const char *rel)
 			size_t n = at->size < sizeof(txt) - 1 ? (size_t)at->size : sizeof(txt) - 1;
 			char *end;
 			errno = 0;
-			long long v = pread(fd, txt, n, (off_t)at->off) == (ssize_t)n
+			long long v = stk__tar_read(it, txt, n, at->off) == 0
 					      ? strtoll(txt, &end, 10) : (end = txt, 0);
 			while (end && (*end == ' ' || *end == '\n' || *end == '\r' || *end == '\t'))
 				end++;
@@ -332,8 +342,6 @@ static int index_shard(struct builder *b, const char *rel)
 	free(seen.v);
 	free(ms.v);
 	free(ms.names.p);
-	stk__tar_close(it);
-	close(fd);
 	return rc;
 }
 

@@ -54,6 +54,8 @@ enum { RUNNING, ENDED, FAILED };
 
 struct stk__tar_iter {
 	int fd;
+	stk__tar_read_fn read; /* set: reads go through it (remote shards), not fd */
+	void *read_ctx;
 	uint64_t file_size;
 	uint64_t off; /* next header */
 	int state;
@@ -307,7 +309,7 @@ static int read_meta(struct stk__tar_iter *it, uint64_t off, uint64_t size, char
 	char *buf = malloc((size_t)size + 1);
 	if (!buf)
 		return -ENOMEM;
-	int r = read_at(it->fd, buf, (size_t)size, off);
+	int r = stk__tar_read(it, buf, (size_t)size, off);
 	if (r) {
 		free(buf);
 		return r;
@@ -349,7 +351,7 @@ int stk__tar_next(struct stk__tar_iter *it, struct stk__tar_member *m, char *err
 				    off ? "truncated header (%llu bytes left)"
 					: "not a tar file (%llu bytes, less than one header)",
 				    (unsigned long long)(it->file_size - off));
-		int r = read_at(it->fd, it->blk, BLOCK, off);
+		int r = stk__tar_read(it, it->blk, BLOCK, off);
 		if (r)
 			return fail(it, err, errlen, r, off, "cannot read the header: %s",
 				    r == STK_ESHORT ? "the file shrank" : strerror(-r));
@@ -470,4 +472,22 @@ int stk__tar_next(struct stk__tar_iter *it, struct stk__tar_member *m, char *err
 		m->tag = stk__tar_header_tag(b);
 		return 1;
 	}
+}
+
+int stk__tar_open_reader(struct stk__tar_iter **out, stk__tar_read_fn read, void *ctx,
+			 uint64_t file_size)
+{
+	int rc = stk__tar_open(out, -1, file_size);
+	if (!rc) {
+		(*out)->read = read;
+		(*out)->read_ctx = ctx;
+	}
+	return rc;
+}
+
+int stk__tar_read(struct stk__tar_iter *it, void *buf, size_t len, uint64_t off)
+{
+	if (off > it->file_size || len > it->file_size - off)
+		return STK_ESHORT;
+	return it->read ? it->read(it->read_ctx, buf, len, off) : read_at(it->fd, buf, len, off);
 }

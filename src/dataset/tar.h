@@ -55,5 +55,18 @@ uint64_t stk__tar_header_tag(const unsigned char *h);
 /* What the header block at h is, for an error when its tag is not the
  * indexed one: "no tar header" or "the header of 'NAME' (N bytes)". */
 void stk__tar_header_describe(const unsigned char *h, char *out, size_t len);
+/* Reads exactly len bytes at off into buf: 0, STK_ESHORT, or <0. */
+typedef int (*stk__tar_read_fn)(void *ctx, void *buf, size_t len, uint64_t off);
+/* As stk__tar_open, reading through read(ctx, ...) (remote shards: ranged GETs). */
+int stk__tar_open_reader(struct stk__tar_iter **out, stk__tar_read_fn read, void *ctx,
+			 uint64_t file_size);
+/* Reads len bytes at off of the archive (bounds-checked against file_size),
+ * through the iterator's reader: a .cls member's text, say. */
+int stk__tar_read(struct stk__tar_iter *it, void *buf, size_t len, uint64_t off);
+/* 1 when the 512 bytes at h are a tar header (checksum) whose size field
+ * says size (or defers to a PAX size): a member's bytes are still where the
+ * index found them.  For the loader's reads of shards, which see the header
+ * just before a member's data for free. */
+int stk__tar_header_matches(const unsigned char *h, uint64_t size);
 
 #endif

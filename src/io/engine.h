@@ -20,6 +20,7 @@ struct stk_engine_cfg {
 	const struct iovec *bufs; /* buffers to register (may be NULL) */
 	unsigned nbufs;
 	uint64_t null_latency_ns;
+	struct stk__remote *remote; /* http: the objects READ_FILE paths name (io/remote.h) */
 };
 
 struct stk_eng;
@@ -44,6 +45,7 @@ struct stk_engine_ops {
 extern const struct stk_engine_ops stk__engine_uring;
 extern const struct stk_engine_ops stk__engine_pread;
 extern const struct stk_engine_ops stk__engine_null;
+extern const struct stk_engine_ops stk__engine_http; /* io/http.c: remote objects */
 
 /* The deepest queue one io_uring engine can take here (the kernel's ring
  * size, the soft RLIMIT_NOFILE for its file table), with why it is that. */

@@ -150,6 +150,10 @@ static char *dup_opt(const char *s, bool *oom)
 static int pick_engine(struct stk_loader *l, char *err, size_t errlen)
 {
 	char note[320];
+	if (l->ds->remote) { /* s3://, http(s)://: ranged GETs (io/http.c) */
+		l->ops = &stk__engine_http;
+		return 0;
+	}
 	int rc = stk__engine_pick(l->o.engine, &l->ops, note, sizeof(note), err, errlen);
 	if (!rc && note[0])
 		stk__loader_notice(l, "%s", note);
@@ -489,8 +493,10 @@ int stk_loader_create(struct stk_loader **out, const struct stk_loader_opts *opt
 				     .beside = l->o.flags & STK_F_INDEX_BESIDE,
 				     .skip_bad = l->o.on_error != STK_ON_ERROR_FAIL,
 				     .warning = warning, .warnlen = sizeof(warning),
-				     .notice = notice, .noticelen = sizeof(notice)};
-	rc = stk__dataset_open(&l->ds, &io, errbuf, errlen);
+				     .notice = notice, .noticelen = sizeof(notice),
+				     .cache_limit = l->o.cache_limit,
+				     .no_remote_cache = l->o.flags & STK_F_NO_REMOTE_CACHE};
+	rc = stk__dataset_open_any(&l->ds, &io, errbuf, errlen);
 	if (notice[0])
 		stk__loader_notice(l, "%s", notice);
 	if (rc)
@@ -635,7 +641,7 @@ void stk_loader_destroy(struct stk_loader *l)
 	free(l->slots);
 	stk__pool_free(&l->pool);
 	stk__sampler_free(&l->sampler);
-	stk__dataset_close(l->ds);
+	stk__dataset_close_any(l->ds);
 	stk_hist_destroy(l->h_wait);
 	stk_hist_destroy(l->h_read);
 	free(l->scratch_idx);

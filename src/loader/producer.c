@@ -246,7 +246,8 @@ void *stk__loader_io_main(void *arg)
 	r->os_tid = (int)gettid();
 	struct stk_engine_cfg cfg = {.root_fd = l->ds->root_fd, .queue_depth = r->cap,
 				     .workers = l->o.io_threads, .direct = l->direct,
-				     .null_latency_ns = l->o.null_latency_ns};
+				     .null_latency_ns = l->o.null_latency_ns,
+				     .remote = l->ds->remote};
 	struct iovec *iov = calloc(l->pool.nslots, sizeof(*iov));
 	if (iov) {
 		for (uint32_t i = 0; i < l->pool.nslots; i++)
@@ -326,7 +327,7 @@ void *stk__loader_io_main(void *arg)
 			rc = got;
 			goto broken;
 		}
-		if (l->ds->shards && l->ops != &stk__engine_null && got > 0) {
+		if (l->ds->shards && !l->ds->remote && l->ops != &stk__engine_null && got > 0) {
 			r->stat_round++;
 			for (int i = 0; i < got; i++)
 				stk__shards_stat(l, r, (struct sio *)r->done[i]);

@@ -61,6 +61,12 @@ int stk__shards_open(struct stk_loader *l, char *err, size_t errlen)
 	for (int64_t i = 0; i < ds->n; i++)
 		if (i == 0 || ds->entries[i].name != ds->entries[i - 1].name)
 			l->shards[l->nshards++] = (struct shard){.first = i, .fd = -1};
+	if (ds->remote) { /* objects: ranged GETs by name (io/http.c) */
+		snprintf(l->shard_why, sizeof(l->shard_why), "shards: %u objects at %s, read by "
+			 "ranged GETs; a batch's neighbouring members merged into one request",
+			 l->nshards, ds->root);
+		return 0;
+	}
 	/* each shard's size and mtime as indexed (recorded in sample order) */
 	for (uint64_t k = 0, d = 0; k < l->nshards && d < ds->ndirs; d++) {
 		const char *p = stk__entry_path(ds, l->shards[k].first);
@@ -151,13 +157,18 @@ uint32_t stk__shards_lay_out(struct stk_loader *l, struct io_thread *r, struct s
 		tmp[i] = x;
 	}
 	qsort(tmp, n, sizeof(*tmp), by_place);
+	/* remote data under global shuffle: a member a request, the same ranges
+	 * every epoch, so what the local cache keeps serves the next epoch (its
+	 * neighbours in a batch are another epoch's; merges are rare there) */
+	bool merge = !(l->ds->remote && l->o.shuffle_mode == STK_SHUFFLE_GLOBAL);
 	uint64_t off = 0;
 	uint32_t queued = 0;
 	for (uint32_t k = 0; k < n;) {
 		struct sio *lead = tmp[k];
 		uint64_t start = run_start(l, lead->at), end = lead->at + lead->size;
 		uint32_t j = k + 1;
-		while (j < n && tmp[j]->io.path == lead->io.path && tmp[j]->at <= end + MERGE_GAP) {
+		while (j < n && merge && tmp[j]->io.path == lead->io.path &&
+		       tmp[j]->at <= end + MERGE_GAP) {
 			uint64_t e2 = tmp[j]->at + tmp[j]->size;
 			e2 = e2 > end ? e2 : end;
 			if (run_end(l, e2) - start > MERGE_MAX ||
@@ -265,7 +276,9 @@ int stk__shards_check(struct stk_loader *l, struct sio *x, char *why, size_t len
 	int64_t res = x->io.res;
 	if (res < 0) {
 		snprintf(why, len, "member at offset %llu (%llu bytes): %s", (unsigned long long)x->at,
-			 (unsigned long long)x->size, stk_strerror((int)res));
+			 (unsigned long long)x->size,
+			 res == -ESTALE && l->ds->remote ? "the object changed since it was indexed "
+			 "(its ETag differs: HTTP 412 to If-Match)" : stk_strerror((int)res));
 		return (int)res;
 	}
 	if ((uint64_t)res < (uint64_t)x->skip + x->size) {

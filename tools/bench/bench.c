@@ -141,6 +141,10 @@ latencies:
 	       fmt_ns(t3, sizeof(t3), (double)s->st.read_max_ns));
 	printf("  reads in flight            mean %.1f, max %u\n", s->st.inflight_mean,
 	       s->st.inflight_max);
+	double walls = 0; /* the remote counters run from create: over every run */
+	for (int i = 0; i < n; i++)
+		walls += S[i].wall + (B ? B[i].wall : 0);
+	bench_remote_print(l, walls);
 	if (s->st.decode_threads) {
 		const struct run *bm = B ? &B[median_run(B, n)] : NULL;
 		printf("  decode                     %u threads, %.0f images/s per core, p50/p99 %s / %s",
@@ -539,7 +543,9 @@ int cmd_bench(int argc, char **argv)
 	double cached = 0;
 	static struct run S[BENCH_MAX_REPEAT], B[BENCH_MAX_REPEAT];
 	static struct stk_verdict V[BENCH_MAX_REPEAT];
-	bool base = !o.no_baseline;
+	/* remote data: the baseline reads local files; none to compare */
+	bool base = !o.no_baseline && stk_loader_remote_stats(l, &(struct stk_remote_stats){
+							      .size = sizeof(struct stk_remote_stats)}) < 0;
 	int64_t *order = NULL;
 	uint64_t norder = 0;
 	rc = run_repeats(l, &o, S, base ? B : NULL, V, o.image ? &effimg : NULL, &cache, &cached,
@@ -594,6 +600,9 @@ int cmd_bench(int argc, char **argv)
 			json_array_append_new(tl, json_string(line));
 		}
 		json_object_set_new(j, "tuning", tl);
+		json_t *rj = bench_remote_json(l);
+		if (rj)
+			json_object_set_new(j, "remote", rj);
 		if (o.image)
 			json_object_set_new(j, "image", json_pack("{s:I,s:I,s:s,s:I}", "width",
 								  (json_int_t)effimg.width, "height",

@@ -110,6 +110,9 @@ int run_loader(struct stk_loader *l, const struct bench_opts *o, uint64_t epoch0
 int run_baseline(struct stk_loader *l, const struct bench_opts *o, const int64_t *order, uint64_t n,
 		 struct run *r, const struct stk_image_opts *img);
 json_t *run_json(const struct run *r);
+/* bench/remote.c: remote data's transport and cache figures (none for local data). */
+void bench_remote_print(struct stk_loader *l, double wall_s);
+json_t *bench_remote_json(struct stk_loader *l);
 /* run_json with the loader's stats: latencies, reads in flight, decode. */
 json_t *stats_json(const struct run *r);
 /* Image mode, per format decoded (bench/stats.c): "formats  JPEG n images/s

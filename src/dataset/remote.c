@@ -1,0 +1,531 @@
+/*
+ * dataset/remote.c — the index of tar shards in an object store or behind
+ * HTTP(S) (io/remote.h has the URLs and the transport).
+ *
+ * The shards are found first: an S3 listing of the prefix (every .tar under
+ * it, those a glob matches, or the names a {A..B} pattern makes, each of
+ * which must be there), or for HTTP the pattern's names, each asked for with
+ * HEAD.  Either way each object comes with its size and ETag, and a denied
+ * credential or a missing bucket fails here, before any batch, naming the
+ * URL and where the credentials came from.
+ *
+ * Each shard is indexed as a local one is (dataset/shards.c, the same
+ * WebDataset rules), its tar headers read through ranged GETs of 1 MiB
+ * windows: a shard of large members costs a request per member's header,
+ * one of small members about its size in windows.  Shards are indexed by up
+ * to 16 threads at once.  A shard's index is cached on local disk (the
+ * cache folder's remote-index/, one file per shard URL) with the ETag and
+ * size it was built for: a shard whose ETag or size changed is named and
+ * indexed again.  The loader reads with If-Match: that ETag (io/http.c).
+ */
+#include "dataset/build.h"
+#include "dataset/tar.h"
+#include "io/remote.h"
+
+#include <fcntl.h>
+#include <fnmatch.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/statvfs.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define WINDOW (1u << 20)
+#define MAX_THREADS 16u
+#define SIDX_MAGIC "STKRSH02" /* 02: each member's header tag */
+
+/* A ranged reader over one object, for the tar iterator. */
+struct reader {
+	struct stk__remote *r;
+	CURL *h;
+	const struct stk__robj *o;
+	uint8_t *buf;
+	uint64_t boff, blen;
+	int rc;
+	char err[1024];
+};
+
+static int reader_read(void *ctx, void *dst, size_t len, uint64_t off)
+{
+	struct reader *rd = ctx;
+	if (off >= rd->boff && off + len <= rd->boff + rd->blen) {
+		memcpy(dst, rd->buf + (off - rd->boff), len);
+		return 0;
+	}
+	uint64_t n = len > WINDOW ? len : WINDOW;
+	if (n > rd->o->size - off)
+		n = rd->o->size - off;
+	if (n > WINDOW) {
+		uint8_t *b = realloc(rd->buf, n);
+		if (!b)
+			return -ENOMEM;
+		rd->buf = b;
+	}
+	rd->blen = 0;
+	int rc = stk__remote_get(rd->r, rd->h, rd->o->rel, rd->o->etag, rd->buf, n, off, rd->err,
+				 sizeof(rd->err));
+	if (rc) {
+		rd->rc = rc;
+		return rc;
+	}
+	rd->boff = off;
+	rd->blen = n;
+	memcpy(dst, rd->buf, len);
+	return 0;
+}
+
+/* One shard's result: its own builder (entries, bad records), merged in
+ * shard order afterwards. */
+struct job {
+	struct stk__robj *o;
+	struct builder b;
+	int rc;
+	char err[1400];
+	char notice[2400];
+};
+
+struct pool {
+	struct stk__remote *r;
+	const struct stk__index_opts *io;
+	const char *idx_dir; /* "" when the index cache is off */
+	struct job *jobs;
+	size_t n;
+	_Atomic size_t next;
+};
+
+struct sidx_head {
+	char magic[8];
+	uint64_t size;
+	char etag[96];
+	uint64_t n, nbad, bad_len, checksum;
+};
+
+struct sidx_ent {
+	uint64_t size, offset;
+	int64_t label;
+	uint64_t tag; /* its tar header's (stk__tar_header_tag): the loader's check */
+};
+
+static void sidx_path(const struct pool *p, const struct stk__robj *o, char *out, size_t len)
+{
+	uint64_t h = stk__fnv1a(0xcbf29ce484222325ull, p->r->root, strlen(p->r->root));
+	h = stk__fnv1a(h, "/", 1);
+	h = stk__fnv1a(h, o->rel, strlen(o->rel));
+	snprintf(out, len, "%s/%016llx", p->idx_dir, (unsigned long long)h);
+}
+
+static uint64_t sidx_sum(const struct sidx_head *h, const void *rest, size_t len)
+{
+	struct sidx_head c = *h;
+	c.checksum = 0;
+	return stk__fnv1a(stk__fnv1a(0xcbf29ce484222325ull, &c, sizeof(c)), rest, len);
+}
+
+/* The shard's cached index into j->b: 0, 1 when absent or for another
+ * version (a change is said in j->notice), <0 on damage (rebuilt). */
+static int sidx_load(struct pool *p, struct job *j)
+{
+	char path[PATH_MAX];
+	sidx_path(p, j->o, path, sizeof(path));
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 1;
+	struct stat st;
+	struct sidx_head h;
+	char *rest = NULL;
+	int rc = 1;
+	if (fstat(fd, &st) || (size_t)st.st_size < sizeof(h) ||
+	    pread(fd, &h, sizeof(h), 0) != (ssize_t)sizeof(h) || memcmp(h.magic, SIDX_MAGIC, 8))
+		goto out;
+	h.etag[sizeof(h.etag) - 1] = 0;
+	if (h.size != j->o->size || strcmp(h.etag, j->o->etag)) {
+		snprintf(j->notice, sizeof(j->notice), "%s/%s changed since it was indexed "
+			 "(ETag %s, %llu bytes; now %s, %llu bytes): indexed again", p->r->root,
+			 j->o->rel, h.etag[0] ? h.etag : "none", (unsigned long long)h.size,
+			 j->o->etag[0] ? j->o->etag : "none", (unsigned long long)j->o->size);
+		goto out;
+	}
+	size_t len = (size_t)st.st_size - sizeof(h);
+	if (h.n > len / sizeof(struct sidx_ent) || h.bad_len > len ||
+	    h.n * sizeof(struct sidx_ent) + h.bad_len != len || !(rest = malloc(len + 1)) ||
+	    pread(fd, rest, len, sizeof(h)) != (ssize_t)len || sidx_sum(&h, rest, len) != h.checksum ||
+	    (h.bad_len && rest[len - 1]))
+		goto out;
+	uint64_t name;
+	rc = -ENOMEM;
+	if (stk__buf_add(&j->b.names, j->o->rel, strlen(j->o->rel), &name))
+		goto out;
+	const struct sidx_ent *e = (const void *)rest;
+	for (uint64_t i = 0; i < h.n; i++)
+		if (stk__build_add_entry(&j->b, name, e[i].size, e[i].label, e[i].offset, e[i].tag))
+			goto out;
+	if (h.bad_len) {
+		j->b.bad.p = malloc(h.bad_len);
+		if (!j->b.bad.p)
+			goto out;
+		memcpy(j->b.bad.p, rest + h.n * sizeof(struct sidx_ent), h.bad_len);
+		j->b.bad.len = j->b.bad.cap = h.bad_len;
+		j->b.nbad = h.nbad;
+	}
+	rc = 0;
+out:
+	free(rest);
+	close(fd);
+	return rc;
+}
+
+static void sidx_write(struct pool *p, struct job *j)
+{
+	char path[PATH_MAX], tmp[PATH_MAX + 32];
+	sidx_path(p, j->o, path, sizeof(path));
+	snprintf(tmp, sizeof(tmp), "%s.%d.tmp", path, (int)getpid());
+	size_t elen = (size_t)j->b.n * sizeof(struct sidx_ent), len = elen + j->b.bad.len;
+	char *rest = malloc(len ? len : 1);
+	if (!rest)
+		return;
+	struct sidx_ent *e = (void *)rest;
+	for (int64_t i = 0; i < j->b.n; i++)
+		e[i] = (struct sidx_ent){j->b.e[i].size, j->b.e[i].offset, j->b.e[i].label,
+					 j->b.e[i].tag};
+	if (j->b.bad.len)
+		memcpy(rest + elen, j->b.bad.p, j->b.bad.len);
+	struct sidx_head h = {.magic = SIDX_MAGIC, .size = j->o->size, .n = (uint64_t)j->b.n,
+			      .nbad = j->b.nbad, .bad_len = j->b.bad.len};
+	memcpy(h.magic, SIDX_MAGIC, 8);
+	snprintf(h.etag, sizeof(h.etag), "%s", j->o->etag);
+	h.checksum = sidx_sum(&h, rest, len);
+	FILE *f = fopen(tmp, "we");
+	bool ok = f && fwrite(&h, sizeof(h), 1, f) == 1 && (!len || fwrite(rest, len, 1, f) == 1);
+	if (f && fclose(f))
+		ok = false;
+	if (!ok || rename(tmp, path))
+		unlink(tmp);
+	free(rest);
+}
+
+static void run_job(struct pool *p, struct job *j, CURL *h)
+{
+	struct stk__remote *r = p->r;
+	j->b = (struct builder){.o = p->io, .root_fd = -1, .err = j->err, .errlen = sizeof(j->err),
+				.root = r->root};
+	if (!r->s3) { /* HTTP: the size and ETag from HEAD */
+		char err[1400];
+		int rc = stk__remote_head(r, h, j->o->rel, &j->o->size, j->o->etag,
+					  sizeof(j->o->etag), err, sizeof(err));
+		if (rc == -ENOENT) { /* a missing shard: by the policy, as a local one */
+			j->rc = stk__build_bad(&j->b, BAD_OPEN, j->o->rel, rc, "%s", err);
+			return;
+		}
+		if (rc) {
+			j->rc = rc;
+			snprintf(j->err, sizeof(j->err), "%s", err);
+			return;
+		}
+	}
+	if (p->idx_dir[0] && sidx_load(p, j) == 0) {
+		if (j->b.nbad && !p->io->skip_bad) {
+			const char *head = j->b.bad.p, *msg = head + strlen(head) + 1;
+			msg += strlen(msg) + 1;
+			j->rc = (int)strtol(head + 1, NULL, 10);
+			snprintf(j->err, sizeof(j->err), "%s (remembered by the index cache, which a "
+				 "run under on_error skip wrote)", msg);
+		}
+		return;
+	}
+	/* built again from scratch (a damaged or stale cache may have added) */
+	free(j->b.e);
+	free(j->b.names.p);
+	free(j->b.bad.p);
+	j->b = (struct builder){.o = p->io, .root_fd = -1, .err = j->err, .errlen = sizeof(j->err),
+				.root = r->root};
+	struct reader rd = {.r = r, .h = h, .o = j->o, .buf = malloc(WINDOW)};
+	struct stk__tar_iter *it = NULL;
+	int rc = rd.buf ? stk__tar_open_reader(&it, reader_read, &rd, j->o->size) : -ENOMEM;
+	if (!rc)
+		rc = stk__shards_index_tar(&j->b, j->o->rel, it);
+	stk__tar_close(it);
+	free(rd.buf);
+	if (rd.rc) { /* the transport failed: the whole index fails, named */
+		j->rc = rd.rc;
+		snprintf(j->err, sizeof(j->err), "%s", rd.err);
+		return;
+	}
+	j->rc = rc;
+	if (!rc && p->idx_dir[0])
+		sidx_write(p, j);
+}
+
+static void *worker(void *arg)
+{
+	struct pool *p = arg;
+	CURL *h = curl_easy_init();
+	for (size_t i; h && (i = atomic_fetch_add(&p->next, 1)) < p->n;)
+		run_job(p, &p->jobs[i], h);
+	if (!h) /* the main thread's turn at these fails them */
+		return NULL;
+	curl_easy_cleanup(h);
+	return NULL;
+}
+
+/* Expands a {A..B} pattern (numbers, A's width) into names; 0 or <0. */
+static int expand_braces(const char *pat, char ***out, size_t *n, char *err, size_t errlen)
+{
+	size_t cap = 0;
+	const char *lb = strchr(pat, '{'), *dots = lb ? strstr(lb, "..") : NULL,
+		   *rb = dots ? strchr(dots, '}') : NULL;
+	char one[1024];
+	if (!lb)
+		return stk__str_push(out, n, &cap, pat);
+	char *end;
+	unsigned long long a = strtoull(lb + 1, &end, 10), z;
+	int width = (int)(dots ? dots - lb - 1 : 0);
+	bool ok = dots && rb && end == dots && width > 0;
+	if (ok) {
+		z = strtoull(dots + 2, &end, 10);
+		ok = end == rb && z >= a && z - a <= 10000000;
+	}
+	if (!ok) {
+		snprintf(err, errlen, "%s: brace pattern wants {FIRST..LAST} numbers", pat);
+		return -EINVAL;
+	}
+	for (unsigned long long i = a; i <= z; i++) {
+		snprintf(one, sizeof(one), "%.*s%0*llu%s", (int)(lb - pat), pat, width, i, rb + 1);
+		if (stk__str_push(out, n, &cap, one))
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+static int cmp_obj(const void *a, const void *b)
+{
+	return strcmp(((const struct stk__robj *)a)->rel, ((const struct stk__robj *)b)->rel);
+}
+
+/* The shards the URL names, into r->objs (sorted).  0 or <0 with err. */
+static int find_shards(struct stk__remote *r, char *err, size_t errlen)
+{
+	char **names = NULL;
+	size_t n = 0;
+	int rc = 0;
+	bool brace = strchr(r->pattern, '{') != NULL;
+	if (!r->s3 || brace) {
+		if ((rc = expand_braces(r->pattern, &names, &n, err, errlen))) {
+			if (rc == -ENOMEM)
+				snprintf(err, errlen, "out of memory");
+			goto out;
+		}
+	}
+	if (r->s3 && (rc = stk__remote_list(r, err, errlen)))
+		goto out;
+	struct stk__robj *keep = calloc(r->s3 ? r->nobjs + 1 : n + 1, sizeof(*keep));
+	size_t k = 0;
+	if (!keep) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	if (!r->s3) {
+		for (size_t i = 0; i < n; i++) {
+			keep[k].rel = names[i];
+			names[i] = NULL;
+			k++;
+		}
+	} else if (brace) {
+		for (size_t i = 0; i < n && !rc; i++) {
+			const struct stk__robj *o = stk__remote_find(r, names[i]);
+			if (!o) {
+				snprintf(err, errlen, "%s/%s: no such object (the listing of s3://%s/%s "
+					 "has no such key; credentials: %s)", r->root, names[i], r->bucket,
+					 r->list_prefix, r->cred_source);
+				rc = -ENOENT;
+				break;
+			}
+			keep[k] = *o;
+			keep[k++].rel = names[i];
+			names[i] = NULL;
+		}
+	} else {
+		for (size_t i = 0; i < r->nobjs; i++) {
+			const char *rel = r->objs[i].rel;
+			bool take = r->pattern[0] ? !fnmatch(r->pattern, rel, FNM_PATHNAME)
+						  : stk__shards_is_tar(rel);
+			if (take) {
+				keep[k] = r->objs[i];
+				if (!(keep[k++].rel = strdup(rel)))
+					rc = -ENOMEM;
+			}
+		}
+	}
+	for (size_t i = 0; i < r->nobjs; i++)
+		free(r->objs[i].rel);
+	free(r->objs);
+	r->objs = keep;
+	r->nobjs = k;
+	if (k > 1)
+		qsort(r->objs, k, sizeof(*r->objs), cmp_obj);
+	if (!rc && !k) {
+		snprintf(err, errlen, "%s%s%s: no shard found (listed s3://%s/%s%s; credentials: %s)",
+			 r->root, r->pattern[0] ? "/" : "", r->pattern, r->bucket, r->list_prefix,
+			 r->pattern[0] ? "" : ", looking for .tar", r->cred_source);
+		rc = STK_EEMPTY;
+	}
+out:
+	for (size_t i = 0; i < n; i++)
+		free(names[i]);
+	free(names);
+	return rc;
+}
+
+/* cache_limit auto: a quarter of the free space where the cache lives, at
+ * most 100 GiB. */
+static uint64_t auto_limit(const char *dir)
+{
+	struct statvfs vs;
+	uint64_t cap = 100ull << 30;
+	if (statvfs(dir, &vs))
+		return 1ull << 30;
+	uint64_t q = (uint64_t)vs.f_bavail * vs.f_frsize / 4;
+	return q < cap ? q : cap;
+}
+
+static int remote_open(struct stk_dataset **out, const struct stk__index_opts *o, char *err,
+		       size_t errlen)
+{
+	*out = NULL;
+	struct stk__remote *r;
+	int rc = stk__remote_create(&r, o->path, err, errlen);
+	if (rc)
+		return rc;
+	if ((rc = find_shards(r, err, errlen))) {
+		stk__remote_destroy(r);
+		return rc;
+	}
+	char dir[PATH_MAX], idx_dir[PATH_MAX + 16] = "";
+	if (o->cache_dir && *o->cache_dir)
+		snprintf(dir, sizeof(dir), "%s", o->cache_dir);
+	else if (stk_cache_dir(dir, sizeof(dir)) < 0)
+		dir[0] = 0;
+	if (dir[0] && !o->no_cache) {
+		mkdir(dir, 0755);
+		snprintf(idx_dir, sizeof(idx_dir), "%s/remote-index", dir);
+		if (mkdir(idx_dir, 0755) && errno != EEXIST)
+			idx_dir[0] = 0;
+	}
+	struct pool p = {.r = r, .io = o, .idx_dir = idx_dir, .n = r->nobjs};
+	p.jobs = calloc(p.n, sizeof(*p.jobs));
+	if (!p.jobs) {
+		stk__remote_destroy(r);
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < p.n; i++)
+		p.jobs[i].o = &r->objs[i];
+	unsigned nt = p.n < MAX_THREADS ? (unsigned)p.n : MAX_THREADS;
+	pthread_t tids[MAX_THREADS];
+	unsigned started = 0;
+	for (unsigned i = 1; i < nt; i++)
+		if (!pthread_create(&tids[started], NULL, worker, &p))
+			started++;
+	worker(&p);
+	for (unsigned i = 0; i < started; i++)
+		pthread_join(tids[i], NULL);
+
+	struct builder b = {.o = o, .root_fd = -1, .err = err, .errlen = errlen, .root = r->root};
+	for (size_t i = 0; i < p.n && !rc; i++) {
+		struct job *j = &p.jobs[i];
+		if (j->notice[0] && o->notice && o->noticelen && !o->notice[0])
+			snprintf(o->notice, o->noticelen, "%s", j->notice);
+		if (j->rc) {
+			rc = j->rc;
+			snprintf(err, errlen, "%s", j->err);
+			break;
+		}
+		uint64_t name = 0;
+		if (j->b.n && stk__buf_add(&b.names, j->o->rel, strlen(j->o->rel), &name))
+			rc = stk__build_fail(&b, -ENOMEM, "out of memory");
+		for (int64_t k = 0; k < j->b.n && !rc; k++)
+			rc = stk__build_add_entry(&b, name, j->b.e[k].size, j->b.e[k].label,
+						  j->b.e[k].offset, j->b.e[k].tag);
+		uint64_t off;
+		if (!rc && j->b.bad.len) {
+			/* records are NUL-separated strings: appended whole */
+			if (stk__buf_add(&b.bad, j->b.bad.p, j->b.bad.len - 1, &off))
+				rc = stk__build_fail(&b, -ENOMEM, "out of memory");
+			b.nbad += j->b.nbad;
+		}
+	}
+	for (size_t i = 0; i < p.n; i++) {
+		free(p.jobs[i].b.e);
+		free(p.jobs[i].b.names.p);
+		free(p.jobs[i].b.bad.p);
+		free(p.jobs[i].b.dirs);
+		free(p.jobs[i].b.dir_names.p);
+	}
+	free(p.jobs);
+	if (!rc && b.n == 0) {
+		if (b.nbad) {
+			const char *rel = b.bad.p + strlen(b.bad.p) + 1, *msg = rel + strlen(rel) + 1;
+			rc = stk__build_fail(&b, STK_EEMPTY, "%s: no sample could be indexed; the "
+					     "first: %s", o->path, msg);
+		} else {
+			rc = stk__build_fail(&b, STK_EEMPTY, "%s: no samples found", o->path);
+		}
+	}
+	struct stk_dataset *ds = rc ? NULL : calloc(1, sizeof(*ds));
+	if (!rc && (!ds || !(ds->root = strdup(r->root))))
+		rc = stk__build_fail(&b, -ENOMEM, "out of memory");
+	if (!rc && !o->no_remote_cache && dir[0]) {
+		char cdir[PATH_MAX + 16];
+		snprintf(cdir, sizeof(cdir), "%s/remote", dir);
+		uint64_t limit = o->cache_limit ? o->cache_limit : auto_limit(dir);
+		char why[512] = "";
+		if (stk__rcache_open(&r->cache, cdir, limit, why, sizeof(why)) && o->notice &&
+		    o->noticelen && !o->notice[0])
+			snprintf(o->notice, o->noticelen, "no remote cache: %s", why);
+	}
+	if (rc) {
+		free(b.e);
+		free(b.names.p);
+		free(b.bad.p);
+		if (ds)
+			free(ds->root);
+		free(ds);
+		stk__remote_destroy(r);
+		return rc;
+	}
+	ds->root_fd = -1;
+	ds->remote = r;
+	ds->shards = true;
+	ds->n = b.n;
+	ds->entries = b.e;
+	ds->names = b.names.p;
+	ds->names_len = b.names.len;
+	for (int64_t i = 0; i < b.n; i++)
+		if (b.e[i].size > ds->max_size)
+			ds->max_size = b.e[i].size;
+	ds->nbad = b.nbad;
+	ds->bad = b.bad.p;
+	ds->bad_len = b.bad.len;
+	stk__index_bad_report(ds, o, NULL, err, errlen);
+	*out = ds;
+	return 0;
+}
+
+int stk__dataset_open_any(struct stk_dataset **out, const struct stk__index_opts *o, char *err,
+			  size_t errlen)
+{
+	if (stk__remote_is_url(o->path))
+		return remote_open(out, o, err, errlen);
+	return stk__dataset_open(out, o, err, errlen);
+}
+
+void stk__dataset_close_any(struct stk_dataset *ds)
+{
+	if (ds && ds->remote) {
+		stk__remote_destroy(ds->remote);
+		ds->remote = NULL;
+	}
+	stk__dataset_close(ds);
+}

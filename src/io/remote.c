@@ -1,0 +1,765 @@
+/*
+ * io/remote.c — where remote objects are and how one is asked for.
+ *
+ * URLs: s3://BUCKET/DIR/ (every .tar under it), s3://BUCKET/DIR/PATTERN (a
+ * glob, or {A..B} numbers as WebDataset writes them), s3://BUCKET/DIR/X.tar,
+ * and http(s)://HOST/DIR/PATTERN or one shard's URL.  S3 requests go to
+ * AWS_ENDPOINT_URL (path-style: ENDPOINT/BUCKET/KEY, as MinIO, SeaweedFS and
+ * Ceph want) or else to AWS's virtual-hosted https://BUCKET.s3.REGION.
+ * amazonaws.com/KEY, signed by libcurl (CURLOPT_AWS_SIGV4).
+ *
+ * Credentials are looked up the way the AWS CLI does: AWS_ACCESS_KEY_ID /
+ * AWS_SECRET_ACCESS_KEY (+ AWS_SESSION_TOKEN) in the environment, then the
+ * profile (AWS_PROFILE, else "default") of ~/.aws/credentials
+ * (AWS_SHARED_CREDENTIALS_FILE) and ~/.aws/config (AWS_CONFIG_FILE), which
+ * may also hold region and endpoint_url; none found (or
+ * AWS_NO_SIGN_REQUEST=true): anonymous requests, for public buckets.  Where
+ * they came from is kept for error messages; the secret never leaves this
+ * struct (no message, log or metric has it; the key id is shown masked).
+ *
+ * Every request has a connect timeout and a total timeout; a 5xx, a 429, a
+ * SlowDown, a reset or a body shorter than its Content-Length/Content-Range
+ * is tried again after a capped exponential backoff with full jitter
+ * (AWS's advice), up to max_attempts tries, each retry counted.  Tunables
+ * for tests and slow links: STOKER_REMOTE_TIMEOUT_MS (30000),
+ * STOKER_REMOTE_CONNECT_TIMEOUT_MS (5000), STOKER_REMOTE_TRIES (6).
+ */
+#include "io/remote.h"
+
+#include <ctype.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
+static void curl_init_once(void)
+{
+	curl_global_init(CURL_GLOBAL_DEFAULT);
+}
+
+bool stk__remote_is_url(const char *path)
+{
+	return path && (!strncmp(path, "s3://", 5) || !strncmp(path, "http://", 7) ||
+			!strncmp(path, "https://", 8));
+}
+
+static int fail(char *err, size_t len, int rc, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+static int fail(char *err, size_t len, int rc, const char *fmt, ...)
+{
+	if (err && len) {
+		va_list ap;
+		va_start(ap, fmt);
+		vsnprintf(err, len, fmt, ap);
+		va_end(ap);
+	}
+	return rc;
+}
+
+static long env_long(const char *name, long def, long min)
+{
+	const char *v = getenv(name);
+	char *end;
+	if (!v || !*v)
+		return def;
+	long x = strtol(v, &end, 10);
+	return *end || x < min ? def : x;
+}
+
+static void trim(char *s)
+{
+	size_t l = strlen(s);
+	while (l && isspace((unsigned char)s[l - 1]))
+		s[--l] = 0;
+	size_t i = 0;
+	while (s[i] && isspace((unsigned char)s[i]))
+		i++;
+	memmove(s, s + i, l - i + 1);
+}
+
+/* Looks up key in [section] of an INI file (~/.aws/credentials, config). */
+static bool ini_get(const char *path, const char *section, const char *key, char *out,
+		    size_t outlen)
+{
+	FILE *f = fopen(path, "re");
+	if (!f)
+		return false;
+	char line[2048];
+	bool in = false, found = false;
+	while (!found && fgets(line, sizeof(line), f)) {
+		trim(line);
+		if (line[0] == '[') {
+			char *end = strchr(line, ']');
+			if (end)
+				*end = 0;
+			char *name = line + 1;
+			trim(name);
+			in = !strcmp(name, section);
+			continue;
+		}
+		char *eq = strchr(line, '=');
+		if (!in || !eq || line[0] == '#' || line[0] == ';')
+			continue;
+		*eq = 0;
+		char *k = line, *v = eq + 1;
+		trim(k);
+		trim(v);
+		if (!strcmp(k, key)) {
+			snprintf(out, outlen, "%s", v);
+			found = true;
+		}
+	}
+	fclose(f);
+	return found;
+}
+
+static void aws_file(char *out, size_t len, const char *env, const char *name)
+{
+	const char *v = getenv(env), *home = getenv("HOME");
+	if (v && *v)
+		snprintf(out, len, "%s", v);
+	else
+		snprintf(out, len, "%s/.aws/%s", home && *home ? home : "/root", name);
+}
+
+static void mask(const char *key, char *out, size_t len)
+{
+	size_t l = strlen(key);
+	snprintf(out, len, "****%s", l > 4 ? key + l - 4 : "");
+}
+
+static void find_credentials(struct stk__remote *r)
+{
+	const char *nosign = getenv("AWS_NO_SIGN_REQUEST");
+	const char *profile = getenv("AWS_PROFILE");
+	char creds[1024], config[1024], csec[300], tok[4096] = "", m[16];
+	if (!profile || !*profile)
+		profile = "default";
+	aws_file(creds, sizeof(creds), "AWS_SHARED_CREDENTIALS_FILE", "credentials");
+	aws_file(config, sizeof(config), "AWS_CONFIG_FILE", "config");
+	/* config names profiles "[profile NAME]", except the default one */
+	if (!strcmp(profile, "default"))
+		snprintf(csec, sizeof(csec), "default");
+	else
+		snprintf(csec, sizeof(csec), "profile %s", profile);
+
+	const char *reg = getenv("AWS_REGION");
+	if (!reg || !*reg)
+		reg = getenv("AWS_DEFAULT_REGION");
+	if (reg && *reg)
+		snprintf(r->region, sizeof(r->region), "%s", reg);
+	else if (!ini_get(config, csec, "region", r->region, sizeof(r->region)))
+		snprintf(r->region, sizeof(r->region), "us-east-1");
+	const char *ep = getenv("AWS_ENDPOINT_URL_S3");
+	if (!ep || !*ep)
+		ep = getenv("AWS_ENDPOINT_URL");
+	if (ep && *ep)
+		snprintf(r->endpoint, sizeof(r->endpoint), "%s", ep);
+	else
+		ini_get(config, csec, "endpoint_url", r->endpoint, sizeof(r->endpoint));
+	size_t el = strlen(r->endpoint);
+	while (el && r->endpoint[el - 1] == '/')
+		r->endpoint[--el] = 0;
+
+	if (nosign && (!strcasecmp(nosign, "true") || !strcmp(nosign, "1"))) {
+		r->anonymous = true;
+		snprintf(r->cred_source, sizeof(r->cred_source),
+			 "anonymous (AWS_NO_SIGN_REQUEST is set)");
+		return;
+	}
+	const char *id = getenv("AWS_ACCESS_KEY_ID"), *sec = getenv("AWS_SECRET_ACCESS_KEY");
+	if (id && *id && sec && *sec) {
+		snprintf(r->access_key, sizeof(r->access_key), "%s", id);
+		snprintf(r->secret_key, sizeof(r->secret_key), "%s", sec);
+		const char *t = getenv("AWS_SESSION_TOKEN");
+		if (t && *t)
+			snprintf(tok, sizeof(tok), "%s", t);
+		mask(id, m, sizeof(m));
+		snprintf(r->cred_source, sizeof(r->cred_source),
+			 "environment (AWS_ACCESS_KEY_ID %s)", m);
+	} else if (ini_get(creds, profile, "aws_access_key_id", r->access_key,
+			   sizeof(r->access_key)) &&
+		   ini_get(creds, profile, "aws_secret_access_key", r->secret_key,
+			   sizeof(r->secret_key))) {
+		ini_get(creds, profile, "aws_session_token", tok, sizeof(tok));
+		mask(r->access_key, m, sizeof(m));
+		snprintf(r->cred_source, sizeof(r->cred_source), "profile '%s' of %s (key %s)",
+			 profile, creds, m);
+	} else if (ini_get(config, csec, "aws_access_key_id", r->access_key,
+			   sizeof(r->access_key)) &&
+		   ini_get(config, csec, "aws_secret_access_key", r->secret_key,
+			   sizeof(r->secret_key))) {
+		ini_get(config, csec, "aws_session_token", tok, sizeof(tok));
+		mask(r->access_key, m, sizeof(m));
+		snprintf(r->cred_source, sizeof(r->cred_source), "profile '%s' of %s (key %s)",
+			 profile, config, m);
+	} else {
+		r->access_key[0] = r->secret_key[0] = 0;
+		r->anonymous = true;
+		snprintf(r->cred_source, sizeof(r->cred_source),
+			 "anonymous (no AWS_ACCESS_KEY_ID, no profile '%s' in %s)", profile, creds);
+	}
+	if (tok[0])
+		r->session_token = strdup(tok);
+}
+
+/* Splits "DIR/LAST" of path: a pattern or one .tar in LAST, else all of it
+ * is a folder. */
+static void split_last(const char *path, char *dir, size_t dlen, char *last, size_t llen)
+{
+	const char *slash = strrchr(path, '/');
+	const char *l = slash ? slash + 1 : path;
+	size_t n = strlen(l);
+	bool is_last = strpbrk(l, "*?[{") || (n > 4 && !strcmp(l + n - 4, ".tar"));
+	if (!is_last) {
+		snprintf(dir, dlen, "%s%s", path, *path && path[strlen(path) - 1] != '/' ? "/" : "");
+		last[0] = 0;
+		return;
+	}
+	snprintf(dir, dlen, "%.*s", slash ? (int)(l - path) : 0, path);
+	snprintf(last, llen, "%s", l);
+}
+
+int stk__remote_create(struct stk__remote **out, const char *url, char *err, size_t errlen)
+{
+	*out = NULL;
+	pthread_once(&curl_once, curl_init_once);
+	struct stk__remote *r = calloc(1, sizeof(*r));
+	if (!r || stk_hist_create(&r->h_lat)) {
+		free(r);
+		return fail(err, errlen, -ENOMEM, "out of memory");
+	}
+	r->timeout_ms = env_long("STOKER_REMOTE_TIMEOUT_MS", 30000, 1);
+	r->connect_timeout_ms = env_long("STOKER_REMOTE_CONNECT_TIMEOUT_MS", 5000, 1);
+	r->max_attempts = (unsigned)env_long("STOKER_REMOTE_TRIES", 6, 1);
+	r->backoff_base_ns = 50 * 1000000ull;
+	r->backoff_cap_ns = 2000 * 1000000ull;
+	char dir[768], last[512];
+	if (!strncmp(url, "s3://", 5)) {
+		r->s3 = true;
+		const char *b = url + 5, *slash = strchr(b, '/');
+		size_t bl = slash ? (size_t)(slash - b) : strlen(b);
+		if (!bl || bl >= sizeof(r->bucket)) {
+			stk__remote_destroy(r);
+			return fail(err, errlen, -EINVAL, "%s: no bucket name after s3://", url);
+		}
+		snprintf(r->bucket, sizeof(r->bucket), "%.*s", (int)bl, b);
+		split_last(slash ? slash + 1 : "", dir, sizeof(dir), last, sizeof(last));
+		snprintf(r->key_dir, sizeof(r->key_dir), "%s", dir);
+		snprintf(r->pattern, sizeof(r->pattern), "%s", last);
+		/* list only what can match: the pattern's literal start */
+		size_t lit = strcspn(last, "*?[{");
+		snprintf(r->list_prefix, sizeof(r->list_prefix), "%s%.*s", dir, (int)lit, last);
+		find_credentials(r);
+		size_t dl = strlen(dir);
+		snprintf(r->root, sizeof(r->root), "s3://%s%s%.*s", r->bucket, dl ? "/" : "",
+			 dl ? (int)dl - 1 : 0, dir);
+		if (r->endpoint[0])
+			snprintf(r->base, sizeof(r->base), "%s/%s/%s", r->endpoint, r->bucket, dir);
+		else
+			snprintf(r->base, sizeof(r->base), "https://%s.s3.%s.amazonaws.com/%s",
+				 r->bucket, r->region, dir);
+		snprintf(r->sigv4, sizeof(r->sigv4), "aws:amz:%s:s3", r->region);
+		snprintf(r->token_hdr, sizeof(r->token_hdr), "x-amz-security-token: ");
+	} else {
+		const char *host = strstr(url, "://") + 3, *path = strchr(host, '/');
+		if (!path || path == host) {
+			stk__remote_destroy(r);
+			return fail(err, errlen, -EINVAL, "%s: no shard named after the host", url);
+		}
+		split_last(path + 1, dir, sizeof(dir), last, sizeof(last));
+		snprintf(r->pattern, sizeof(r->pattern), "%s", last);
+		if (!last[0]) {
+			stk__remote_destroy(r);
+			return fail(err, errlen, -EINVAL, "%s: an HTTP source names its shards: one "
+				    ".tar URL or a pattern such as shard-{000000..000099}.tar", url);
+		}
+		snprintf(r->base, sizeof(r->base), "%.*s%s", (int)(path + 1 - url), url, dir);
+		snprintf(r->root, sizeof(r->root), "%.*s", (int)strlen(r->base) - 1, r->base);
+		r->anonymous = true;
+		snprintf(r->cred_source, sizeof(r->cred_source), "none (plain HTTP)");
+	}
+	*out = r;
+	return 0;
+}
+
+void stk__remote_destroy(struct stk__remote *r)
+{
+	if (!r)
+		return;
+	for (size_t i = 0; i < r->nobjs; i++)
+		free(r->objs[i].rel);
+	free(r->objs);
+	stk__rcache_close(r->cache);
+	stk_hist_destroy(r->h_lat);
+	if (r->session_token) {
+		memset(r->session_token, 0, strlen(r->session_token));
+		free(r->session_token);
+	}
+	memset(r->secret_key, 0, sizeof(r->secret_key));
+	free(r);
+}
+
+static int cmp_obj(const void *a, const void *b)
+{
+	return strcmp(((const struct stk__robj *)a)->rel, ((const struct stk__robj *)b)->rel);
+}
+
+const struct stk__robj *stk__remote_find(const struct stk__remote *r, const char *rel)
+{
+	struct stk__robj key = {.rel = (char *)rel};
+	return r->nobjs ? bsearch(&key, r->objs, r->nobjs, sizeof(key), cmp_obj) : NULL;
+}
+
+/* Percent-encodes s into out, '/' kept when keep_slash (S3's canonical URI). */
+static void url_encode(const char *s, char *out, size_t len, bool keep_slash)
+{
+	size_t o = 0;
+	for (; *s && o + 4 < len; s++) {
+		unsigned char c = (unsigned char)*s;
+		if (isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~' ||
+		    (keep_slash && c == '/'))
+			out[o++] = (char)c;
+		else
+			o += (size_t)snprintf(out + o, len - o, "%%%02X", c);
+	}
+	out[o] = 0;
+}
+
+int stk__remote_easy(const struct stk__remote *r, CURL *h, const char *rel,
+		     struct curl_slist **hdrs)
+{
+	char url[4096], enc[2048];
+	url_encode(rel, enc, sizeof(enc), true);
+	snprintf(url, sizeof(url), "%s%s", r->base, enc);
+	curl_easy_reset(h);
+	curl_easy_setopt(h, CURLOPT_URL, url);
+	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, r->connect_timeout_ms);
+	curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, r->timeout_ms);
+	curl_easy_setopt(h, CURLOPT_TCP_NODELAY, 1L);
+	curl_easy_setopt(h, CURLOPT_TCP_KEEPALIVE, 1L);
+	curl_easy_setopt(h, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_2TLS);
+	curl_easy_setopt(h, CURLOPT_PIPEWAIT, 1L);
+	curl_easy_setopt(h, CURLOPT_USERAGENT, "stoker/" STK__STR(STK_VERSION_MAJOR) "." STK__STR(STK_VERSION_MINOR));
+	if (r->s3 && !r->anonymous) {
+		curl_easy_setopt(h, CURLOPT_AWS_SIGV4, r->sigv4);
+		curl_easy_setopt(h, CURLOPT_USERNAME, r->access_key);
+		curl_easy_setopt(h, CURLOPT_PASSWORD, r->secret_key);
+		if (r->session_token) {
+			char *line = malloc(strlen(r->token_hdr) + strlen(r->session_token) + 1);
+			if (!line)
+				return -ENOMEM;
+			memcpy(line, r->token_hdr, strlen(r->token_hdr));
+			memcpy(line + strlen(r->token_hdr), r->session_token,
+			       strlen(r->session_token) + 1);
+			struct curl_slist *n = curl_slist_append(*hdrs, line);
+			memset(line, 0, strlen(line));
+			free(line);
+			if (!n)
+				return -ENOMEM;
+			*hdrs = n;
+		}
+	}
+	return 0;
+}
+
+static bool transient(CURLcode cc)
+{
+	switch (cc) {
+	case CURLE_OPERATION_TIMEDOUT:
+	case CURLE_COULDNT_CONNECT:
+	case CURLE_RECV_ERROR:
+	case CURLE_SEND_ERROR:
+	case CURLE_GOT_NOTHING:
+	case CURLE_PARTIAL_FILE:
+	case CURLE_HTTP2:
+	case CURLE_HTTP2_STREAM:
+	case CURLE_SSL_CONNECT_ERROR:
+	case CURLE_COULDNT_RESOLVE_HOST:
+		return true;
+	default:
+		return false;
+	}
+}
+
+int stk__remote_classify(const struct stk__remote *r, CURLcode cc, long status, bool short_body,
+			 char *why, size_t len)
+{
+	(void)r;
+	if (cc != CURLE_OK) {
+		snprintf(why, len, "%s", curl_easy_strerror(cc));
+		if (transient(cc))
+			return 1;
+		return -EIO;
+	}
+	if (status >= 500 || status == 429) {
+		snprintf(why, len, "HTTP %ld%s", status, status == 503 ? " (SlowDown)" : "");
+		return 1;
+	}
+	if (status == 200 || status == 206) {
+		if (short_body) {
+			snprintf(why, len, "short body: fewer bytes than Content-Length/Content-Range");
+			return 1;
+		}
+		return 0;
+	}
+	snprintf(why, len, "HTTP %ld", status);
+	switch (status) {
+	case 404:
+		return -ENOENT;
+	case 401:
+	case 403:
+		return -EACCES;
+	case 412:
+		snprintf(why, len, "HTTP 412: the object changed since it was indexed (ETag)");
+		return -ESTALE;
+	case 416:
+		return 0;
+	default:
+		return -EIO;
+	}
+}
+
+uint64_t stk__remote_backoff_ns(const struct stk__remote *r, unsigned attempt, uint64_t *rng)
+{
+	uint64_t cap = r->backoff_base_ns << (attempt < 16 ? attempt : 16);
+	if (cap > r->backoff_cap_ns)
+		cap = r->backoff_cap_ns;
+	*rng = stk__mix64(*rng);
+	return cap / 2 + *rng % (cap / 2 + 1); /* "equal jitter": never 0 */
+}
+
+/* --- blocking requests (the index) ---------------------------------------- */
+
+struct sink {
+	char *p;
+	size_t len, cap;
+	bool grow;   /* a growable buffer (listings, error bodies) */
+	bool nobody; /* HEAD: Content-Length without a body */
+	bool over;   /* more bytes came than fit */
+	char hdr_range[128];
+	uint64_t clen;
+	bool has_clen;
+	char etag[96];
+};
+
+static size_t sink_write(char *ptr, size_t size, size_t n, void *arg)
+{
+	struct sink *s = arg;
+	size_t l = size * n;
+	if (s->len + l > s->cap) {
+		if (!s->grow) {
+			s->over = true;
+			return 0;
+		}
+		size_t cap = s->cap ? s->cap * 2 : 65536;
+		while (cap < s->len + l)
+			cap *= 2;
+		char *p = realloc(s->p, cap + 1);
+		if (!p)
+			return 0;
+		s->p = p;
+		s->cap = cap;
+	}
+	memcpy(s->p + s->len, ptr, l);
+	s->len += l;
+	return l;
+}
+
+static size_t sink_header(char *ptr, size_t size, size_t n, void *arg)
+{
+	struct sink *s = arg;
+	size_t l = size * n;
+	char line[256];
+	snprintf(line, sizeof(line), "%.*s", (int)(l < 255 ? l : 255), ptr);
+	trim(line);
+	if (!strncasecmp(line, "content-range:", 14)) {
+		snprintf(s->hdr_range, sizeof(s->hdr_range), "%.100s", line + 14);
+		trim(s->hdr_range);
+	} else if (!strncasecmp(line, "content-length:", 15)) {
+		s->clen = strtoull(line + 15, NULL, 10);
+		s->has_clen = true;
+	} else if (!strncasecmp(line, "etag:", 5)) {
+		snprintf(s->etag, sizeof(s->etag), "%.90s", line + 5);
+		trim(s->etag);
+	} else if (!strncmp(line, "HTTP/", 5)) {
+		s->hdr_range[0] = 0; /* a new response (after a redirect or 100) */
+		s->has_clen = false;
+		s->etag[0] = 0;
+	}
+	return l;
+}
+
+/* The S3 error's <Code> and <Message>, if the body has them. */
+static void s3_error(const struct sink *s, char *out, size_t len)
+{
+	out[0] = 0;
+	if (!s->grow || !s->p || !s->len)
+		return;
+	s->p[s->len] = 0;
+	const char *c = strstr(s->p, "<Code>"), *m = strstr(s->p, "<Message>");
+	const char *ce = c ? strstr(c, "</Code>") : NULL, *me = m ? strstr(m, "</Message>") : NULL;
+	if (c && ce)
+		snprintf(out, len, " %.*s%s%.*s", (int)(ce - c - 6), c + 6, m && me ? ": " : "",
+			 m && me ? (int)(me - m - 9) : 0, m && me ? m + 9 : "");
+}
+
+static void sleep_ns(uint64_t ns)
+{
+	struct timespec ts = {.tv_sec = (time_t)(ns / 1000000000ull),
+			      .tv_nsec = (long)(ns % 1000000000ull)};
+	nanosleep(&ts, NULL);
+}
+
+/* One request with retries: what perform gives, classified.  The sink is
+ * reset before each try. */
+static int perform(struct stk__remote *r, CURL *h, struct sink *s, const char *what,
+		   uint64_t want, char *err, size_t errlen)
+{
+	uint64_t rng = stk__now_ns() ^ (uintptr_t)s;
+	char why[256], code[512];
+	for (unsigned attempt = 0;; attempt++) {
+		s->len = 0;
+		s->over = false;
+		s->has_clen = false;
+		s->hdr_range[0] = 0;
+		uint64_t t0 = stk__now_ns();
+		CURLcode cc = curl_easy_perform(h);
+		long status = 0;
+		curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
+		atomic_fetch_add(&r->c.requests, 1);
+		stk_hist_add(r->h_lat, stk__now_ns() - t0);
+		bool short_body = (status == 200 || status == 206) &&
+				  ((s->has_clen && !s->nobody && s->len < s->clen) ||
+				   (want && s->len < want));
+		if (s->over && status == 206)
+			short_body = false; /* the server sent more than asked: refused below */
+		if (short_body)
+			atomic_fetch_add(&r->c.short_bodies, 1);
+		int rc = stk__remote_classify(r, cc, status, short_body, why, sizeof(why));
+		if (rc <= 0) {
+			if (rc == 0 && s->over && status == 206)
+				return fail(err, errlen, -EIO, "%s: the server sent more than the "
+					    "range asked for", what);
+			if (rc == 0) {
+				atomic_fetch_add(&r->c.bytes, s->len);
+				return 0;
+			}
+			atomic_fetch_add(&r->c.failed, 1);
+			s3_error(s, code, sizeof(code));
+			return fail(err, errlen, rc, "%s: %s%s (credentials: %s)", what, why, code,
+				    r->cred_source);
+		}
+		if (attempt + 1 >= r->max_attempts) {
+			atomic_fetch_add(&r->c.failed, 1);
+			return fail(err, errlen, cc == CURLE_OPERATION_TIMEDOUT ? -ETIME
+						 : cc == CURLE_COULDNT_CONNECT ? -ECONNREFUSED : -EIO,
+				    "%s: %s, after %u tries", what, why, attempt + 1);
+		}
+		atomic_fetch_add(&r->c.retries, 1);
+		sleep_ns(stk__remote_backoff_ns(r, attempt + 1, &rng));
+	}
+}
+
+int stk__remote_get(struct stk__remote *r, CURL *h, const char *rel, const char *etag,
+		    void *buf, size_t len, uint64_t off, char *err, size_t errlen)
+{
+	struct curl_slist *hdrs = NULL;
+	char range[96], im[128], what[2048];
+	snprintf(what, sizeof(what), "%s/%s", r->root, rel);
+	if (!len)
+		return 0;
+	int rc = stk__remote_easy(r, h, rel, &hdrs);
+	snprintf(range, sizeof(range), "%llu-%llu", (unsigned long long)off,
+		 (unsigned long long)(off + len - 1));
+	curl_easy_setopt(h, CURLOPT_RANGE, range);
+	if (etag && etag[0]) {
+		snprintf(im, sizeof(im), "If-Match: %s", etag);
+		struct curl_slist *n = curl_slist_append(hdrs, im);
+		if (n)
+			hdrs = n;
+	}
+	curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdrs);
+	struct sink s = {.p = buf, .cap = len};
+	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, sink_write);
+	curl_easy_setopt(h, CURLOPT_WRITEDATA, &s);
+	curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, sink_header);
+	curl_easy_setopt(h, CURLOPT_HEADERDATA, &s);
+	if (!rc)
+		rc = perform(r, h, &s, what, len, err, errlen);
+	curl_slist_free_all(hdrs);
+	if (!rc && s.len < len)
+		rc = fail(err, errlen, STK_ESHORT, "%s: %zu bytes at offset %llu asked, %zu came",
+			  what, len, (unsigned long long)off, s.len);
+	return rc;
+}
+
+int stk__remote_head(struct stk__remote *r, CURL *h, const char *rel, uint64_t *size,
+		     char *etag, size_t etaglen, char *err, size_t errlen)
+{
+	struct curl_slist *hdrs = NULL;
+	char what[2048];
+	snprintf(what, sizeof(what), "%s/%s", r->root, rel);
+	int rc = stk__remote_easy(r, h, rel, &hdrs);
+	curl_easy_setopt(h, CURLOPT_NOBODY, 1L);
+	curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdrs);
+	struct sink s = {.grow = true, .nobody = true};
+	curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, sink_header);
+	curl_easy_setopt(h, CURLOPT_HEADERDATA, &s);
+	if (!rc)
+		rc = perform(r, h, &s, what, 0, err, errlen);
+	curl_slist_free_all(hdrs);
+	free(s.p);
+	if (!rc && !s.has_clen)
+		rc = fail(err, errlen, -EPROTO, "%s: no Content-Length in the answer to HEAD", what);
+	if (!rc) {
+		*size = s.clen;
+		snprintf(etag, etaglen, "%s", s.etag);
+	}
+	return rc;
+}
+
+/* XML text between <tag> and </tag> from *at on, unescaped into out; moves *at. */
+static bool xml_take(const char **at, const char *end, const char *tag, char *out, size_t len)
+{
+	char open[64], close[64];
+	snprintf(open, sizeof(open), "<%s>", tag);
+	snprintf(close, sizeof(close), "</%s>", tag);
+	const char *a = strstr(*at, open);
+	if (!a || a >= end)
+		return false;
+	a += strlen(open);
+	const char *b = strstr(a, close);
+	if (!b || b > end)
+		return false;
+	size_t o = 0;
+	static const struct { const char *e; char c; } ents[] = {
+		{"&quot;", '"'}, {"&#34;", '"'}, {"&amp;", '&'}, {"&lt;", '<'},
+		{"&gt;", '>'},   {"&apos;", '\''}, {"&#39;", '\''}};
+	for (const char *p = a; p < b && o + 1 < len;) {
+		bool done = false;
+		for (size_t i = 0; *p == '&' && i < STK_ARRAY_SIZE(ents); i++) {
+			size_t el = strlen(ents[i].e);
+			if ((size_t)(b - p) >= el && !strncmp(p, ents[i].e, el)) {
+				out[o++] = ents[i].c;
+				p += el;
+				done = true;
+				break;
+			}
+		}
+		if (!done)
+			out[o++] = *p++;
+	}
+	out[o] = 0;
+	*at = b + strlen(close);
+	return true;
+}
+
+static int add_obj(struct stk__remote *r, size_t *cap, const char *rel, uint64_t size,
+		   const char *etag)
+{
+	if (r->nobjs == *cap) {
+		size_t c = *cap ? *cap * 2 : 256;
+		struct stk__robj *o = realloc(r->objs, c * sizeof(*o));
+		if (!o)
+			return -ENOMEM;
+		r->objs = o;
+		*cap = c;
+	}
+	struct stk__robj *o = &r->objs[r->nobjs];
+	memset(o, 0, sizeof(*o));
+	if (!(o->rel = strdup(rel)))
+		return -ENOMEM;
+	o->size = size;
+	snprintf(o->etag, sizeof(o->etag), "%s", etag);
+	r->nobjs++;
+	return 0;
+}
+
+int stk__remote_list(struct stk__remote *r, char *err, size_t errlen)
+{
+	CURL *h = curl_easy_init();
+	if (!h)
+		return fail(err, errlen, -ENOMEM, "out of memory");
+	char token[2048] = "", enc_prefix[2048], enc_token[4096], url_q[8192], what[1700];
+	url_encode(r->list_prefix, enc_prefix, sizeof(enc_prefix), false);
+	snprintf(what, sizeof(what), "s3://%s/%s (listing)", r->bucket, r->list_prefix);
+	size_t cap = r->nobjs;
+	int rc = 0;
+	struct sink s = {.grow = true};
+	do {
+		struct curl_slist *hdrs = NULL;
+		if ((rc = stk__remote_easy(r, h, "", &hdrs)))
+			break;
+		/* the bucket's URL: base without the key folder */
+		char bucket_url[1200];
+		if (r->endpoint[0])
+			snprintf(bucket_url, sizeof(bucket_url), "%s/%s", r->endpoint, r->bucket);
+		else
+			snprintf(bucket_url, sizeof(bucket_url), "https://%s.s3.%s.amazonaws.com/",
+				 r->bucket, r->region);
+		/* query parameters in SigV4's canonical (sorted, encoded) order */
+		url_encode(token, enc_token, sizeof(enc_token), false);
+		snprintf(url_q, sizeof(url_q), "%s?%s%s%slist-type=2&prefix=%s", bucket_url,
+			 token[0] ? "continuation-token=" : "", token[0] ? enc_token : "",
+			 token[0] ? "&" : "", enc_prefix);
+		curl_easy_setopt(h, CURLOPT_URL, url_q);
+		curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdrs);
+		curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, sink_write);
+		curl_easy_setopt(h, CURLOPT_WRITEDATA, &s);
+		curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, sink_header);
+		curl_easy_setopt(h, CURLOPT_HEADERDATA, &s);
+		rc = perform(r, h, &s, what, 0, err, errlen);
+		curl_slist_free_all(hdrs);
+		if (rc)
+			break;
+		if (!s.p) {
+			rc = fail(err, errlen, -EPROTO, "%s: empty answer", what);
+			break;
+		}
+		s.p[s.len] = 0;
+		const char *at = s.p, *end = s.p + s.len;
+		char key[1200], etag[96], size[32], trunc[16] = "false";
+		size_t dl = strlen(r->key_dir);
+		for (;;) {
+			const char *c = strstr(at, "<Contents>"), *ce = c ? strstr(c, "</Contents>") : NULL;
+			if (!c || !ce)
+				break;
+			const char *p = c;
+			etag[0] = 0;
+			if (!xml_take(&p, ce, "Key", key, sizeof(key)) ||
+			    !xml_take((p = c, &p), ce, "Size", size, sizeof(size))) {
+				rc = fail(err, errlen, -EPROTO, "%s: a <Contents> without Key or Size", what);
+				break;
+			}
+			p = c;
+			xml_take(&p, ce, "ETag", etag, sizeof(etag));
+			at = ce + 11;
+			if (strncmp(key, r->key_dir, dl) || !key[dl])
+				continue;
+			if ((rc = add_obj(r, &cap, key + dl, strtoull(size, NULL, 10), etag)))
+				break;
+		}
+		if (rc)
+			break;
+		at = s.p;
+		xml_take(&at, end, "IsTruncated", trunc, sizeof(trunc));
+		at = s.p;
+		token[0] = 0;
+		if (!strcmp(trunc, "true") && !xml_take(&at, end, "NextContinuationToken", token,
+							 sizeof(token)))
+			rc = fail(err, errlen, -EPROTO, "%s: truncated listing without a token", what);
+	} while (!rc && token[0]);
+	free(s.p);
+	curl_easy_cleanup(h);
+	if (rc == -ENOMEM && err && !err[0])
+		fail(err, errlen, rc, "out of memory");
+	if (!rc && r->nobjs > 1)
+		qsort(r->objs, r->nobjs, sizeof(*r->objs), cmp_obj);
+	return rc;
+}

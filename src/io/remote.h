@@ -1,0 +1,104 @@
+/* io/remote.h — objects in an S3-compatible store or behind HTTP(S): where
+ * they are (URL parsing, endpoints, path-style addressing), who asks
+ * (credentials the AWS way, SigV4 signing by libcurl), blocking requests
+ * with bounded retries (the index, io/remote.c), the read engine over
+ * libcurl's multi interface (io/http.c) and the bounded local cache of the
+ * bytes read (io/rcache.c).  A remote is created by the dataset
+ * (dataset/remote.c), shared read-only by every I/O thread; its counters are
+ * atomics any thread may update. */
+#ifndef STK_IO_REMOTE_H
+#define STK_IO_REMOTE_H
+
+#include "base/internal.h"
+
+#include <curl/curl.h>
+
+/* One shard object: its name relative to the remote's root, size and ETag. */
+struct stk__robj {
+	char *rel;
+	uint64_t size;
+	char etag[96]; /* as the server sent it, quotes included; "" if none */
+};
+
+struct stk__rcache;
+
+struct stk__remote_counters {
+	_Atomic uint64_t requests, retries, failed, short_bodies, bytes;
+	_Atomic uint64_t hits, misses, hit_bytes, evictions, cache_bytes_written;
+	_Atomic uint32_t inflight, inflight_max;
+};
+
+struct stk__remote {
+	bool s3;               /* s3://, else http(s):// */
+	char root[1200];       /* what names the data in messages: "s3://bkt/dir" (no slash) */
+	char base[2048];       /* the URL objects' names are appended to ("http://host/bkt/dir/") */
+	char pattern[512];     /* the last path element when it is a glob or brace pattern */
+	char bucket[256];
+	char key_dir[768];     /* s3: the key prefix that root names ("dir/"; "" = bucket) */
+	char list_prefix[1300]; /* s3: what is listed (key_dir, or the given prefix) */
+	char region[64];
+	char sigv4[128];       /* CURLOPT_AWS_SIGV4's provider string */
+	char access_key[128], secret_key[256];
+	char *session_token;   /* malloc'ed, or NULL */
+	char token_hdr[48];    /* "x-amz-security-token: " */
+	bool anonymous;
+	char cred_source[1200]; /* where the credentials came from (never the secret) */
+	char endpoint[512];
+	long timeout_ms, connect_timeout_ms;
+	unsigned max_attempts; /* tries of one request, the first included */
+	uint64_t backoff_base_ns, backoff_cap_ns;
+	struct stk__robj *objs; /* sorted by rel */
+	size_t nobjs;
+	struct stk__rcache *cache; /* NULL: off */
+	struct stk_hist *h_lat;    /* per-request latency (ns) */
+	struct stk__remote_counters c;
+};
+
+/* Whether path names remote data (s3://, http://, https://). */
+bool stk__remote_is_url(const char *path);
+/* Parses url, finds credentials, region and endpoint (no request yet).
+ * 0, or <0 with the reason in err. */
+int stk__remote_create(struct stk__remote **out, const char *url, char *err, size_t errlen);
+void stk__remote_destroy(struct stk__remote *r);
+/* The object named rel (bsearch in objs), or NULL. */
+const struct stk__robj *stk__remote_find(const struct stk__remote *r, const char *rel);
+/* Sets up an easy handle for rel: URL, signing, timeouts. 0 or -ENOMEM. */
+int stk__remote_easy(const struct stk__remote *r, CURL *h, const char *rel,
+		     struct curl_slist **hdrs);
+/* What a finished request means: 0 done, 1 retry (a 5xx, SlowDown, a reset,
+ * a timeout, a short body), or the -errno / STK_* to report; why says it. */
+int stk__remote_classify(const struct stk__remote *r, CURLcode cc, long status, bool short_body,
+			 char *why, size_t len);
+/* The wait before try `attempt` (1 = the first retry): capped exponential,
+ * full jitter. */
+uint64_t stk__remote_backoff_ns(const struct stk__remote *r, unsigned attempt, uint64_t *rng);
+/* Blocking ranged read of len bytes at off of rel into buf, retried; 0,
+ * STK_ESHORT (the object ends first) or <0 with the reason in err. */
+int stk__remote_get(struct stk__remote *r, CURL *h, const char *rel, const char *etag,
+		    void *buf, size_t len, uint64_t off, char *err, size_t errlen);
+/* HEAD of rel: size and ETag.  0 or <0 with the reason in err. */
+int stk__remote_head(struct stk__remote *r, CURL *h, const char *rel, uint64_t *size,
+		     char *etag, size_t etaglen, char *err, size_t errlen);
+/* s3: lists the objects under list_prefix into objs (rel relative to
+ * key_dir), all pages.  0 or <0 with the reason in err (a missing bucket,
+ * denied credentials: named, with the credential source). */
+int stk__remote_list(struct stk__remote *r, char *err, size_t errlen);
+
+/* io/rcache.c: the bounded local cache of remote bytes.  Ranges of an
+ * object (by URL, ETag and size) live in a sparse file with a log of the
+ * ranges written; a range is served only once its log record is complete. */
+int stk__rcache_open(struct stk__rcache **out, const char *dir, uint64_t limit, char *err,
+		     size_t errlen);
+void stk__rcache_close(struct stk__rcache *c);
+/* Reads [off, off+len) of the object from the cache into buf: len, or 0 on
+ * a miss. */
+int64_t stk__rcache_read(struct stk__remote *r, const struct stk__robj *o, void *buf,
+			 uint64_t len, uint64_t off);
+/* Keeps [off, off+len) of the object (best effort: a full disk stops the
+ * cache with a notice). */
+void stk__rcache_write(struct stk__remote *r, const struct stk__robj *o, const void *buf,
+		       uint64_t len, uint64_t off);
+/* The bytes the cache holds now (all processes), and its limit. */
+void stk__rcache_usage(struct stk__rcache *c, uint64_t *bytes, uint64_t *limit);
+
+#endif

