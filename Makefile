@@ -137,6 +137,12 @@ test-py: all
 		$(PY_PRELOAD) $(TEST_ENV) STOKER_LIB=$(CURDIR)/$(BUILD)/libstoker.so.0 STOKER=$(CURDIR)/$(BUILD)/stoker \
 		PYTHONPATH=$(CURDIR)/python $(PYTHON) -m pytest -q tests/python; fi
 
+# The peers' virtual environment (PyTorch 2.x, DALI, SPDL, Streaming, LitData,
+# WebDataset, FFCV...) for `stoker bench --vs all` and `make test-py-venv`.
+.PHONY: peers
+peers:
+	$(Q)sh bench/peers/setup.sh
+
 bench: all
 	$(Q)PYTHON=$(PYTHON) sh mk/deps.sh bench
 	$(Q)BUILD=$(BUILD) PYTHON=$(PYTHON) sh bench/run.sh

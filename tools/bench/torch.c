@@ -81,7 +81,7 @@ static char **child_env(char *pp, size_t pplen, char *lib, size_t liblen)
 }
 
 /* Runs argv with stdout into a growing buffer; the exit status or <0. */
-static int run_capture(char *const argv[], char **out)
+int bench_run_capture(char *const argv[], char **out)
 {
 	int fd[2];
 	if (pipe2(fd, O_CLOEXEC))
@@ -179,7 +179,7 @@ json_t *bench_vs_torch(const struct bench_opts *o, const struct stk_loader_opts 
 	}
 	argv[k] = NULL;
 	char *out = NULL;
-	int rc = run_capture((char *const *)argv, &out);
+	int rc = bench_run_capture((char *const *)argv, &out);
 	json_t *j = NULL;
 	if (rc < 0) {
 		snprintf(why, len, "cannot start %s: %s", argv[0], strerror(-rc));
