@@ -143,6 +143,14 @@ test-py: all
 peers:
 	$(Q)sh bench/peers/setup.sh
 
+# The binding's tests on PyTorch 2.x as well (pip's wheels in that venv; only
+# torch, torchvision and pytest are installed for it).
+PEERS_PYTHON ?= $(or $(STOKER_PEERS),$(or $(XDG_CACHE_HOME),$(HOME)/.cache)/stoker/peers)/bin/python
+.PHONY: test-py-venv
+test-py-venv: all
+	$(Q)sh bench/peers/setup.sh torch
+	$(Q)$(MAKE) --no-print-directory test-py PYTHON=$(PEERS_PYTHON)
+
 bench: all
 	$(Q)PYTHON=$(PYTHON) sh mk/deps.sh bench
 	$(Q)BUILD=$(BUILD) PYTHON=$(PYTHON) sh bench/run.sh

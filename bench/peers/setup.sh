@@ -41,6 +41,27 @@ ffcv|import ffcv|ffcv
 pillow-simd|import PIL; assert "post" in PIL.__version__|pillow-simd'
 
 want=" ${*:-all} "
+# Debian libraries the peers load or build against: SPDL dlopens FFmpeg's
+# (Debian 12: 5.1); FFCV's setup.py finds OpenCV and libturbojpeg with
+# pkg-config.  Installed as root (like mk/deps.sh), else the line is printed.
+DEB="libavdevice59 libavfilter8 libavformat59 libavcodec59 libswscale6 libswresample4 libavutil57 \
+	libopencv-dev libturbojpeg0-dev pkg-config"
+missing=
+for p in $DEB; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
+done
+case "$want" in *" all "*|*" spdl "*|*" ffcv "*) ;; *) missing= ;; esac
+if [ -n "$missing" ] && command -v apt-get >/dev/null; then
+	if [ "$(id -u)" = 0 ]; then
+		say "installing Debian packages:$missing"
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $missing >/dev/null ||
+			{ apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+				--no-install-recommends $missing >/dev/null; } ||
+			say "could not install$missing (SPDL and FFCV will fail)"
+	else
+		say "SPDL and FFCV need: sudo apt-get install -y$missing"
+	fi
+fi
 record() { # name state detail
 	grep -v "^$1	" "$STATUS" > "$STATUS.tmp"; printf '%s\t%s\t%s\n' "$1" "$2" "$3" >> "$STATUS.tmp"
 	mv "$STATUS.tmp" "$STATUS"
@@ -69,7 +90,9 @@ echo "$PEERS" | while IFS='|' read -r name check args; do
 	if [ $rc -eq 0 ] && "$VPY" -c "$check" >>"$out" 2>&1; then
 		say "$name: installed ($(( $(date +%s) - t0 )) s)"; record "$name" ok ""
 	else
-		err=$(grep -v '^\s*$' "$out" | grep -iE 'error|fatal|not found|no matching' | tail -n 3 | tr '\t\n' '  ')
+		err=$(grep -E 'RuntimeError|ModuleNotFoundError|ImportError|fatal error|No matching|Could not find' \
+			"$out" | tail -n 2 | sed 's/^ *//' | tr '\t\n' '  ')
+		[ -n "$err" ] || err=$(grep -iE 'error|fatal|not found' "$out" | tail -n 3 | tr '\t\n' '  ')
 		[ -n "$err" ] || err=$(tail -n 3 "$out" | tr '\t\n' '  ')
 		say "$name: FAILED: $err (full log: $out)"; record "$name" failed "$err"
 	fi

@@ -106,6 +106,14 @@ json_t *bench_vs_torch(const struct bench_opts *o, const struct stk_loader_opts 
  * PYTHONPATH and STOKER_LIB set to the library this process runs; its
  * stdout in *out (malloc'd); the exit status, or -errno when it cannot start. */
 int bench_run_capture(char *const argv[], char **out);
+/* python3 -c BENCH_PY_BOOT("vs_torch") ARGS: stoker.MODULE's main(ARGS), or
+ * exit 3 with the import error on stdout (one line, no traceback) when
+ * PyTorch or the package cannot be imported. */
+#define BENCH_PY_BOOT(module)                                                                    \
+	"import sys\ntry:\n import torch\n from stoker." module " import main\n"                 \
+	"except Exception as e:\n print('%s: %s' % (type(e).__name__, e)); sys.exit(3)\n"          \
+	"sys.exit(main(sys.argv[1:]))"
+
 /* --vs NAME,...: "torch" alone is bench_vs_torch's (Debian's interpreter);
  * anything else runs python3 -m stoker.vs_peers in the peers' venv (bench/
  * peers.c).  bench_vs_check: 0, or -1 with the reason for a bad list. */

@@ -89,7 +89,7 @@ json_t *bench_vs_peers(const struct bench_opts *o, const struct stk_loader_opts 
 	ssize_t sl = readlink("/proc/self/exe", self, sizeof(self) - 1);
 	self[sl > 0 ? sl : 0] = 0;
 	const char *mode = !o->image ? "raw" : img->crop ? "val" : "train";
-	const char *argv[48] = {py, "-m", "stoker.vs_peers", o->path, "--json", "--peers", o->vs,
+	const char *argv[48] = {py, "-c", BENCH_PY_BOOT("vs_peers"), o->path, "--json", "--peers", o->vs,
 				"--mode", mode, "--cache", o->cache == CACHE_COLD ? "cold" : "warm",
 				"--batch-size", bs, "--seed", seed, "--seconds", secs, "--rounds",
 				rounds, "--stoker", self};
@@ -120,6 +120,12 @@ json_t *bench_vs_peers(const struct bench_opts *o, const struct stk_loader_opts 
 	json_t *j = NULL;
 	if (rc < 0) {
 		snprintf(why, len, "cannot start %s: %s", py, strerror(-rc));
+	} else if (rc == 3) {
+		char *nl = out ? strchr(out, '\n') : NULL;
+		if (nl)
+			*nl = 0;
+		snprintf(why, len, "skipped %s: %s cannot import stoker.vs_peers (%s); remake the "
+				   "venv: make peers", o->vs, py, out && *out ? out : "?");
 	} else if (rc) {
 		snprintf(why, len, "%s -m stoker.vs_peers exited %d (see above)", py, rc);
 	} else {

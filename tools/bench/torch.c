@@ -139,7 +139,7 @@ json_t *bench_vs_torch(const struct bench_opts *o, const struct stk_loader_opts 
 	snprintf(bs, sizeof(bs), "%u", lo->batch_size);
 	snprintf(n, sizeof(n), "%llu", (unsigned long long)samples);
 	snprintf(seed, sizeof(seed), "%llu", (unsigned long long)lo->seed);
-	const char *argv[64] = {python(), "-m", "stoker.vs_torch", o->path, "--json",
+	const char *argv[64] = {python(), "-c", BENCH_PY_BOOT("vs_torch"), o->path, "--json",
 				"--batch-size", bs, "--samples", n, "--seconds", secs,
 				"--cache", caches[o->cache], "--seed", seed};
 	int k = 15;
@@ -184,7 +184,12 @@ json_t *bench_vs_torch(const struct bench_opts *o, const struct stk_loader_opts 
 	if (rc < 0) {
 		snprintf(why, len, "cannot start %s: %s", argv[0], strerror(-rc));
 	} else if (rc == 3) {
-		snprintf(why, len, "PyTorch is not importable by %s (see above)", argv[0]);
+		char *nl = out ? strchr(out, '\n') : NULL;
+		if (nl)
+			*nl = 0;
+		snprintf(why, len, "skipped: %s (%s); install: apt-get install "
+				   "python3-torch python3-torchvision (or `make peers` and --vs all)",
+			 argv[0], out && *out ? out : "torch");
 	} else if (rc) {
 		snprintf(why, len, "%s -m stoker.vs_torch exited %d", argv[0], rc);
 	} else {
