@@ -119,12 +119,15 @@ class _PilDecode:
             return self.tf(im.convert("RGB"))
 
 
+def _same(data):
+    return data
+
+
 def _sample_fn(s, pil=False):
-    """bytes -> what one sample becomes: a uint8 tensor of the bytes (raw) or
-    the decoded, cropped image."""
-    if s["mode"] == "raw":
-        import torch
-        return lambda data: torch.frombuffer(bytearray(data), dtype=torch.uint8)
+    """bytes -> what one sample becomes: the bytes (raw) or the decoded,
+    cropped image (a uint8 tensor)."""
+    if s["mode"] == "raw":  # bytes: pickled through the workers' pipe, cheaper than a
+        return _same        # shared-memory tensor per sample
     return _PilDecode(s) if pil else _TvDecode(s)
 
 
@@ -359,7 +362,7 @@ def run_ffcv(s):
         ip = [CenterCropRGBImageDecoder((size, size), ratio=s["crop_frac"]), ToTensor(), ToTorchImage()]
     else:
         ip = [SimpleRGBImageDecoder()]
-    ld = Loader(s["source"], batch_size=s["batch"], num_workers=s["workers"],
+    ld = Loader(os.path.join(s["source"], "data.beton"), batch_size=s["batch"], num_workers=s["workers"],
                 order=OrderOption.RANDOM, seed=s["seed"], os_cache=True,
                 pipelines={"image": ip, "label": [IntDecoder(), ToTensor()]})
     del np

@@ -243,8 +243,9 @@ def main(argv=None):
     ap.add_argument("--crop-frac", type=float, default=0.875)
     ap.add_argument("--no-search", action="store_true", help="workers = CPUs, no search")
     ap.add_argument("--stoker-sources", default="folder,shards,transcoded")
-    ap.add_argument("--timeout", type=float, default=180.0)
+    ap.add_argument("--timeout", type=float, default=300.0)
     ap.add_argument("--stoker", default=os.environ.get("STOKER", "stoker"), help="the stoker CLI (pack)")
+    ap.add_argument("--convert-only", action="store_true", help="make the formats, measure nothing")
     ap.add_argument("--json", action="store_true")
     a = ap.parse_args(argv)
     log = (lambda *m: print("vs_peers:", *m, file=sys.stderr, flush=True))
@@ -282,6 +283,8 @@ def main(argv=None):
                 failed[p] = m["error"]
                 continue
         rows.append((p, p, d))
+    if a.convert_only:
+        rows = []
     if a.cache == "warm":
         for d in {r[2] for r in rows}:
             _warm(d)
