@@ -71,7 +71,7 @@ def _setup_status():
     return out
 
 
-def resolve(names):
+def resolve(names, mode):
     """[(peer, None)] to run and [(peer, why)] skipped."""
     want = []
     for n in names.split(","):
@@ -80,6 +80,11 @@ def resolve(names):
                 want.append(p)
     run, skipped, failed = [], [], _setup_status()
     for p in want:
+        if mode == "raw" and p == "torch-pil":
+            continue  # no decoding: the same as torch
+        if mode == "raw" and p == "ffcv":
+            skipped.append((p, "no raw-bytes pipeline (a .beton holds images FFCV re-encoded)"))
+            continue
         if p not in INFO:
             skipped.append((p, "unknown peer (known: %s, all)" % ", ".join(PEERS[1:])))
             continue
@@ -252,7 +257,7 @@ def main(argv=None):
     path = os.path.abspath(a.path)
     ext = _extents(path)
     mean_bytes = sum(e[2] for e in ext) / max(1, len(ext))
-    run, skipped = resolve(a.peers)
+    run, skipped = resolve(a.peers, a.mode)
     cpus = _cpus()
     key = hashlib.sha1(("%s:%d" % (path, len(ext))).encode()).hexdigest()[:10]
     data_dir = os.path.join(os.path.dirname(peers_dir()), "peers-data",
@@ -324,7 +329,7 @@ def main(argv=None):
         ok = [r for r in search[label] if "error" not in r and "flag" not in r]
         best_w[label] = max(ok, key=lambda r: r["samples_per_s"])["workers"] if ok else cands[-1]
     runs = {label: [] for label, _, _ in rows}
-    for rnd in range(a.rounds):
+    for rnd in range(a.rounds if rows else 0):
         order = rows[rnd % len(rows):] + rows[:rnd % len(rows)]
         for label, peer, src in order:
             log("round %d/%d %s (workers %d)" % (rnd + 1, a.rounds, label, best_w[label]))

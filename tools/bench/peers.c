@@ -84,8 +84,9 @@ json_t *bench_vs_peers(const struct bench_opts *o, const struct stk_loader_opts 
 		self[PATH_MAX];
 	snprintf(bs, sizeof(bs), "%u", lo->batch_size);
 	snprintf(seed, sizeof(seed), "%llu", (unsigned long long)lo->seed);
-	snprintf(secs, sizeof(secs), "%g", o->runtime > 1 ? o->runtime : 4);
-	snprintf(rounds, sizeof(rounds), "%lld", (long long)(o->repeat > 1 ? o->repeat : 5));
+	/* each run at least 3 s after its first batch; 5 rounds at least (medians) */
+	snprintf(secs, sizeof(secs), "%g", o->runtime > 3 ? o->runtime : 3);
+	snprintf(rounds, sizeof(rounds), "%lld", (long long)(o->repeat > 5 ? o->repeat : 5));
 	ssize_t sl = readlink("/proc/self/exe", self, sizeof(self) - 1);
 	self[sl > 0 ? sl : 0] = 0;
 	const char *mode = !o->image ? "raw" : img->crop ? "val" : "train";
