@@ -183,8 +183,9 @@ def run_stoker(s):
     if s["mode"] != "raw":
         img = stoker.Image(size=s["size"], crop="random_resized" if s["mode"] == "train" else "center",
                            scale=tuple(s["scale"]), ratio=tuple(s["ratio"]), crop_frac=s["crop_frac"])
+    kw = {"decode_threads": s["workers"]} if img is not None and s["workers"] else {}
     with stoker.Loader(s["source"], s["batch"], image=img, shuffle=True, seed=s["seed"],
-                       copy_free=True) as ld:
+                       copy_free=True, **kw) as ld:
         while True:
             for b in ld:
                 if img is None:

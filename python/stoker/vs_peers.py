@@ -312,9 +312,10 @@ def main(argv=None):
 
     best_w, search = {}, {}
     for label, peer, src in rows:
-        if peer == "stoker":
-            best_w[label] = 0
+        if peer == "stoker" and a.mode == "raw":
+            best_w[label] = 0  # its own I/O threads
             continue
+        # stoker: decode threads (its default leaves a core to the trainer: 1 of 2)
         cands = list(range(0 if peer in DATALOADER else 1, cpus + 1))
         if a.no_search:
             cands = [cpus]
