@@ -17,7 +17,7 @@ export STOKER_LIB="$PWD/$B/libstoker.so.0" PYTHONPATH="$PWD/python" STOKER="$PWD
 P=${1:-${XDG_CACHE_HOME:-$HOME/.cache}/stoker/default-10000}
 for w in ${WORKLOADS:-train raw-warm raw-cold val}; do
 	case $w in
-	train) args="--mode train --stoker-sources folder,shards,transcoded" ;;
+	train) args="--mode train --stoker-sources folder,transcoded" ;;
 	raw-warm) args="--mode raw --no-search --stoker-sources folder,shards" ;;
 	raw-cold) args="--mode raw --cache cold --no-search --stoker-sources folder,shards" ;;
 	val) args="--mode val --no-search --stoker-sources folder,transcoded" ;;

@@ -316,7 +316,8 @@ def main(argv=None):
             best_w[label] = 0  # its own I/O threads
             continue
         # stoker: decode threads (its default leaves a core to the trainer: 1 of 2)
-        cands = list(range(0 if peer in DATALOADER else 1, cpus + 1))
+        # (0 workers, decoding in the main process, only for raw bytes)
+        cands = list(range(0 if peer in DATALOADER and a.mode == "raw" else 1, cpus + 1))
         if a.no_search:
             cands = [cpus]
         if len(cands) == 1:
