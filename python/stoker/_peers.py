@@ -181,11 +181,12 @@ def run_stoker(s):
     import stoker
     img = None
     if s["mode"] != "raw":
+        kw = {"decode_threads": s["workers"]} if s["workers"] else {}
         img = stoker.Image(size=s["size"], crop="random_resized" if s["mode"] == "train" else "center",
-                           scale=tuple(s["scale"]), ratio=tuple(s["ratio"]), crop_frac=s["crop_frac"])
-    kw = {"decode_threads": s["workers"]} if img is not None and s["workers"] else {}
+                           scale=tuple(s["scale"]), ratio=tuple(s["ratio"]), crop_frac=s["crop_frac"],
+                           **kw)
     with stoker.Loader(s["source"], s["batch"], image=img, shuffle=True, seed=s["seed"],
-                       copy_free=True, **kw) as ld:
+                       copy_free=True) as ld:
         while True:
             for b in ld:
                 if img is None:

@@ -137,6 +137,18 @@ def _drop_caches():
         return str(e)
 
 
+_running = []  # the run's process group, killed with us (SIGTERM, SIGINT)
+
+
+def _on_signal(sig, frame):
+    for pid in _running:
+        try:
+            os.killpg(pid, signal.SIGKILL)
+        except OSError:
+            pass
+    sys.exit(128 + sig)
+
+
 def child(spec, timeout):
     """Runs python3 -m stoker._peers SPEC in its own session; (result or None,
     error, peak PSS MB, wall s)."""
@@ -144,6 +156,7 @@ def child(spec, timeout):
     env = dict(os.environ, PYTHONUNBUFFERED="1")
     p = subprocess.Popen([sys.executable, "-m", "stoker._peers", json.dumps(spec)],
                          stdout=subprocess.PIPE, stderr=err, start_new_session=True, env=env)
+    _running[:] = [p.pid]
     lines = []
     reader = threading.Thread(target=lambda: lines.extend(p.stdout), daemon=True)
     reader.start()
@@ -253,6 +266,8 @@ def main(argv=None):
     ap.add_argument("--convert-only", action="store_true", help="make the formats, measure nothing")
     ap.add_argument("--json", action="store_true")
     a = ap.parse_args(argv)
+    signal.signal(signal.SIGTERM, _on_signal)
+    signal.signal(signal.SIGINT, _on_signal)
     log = (lambda *m: print("vs_peers:", *m, file=sys.stderr, flush=True))
     path = os.path.abspath(a.path)
     ext = _extents(path)
