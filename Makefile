@@ -137,6 +137,20 @@ test-py: all
 		$(PY_PRELOAD) $(TEST_ENV) STOKER_LIB=$(CURDIR)/$(BUILD)/libstoker.so.0 STOKER=$(CURDIR)/$(BUILD)/stoker \
 		PYTHONPATH=$(CURDIR)/python $(PYTHON) -m pytest -q tests/python; fi
 
+# The peers' virtual environment (PyTorch 2.x, DALI, SPDL, Streaming, LitData,
+# WebDataset, FFCV...) for `stoker bench --vs all` and `make test-py-venv`.
+.PHONY: peers
+peers:
+	$(Q)sh bench/peers/setup.sh
+
+# The binding's tests on PyTorch 2.x as well (pip's wheels in that venv; only
+# torch, torchvision and pytest are installed for it).
+PEERS_PYTHON ?= $(or $(STOKER_PEERS),$(or $(XDG_CACHE_HOME),$(HOME)/.cache)/stoker/peers)/bin/python
+.PHONY: test-py-venv
+test-py-venv: all
+	$(Q)sh bench/peers/setup.sh torch
+	$(Q)$(MAKE) --no-print-directory test-py PYTHON=$(PEERS_PYTHON)
+
 bench: all
 	$(Q)PYTHON=$(PYTHON) sh mk/deps.sh bench
 	$(Q)BUILD=$(BUILD) PYTHON=$(PYTHON) sh bench/run.sh

@@ -27,14 +27,20 @@ else
 fi
 touch afile
 
-# cache_dir is a file: both places named with their reasons, once over
-# three runs, every sample still read
+# cache_dir is a file: where it was tried named with the reason, once over
+# three runs, every sample still read; the data folder is not tried (the
+# cache goes beside the data only with --index-beside)
 "$STOKER" bench $QUICK --repeat 3 --cache-dir afile --json data >out.json 2>err ||
 	fail "bench exit $?: $(cat err)"
 [ "$(grep -c "index cache not written" err)" = 1 ] || fail "not said once: $(cat err)"
+grep -q "afile/index-[0-9a-f]*: Not a directory" err || fail "cache_dir not named: $(cat err)"
+! grep -q "stoker-index" err || fail "the data folder tried without --index-beside: $(cat err)"
+# --index-beside: both places named with their reasons
+"$STOKER" bench $QUICK --repeat 1 --index-beside --cache-dir afile data >/dev/null 2>err ||
+	fail "beside exit $?: $(cat err)"
 grep -q "index cache not written, so every start indexes data again: .*data/.stoker-index: " err ||
 	fail "beside the data not named: $(cat err)"
-grep -q "afile/index-[0-9a-f]*: Not a directory" err || fail "cache_dir not named: $(cat err)"
+grep -q "afile/index-[0-9a-f]*: Not a directory" err || fail "cache_dir not named (beside): $(cat err)"
 /usr/bin/python3 -c 'import json,sys; s=json.load(open("out.json"))["stoker"]; assert s["samples"] == 14 and s["errors"] == 0, s' ||
 	fail "samples"
 # the default user cache folder under a file ($XDG_CACHE_HOME/stoker cannot be made)

@@ -175,8 +175,7 @@ def main(argv=None):
             import torchvision  # noqa: F401
             import PIL  # noqa: F401
     except ImportError as e:
-        print("stoker.vs_torch: %s: PyTorch's DataLoader cannot run here (Debian: apt-get "
-              "install python3-torch python3-torchvision)" % e, file=sys.stderr)
+        print("%s: %s" % (type(e).__name__, e))  # stoker bench's one line says what to install
         return 3
     extents = _extents(a.path)
     if not a.samples:

@@ -450,9 +450,10 @@ int cmd_bench(int argc, char **argv)
 		{"plot", 0, OPT_STR, &o.plot, NULL, 0, 0, NULL, "FILE",
 		 "--sweep: SVG chart file, and FILE.png beside it with rsvg-convert "
 		 "[stoker-sweep-KNOB.svg]"},
-		{"vs", 0, OPT_STR, &o.vs, NULL, 0, 0, NULL, "torch",
-		 "also PyTorch's DataLoader on the same samples at its best worker count "
-		 "(python3 -m stoker.vs_torch), and stoker's ratio to it"},
+		{"vs", 0, OPT_STR, &o.vs, NULL, 0, 0, NULL, "PEER,..",
+		 "also the peers on the same samples, and stoker's ratio to each: torch (Debian's "
+		 "DataLoader, python3 -m stoker.vs_torch); dali, spdl, ffcv, streaming, litdata, wds, "
+		 "torch-pil or all (the venv of `make peers`, python3 -m stoker.vs_peers)"},
 		{"json", 'j', OPT_BOOL, &o.json, NULL, 0, 0, NULL, NULL, "print JSON"},
 		OPT_END,
 	};
@@ -484,9 +485,9 @@ int cmd_bench(int argc, char **argv)
 			return EXIT_USAGE;
 		}
 	}
-	if (o.vs && strcmp(o.vs, "torch")) {
-		fprintf(stderr, "stoker bench: --vs: '%s' is not torch (the one comparison there is)\n",
-			o.vs);
+	char vs_bad[256];
+	if (o.vs && bench_vs_check(o.vs, vs_bad, sizeof(vs_bad))) {
+		fprintf(stderr, "stoker bench: %s\n", vs_bad);
 		return EXIT_USAGE;
 	}
 	struct stk_loader_opts lo;
@@ -561,12 +562,15 @@ int cmd_bench(int argc, char **argv)
 	spread_runs(S, n, sps_of, &ss);
 	char tuning[2048];
 	stk_loader_tuning(l, tuning, sizeof(tuning));
-	json_t *vt = NULL;
-	char vt_why[512] = "";
+	json_t *vt = NULL, *vp = NULL;
+	char vt_why[1024] = "";
 	if (o.vs && rc == 0 && !bench_interrupted) {
 		if (o.cache == CACHE_WARM)
 			set_cache(l, &o, order, norder, &cache);
-		vt = bench_vs_torch(&o, &eff, &effimg, 0, vt_why, sizeof(vt_why));
+		if (bench_vs_torch_only(o.vs))
+			vt = bench_vs_torch(&o, &eff, &effimg, 0, vt_why, sizeof(vt_why));
+		else
+			vp = bench_vs_peers(&o, &eff, &effimg, vt_why, sizeof(vt_why));
 	}
 	if (o.json) {
 		int med = median_run(S, n);
@@ -639,8 +643,12 @@ int cmd_bench(int argc, char **argv)
 			json_object_set_new(vt, "ratio", json_real(bsps > 0 ? ss.median / bsps : 0));
 			json_object_set_new(j, "vs_torch", vt);
 			vt = NULL;
+		} else if (vp) {
+			json_object_set_new(j, "vs_peers", vp);
+			vp = NULL;
 		} else if (o.vs) {
-			json_object_set_new(j, "vs_torch", json_pack("{s:s}", "error", vt_why));
+			json_object_set_new(j, bench_vs_torch_only(o.vs) ? "vs_torch" : "vs_peers",
+					    json_pack("{s:s}", "error", vt_why));
 		}
 		if (warn[0])
 			json_object_set_new(j, "warnings", json_pack("[s]", warn));
@@ -652,8 +660,11 @@ int cmd_bench(int argc, char **argv)
 		device_print(&V[pick]);
 		if (vt)
 			vs_torch_print(vt, ss.median);
+		else if (vp)
+			vs_peers_print(vp);
 		else if (o.vs)
-			printf("\n  vs PyTorch's DataLoader: not run: %s\n", vt_why);
+			printf("\n  vs %s: not run: %s\n",
+			       bench_vs_torch_only(o.vs) ? "PyTorch's DataLoader" : "the peers", vt_why);
 		verdict_print(&V[pick]);
 		if (note[0])
 			printf("  (%s)\n", note);
@@ -663,6 +674,7 @@ int cmd_bench(int argc, char **argv)
 	for (int i = 0; i < (int)o.repeat; i++)
 		json_decref(S[i].epochs);
 	json_decref(vt);
+	json_decref(vp);
 	free(order);
 	stk_loader_destroy(l);
 	if (bench_interrupted) {

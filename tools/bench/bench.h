@@ -140,6 +140,26 @@ void verdict_print(const struct stk_verdict *v);
  * in why (no interpreter, torch not importable, ...). */
 json_t *bench_vs_torch(const struct bench_opts *o, const struct stk_loader_opts *lo,
 		       const struct stk_image_opts *img, uint64_t samples, char *why, size_t len);
+/* Runs a Python helper (argv[0] an interpreter) with this tree's python/ on
+ * PYTHONPATH and STOKER_LIB set to the library this process runs; its
+ * stdout in *out (malloc'd); the exit status, or -errno when it cannot start. */
+int bench_run_capture(char *const argv[], char **out);
+/* python3 -c BENCH_PY_BOOT("vs_torch") ARGS: stoker.MODULE's main(ARGS), or
+ * exit 3 with the import error on stdout (one line, no traceback) when
+ * PyTorch or the package cannot be imported. */
+#define BENCH_PY_BOOT(module)                                                                    \
+	"import sys\ntry:\n import torch\n from stoker." module " import main\n"                 \
+	"except Exception as e:\n print('%s: %s' % (type(e).__name__, e)); sys.exit(3)\n"          \
+	"sys.exit(main(sys.argv[1:]))"
+
+/* --vs NAME,...: "torch" alone is bench_vs_torch's (Debian's interpreter);
+ * anything else runs python3 -m stoker.vs_peers in the peers' venv (bench/
+ * peers.c).  bench_vs_check: 0, or -1 with the reason for a bad list. */
+int bench_vs_check(const char *vs, char *why, size_t len);
+bool bench_vs_torch_only(const char *vs);
+json_t *bench_vs_peers(const struct bench_opts *o, const struct stk_loader_opts *lo,
+		       const struct stk_image_opts *img, char *why, size_t len);
+void vs_peers_print(const json_t *vp);
 /* stoker bench PATH1 PATH2 ...: the paths side by side (bench/paths.c). */
 int bench_paths(struct bench_opts *o, char **paths, int n);
 /* Its lines in bench's human report, with stoker's ratio to the best. */

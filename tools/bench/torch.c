@@ -81,7 +81,7 @@ static char **child_env(char *pp, size_t pplen, char *lib, size_t liblen)
 }
 
 /* Runs argv with stdout into a growing buffer; the exit status or <0. */
-static int run_capture(char *const argv[], char **out)
+int bench_run_capture(char *const argv[], char **out)
 {
 	int fd[2];
 	if (pipe2(fd, O_CLOEXEC))
@@ -139,7 +139,7 @@ json_t *bench_vs_torch(const struct bench_opts *o, const struct stk_loader_opts 
 	snprintf(bs, sizeof(bs), "%u", lo->batch_size);
 	snprintf(n, sizeof(n), "%llu", (unsigned long long)samples);
 	snprintf(seed, sizeof(seed), "%llu", (unsigned long long)lo->seed);
-	const char *argv[64] = {python(), "-m", "stoker.vs_torch", o->path, "--json",
+	const char *argv[64] = {python(), "-c", BENCH_PY_BOOT("vs_torch"), o->path, "--json",
 				"--batch-size", bs, "--samples", n, "--seconds", secs,
 				"--cache", caches[o->cache], "--seed", seed};
 	int k = 15;
@@ -179,12 +179,17 @@ json_t *bench_vs_torch(const struct bench_opts *o, const struct stk_loader_opts 
 	}
 	argv[k] = NULL;
 	char *out = NULL;
-	int rc = run_capture((char *const *)argv, &out);
+	int rc = bench_run_capture((char *const *)argv, &out);
 	json_t *j = NULL;
 	if (rc < 0) {
 		snprintf(why, len, "cannot start %s: %s", argv[0], strerror(-rc));
 	} else if (rc == 3) {
-		snprintf(why, len, "PyTorch is not importable by %s (see above)", argv[0]);
+		char *nl = out ? strchr(out, '\n') : NULL;
+		if (nl)
+			*nl = 0;
+		snprintf(why, len, "skipped: %s (%s); install: apt-get install "
+				   "python3-torch python3-torchvision (or `make peers` and --vs all)",
+			 argv[0], out && *out ? out : "torch");
 	} else if (rc) {
 		snprintf(why, len, "%s -m stoker.vs_torch exited %d", argv[0], rc);
 	} else {
