@@ -442,7 +442,7 @@ STK_API int stk_cpu_share(uint32_t local_rank, uint32_t local_world_size,
 struct stk_cpus;
 /* The same rule applied to a reading of the CPUs (stk_sys_cpus, of this
  * machine or of a --root tree): the share each of local_world_size ranks
- * gets (0: no launcher), as if the launcher did not bind ranks to CPUs.  What
+ * is given (0: no launcher), as if the launcher did not bind ranks to CPUs.  What
  * `stoker doctor` prints.  0 or -EINVAL. */
 STK_API int stk_cpu_share_for(const struct stk_cpus *cpus, uint32_t local_world_size,
 			      struct stk_cpu_share *out);

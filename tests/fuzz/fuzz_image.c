@@ -13,36 +13,25 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fuzz_opts.h"
 #include "image/image.h"
 #include "stoker/stoker.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-#define FUZZ_IMAGE_HEAD 16
+#define FUZZ_IMAGE_HEAD FUZZ_HEAD
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	if (size < FUZZ_IMAGE_HEAD)
 		return 0;
 	const uint8_t *h = data;
-	struct stk_image_opts o = {.size = sizeof(o)};
-	o.width = 1 + h[0] % 96;
-	o.height = 1 + h[1] % 96;
-	o.crop = h[2] & 1 ? STK_CROP_CENTER : STK_CROP_RANDOM_RESIZED;
-	o.dtype = (enum stk_dtype)((h[2] >> 1) % 3);
-	o.flags = (h[2] & 8 ? STK_IMG_NO_FLIP : 0) | (h[2] & 16 ? STK_IMG_NHWC : 0) |
-		  (h[2] & 32 && o.dtype != STK_DTYPE_UINT8 ? STK_IMG_NORMALIZE : 0);
-	/* valid ranges only: the options' own checks are not what is fuzzed */
-	o.scale_min = 0.01f + (float)h[3] / 255.0f * 0.98f;
-	o.scale_max = o.scale_min + (1.0f - o.scale_min) * (float)h[4] / 255.0f;
-	o.ratio_min = 0.1f + (float)h[5] / 255.0f * 2.0f;
-	o.ratio_max = o.ratio_min + (float)h[6] / 255.0f * 8.0f;
-	o.crop_frac = 0.05f + (float)h[7] / 255.0f * 0.95f;
-	o.max_pixels = h[2] & 64 ? 1 + (uint64_t)h[8] * 4096 : 0;
+	struct fuzz_sample s;
+	fuzz_opts(h, &s); /* the head: the options and the sample (fuzz_opts.h) */
+	struct stk_image_opts o = s.o;
+	uint64_t seed = s.seed, epoch = s.epoch;
+	int64_t index = s.index;
 	stk__image_fast = h[2] >> 7;
-	uint64_t seed = (uint64_t)h[9] | (uint64_t)h[10] << 8 | (uint64_t)h[11] << 16;
-	uint64_t epoch = h[12];
-	int64_t index = (int64_t)h[13] | (int64_t)h[14] << 8 | (int64_t)h[15] << 16;
 	size_t len = size - FUZZ_IMAGE_HEAD;
 	/* the JPEG in a buffer of exactly its size: ASan sees any read past it */
 	uint8_t *jpg = malloc(len ? len : 1);
