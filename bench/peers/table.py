@@ -14,18 +14,19 @@ for w in ("train", "raw-warm", "raw-cold", "val"):
         w, j["mode"], j["cache"], j["batch_size"], j["cpus"], j["rounds"], j["seconds"],
         " ".join(j["load"])))
     print("| loader | workers / threads | samples/s median (min–max) | CPU s / 1,000 | peak PSS MB | "
-          "first batch s | stoker (best source) / it |")
-    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: |")
+          "loader MB (above its imports) | first batch s | stoker (best source) / it | stoker's loader MB / it |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
     for label, e in j["results"].items():
         if "samples_per_s" not in e:
             why = e.get("error") or "flagged: %s" % e.get("flag")
-            print("| %s | %s | %s | | | | |" % (label, e["workers"], why.replace("|", "/")[:200]))
+            print("| %s | %s | %s | | | | | | |" % (label, e["workers"], why.replace("|", "/")[:200]))
             continue
         s = e["samples_per_s"]
         r = "**%.2f**" % e["ratio_best_stoker"] if "ratio_best_stoker" in e else ""
-        print("| %s | %d | %.0f (%.0f–%.0f) | %.2f | %.0f | %.2f | %s |" % (
+        m = "%.2f" % e["memory_ratio"] if "memory_ratio" in e else ""
+        print("| %s | %d | %.0f (%.0f–%.0f) | %.2f | %.0f | %.0f | %.2f | %s | %s |" % (
             label, e["workers"], s["median"], s["min"], s["max"], e["cpu_s_per_1000"],
-            e["pss_peak_mb"], e["ttfb_s"], r))
+            e["pss_peak_mb"], e.get("loader_mb", 0), e["ttfb_s"], r, m))
     for name, m in j["conversions"].items():
         if "error" not in m:
             print("\nformat for %s: %.0f s, %.0f MB" % (name, m["seconds"], m["bytes"] / 1e6), end="")

@@ -58,14 +58,52 @@ def tree_cpu_s(root=None):
 
 
 def pss_kb(pid):
+    """(PSS, anonymous + shared-memory PSS) of pid in KiB.  The second leaves
+    out file pages (the libraries' code, shared with every process that maps
+    them, so a process's share of them moves with what else runs); anonymous
+    pages a forked worker shares with its parent are split between the two,
+    so summed over a process tree it counts each page of the tree once."""
+    tot = anon = 0
     try:
         with open("/proc/%d/smaps_rollup" % pid) as f:
             for line in f:
                 if line.startswith("Pss:"):
-                    return int(line.split()[1])
+                    tot = int(line.split()[1])
+                elif line.startswith(("Pss_Anon:", "Pss_Shmem:")):
+                    anon += int(line.split()[1])
     except OSError:
         pass
-    return 0
+    return tot, anon
+
+
+# what each run imports before it builds its loader: measured after these
+# and before the loader, the process's own memory is the baseline its
+# loader's memory is counted above
+IMPORTS = {
+    "stoker": ["stoker"],
+    "torch": ["torchvision", "torchvision.transforms.v2", "torchvision.io"],
+    "torch-pil": ["torchvision", "torchvision.transforms", "PIL.Image"],
+    "dali": ["nvidia.dali", "nvidia.dali.fn", "nvidia.dali.types", "nvidia.dali.plugin.pytorch"],
+    "spdl": ["numpy", "spdl.io", "spdl.pipeline"],
+    "streaming": ["streaming", "streaming.base.util", "torchvision", "torchvision.transforms.v2",
+                  "torchvision.io"],
+    "litdata": ["litdata", "torchvision", "torchvision.transforms.v2", "torchvision.io"],
+    "wds": ["webdataset", "torchvision", "torchvision.transforms.v2", "torchvision.io"],
+    "ffcv": ["numpy", "ffcv.loader", "ffcv.fields.decoders", "ffcv.transforms"],
+}
+
+
+def baseline_kb(peer, mode):
+    """This process's anonymous + shared-memory PSS after the peer's imports
+    (torchvision only where the run decodes with it)."""
+    import gc
+    import importlib
+    for m in IMPORTS.get(peer, []):
+        if mode == "raw" and m.startswith("torchvision") and peer != "torch-pil":
+            continue
+        importlib.import_module(m)
+    gc.collect()
+    return pss_kb(os.getpid())[1]
 
 
 # ---- the pipelines: each yields (count, bytes, images or None) per batch ----
@@ -144,7 +182,7 @@ def _batches_dl(s, ds, **kw):
     import torch
     from torch.utils.data import DataLoader
     w = s["workers"]
-    extra = {"prefetch_factor": 4, "persistent_workers": False} if w else {}
+    extra = {"prefetch_factor": s["prefetch"], "persistent_workers": False} if w else {}
     if "generator" not in kw and not isinstance(ds, torch.utils.data.IterableDataset):
         g = torch.Generator()
         g.manual_seed(s["seed"])
@@ -186,7 +224,7 @@ def run_stoker(s):
                            scale=tuple(s["scale"]), ratio=tuple(s["ratio"]), crop_frac=s["crop_frac"],
                            **kw)
     with stoker.Loader(s["source"], s["batch"], image=img, shuffle=True, seed=s["seed"],
-                       copy_free=True) as ld:
+                       copy_free=True, prefetch=s["prefetch"]) as ld:
         while True:
             for b in ld:
                 if img is None:
@@ -204,7 +242,7 @@ def run_dali(s):
     mode = s["mode"]
 
     @pipeline_def(batch_size=s["batch"], num_threads=s["workers"], device_id=None, seed=s["seed"],
-                  prefetch_queue_depth=2)
+                  prefetch_queue_depth=s["prefetch"])
     def pipe():
         jpegs, labels = fn.readers.file(file_root=s["source"], random_shuffle=True, name="reader")
         if mode == "raw":
@@ -278,7 +316,7 @@ def run_spdl(s):
         return len(items), 0, spdl.io.to_torch(buf)
 
     p = (PipelineBuilder().add_source(src()).aggregate(s["batch"])
-         .pipe(batch, concurrency=s["workers"]).add_sink(4).build(num_threads=s["workers"]))
+         .pipe(batch, concurrency=s["workers"]).add_sink(s["prefetch"]).build(num_threads=s["workers"]))
     with p.auto_stop():
         for b in p:
             yield b
@@ -325,11 +363,12 @@ def run_litdata(s):
     import litdata
     fn = _sample_fn(s)
     ds = litdata.StreamingDataset(s["source"], shuffle=True, seed=s["seed"])
-    def collate(items):
-        return _collate(s)([(fn(x["jpg"]), x["cls"]) for x in items])
+    def collate(items):  # bytes(): LitData gives a memoryview, which its workers cannot pickle
+        return _collate(s)([(fn(bytes(x["jpg"])), x["cls"]) for x in items])
 
     dl = litdata.StreamingDataLoader(ds, batch_size=s["batch"], num_workers=s["workers"],
-                                     collate_fn=collate)
+                                     collate_fn=collate,
+                                     **({"prefetch_factor": s["prefetch"]} if s["workers"] else {}))
     while True:
         for data, labels in dl:
             yield _counted(s, data, labels)
@@ -344,7 +383,8 @@ def run_wds(s):
                          nodesplitter=wds.split_by_node, workersplitter=wds.split_by_worker)
           .shuffle(1000, rng=None).to_tuple("jpg", "cls")
           .map_tuple(fn, lambda b: int(b)).batched(s["batch"], collation_fn=_collate(s)))
-    loader = wds.WebLoader(ds, batch_size=None, num_workers=s["workers"])
+    loader = wds.WebLoader(ds, batch_size=None, num_workers=s["workers"],
+                           **({"prefetch_factor": s["prefetch"]} if s["workers"] else {}))
     while True:
         for data, labels in loader:
             yield _counted(s, data, labels)
@@ -366,7 +406,7 @@ def run_ffcv(s):
     else:
         ip = [SimpleRGBImageDecoder()]
     ld = Loader(os.path.join(s["source"], "data.beton"), batch_size=s["batch"], num_workers=s["workers"],
-                order=OrderOption.RANDOM, seed=s["seed"], os_cache=True,
+                order=OrderOption.RANDOM, seed=s["seed"], os_cache=True, batches_ahead=s["prefetch"],
                 pipelines={"image": ip, "label": [IntDecoder(), ToTensor()]})
     del np
     while True:
@@ -383,6 +423,7 @@ def measure(s):
     """One run as the spec says; the result dict."""
     import torch
     torch.set_num_threads(1)  # intra-op threads in this process: the peers' own threads count
+    base = baseline_kb(s["peer"], s["mode"])
     t_start = time.monotonic()
     gen = RUN[s["peer"]](s)
     c, nb, img = next(gen)
@@ -404,7 +445,7 @@ def measure(s):
     dt = time.monotonic() - t0
     cpu = tree_cpu_s() - cpu0
     return {"samples": n, "bytes": nbytes, "seconds": dt, "ttfb_s": ttfb, "cpu_s": cpu,
-            "first": first, "ended": ended}
+            "first": first, "ended": ended, "base_kb": base}
 
 
 # ---- conversions to each peer's own format ----

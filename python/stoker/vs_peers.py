@@ -151,7 +151,7 @@ def _on_signal(sig, frame):
 
 def child(spec, timeout):
     """Runs python3 -m stoker._peers SPEC in its own session; (result or None,
-    error, peak PSS MB, wall s)."""
+    error, (peak PSS MB, peak anonymous + shared-memory PSS MB), wall s)."""
     err = tempfile.TemporaryFile()
     env = dict(os.environ, PYTHONUNBUFFERED="1")
     p = subprocess.Popen([sys.executable, "-m", "stoker._peers", json.dumps(spec)],
@@ -160,9 +160,11 @@ def child(spec, timeout):
     lines = []
     reader = threading.Thread(target=lambda: lines.extend(p.stdout), daemon=True)
     reader.start()
-    peak, t0 = 0, time.monotonic()
+    peak, peak_anon, t0 = 0, 0, time.monotonic()
     while p.poll() is None and time.monotonic() - t0 < timeout:
-        peak = max(peak, sum(pss_kb(pid) for pid in proc_tree(p.pid)))
+        m = [pss_kb(pid) for pid in proc_tree(p.pid)]
+        peak = max(peak, sum(t for t, _ in m))
+        peak_anon = max(peak_anon, sum(a for _, a in m))
         time.sleep(0.05)
     hung = p.poll() is None
     try:
@@ -185,7 +187,7 @@ def child(spec, timeout):
         tail = " | ".join(tail)[-600:]
         why = ("hung: no result after %.0f s%s" % (timeout, "; it said: " + tail if tail else "")
                if hung else "exited %d: %s" % (p.returncode, tail or "no output"))
-    return res, why, peak / 1024.0, wall
+    return res, why, (peak / 1024.0, peak_anon / 1024.0), wall
 
 
 def convert(peer, path, fmt, data_dir, stoker_bin, timeout):
@@ -259,6 +261,9 @@ def main(argv=None):
     ap.add_argument("--scale", type=float, nargs=2, default=(0.08, 1.0))
     ap.add_argument("--ratio", type=float, nargs=2, default=(3 / 4, 4 / 3))
     ap.add_argument("--crop-frac", type=float, default=0.875)
+    ap.add_argument("--prefetch", type=int, default=2,
+                    help="batches each side keeps ahead: stoker's slots, DataLoader's prefetch_factor, "
+                         "DALI's prefetch_queue_depth, SPDL's sink, FFCV's batches_ahead")
     ap.add_argument("--no-search", action="store_true", help="workers = CPUs, no search")
     ap.add_argument("--stoker-sources", default="folder,shards,transcoded")
     ap.add_argument("--timeout", type=float, default=300.0)
@@ -280,7 +285,7 @@ def main(argv=None):
     os.makedirs(data_dir, exist_ok=True)
     base = {"mode": a.mode, "batch": a.batch_size, "seed": a.seed, "size": a.size,
             "scale": list(a.scale), "ratio": list(a.ratio), "crop_frac": a.crop_frac,
-            "samples": 1 << 62, "seconds": a.seconds}
+            "samples": 1 << 62, "seconds": a.seconds, "prefetch": a.prefetch}
     # the rows: (label, peer, source dir); conversions first
     rows, conversions, failed = [], {}, {}
     for src in a.stoker_sources.split(","):
@@ -315,7 +320,10 @@ def main(argv=None):
         res, err, pss, wall = child(spec, a.timeout)
         if res is None:
             return {"error": err, "workers": workers}
-        res.update(workers=workers, pss_mb=pss, wall_s=wall,
+        # the loader's own memory: the peak of the tree's anonymous and shared
+        # memory above what the process held after its imports (torch's ~280 MB)
+        res.update(workers=workers, pss_mb=pss[0], wall_s=wall,
+                   loader_mb=max(0.0, pss[1] - res.get("base_kb", 0) / 1024.0),
                    samples_per_s=res["samples"] / res["seconds"] if res["seconds"] > 0 else 0,
                    cpu_s_per_1000=1000 * res["cpu_s"] / res["samples"] if res["samples"] else None)
         if why:
@@ -367,6 +375,7 @@ def main(argv=None):
             e["samples_per_s"] = _spread([r["samples_per_s"] for r in good])
             e["cpu_s_per_1000"] = statistics.median(r["cpu_s_per_1000"] for r in good)
             e["pss_peak_mb"] = statistics.median(r["pss_mb"] for r in good)
+            e["loader_mb"] = statistics.median(r["loader_mb"] for r in good)
             e["ttfb_s"] = statistics.median(r["ttfb_s"] for r in good)
         result[label] = e
     ref = {}
@@ -374,11 +383,15 @@ def main(argv=None):
         if e["peer"] == "stoker" and "samples_per_s" in e:
             ref[label] = e["samples_per_s"]["median"]
     best_stoker = max(ref.values()) if ref else 0
+    mem = [e["loader_mb"] for e in result.values() if e["peer"] == "stoker" and "loader_mb" in e]
+    stoker_mem = min(mem) if mem else None
     for label, e in result.items():
         if e["peer"] != "stoker" and "samples_per_s" in e and e["samples_per_s"]["median"] > 0:
             m = e["samples_per_s"]["median"]
             e["ratio"] = {k: v / m for k, v in ref.items()}
             e["ratio_best_stoker"] = best_stoker / m
+            if stoker_mem is not None and e.get("loader_mb"):
+                e["memory_ratio"] = stoker_mem / e["loader_mb"]
     versions = {}
     try:
         import importlib.metadata as md
@@ -391,6 +404,7 @@ def main(argv=None):
     except ImportError:
         pass
     out = {"path": path, "mode": a.mode, "cache": a.cache, "cpus": cpus, "batch_size": a.batch_size,
+           "prefetch": a.prefetch,
            "rounds": a.rounds, "seconds": a.seconds, "mean_bytes": mean_bytes, "versions": versions,
            "conversions": conversions, "results": result,
            "skipped": [{"peer": p, "why": w} for p, w in skipped],
@@ -407,11 +421,13 @@ def main(argv=None):
 
 def table(out):
     """The human lines (the CLI prints these too)."""
-    L = ["vs the peers: %s, %s cache, batch %d, %d CPUs, %d rounds of %.0f s (load %s)" % (
-        out["mode"], out["cache"], out["batch_size"], out["cpus"], out["rounds"], out["seconds"],
+    L = ["vs the peers: %s, %s cache, batch %d, prefetch %d, %d CPUs, %d rounds of %.0f s (load %s)" % (
+        out["mode"], out["cache"], out["batch_size"], out.get("prefetch", 0), out["cpus"], out["rounds"],
+        out["seconds"],
         " ".join(out["load"]))]
-    L.append("  %-20s %7s %10s %15s %10s %9s %7s %9s" % (
-        "", "workers", "samples/s", "(min-max)", "CPU s/1k", "PSS MB", "1st s", "stoker/x"))
+    L.append("  %-20s %7s %10s %15s %10s %9s %9s %7s %9s %9s" % (
+        "", "workers", "samples/s", "(min-max)", "CPU s/1k", "PSS MB", "loader MB", "1st s",
+        "stoker/x", "mem s/x"))
     for label, e in out["results"].items():
         if "samples_per_s" not in e:
             L.append("  %-20s %s" % (label, "FAILED: %s" % e["error"] if "error" in e
@@ -419,9 +435,10 @@ def table(out):
             continue
         s = e["samples_per_s"]
         r = "%.2fx" % e["ratio_best_stoker"] if "ratio_best_stoker" in e else ""
-        L.append("  %-20s %7d %10.0f %15s %10.2f %9.0f %7.2f %9s" % (
+        mr = "%.2fx" % e["memory_ratio"] if "memory_ratio" in e else ""
+        L.append("  %-20s %7d %10.0f %15s %10.2f %9.0f %9.0f %7.2f %9s %9s" % (
             label, e["workers"], s["median"], "(%.0f-%.0f)" % (s["min"], s["max"]),
-            e["cpu_s_per_1000"], e["pss_peak_mb"], e["ttfb_s"], r))
+            e["cpu_s_per_1000"], e["pss_peak_mb"], e.get("loader_mb", 0), e["ttfb_s"], r, mr))
     for name, m in out["conversions"].items():
         L.append("  format for %-12s %s" % (name, m["error"] if "error" in m else
                  "%.1f s, %.0f MB%s" % (m["seconds"], m["bytes"] / 1e6,

@@ -15,7 +15,7 @@ from stoker import _peers, vs_peers
 def spec(source, mode="raw", seconds=0.3, **kw):
     s = {"peer": "stoker", "mode": mode, "source": source, "workers": 0, "batch": 8, "seed": 0,
          "size": 32, "scale": [0.08, 1.0], "ratio": [0.75, 4 / 3], "crop_frac": 0.875,
-         "samples": 1 << 40, "seconds": seconds}
+         "samples": 1 << 40, "seconds": seconds, "prefetch": 2}
     s.update(kw)
     return s
 
@@ -29,7 +29,24 @@ def test_stoker_run_measured(jpeg_folder):
     mean = sum(sizes) / len(sizes)
     # whole epochs and the batches of the next: the bytes a sample are the files' mean
     assert abs(res["bytes"] / res["samples"] - mean) < 0.5 * mean
-    assert pss_mb > 1  # the interpreter at least, sampled from /proc
+    assert pss_mb[0] > 1  # the interpreter at least, sampled from /proc
+    # the baseline (the run's own anonymous memory after its imports, torch's
+    # included) is below the tree's peak the harness sampled while it ran
+    assert res["base_kb"] > 10 * 1024
+    assert pss_mb[1] * 1024 >= 0.9 * res["base_kb"]
+
+
+def test_loader_memory_follows_its_prefetch(image_folder):
+    # the loader's memory above its imports grows with the batches it keeps
+    # ahead: 8 slots of 4 images of 512 x 512 x 3 (3 MiB a slot) against 2
+    # (40 images: 10 batches an epoch, so all 8 are filled)
+    got = {}
+    for pf in (2, 8):
+        s = spec(image_folder, mode="train", workers=1, batch=4, size=512, prefetch=pf, seconds=1.0)
+        res, why, pss_mb, _ = vs_peers.child(s, timeout=300)
+        assert why is None, why
+        got[pf] = pss_mb[1] - res["base_kb"] / 1024.0
+    assert got[8] - got[2] > 6 * 3 * 0.8, got
 
 
 def test_stoker_image_run_gives_the_size_asked(image_folder):
@@ -90,7 +107,7 @@ def test_proc_tree_counts_children():
     try:
         tree = _peers.proc_tree(os.getpid())
         assert os.getpid() in tree and p.pid in tree
-        assert _peers.pss_kb(p.pid) > 0
+        assert _peers.pss_kb(p.pid)[0] > 0
     finally:
         p.kill()
         p.wait()
