@@ -21,7 +21,8 @@ import os
 import sys
 import time
 
-PEERS = ("stoker", "torch", "torch-pil", "dali", "spdl", "streaming", "litdata", "wds", "ffcv")
+PEERS = ("stoker", "torch", "torch-pil", "dali", "dali-wds", "spdl", "streaming", "litdata", "wds",
+         "ffcv")
 DATALOADER = ("torch", "torch-pil", "streaming", "litdata", "wds", "ffcv")  # worker processes
 
 
@@ -84,6 +85,7 @@ IMPORTS = {
     "torch": ["torchvision", "torchvision.transforms.v2", "torchvision.io"],
     "torch-pil": ["torchvision", "torchvision.transforms", "PIL.Image"],
     "dali": ["nvidia.dali", "nvidia.dali.fn", "nvidia.dali.types", "nvidia.dali.plugin.pytorch"],
+    "dali-wds": ["nvidia.dali", "nvidia.dali.fn", "nvidia.dali.types", "nvidia.dali.plugin.pytorch"],
     "spdl": ["numpy", "spdl.io", "spdl.pipeline"],
     "streaming": ["streaming", "streaming.base.util", "torchvision", "torchvision.transforms.v2",
                   "torchvision.io"],
@@ -237,14 +239,32 @@ def run_torch(s, pil=False):
     yield from _batches_dl(s, _Folder(_extents(s["source"]), _sample_fn(s, pil)))
 
 
-def run_dali(s):
+def _dali_wds_paths(s):
+    """The tar shards and their wds2idx index files (the dali-wds format: the
+    index files in source, the shards beside it)."""
+    import glob
+    tars = sorted(glob.glob(os.path.join(os.path.dirname(s["source"]), "shards", "*.tar")))
+    return tars, [os.path.join(s["source"], os.path.basename(t) + ".idx") for t in tars]
+
+
+def run_dali(s, wds=False):
+    """DALI's CPU pipeline over the folder (readers.file) or, wds, over the
+    tar shards (readers.webdataset with wds2idx's index files)."""
     from nvidia.dali import pipeline_def, fn, types
     mode = s["mode"]
 
     @pipeline_def(batch_size=s["batch"], num_threads=s["workers"], device_id=None, seed=s["seed"],
                   prefetch_queue_depth=s["prefetch"])
     def pipe():
-        jpegs, labels = fn.readers.file(file_root=s["source"], random_shuffle=True, name="reader")
+        if wds:
+            tars, idx = _dali_wds_paths(s)
+            jpegs, labels = fn.readers.webdataset(paths=tars, index_paths=idx, ext=["jpg", "cls"],
+                                                  missing_component_behavior="error",
+                                                  random_shuffle=True, name="reader")
+            if mode != "raw":  # the label's text, padded to the batch's longest: one tensor
+                labels = fn.pad(labels, fill_value=0)
+        else:
+            jpegs, labels = fn.readers.file(file_root=s["source"], random_shuffle=True, name="reader")
         if mode == "raw":
             return jpegs, labels
         if mode == "train":
@@ -415,7 +435,7 @@ def run_ffcv(s):
 
 
 RUN = {"stoker": run_stoker, "torch": run_torch, "torch-pil": lambda s: run_torch(s, pil=True),
-       "dali": run_dali, "spdl": run_spdl, "streaming": run_streaming, "litdata": run_litdata,
+       "dali": run_dali, "dali-wds": lambda s: run_dali(s, wds=True), "spdl": run_spdl, "streaming": run_streaming, "litdata": run_litdata,
        "wds": run_wds, "ffcv": run_ffcv}
 
 
@@ -490,6 +510,18 @@ def _beton(extents, out):
     del np
 
 
+def _dali_idx(extents, out, shards):
+    """wds2idx (DALI's) on each of stoker's pack shards."""
+    import glob
+    import subprocess
+    tool = os.path.join(os.path.dirname(sys.executable), "wds2idx")
+    os.makedirs(out, exist_ok=True)
+    for t in sorted(glob.glob(os.path.join(shards, "*.tar"))):
+        subprocess.run([tool, t, os.path.join(out, os.path.basename(t) + ".idx")], check=True,
+                       stdout=subprocess.DEVNULL)
+    del extents
+
+
 CONVERT = {"streaming": _mds, "litdata": _litdata, "ffcv": _beton}
 
 
@@ -497,7 +529,10 @@ def main(argv):
     s = json.loads(argv[0])
     if s.get("convert"):
         t0 = time.monotonic()
-        CONVERT[s["peer"]](_extents(s["source"]), s["out"])
+        if s["peer"] == "dali-wds":
+            _dali_idx(None, s["out"], s["shards"])
+        else:
+            CONVERT[s["peer"]](_extents(s["source"]), s["out"])
         print(json.dumps({"seconds": time.monotonic() - t0}), flush=True)
     else:
         print(json.dumps(measure(s)), flush=True)

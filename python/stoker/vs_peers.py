@@ -39,7 +39,8 @@ from ._peers import PEERS, DATALOADER, proc_tree, pss_kb
 # peer -> (module to find, pip package, format it reads)
 INFO = {"stoker": (None, None, "folder"), "torch": ("torchvision", "torch==2.14.1 torchvision==0.29.1", "folder"),
         "torch-pil": ("torchvision", "torch==2.14.1 torchvision==0.29.1", "folder"),
-        "dali": ("nvidia.dali", "nvidia-dali-cuda120", "folder"), "spdl": ("spdl", "spdl", "folder"),
+        "dali": ("nvidia.dali", "nvidia-dali-cuda120", "folder"),
+        "dali-wds": ("nvidia.dali", "nvidia-dali-cuda120", "dali-idx"), "spdl": ("spdl", "spdl", "folder"),
         "streaming": ("streaming", "mosaicml-streaming", "mds"), "litdata": ("litdata", "litdata", "litdata"),
         "wds": ("webdataset", "webdataset", "shards"), "ffcv": ("ffcv", "ffcv", "beton")}
 ALIASES = {"all": [p for p in PEERS if p != "stoker"], "torch": ["torch", "torch-pil"]}
@@ -209,6 +210,15 @@ def convert(peer, path, fmt, data_dir, stoker_bin, timeout):
         if r.returncode:
             return None, {"error": "%s: %s" % (" ".join(cmd), r.stderr.decode()[-300:])}
         secs = time.monotonic() - t0
+    elif fmt == "dali-idx":  # wds2idx's index files of stoker's pack shards (made first)
+        shards, m0 = convert("stoker", path, "shards", data_dir, stoker_bin, timeout)
+        if shards is None:
+            return None, m0
+        res, why, _, _ = child({"convert": 1, "peer": peer, "source": path, "out": out,
+                                "shards": shards}, timeout)
+        if res is None:
+            return None, {"error": "conversion failed: %s" % why}
+        secs = res["seconds"] + m0["seconds"]
     else:
         res, why, _, _ = child({"convert": 1, "peer": peer, "source": path, "out": out}, timeout)
         if res is None:
