@@ -293,9 +293,13 @@ def main(argv=None):
     data_dir = os.path.join(os.path.dirname(peers_dir()), "peers-data",
                             "%s-%s" % (os.path.basename(path.rstrip("/")), key))
     os.makedirs(data_dir, exist_ok=True)
+    # cold: the window ends with the first epoch (after that the data is in
+    # the page cache, and a loader fast enough to reach it would be timed warm)
+    cold_epoch = max(a.batch_size, len(ext) - a.batch_size)
     base = {"mode": a.mode, "batch": a.batch_size, "seed": a.seed, "size": a.size,
             "scale": list(a.scale), "ratio": list(a.ratio), "crop_frac": a.crop_frac,
-            "samples": 1 << 62, "seconds": a.seconds, "prefetch": a.prefetch}
+            "samples": cold_epoch if a.cache == "cold" else 1 << 62, "seconds": a.seconds,
+            "prefetch": a.prefetch}
     # the rows: (label, peer, source dir); conversions first
     rows, conversions, failed = [], {}, {}
     for src in a.stoker_sources.split(","):

@@ -452,7 +452,7 @@ int cmd_bench(int argc, char **argv)
 		 "[stoker-sweep-KNOB.svg]"},
 		{"vs", 0, OPT_STR, &o.vs, NULL, 0, 0, NULL, "PEER,..",
 		 "also the peers on the same samples, and stoker's ratio to each: torch (Debian's "
-		 "DataLoader, python3 -m stoker.vs_torch); dali, spdl, ffcv, streaming, litdata, wds, "
+		 "DataLoader, python3 -m stoker.vs_torch); dali, dali-wds, spdl, ffcv, streaming, litdata, wds, "
 		 "torch-pil or all (the venv of `make peers`, python3 -m stoker.vs_peers)"},
 		{"json", 'j', OPT_BOOL, &o.json, NULL, 0, 0, NULL, NULL, "print JSON"},
 		OPT_END,

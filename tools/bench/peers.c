@@ -18,8 +18,8 @@
 
 #include "bench/bench.h"
 
-static const char *const known[] = {"torch", "torch-pil", "dali", "spdl", "ffcv", "streaming",
-				    "litdata", "wds", "all", NULL};
+static const char *const known[] = {"torch", "torch-pil", "dali", "dali-wds", "spdl", "ffcv",
+				    "streaming", "litdata", "wds", "all", NULL};
 
 bool bench_vs_torch_only(const char *vs)
 {
@@ -30,8 +30,8 @@ int bench_vs_check(const char *vs, char *why, size_t len)
 {
 	char buf[256];
 	if (snprintf(buf, sizeof(buf), "%s", vs) >= (int)sizeof(buf) || !*vs) {
-		snprintf(why, len, "--vs: a list of peers: torch, dali, spdl, ffcv, streaming, "
-				   "litdata, wds or all");
+		snprintf(why, len, "--vs: a list of peers: torch, dali, dali-wds, spdl, ffcv, "
+				   "streaming, litdata, wds or all");
 		return -1;
 	}
 	char *save = NULL;
@@ -40,8 +40,8 @@ int bench_vs_check(const char *vs, char *why, size_t len)
 		while (known[k] && strcmp(known[k], t))
 			k++;
 		if (!known[k]) {
-			snprintf(why, len, "--vs: '%s' is not a peer (torch, torch-pil, dali, spdl, "
-					   "ffcv, streaming, litdata, wds, all)", t);
+			snprintf(why, len, "--vs: '%s' is not a peer (torch, torch-pil, dali, "
+					   "dali-wds, spdl, ffcv, streaming, litdata, wds, all)", t);
 			return -1;
 		}
 	}
