@@ -224,7 +224,8 @@ static void split_last(const char *path, char *dir, size_t dlen, char *last, siz
 	snprintf(last, llen, "%s", l);
 }
 
-int stk__remote_create(struct stk__remote **out, const char *url, char *err, size_t errlen)
+static int create(struct stk__remote **out, const char *url, bool folder_ok, char *err,
+		  size_t errlen)
 {
 	*out = NULL;
 	pthread_once(&curl_once, curl_init_once);
@@ -273,7 +274,7 @@ int stk__remote_create(struct stk__remote **out, const char *url, char *err, siz
 		}
 		split_last(path + 1, dir, sizeof(dir), last, sizeof(last));
 		snprintf(r->pattern, sizeof(r->pattern), "%s", last);
-		if (!last[0]) {
+		if (!last[0] && !folder_ok) {
 			stk__remote_destroy(r);
 			return fail(err, errlen, -EINVAL, "%s: an HTTP source names its shards: one "
 				    ".tar URL or a pattern such as shard-{000000..000099}.tar", url);
@@ -285,6 +286,20 @@ int stk__remote_create(struct stk__remote **out, const char *url, char *err, siz
 	}
 	*out = r;
 	return 0;
+}
+
+int stk__remote_create(struct stk__remote **out, const char *url, char *err, size_t errlen)
+{
+	return create(out, url, false, err, errlen);
+}
+
+int stk__remote_create_list(struct stk__remote **out, const char *root_url, const char *list,
+			    char *err, size_t errlen)
+{
+	int rc = create(out, root_url, true, err, errlen);
+	if (!rc)
+		snprintf((*out)->list, sizeof((*out)->list), "%s", list);
+	return rc;
 }
 
 void stk__remote_destroy(struct stk__remote *r)

@@ -18,6 +18,7 @@ struct stk__robj {
 	char *rel;
 	uint64_t size;
 	char etag[96]; /* as the server sent it, quotes included; "" if none */
+	unsigned line; /* a list of URLs: the line that named it (else 0) */
 };
 
 struct stk__rcache;
@@ -47,6 +48,7 @@ struct stk__remote {
 	long timeout_ms, connect_timeout_ms;
 	unsigned max_attempts; /* tries of one request, the first included */
 	uint64_t backoff_base_ns, backoff_cap_ns;
+	char list[1024];        /* a list of URLs' path ("" for a URL or pattern) */
 	struct stk__robj *objs; /* sorted by rel */
 	size_t nobjs;
 	struct stk__rcache *cache; /* NULL: off */
@@ -59,6 +61,10 @@ bool stk__remote_is_url(const char *path);
 /* Parses url, finds credentials, region and endpoint (no request yet).
  * 0, or <0 with the reason in err. */
 int stk__remote_create(struct stk__remote **out, const char *url, char *err, size_t errlen);
+/* As stk__remote_create for the shards of a list of URLs: root_url is the
+ * folder they share ('/' ended), list the list's path (for messages). */
+int stk__remote_create_list(struct stk__remote **out, const char *root_url, const char *list,
+			    char *err, size_t errlen);
 void stk__remote_destroy(struct stk__remote *r);
 /* The object named rel (bsearch in objs), or NULL. */
 const struct stk__robj *stk__remote_find(const struct stk__remote *r, const char *rel);

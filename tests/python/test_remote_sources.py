@@ -1,0 +1,92 @@
+"""Remote data, continued: a list of shard URLs as the dataset (SeaweedFS and
+nginx, the servers of test_remote.py), errors naming the list and its line."""
+
+import json
+import subprocess
+
+import pytest
+
+import stoker
+from conftest import stoker_cli
+from test_remote import aws, data, read_all, reference, s3, web  # noqa: F401 (fixtures)
+
+
+def write_list(path, lines):
+    path.write_text("\n".join(lines) + "\n")
+    return str(path)
+
+
+def test_list_of_http_urls_reads_every_sample_once(web, data, reference, tmp_path):
+    _, names = data
+    lines = ["# the shards, as WebDataset's url lists name them", ""]
+    lines += ["  %s/%s  " % (web.url, n) for n in names[:2]]  # blanks around are trimmed
+    lines += ["", "%s/train-{%06d..%06d}.tar" % (web.url, 2, len(names) - 1)]
+    lst = write_list(tmp_path / "shards.list", lines)
+    got, rs, seen = read_all(lst, cache_dir=str(tmp_path), remote_cache=False)
+    assert got == reference
+    assert set(seen.values()) == {1}
+    assert rs["root"] == web.url and rs["failed"] == 0
+
+
+def test_list_of_s3_urls_keeps_the_list_order(aws, data, reference, tmp_path):
+    _, names = data
+    rev = list(reversed(names))
+    lst = write_list(tmp_path / "urls.txt", ["s3://bkt/ds/%s" % n for n in rev])
+    got, rs, seen = read_all(lst, cache_dir=str(tmp_path), remote_cache=False, shuffle=False)
+    assert sorted(got.values()) == sorted(reference.values())
+    assert set(seen.values()) == {1}
+    assert rs["root"] == "s3://bkt/ds"
+    # index order is the list's: the first samples come from its first shard
+    with stoker.Loader(lst, batch_size=1, shuffle=False, quiet=True,
+                       cache_dir=str(tmp_path)) as l:
+        first = l.sample(0)[0]
+    assert first.endswith(rev[0]), first
+
+
+def test_cli_bench_reads_a_list(web, data, tmp_path):
+    cli = stoker_cli()
+    _, names = data
+    lst = write_list(tmp_path / "shards.list", ["%s/%s" % (web.url, n) for n in names])
+    p = subprocess.run([cli, "bench", lst, "--json", "--runtime", "0", "--epochs", "1",
+                        "--ramp", "0", "--cache-dir", str(tmp_path)],
+                       capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    j = json.loads(p.stdout)
+    assert j["remote"]["root"] == web.url
+    assert j["remote"]["requests"] > 0
+
+
+def expect_error(path, *want, **kw):
+    with pytest.raises(stoker.Error) as e:
+        read_all(path, **kw)
+    for w in want:
+        assert w in str(e.value), str(e.value)
+
+
+def test_list_errors_name_the_list_and_the_line(web, aws, data, tmp_path):
+    _, names = data
+    u0 = "%s/%s" % (web.url, names[0])
+    bad = write_list(tmp_path / "a.list", ["# c", u0, "shards/x.tar"])
+    expect_error(bad, "a.list:3:", "shards/x.tar", "is not a shard URL", cache_dir=str(tmp_path))
+    mixed = write_list(tmp_path / "b.list", [u0, "s3://bkt/ds/%s" % names[1]])
+    expect_error(mixed, "b.list:2:", "not on the server of the list's first URL",
+                 cache_dir=str(tmp_path))
+    twice = write_list(tmp_path / "c.list", [u0, "", u0])
+    expect_error(twice, "c.list:3:", "listed twice (line 1 too)", cache_dir=str(tmp_path))
+    folder = write_list(tmp_path / "d.list", ["s3://bkt/ds/"])
+    expect_error(folder, "d.list:1:", "names a folder", cache_dir=str(tmp_path))
+    gone = write_list(tmp_path / "e.list", ["s3://bkt/ds/%s" % names[0], "",
+                                            "s3://bkt/ds/no-such.tar"])
+    expect_error(gone, "e.list:3:", "s3://bkt/ds/no-such.tar", "404",
+                 cache_dir=str(tmp_path), on_error="fail")
+    empty = write_list(tmp_path / "f.list", ["# nothing", ""])
+    # no URL line: a local file list, which names no sample
+    expect_error(empty, "f.list", cache_dir=str(tmp_path))
+
+
+def test_a_missing_listed_shard_is_skipped_by_the_policy(web, data, reference, tmp_path):
+    _, names = data
+    lst = write_list(tmp_path / "g.list", ["%s/%s" % (web.url, n) for n in names] +
+                     ["%s/train-999999.tar" % web.url])
+    got, _, _ = read_all(lst, cache_dir=str(tmp_path), remote_cache=False, on_error="skip")
+    assert got == reference
