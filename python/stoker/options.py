@@ -68,6 +68,9 @@ ENVIRONMENT = [
     ("AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL", "library",
      "s3:// data: a custom endpoint (MinIO, SeaweedFS, Ceph), addressed path-style"),
     ("AWS_NO_SIGN_REQUEST", "library", "s3:// data: set: anonymous requests (public buckets)"),
+    ("AWS_CA_BUNDLE, CURL_CA_BUNDLE, SSL_CERT_FILE, SSL_CERT_DIR", "library",
+     "https:// data: the CA certificates TLS trusts instead of the system's (AWS_CA_BUNDLE for "
+     "s3:// only; the first set of the three files, and the folder); TLS is always verified"),
     ("STOKER_REMOTE_TIMEOUT_MS, STOKER_REMOTE_CONNECT_TIMEOUT_MS, STOKER_REMOTE_TRIES", "library",
      "remote data: a request's whole and connect time-outs (30000, 5000 ms) and its tries (6)"),
     ("STOKER_CUDART", "library", "path of the CUDA runtime to pin slots with, tried first"),

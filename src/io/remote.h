@@ -45,6 +45,8 @@ struct stk__remote {
 	bool anonymous;
 	char cred_source[1200]; /* where the credentials came from (never the secret) */
 	char endpoint[512];
+	char ca_file[1024], ca_dir[1024]; /* the CAs TLS trusts ("": the system's) */
+	char ca_source[1100];  /* which variable named them, for messages */
 	long timeout_ms, connect_timeout_ms;
 	unsigned max_attempts; /* tries of one request, the first included */
 	uint64_t backoff_base_ns, backoff_cap_ns;

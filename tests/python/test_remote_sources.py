@@ -2,12 +2,15 @@
 nginx, the servers of test_remote.py), errors naming the list and its line."""
 
 import json
+import os
+import shutil
 import subprocess
 
 import pytest
 
 import stoker
 from conftest import stoker_cli
+from remote_servers import Nginx, self_signed
 from test_remote import aws, data, read_all, reference, s3, web  # noqa: F401 (fixtures)
 
 
@@ -90,3 +93,67 @@ def test_a_missing_listed_shard_is_skipped_by_the_policy(web, data, reference, t
                      ["%s/train-999999.tar" % web.url])
     got, _, _ = read_all(lst, cache_dir=str(tmp_path), remote_cache=False, on_error="skip")
     assert got == reference
+
+
+@pytest.fixture(scope="module")
+def tls_web(data, tmp_path_factory):
+    """nginx serving the shards over HTTPS with a self-signed certificate."""
+    d, _ = data
+    if not shutil.which("openssl"):
+        pytest.skip("no openssl to make a certificate with (Debian: apt-get install openssl)")
+    w = tmp_path_factory.mktemp("tls")
+    cert, key = self_signed(str(w))
+    try:
+        srv = Nginx(str(d / "shards"), str(w), tls=(cert, key))
+    except FileNotFoundError as e:
+        pytest.skip("no HTTP server to test against: %s" % e)
+    yield srv, cert
+    srv.close()
+
+
+@pytest.fixture
+def no_ca_env(monkeypatch):
+    for k in ("CURL_CA_BUNDLE", "SSL_CERT_FILE", "SSL_CERT_DIR", "AWS_CA_BUNDLE"):
+        monkeypatch.delenv(k, raising=False)
+    return monkeypatch
+
+
+@pytest.mark.parametrize("var", ["CURL_CA_BUNDLE", "SSL_CERT_FILE"])
+def test_https_with_the_ca_the_way_curl_users_give_it(tls_web, no_ca_env, data, reference,
+                                                      tmp_path, var):
+    srv, cert = tls_web
+    _, names = data
+    assert srv.url.startswith("https://")
+    no_ca_env.setenv(var, cert)
+    url = "%s/train-{000000..%06d}.tar" % (srv.url, len(names) - 1)
+    got, rs, seen = read_all(url, cache_dir=str(tmp_path), remote_cache=False)
+    assert got == reference
+    assert set(seen.values()) == {1}
+    assert rs["failed"] == 0
+
+
+def test_https_untrusted_certificate_fails_naming_the_url(tls_web, no_ca_env, data, tmp_path):
+    srv, _ = tls_web
+    _, names = data
+    url = "%s/%s" % (srv.url, names[0])
+    # the system's CAs do not trust it: no batch, no insecure fallback
+    expect_error(url, url, "TLS certificate is not trusted", "the system's CA certificates",
+                 "CURL_CA_BUNDLE", cache_dir=str(tmp_path), on_error="skip")
+    # nor does another CA given (a certificate of its own)
+    other, _ = self_signed(str(tmp_path))
+    no_ca_env.setenv("CURL_CA_BUNDLE", other)
+    expect_error(url, url, "not trusted", "CURL_CA_BUNDLE=%s" % other,
+                 cache_dir=str(tmp_path))
+    # and a list of URLs says which line
+    lst = write_list(tmp_path / "tls.list", [url])
+    expect_error(lst, "tls.list:1:", url, "not trusted", cache_dir=str(tmp_path))
+
+
+def test_an_unreadable_ca_file_is_named(tls_web, no_ca_env, data, tmp_path):
+    srv, _ = tls_web
+    _, names = data
+    missing = str(tmp_path / "no-such-ca.pem")
+    no_ca_env.setenv("SSL_CERT_FILE", missing)
+    expect_error("%s/%s" % (srv.url, names[0]), "SSL_CERT_FILE=%s" % missing,
+                 "cannot read the CA certificates", cache_dir=str(tmp_path))
+    assert not os.path.exists(missing)
