@@ -233,6 +233,9 @@ struct stk_loader_opts {
 	uint32_t local_world_size;
 	uint64_t read_bytes;     /* raw mode: read only each sample's first bytes (0: all) */
 	uint64_t cache_limit;    /* remote data: bytes the local cache may hold (0: auto) */
+	uint64_t remote_timeout_ns;         /* remote data: a request's whole time-out */
+	uint64_t remote_connect_timeout_ns; /* remote data: its connect time-out */
+	uint32_t remote_tries;              /* remote data: tries of a request, the first included */
 };
 
 /* ------------------------------------------------------------------------ */
@@ -331,7 +334,17 @@ struct stk_loader_opts {
 	  "shared by the host's processes, so later epochs read from local disk")               \
 	X(LOADER, cache_limit, NULL, U64, cache_limit, 0, "auto", 1, 1125899906842624.0, "auto", \
 	  "remote data: the local cache's size bound, least recently used out first (auto: a " \
-	  "quarter of the free space where it lives, at most 100 GiB)")
+	  "quarter of the free space where it lives, at most 100 GiB)")                          \
+	X(LOADER, remote_timeout, "remote_timeout_ns", DURATION, remote_timeout_ns, 0, "30s", 1e6, \
+	  3.6e12, NULL, "remote data: a request's whole time-out, then it is tried again "       \
+	  "(STOKER_REMOTE_TIMEOUT_MS, when set, overrides it)")                                  \
+	X(LOADER, remote_connect_timeout, "remote_connect_timeout_ns", DURATION,                 \
+	  remote_connect_timeout_ns, 0, "5s", 1e6, 6e11, NULL,                                   \
+	  "remote data: a connection's time-out (STOKER_REMOTE_CONNECT_TIMEOUT_MS overrides it)") \
+	X(LOADER, remote_tries, NULL, U32, remote_tries, 0, "6", 1, 100, NULL,                   \
+	  "remote data: tries of a request (5xx, SlowDown, reset, time-out, short body), the "  \
+	  "first included, with capped exponential backoff between (STOKER_REMOTE_TRIES "       \
+	  "overrides it); then on_error decides")
 
 #define STK_IMAGE_OPTIONS(X)                                                                     \
 	X(IMAGE, width, NULL, U32, width, 0, "224", 1, 8192, NULL, "output width in pixels")     \

@@ -175,6 +175,9 @@ class LoaderOpts(ctypes.Structure):
         ("local_world_size", c_u32),           # 0: "auto", from the environment
         ("read_bytes", c_u64),
         ("cache_limit", c_u64),                # remote data's local cache (0: auto)
+        ("remote_timeout_ns", c_u64),
+        ("remote_connect_timeout_ns", c_u64),
+        ("remote_tries", c_u32),
     ]
 
 

@@ -423,6 +423,7 @@ static int remote_open(struct stk_dataset **out, const struct stk__index_opts *o
 					     : list_remote(&r, o->path, err, errlen);
 	if (rc)
 		return rc;
+	stk__remote_limits(r, o->remote_timeout_ns, o->remote_connect_timeout_ns, o->remote_tries);
 	if ((rc = find_shards(r, err, errlen))) {
 		stk__remote_destroy(r);
 		return rc;

@@ -26,9 +26,11 @@
  * Every request has a connect timeout and a total timeout; a 5xx, a 429, a
  * SlowDown, a reset or a body shorter than its Content-Length/Content-Range
  * is tried again after a capped exponential backoff with full jitter
- * (AWS's advice), up to max_attempts tries, each retry counted.  Tunables
- * for tests and slow links: STOKER_REMOTE_TIMEOUT_MS (30000),
- * STOKER_REMOTE_CONNECT_TIMEOUT_MS (5000), STOKER_REMOTE_TRIES (6).
+ * (AWS's advice), up to max_attempts tries, each retry counted.  The
+ * time-outs and tries are options (remote_timeout, remote_connect_timeout,
+ * remote_tries); STOKER_REMOTE_TIMEOUT_MS, STOKER_REMOTE_CONNECT_TIMEOUT_MS
+ * and STOKER_REMOTE_TRIES, when set, override them (a job whose launcher
+ * cannot be changed).
  */
 #include "io/remote.h"
 
@@ -341,6 +343,18 @@ int stk__remote_create_list(struct stk__remote **out, const char *root_url, cons
 	if (!rc)
 		snprintf((*out)->list, sizeof((*out)->list), "%s", list);
 	return rc;
+}
+
+void stk__remote_limits(struct stk__remote *r, uint64_t timeout_ns, uint64_t connect_ns,
+			unsigned tries)
+{
+	const char *v;
+	if (timeout_ns && !((v = getenv("STOKER_REMOTE_TIMEOUT_MS")) && *v))
+		r->timeout_ms = (long)((timeout_ns + 999999) / 1000000);
+	if (connect_ns && !((v = getenv("STOKER_REMOTE_CONNECT_TIMEOUT_MS")) && *v))
+		r->connect_timeout_ms = (long)((connect_ns + 999999) / 1000000);
+	if (tries && !((v = getenv("STOKER_REMOTE_TRIES")) && *v))
+		r->max_attempts = tries;
 }
 
 void stk__remote_destroy(struct stk__remote *r)

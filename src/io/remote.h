@@ -67,6 +67,10 @@ int stk__remote_create(struct stk__remote **out, const char *url, char *err, siz
  * folder they share ('/' ended), list the list's path (for messages). */
 int stk__remote_create_list(struct stk__remote **out, const char *root_url, const char *list,
 			    char *err, size_t errlen);
+/* The options' time-outs and tries (0: keep the default); a STOKER_REMOTE_*
+ * variable that is set overrides its option. */
+void stk__remote_limits(struct stk__remote *r, uint64_t timeout_ns, uint64_t connect_ns,
+			unsigned tries);
 void stk__remote_destroy(struct stk__remote *r);
 /* The object named rel (bsearch in objs), or NULL. */
 const struct stk__robj *stk__remote_find(const struct stk__remote *r, const char *rel);

@@ -10,7 +10,7 @@ import pytest
 
 import stoker
 from conftest import stoker_cli
-from remote_servers import Nginx, self_signed
+from remote_servers import FaultProxy, Nginx, self_signed
 from test_remote import aws, data, read_all, reference, s3, web  # noqa: F401 (fixtures)
 
 
@@ -157,3 +157,59 @@ def test_an_unreadable_ca_file_is_named(tls_web, no_ca_env, data, tmp_path):
     expect_error("%s/%s" % (srv.url, names[0]), "SSL_CERT_FILE=%s" % missing,
                  "cannot read the CA certificates", cache_dir=str(tmp_path))
     assert not os.path.exists(missing)
+
+
+def hang_data(n, method, path):
+    """Data requests (ranged GETs) never answered; the listing goes through."""
+    return "drop" if method == "GET" and "list-type" not in path else "ok"
+
+
+def read_through(aws, tmp_path, s3, plan, **kw):
+    """Indexes through the real server, then reads through a proxy with
+    `plan`, every failed sample skipped: (samples got, remote stats)."""
+    read_all("s3://bkt/ds/", cache_dir=str(tmp_path), remote_cache=False)
+    proxy = FaultProxy(s3.port, plan)
+    aws.setenv("AWS_ENDPOINT_URL", proxy.url)
+    try:
+        got, rs, _ = read_all("s3://bkt/ds/", cache_dir=str(tmp_path), remote_cache=False,
+                              on_error="skip", **kw)
+    finally:
+        proxy.close()
+    return got, rs
+
+
+def test_timeout_and_tries_are_options(aws, tmp_path, s3):
+    got, rs = read_through(aws, tmp_path, s3, hang_data, remote_timeout="300ms", remote_tries=2,
+                           remote_connect_timeout="2s")
+    assert got == {}  # none made up
+    assert rs["failed"] > 0 and rs["retries"] == rs["failed"], rs  # 2 tries: 1 retry each
+
+
+def test_environment_overrides_the_tries_option(aws, tmp_path, s3):
+    aws.setenv("STOKER_REMOTE_TRIES", "1")
+    got, rs = read_through(aws, tmp_path, s3, hang_data, remote_timeout="300ms", remote_tries=3)
+    assert got == {} and rs["failed"] > 0 and rs["retries"] == 0, rs
+
+
+@pytest.mark.parametrize("kw,want", [({"remote_tries": 0}, "remote_tries: 0 is out of range 1..100"),
+                                     ({"remote_tries": 101}, "out of range 1..100"),
+                                     ({"remote_timeout": "500us"}, "out of range 1ms..3600s"),
+                                     ({"remote_connect_timeout": "11min"}, "remote_connect_timeout")])
+def test_out_of_range_remote_options_are_refused(tmp_path, kw, want):
+    with pytest.raises((ValueError, stoker.Error)) as e:
+        stoker.Loader("s3://bkt/ds/", batch_size=8, cache_dir=str(tmp_path), **kw)
+    assert want in str(e.value), str(e.value)
+
+
+def test_cli_takes_the_remote_options(web, data, tmp_path):
+    cli = stoker_cli()
+    _, names = data
+    url = "%s/%s" % (web.url, names[0])
+    p = subprocess.run([cli, "bench", url, "--remote-tries", "101"], capture_output=True, text=True)
+    assert p.returncode == 2 and "--remote-tries: 101 is out of range 1..100" in p.stderr, p.stderr
+    p = subprocess.run([cli, "bench", url, "--json", "--runtime", "0", "--epochs", "1", "--ramp",
+                        "0", "--remote-timeout", "10s", "--remote-tries", "2",
+                        "--remote-connect-timeout", "1s", "--cache-dir", str(tmp_path)],
+                       capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    assert json.loads(p.stdout)["remote"]["failed"] == 0

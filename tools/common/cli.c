@@ -81,6 +81,23 @@ static const char *lib_reason(const struct stk_option *r, const char *msg)
 	return !strncmp(msg, r->name, l) && msg[l] == ':' && msg[l + 1] == ' ' ? msg + l + 2 : msg;
 }
 
+/* A duration row's bound (ns) in the largest unit that divides it, as
+ * the library writes durations ("1ms", "3600s"). */
+static const char *duration_text(char *buf, size_t len, double ns)
+{
+	static const struct {
+		uint64_t div;
+		const char *unit;
+	} u[] = {{1000000000ull, "s"}, {1000000ull, "ms"}, {1000ull, "us"}, {1, ""}};
+	uint64_t v = (uint64_t)ns;
+	for (size_t i = 0; i < sizeof(u) / sizeof(u[0]); i++)
+		if ((v && v % u[i].div == 0) || u[i].div == 1) {
+			snprintf(buf, len, "%llu%s", (unsigned long long)(v / u[i].div), u[i].unit);
+			break;
+		}
+	return buf;
+}
+
 static int set_value(const struct opt *o, const char *val, const char *cmd)
 {
 	char *end;
@@ -191,7 +208,11 @@ static void lib_usage(FILE *f, const struct opt *o)
 		fprintf(f, " {%s}", r->choices);
 	if (r->type != STK_OPT_FLAG && r->type != STK_OPT_NOFLAG && r->def[0])
 		fprintf(f, " [%s]", r->def);
-	if (r->min != r->max && r->type != STK_OPT_ENUM)
+	if (r->min != r->max && r->type == STK_OPT_DURATION) { /* as the values are written */
+		char lo[32], hi[32];
+		fprintf(f, " (%s..%s)", duration_text(lo, sizeof(lo), r->min),
+			duration_text(hi, sizeof(hi), r->max));
+	} else if (r->min != r->max && r->type != STK_OPT_ENUM)
 		fprintf(f, " (%.17g..%.17g%s%s%s)", r->min, r->max, r->choices ? ", or " : "",
 			r->choices ? r->choices : "", r->choices ? " (0)" : "");
 }
