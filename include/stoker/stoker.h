@@ -792,6 +792,8 @@ enum stk_hist_kind {
 	STK_HIST_BATCH_WAIT = 0, /* consumer's wait in stk_loader_next ("dataloader time") */
 	STK_HIST_READ,           /* submit → completion of each sample's read */
 	STK_HIST_DECODE,         /* image mode: one sample's decode and crop */
+	STK_HIST_REMOTE,         /* remote data: each request, retries each their own, since
+				    create (-ENOENT for local data) */
 };
 /* Merges the loader's histogram into dst (e.g. a fresh one). */
 STK_API int stk_loader_hist(const struct stk_loader *loader, enum stk_hist_kind kind,

@@ -115,7 +115,7 @@ _check_version(lib, lib_path)
 # Only what Python passes as numbers; option values travel as text through the
 # library's option table (stk_option_set), error codes come from stk_err_at.
 
-HIST_BATCH_WAIT, HIST_READ, HIST_DECODE = 0, 1, 2   # enum stk_hist_kind
+HIST_BATCH_WAIT, HIST_READ, HIST_DECODE, HIST_REMOTE = 0, 1, 2, 3   # enum stk_hist_kind
 TIME_COPY_WAIT = 0                                  # enum stk_time_kind
 START_RESET_STATS = 1 << 0
 

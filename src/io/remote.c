@@ -318,6 +318,12 @@ static int create(struct stk__remote **out, const char *url, bool folder_ok, cha
 		}
 		snprintf(r->base, sizeof(r->base), "%.*s%s", (int)(path + 1 - url), url, dir);
 		snprintf(r->root, sizeof(r->root), "%.*s", (int)strlen(r->base) - 1, r->base);
+		/* a user:password@ stays in base (curl's), never in the root that
+		 * messages, stats and metrics show */
+		char *auth = strstr(r->root, "://") + 3, *at = strchr(auth, '@'),
+		     *sl = strchr(auth, '/');
+		if (at && (!sl || at < sl))
+			memmove(auth, at + 1, strlen(at + 1) + 1);
 		r->anonymous = true;
 		snprintf(r->cred_source, sizeof(r->cred_source), "none (%s)",
 			 strncmp(url, "https:", 6) ? "plain HTTP" : "HTTPS, anonymous");

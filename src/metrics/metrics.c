@@ -14,6 +14,7 @@
  * sample: a missing series is honest, a zero would not be.
  */
 #include "base/internal.h"
+#include "metrics/metrics_int.h"
 #include "stoker/metrics.h"
 #include "stoker/sys.h"
 
@@ -306,6 +307,13 @@ int stk_loader_metrics_text(const struct stk_loader *l, const char *name, char *
 		  "Submit to completion of each sample's read.", labels);
 	histogram(&o, l, h, STK_HIST_DECODE, "stoker_loader_decode_seconds",
 		  "Decode and crop of one sample (image mode).", labels);
+	size_t rn = stk__remote_metrics_text(l, labels, o.pos < o.len ? o.buf + o.pos : NULL,
+					     o.pos < o.len ? o.len - o.pos : 0);
+	o.pos += rn;
+	if (rn) /* remote data */
+		histogram(&o, l, h, STK_HIST_REMOTE, "stoker_remote_request_seconds",
+			  "Each request to the object store or HTTP server, retries each their own.",
+			  labels);
 	stk_hist_destroy(h);
 	return finish(&o);
 }

@@ -15,6 +15,13 @@ int stk__listen_parse(const char *listen, struct sockaddr_storage *ss, socklen_t
  * starting with '.'.  stk__published_pid: a file name's pid, or -1 for a
  * name the rule does not allow. */
 #define STK__PUBLISHED_NAME_MAX 64
+
+/* metrics/remote.c: a loader's remote-data families (none for local data),
+ * each sample with `labels`, into buf with snprintf's contract: the length
+ * the text needs. */
+struct stk_loader;
+size_t stk__remote_metrics_text(const struct stk_loader *l, const char *labels, char *buf,
+				size_t len);
 int stk__published_name_ok(const char *name, size_t len);
 long stk__published_pid(const char *filename);
 

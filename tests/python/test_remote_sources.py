@@ -213,3 +213,70 @@ def test_cli_takes_the_remote_options(web, data, tmp_path):
                        capture_output=True, text=True)
     assert p.returncode == 0, p.stderr
     assert json.loads(p.stdout)["remote"]["failed"] == 0
+
+
+def test_exporter_publishes_remote_metrics_and_no_secret(aws, s3, web, data, tmp_path):
+    """Two loaders on remote data (s3:// signed with keys; http:// with a
+    user:password in its URL) publish through examples/metrics; `stoker
+    exporter --once` serves the transport's and the cache's families, valid
+    for promtool, and neither the keys nor the password anywhere."""
+    import re
+    import signal
+    import time
+    from remote_servers import ACCESS_KEY, SECRET_KEY
+    cli = stoker_cli()
+    ex = os.path.join(os.path.dirname(cli), "examples", "metrics")
+    if not os.access(ex, os.X_OK):
+        pytest.skip("examples/metrics is not built (make builds it with the tests)")
+    _, names = data
+    pub = tmp_path / "pub"
+    pub.mkdir()
+    web_url = web.url.replace("http://", "http://alice:hunter2@")
+    srcs = {"s3run": "s3://bkt/ds/",
+            "webrun": "%s/train-{000000..%06d}.tar" % (web_url, len(names) - 1)}
+    procs = [subprocess.Popen([ex, url, "--publish", name, "--dir", str(pub), "--seconds", "60"],
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+             for name, url in srcs.items()]
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            files = [p for p in os.listdir(pub) if p.endswith(".prom")]
+            texts = [open(pub / p).read() for p in files]
+            if len(files) == 2 and all(re.search(r"^stoker_remote_requests_total\{.*\} [1-9]", t,
+                                                 re.M) for t in texts):
+                break
+            assert time.monotonic() < deadline, (files, [p.poll() for p in procs])
+            time.sleep(0.2)
+        root = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                            "fixtures", "doctor", "ok")
+        out = subprocess.run([cli, "exporter", "--once", "--root", root, "--dir", str(pub)],
+                             capture_output=True, text=True, check=True).stdout
+    finally:
+        for p in procs:
+            p.send_signal(signal.SIGTERM)
+        logs = [p.communicate(timeout=30)[0].decode() for p in procs]
+    for name in srcs:
+        lab = r'\{loader="%s",pid="\d+"' % name
+        for fam in ("requests_total", "requests_in_flight", "requests_in_flight_max",
+                    "retries_total", "failed_requests_total", "short_bodies_total",
+                    "received_bytes_total", "cache_hits_total", "cache_misses_total",
+                    "cache_hit_bytes_total", "cache_evictions_total",
+                    "cache_written_bytes_total", "cache_bytes", "cache_limit_bytes"):
+            assert re.search(r"^stoker_remote_%s%s\} \d+$" % (fam, lab), out, re.M), (name, fam)
+        m = re.search(r'^stoker_remote_request_seconds_bucket%s,le="\+Inf"\} (\d+)$' % lab, out,
+                      re.M)
+        assert m and int(m.group(1)) > 0, name
+        assert re.search(r"^stoker_remote_request_seconds_count%s\} %s$" % (lab, m.group(1)),
+                         out, re.M)
+    assert 'root="s3://bkt/ds",cache="on"} 1' in out
+    assert 'root="%s",cache="on"} 1' % web.url in out  # the URL without alice:hunter2@
+    for secret in (SECRET_KEY, ACCESS_KEY, "hunter2", "alice"):
+        assert secret not in out, secret
+        for p in os.listdir(pub):
+            assert secret not in open(pub / p).read(), (secret, p)
+        assert all(secret not in t for t in logs), secret
+    promtool = shutil.which("promtool")
+    if promtool:
+        p = subprocess.run([promtool, "check", "metrics"], input=out, capture_output=True,
+                           text=True)
+        assert p.returncode == 0, p.stdout + p.stderr
