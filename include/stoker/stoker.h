@@ -751,7 +751,8 @@ STK_API void stk_loader_add_time(struct stk_loader *loader, enum stk_time_kind k
 	X(DECODE, "decode-bound", "the decode threads are busy all the time")                \
 	X(STORAGE, "storage-bound", "reads wait on the device, or it is busy")               \
 	X(CONFIG, "configuration", "queue depth or prefetch too small to keep reads going")  \
-	X(IO_THREAD, "io-thread-bound", "reads come from the page cache; the I/O threads' copies are the limit")
+	X(IO_THREAD, "io-thread-bound", "reads come from the page cache; the I/O threads' copies are the limit") \
+	X(NETWORK, "network-bound", "remote data: every request waits on the object store or HTTP server")
 
 enum stk_bound {
 #define STK__BOUND_ENUM(kind, name, meaning) STK_BOUND_##kind,
@@ -780,6 +781,14 @@ struct stk_verdict {
 	char device[64];
 	double dev_r_s, dev_read_mb_s, dev_r_await_ms, dev_aqu_sz, dev_util;
 	double dev_share;       /* the device's read bytes / ours: ~1 cold, ~0 page cache */
+	/* remote data (remote = 1): its transport over the window, the latency
+	 * over every request since create */
+	uint32_t remote;
+	double req_per_s;       /* requests finished per second, retries included */
+	double req_p50_ms, req_p99_ms;
+	double req_mb_per_s_each; /* MB/s received per request in flight */
+	double retries_per_s;
+	double cache_hit_ratio; /* reads the local cache served / all reads */
 };
 
 /* The verdict over the last window_s seconds (the history kept is a minute);

@@ -343,6 +343,13 @@ class Verdict(ctypes.Structure):
         ("dev_aqu_sz", ctypes.c_double),
         ("dev_util", ctypes.c_double),
         ("dev_share", ctypes.c_double),
+        ("remote", c_u32),
+        ("req_per_s", ctypes.c_double),
+        ("req_p50_ms", ctypes.c_double),
+        ("req_p99_ms", ctypes.c_double),
+        ("req_mb_per_s_each", ctypes.c_double),
+        ("retries_per_s", ctypes.c_double),
+        ("cache_hit_ratio", ctypes.c_double),
     ]
 
 

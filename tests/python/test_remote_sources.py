@@ -280,3 +280,58 @@ def test_exporter_publishes_remote_metrics_and_no_secret(aws, s3, web, data, tmp
         p = subprocess.run([promtool, "check", "metrics"], input=out, capture_output=True,
                            text=True)
         assert p.returncode == 0, p.stdout + p.stderr
+
+
+def test_network_bound_verdict_with_its_evidence(web, data, tmp_path):
+    """Every request delayed 30 ms by the proxy, 8 in flight at most, no
+    cache: the verdict is network-bound, with the requests in flight against
+    the cap, their latency, the throughput per request and the retries, and
+    what to try.  Then the same data from the local cache is not."""
+    _, names = data
+    proxy = FaultProxy(web.port, latency_s=0.03)
+    try:
+        url = "%s/train-{000000..%06d}.tar" % (proxy.url, len(names) - 1)
+        with stoker.Loader(url, batch_size=8, queue_depth=8, remote_cache=False, quiet=True,
+                           cache_dir=str(tmp_path)) as l:
+            for _ in l:
+                pass
+            v = l.diagnose(0)
+    finally:
+        proxy.close()
+    assert v["kind"] == "network-bound", v
+    assert v["remote"] == 1 and v["queue_depth"] == 8
+    for words in ("requests in flight (the cap: queue_depth)", "ms p50", "ms p99",
+                  "MB/s per request in flight", "retries/s", "0 % from the local cache",
+                  "the HTTP server"):
+        assert words in v["evidence"], (words, v["evidence"])
+    for words in ("more requests in flight (queue_depth above 8)", "larger ranged reads",
+                  "shuffle_mode shard", "remote_cache"):
+        assert words in v["try"], (words, v["try"])
+    assert v["req_p50_ms"] >= 30 and v["req_p99_ms"] >= v["req_p50_ms"]  # the proxy's 30 ms
+    assert v["req_per_s"] > 0 and v["req_mb_per_s_each"] > 0 and v["retries_per_s"] == 0
+    # read twice with the cache: the second run's reads are local, never network-bound
+    for _ in range(2):
+        with stoker.Loader(url.replace(proxy.url, web.url), batch_size=8, quiet=True,
+                           cache_dir=str(tmp_path)) as l:
+            for _ in l:
+                pass
+            v = l.diagnose(0)
+    assert v["remote"] == 1 and v["cache_hit_ratio"] > 0.5, v
+    assert v["kind"] != "network-bound", v
+
+
+def test_bench_says_network_bound(web, data, tmp_path):
+    cli = stoker_cli()
+    _, names = data
+    proxy = FaultProxy(web.port, latency_s=0.03)
+    try:
+        url = "%s/train-{000000..%06d}.tar" % (proxy.url, len(names) - 1)
+        p = subprocess.run([cli, "bench", url, "--json", "--runtime", "0", "--epochs", "1",
+                            "--ramp", "0", "-q", "8", "--no-remote-cache", "--cache-dir",
+                            str(tmp_path)], capture_output=True, text=True)
+    finally:
+        proxy.close()
+    assert p.returncode == 0, p.stderr
+    j = json.loads(p.stdout)
+    verdict = json.dumps(j)
+    assert "network-bound" in verdict, verdict[:3000]
