@@ -335,3 +335,43 @@ def test_bench_says_network_bound(web, data, tmp_path):
     j = json.loads(p.stdout)
     verdict = json.dumps(j)
     assert "network-bound" in verdict, verdict[:3000]
+
+
+@pytest.fixture
+def small_fs(tmp_path):
+    """A 2 MB tmpfs (as root), unmounted afterwards; skipped where mount is
+    not permitted (not root, or a container without CAP_SYS_ADMIN)."""
+    d = tmp_path / "small"
+    d.mkdir()
+    p = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", str(d)],
+                       capture_output=True, text=True)
+    if p.returncode != 0:
+        pytest.skip("cannot mount a small tmpfs to fill (needs root and mount permission): "
+                    + (p.stderr.strip() or "mount exit %d" % p.returncode))
+    yield d
+    subprocess.run(["umount", "-l", str(d)], check=False)
+
+
+def test_a_full_disk_stops_the_cache_once_and_data_stays_right(web, data, reference, small_fs,
+                                                               capfd):
+    """The cache's limit above what its filesystem holds (2 MB for ~9 MB of
+    shards): the first write that finds the disk full stops the cache, said
+    once; every sample still comes, right, from the server.  A second run on
+    the full disk serves only ranges whose records are complete."""
+    _, names = data
+    url = "%s/train-{000000..%06d}.tar" % (web.url, len(names) - 1)
+    kw = dict(cache_dir=str(small_fs), cache_limit=1 << 30, quiet=False)
+    capfd.readouterr()
+    got, rs, seen = read_all(url, **kw)
+    err = capfd.readouterr().err
+    assert got == reference and set(seen.values()) == {1}
+    assert rs["failed"] == 0
+    stop = "the remote cache in %s/remote stops: No space left on device" % small_fs
+    assert err.count(stop) == 1, err
+    assert 0 < rs["cache_bytes_written"] < 2 << 20, rs
+    # the disk stays full: the next run reads what was complete, the rest from the server
+    got, rs, seen = read_all(url, **kw)
+    err = capfd.readouterr().err
+    assert got == reference and set(seen.values()) == {1}
+    assert rs["cache_hits"] > 0 and rs["cache_misses"] > 0, rs
+    assert err.count("stops: No space left on device") <= 1, err
