@@ -3,7 +3,9 @@
 #ifndef STK_METRICS_INT_H
 #define STK_METRICS_INT_H
 
+#include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/socket.h>
 
 /* Parses a listen string (see stk_metrics_serve) into an address.  *wild is
@@ -16,12 +18,18 @@ int stk__listen_parse(const char *listen, struct sockaddr_storage *ss, socklen_t
  * name the rule does not allow. */
 #define STK__PUBLISHED_NAME_MAX 64
 
-/* metrics/remote.c: a loader's remote-data families (none for local data),
- * each sample with `labels`, into buf with snprintf's contract: the length
- * the text needs. */
+/* metrics/remote.c: a loader's remote-data families (none for local data):
+ * up to max rows into out, *r filled with the stats they came from; the
+ * number of rows.  A row without `has` keeps its HELP and TYPE, no sample. */
+struct stk__family {
+	const char *name, *type, *help;
+	uint64_t value;
+	bool has;
+};
 struct stk_loader;
-size_t stk__remote_metrics_text(const struct stk_loader *l, const char *labels, char *buf,
-				size_t len);
+struct stk_remote_stats;
+size_t stk__remote_families(const struct stk_loader *l, struct stk__family *out, size_t max,
+			    struct stk_remote_stats *r);
 int stk__published_name_ok(const char *name, size_t len);
 long stk__published_pid(const char *filename);
 

@@ -2,10 +2,10 @@
  * metrics/remote.c — the Prometheus families of a loader's remote data
  * (s3://, http(s)://): the transport's requests, retries, failures, short
  * bodies and bytes, and the local cache's hits, misses, evictions and bytes,
- * all counted since create (stk_loader_remote_stats), appended by
- * metrics/metrics.c to the loader's own families (which also carries the
- * per-request latency histogram, stoker_remote_request_seconds).  Local data:
- * nothing.
+ * all counted since create (stk_loader_remote_stats).  metrics/metrics.c
+ * writes them after the loader's own families, with the per-request latency
+ * histogram (stoker_remote_request_seconds) and stoker_remote_info.  Local
+ * data: none.
  *
  * Nothing secret is exported: no key, token or credential source, and the
  * data's URL (the stoker_remote_info label) without any user:password@ part
@@ -14,50 +14,14 @@
 #include "base/internal.h"
 #include "metrics/metrics_int.h"
 
-#include <inttypes.h>
-#include <stdarg.h>
 #include <stddef.h>
-#include <stdio.h>
 #include <string.h>
 
-struct rout {
-	char *buf;
-	size_t len, pos;
-};
-
-static void put(struct rout *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void put(struct rout *o, const char *fmt, ...)
+size_t stk__remote_families(const struct stk_loader *l, struct stk__family *out, size_t max,
+			    struct stk_remote_stats *r)
 {
-	va_list ap;
-	va_start(ap, fmt);
-	int n = o->pos < o->len ? vsnprintf(o->buf + o->pos, o->len - o->pos, fmt, ap)
-				: vsnprintf(NULL, 0, fmt, ap);
-	va_end(ap);
-	if (n > 0)
-		o->pos += (size_t)n;
-}
-
-/* Label values escape backslash, double quote and newline. */
-static void escape(char *dst, size_t len, const char *s)
-{
-	size_t k = 0;
-	for (; *s && k + 3 < len; s++) {
-		if (*s == '\\' || *s == '"' || *s == '\n') {
-			dst[k++] = '\\';
-			dst[k++] = *s == '\n' ? 'n' : *s;
-		} else {
-			dst[k++] = *s;
-		}
-	}
-	dst[k] = 0;
-}
-
-size_t stk__remote_metrics_text(const struct stk_loader *l, const char *labels, char *buf,
-				size_t len)
-{
-	struct stk_remote_stats r = {.size = sizeof(r)};
-	struct rout o = {buf, len, 0};
-	if (stk_loader_remote_stats(l, &r) < 0)
+	*r = (struct stk_remote_stats){.size = sizeof(*r)};
+	if (stk_loader_remote_stats(l, r) < 0)
 		return 0;
 	static const struct {
 		const char *name, *type, *help;
@@ -102,25 +66,19 @@ size_t stk__remote_metrics_text(const struct stk_loader *l, const char *labels, 
 		  cache_limit, false),
 #undef F
 	};
-	for (size_t i = 0; i < STK_ARRAY_SIZE(f); i++) {
+	size_t n = 0;
+	for (size_t i = 0; i < STK_ARRAY_SIZE(f) && n < max; i++, n++) {
 		uint64_t v = 0;
 		if (f[i].u32) {
 			uint32_t w;
-			memcpy(&w, (const char *)&r + f[i].off, sizeof(w));
+			memcpy(&w, (const char *)r + f[i].off, sizeof(w));
 			v = w;
 		} else {
-			memcpy(&v, (const char *)&r + f[i].off, sizeof(v));
+			memcpy(&v, (const char *)r + f[i].off, sizeof(v));
 		}
-		put(&o, "# HELP %s %s\n# TYPE %s %s\n", f[i].name, f[i].help, f[i].name, f[i].type);
 		/* no cache: its families without a sample (a zero would say it is empty) */
-		if (r.cache_on || strncmp(f[i].name, "stoker_remote_cache_", 20))
-			put(&o, "%s{%s} %" PRIu64 "\n", f[i].name, labels, v);
+		out[n] = (struct stk__family){f[i].name, f[i].type, f[i].help, v,
+					      r->cache_on || strncmp(f[i].name, "stoker_remote_cache_", 20)};
 	}
-	char root[2 * sizeof(r.root) + 1];
-	escape(root, sizeof(root), r.root);
-	put(&o, "# HELP stoker_remote_info The remote data's URL (never credentials) and whether "
-		"the local cache is on.\n# TYPE stoker_remote_info gauge\n"
-		"stoker_remote_info{%s,root=\"%s\",cache=\"%s\"} 1\n", labels, root,
-	    r.cache_on ? "on" : "off");
-	return o.pos;
+	return n;
 }
