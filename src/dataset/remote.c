@@ -408,10 +408,12 @@ static int list_remote(struct stk__remote **out, const char *path, char *err, si
 	return rc;
 }
 
+/* The list's order: by line, and within a line's {A..B} by name (its order). */
 static int cmp_line(const void *a, const void *b)
 {
-	unsigned x = ((const struct job *)a)->o->line, y = ((const struct job *)b)->o->line;
-	return (x > y) - (x < y);
+	const struct stk__robj *x = ((const struct job *)a)->o, *y = ((const struct job *)b)->o;
+	return x->line != y->line ? (x->line > y->line) - (x->line < y->line)
+				  : strcmp(x->rel, y->rel);
 }
 
 static int remote_open(struct stk_dataset **out, const struct stk__index_opts *o, char *err,

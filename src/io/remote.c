@@ -354,12 +354,12 @@ int stk__remote_create_list(struct stk__remote **out, const char *root_url, cons
 void stk__remote_limits(struct stk__remote *r, uint64_t timeout_ns, uint64_t connect_ns,
 			unsigned tries)
 {
-	const char *v;
-	if (timeout_ns && !((v = getenv("STOKER_REMOTE_TIMEOUT_MS")) && *v))
+	/* a variable create took (set, a number in range) wins over the option */
+	if (timeout_ns && env_long("STOKER_REMOTE_TIMEOUT_MS", 0, 1) == 0)
 		r->timeout_ms = (long)((timeout_ns + 999999) / 1000000);
-	if (connect_ns && !((v = getenv("STOKER_REMOTE_CONNECT_TIMEOUT_MS")) && *v))
+	if (connect_ns && env_long("STOKER_REMOTE_CONNECT_TIMEOUT_MS", 0, 1) == 0)
 		r->connect_timeout_ms = (long)((connect_ns + 999999) / 1000000);
-	if (tries && !((v = getenv("STOKER_REMOTE_TRIES")) && *v))
+	if (tries && env_long("STOKER_REMOTE_TRIES", 0, 1) == 0)
 		r->max_attempts = tries;
 }
 
