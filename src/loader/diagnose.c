@@ -70,11 +70,6 @@ void stk__loader_snap(struct stk_loader *l, struct stk__snap *out)
 	}
 }
 
-static bool null_engine_of(const struct stk_loader *l)
-{
-	return l->o.engine == STK_ENGINE_NULL;
-}
-
 void stk__loader_find_disk(struct stk_loader *l)
 {
 	struct stk_blockdev bd = {.size = sizeof(bd)};
@@ -207,7 +202,8 @@ int stk_loader_diagnose(const struct stk_loader *cl, double window_s, struct stk
 		}
 	}
 	/* the reads went to the server (a cache serving most of them is local disk) */
-	bool from_net = rm && !null_engine_of(l) && (reads == 0 || v.cache_hit_ratio < 0.5);
+	bool from_net = rm && l->o.engine != STK_ENGINE_NULL &&
+			(reads == 0 || v.cache_hit_ratio < 0.5);
 	double stall = v.stall_ratio, inflight = v.inflight_mean;
 	/* "12.3 of 16"; over a window that held a probe's deeper levels the mean
 	 * can pass today's depth: said so, not "148.5 of 16" */

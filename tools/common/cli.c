@@ -81,20 +81,19 @@ static const char *lib_reason(const struct stk_option *r, const char *msg)
 	return !strncmp(msg, r->name, l) && msg[l] == ':' && msg[l + 1] == ' ' ? msg + l + 2 : msg;
 }
 
-/* A duration row's bound (ns) in the largest unit that divides it, as
- * the library writes durations ("1ms", "3600s"). */
-static const char *duration_text(char *buf, size_t len, double ns)
+/* A duration row's bound (ns) as the library writes the row's values
+ * ("1ms", "3600s"): put in a struct of the row's group and formatted. */
+static const char *duration_text(const struct stk_option *r, char *buf, size_t len, double ns)
 {
-	static const struct {
-		uint64_t div;
-		const char *unit;
-	} u[] = {{1000000000ull, "s"}, {1000000ull, "ms"}, {1000ull, "us"}, {1, ""}};
+	union {
+		struct stk_loader_opts l;
+		struct stk_image_opts i;
+	} u;
+	memset(&u, 0, sizeof(u));
 	uint64_t v = (uint64_t)ns;
-	for (size_t i = 0; i < sizeof(u) / sizeof(u[0]); i++)
-		if ((v && v % u[i].div == 0) || u[i].div == 1) {
-			snprintf(buf, len, "%llu%s", (unsigned long long)(v / u[i].div), u[i].unit);
-			break;
-		}
+	memcpy((char *)&u + r->offset, &v, sizeof(v));
+	if (stk_option_get(r, &u, buf, len) < 0)
+		snprintf(buf, len, "%llu", (unsigned long long)v);
 	return buf;
 }
 
@@ -210,8 +209,8 @@ static void lib_usage(FILE *f, const struct opt *o)
 		fprintf(f, " [%s]", r->def);
 	if (r->min != r->max && r->type == STK_OPT_DURATION) { /* as the values are written */
 		char lo[32], hi[32];
-		fprintf(f, " (%s..%s)", duration_text(lo, sizeof(lo), r->min),
-			duration_text(hi, sizeof(hi), r->max));
+		fprintf(f, " (%s..%s)", duration_text(r, lo, sizeof(lo), r->min),
+			duration_text(r, hi, sizeof(hi), r->max));
 	} else if (r->min != r->max && r->type != STK_OPT_ENUM)
 		fprintf(f, " (%.17g..%.17g%s%s%s)", r->min, r->max, r->choices ? ", or " : "",
 			r->choices ? r->choices : "", r->choices ? " (0)" : "");
