@@ -110,6 +110,8 @@ int64_t stk__rcache_read(struct stk__remote *r, const struct stk__robj *o, void 
  * cache with a notice). */
 void stk__rcache_write(struct stk__remote *r, const struct stk__robj *o, const void *buf,
 		       uint64_t len, uint64_t off);
+/* The cache's folder, or NULL for none. */
+const char *stk__rcache_dir(const struct stk__rcache *c);
 /* The bytes the cache holds now (all processes), and its limit. */
 void stk__rcache_usage(struct stk__rcache *c, uint64_t *bytes, uint64_t *limit);
 

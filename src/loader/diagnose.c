@@ -74,7 +74,9 @@ void stk__loader_find_disk(struct stk_loader *l)
 {
 	struct stk_blockdev bd = {.size = sizeof(bd)};
 	l->disk_name[0] = 0;
-	if (l->o.engine != STK_ENGINE_NULL && stk_sys_blockdev_for_path("", l->ds->root, &bd) == 0)
+	/* remote data: the device its local cache is on (none without a cache) */
+	const char *where = l->ds->remote ? stk__rcache_dir(l->ds->remote->cache) : l->ds->root;
+	if (where && l->o.engine != STK_ENGINE_NULL && stk_sys_blockdev_for_path("", where, &bd) == 0)
 		snprintf(l->disk_name, sizeof(l->disk_name), "%s", bd.disk);
 }
 

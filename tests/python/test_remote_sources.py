@@ -318,6 +318,16 @@ def test_network_bound_verdict_with_its_evidence(web, data, tmp_path):
             v = l.diagnose(0)
     assert v["remote"] == 1 and v["cache_hit_ratio"] > 0.5, v
     assert v["kind"] != "network-bound", v
+    # the device sampled is the cache's, as for local data on that filesystem
+    d, _ = data
+    with stoker.Loader(str(d / "shards"), batch_size=8, quiet=True,
+                       cache_dir=str(tmp_path)) as l:
+        for _ in l:
+            pass
+        local = l.diagnose(0)
+    assert ("device" in v) == ("device" in local), (v, local)
+    if "device" in v:
+        assert v["device"]["name"] == local["device"]["name"]
 
 
 def test_bench_says_network_bound(web, data, tmp_path):
