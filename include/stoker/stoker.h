@@ -785,7 +785,7 @@ struct stk_verdict {
 	 * over every request since create */
 	uint32_t remote;
 	double req_per_s;       /* requests finished per second, retries included */
-	double req_p50_ms, req_p99_ms;
+	double req_p50_ms, req_p99_ms, req_min_ms; /* min: the fastest, the server unloaded */
 	double req_mb_per_s_each; /* MB/s received per request in flight */
 	double retries_per_s;
 	double cache_hit_ratio; /* reads the local cache served / all reads */

@@ -347,6 +347,7 @@ class Verdict(ctypes.Structure):
         ("req_per_s", ctypes.c_double),
         ("req_p50_ms", ctypes.c_double),
         ("req_p99_ms", ctypes.c_double),
+        ("req_min_ms", ctypes.c_double),
         ("req_mb_per_s_each", ctypes.c_double),
         ("retries_per_s", ctypes.c_double),
         ("cache_hit_ratio", ctypes.c_double),

@@ -194,6 +194,7 @@ int stk_loader_diagnose(const struct stk_loader *cl, double window_s, struct stk
 		v.remote = 1;
 		v.req_p50_ms = (double)stk_hist_percentile(rm->h_lat, 50) / 1e6;
 		v.req_p99_ms = (double)stk_hist_percentile(rm->h_lat, 99) / 1e6;
+		v.req_min_ms = (double)stk_hist_min(rm->h_lat) / 1e6;
 		v.cache_hit_ratio = reads ? (double)(now.rhits - b.rhits) / (double)reads : 0;
 		if (dt > 0) {
 			v.req_per_s = (double)(now.rreq - b.rreq) / dt;
@@ -267,17 +268,29 @@ int stk_loader_diagnose(const struct stk_loader *cl, double window_s, struct stk
 		v.kind = STK_BOUND_NETWORK;
 		snprintf(v.evidence, sizeof(v.evidence),
 			 "%s requests in flight (the cap: queue_depth), each %.1f ms p50, %.1f ms "
-			 "p99; %.2f MB/s per request in flight, %.1f MB/s in all; %.1f retries/s; "
-			 "%.0f %% from the local cache: every read waits on %s",
-			 fl, v.req_p50_ms, v.req_p99_ms, v.req_mb_per_s_each, v.mb_per_s,
+			 "p99 (the fastest %.1f ms); %.2f MB/s per request in flight, %.1f MB/s in "
+			 "all; %.1f retries/s; %.0f %% from the local cache: every read waits on %s",
+			 fl, v.req_p50_ms, v.req_p99_ms, v.req_min_ms, v.req_mb_per_s_each, v.mb_per_s,
 			 v.retries_per_s, v.cache_hit_ratio * 100, rm->s3 ? "the object store"
 									  : "the HTTP server");
-		snprintf(v.advice, sizeof(v.advice),
-			 "more requests in flight (queue_depth above %u), larger ranged reads "
-			 "(shuffle_mode shard streams whole shards)%s; %s",
-			 qd, rm->cache ? "" : ", the local cache (remote_cache) for later epochs",
-			 v.retries_per_s > 0 ? "retries: the server throttles or fails, ask less of it"
-					     : "a server nearer, or more of them");
+		/* a request taking twice the fastest's time: the server queues them
+		 * (its throughput fixed, a deeper queue waits longer: Little's law) */
+		bool saturated = v.req_min_ms > 0 && v.req_p50_ms >= 2 * v.req_min_ms;
+		const char *cache = rm->cache ? "" : ", the local cache (remote_cache) for later "
+						     "epochs";
+		if (saturated)
+			snprintf(v.advice, sizeof(v.advice),
+				 "not more requests: the server is saturated (p50 %.1fx the fastest "
+				 "request), a deeper queue only waits longer; larger ranged reads "
+				 "(shuffle_mode shard streams whole shards)%s, a faster server or more "
+				 "of them", v.req_p50_ms / v.req_min_ms, cache);
+		else
+			snprintf(v.advice, sizeof(v.advice),
+				 "more requests in flight (queue_depth above %u), larger ranged reads "
+				 "(shuffle_mode shard streams whole shards)%s; %s",
+				 qd, cache, v.retries_per_s > 0
+						    ? "retries: the server throttles or fails, ask less of it"
+						    : "a server nearer, or more of them");
 	} else if (inflight >= 0.8 * qd && (!sampled || from_disk)) {
 		v.kind = STK_BOUND_STORAGE;
 		snprintf(v.evidence, sizeof(v.evidence),

@@ -237,9 +237,12 @@ class FaultProxy:
     ...): "ok", "slowdown" (503 with S3's SlowDown body), "500", "reset" (RST
     before any answer), "truncate" (the headers, then half the body, then
     the connection closes), or "drop" (hold the connection: the client's
-    timeout must end it).  latency_s is added to every request."""
+    timeout must end it).  latency_s is added to every request; with
+    serial=True those delays are served one at a time (a server of fixed
+    throughput: the more requests in flight, the longer each waits)."""
 
-    def __init__(self, upstream_port, plan=None, latency_s=0.0):
+    def __init__(self, upstream_port, plan=None, latency_s=0.0, serial=False):
+        self.serial = threading.Lock() if serial else None
         self.up = upstream_port
         self.plan = plan or (lambda n, method, path: "ok")
         self.latency_s = latency_s
@@ -295,7 +298,10 @@ class FaultProxy:
                 fate = self.plan(n, method, path)
                 with self.lock:
                     self.faults[fate] = self.faults.get(fate, 0) + 1
-                if self.latency_s:
+                if self.latency_s and self.serial:
+                    with self.serial:
+                        time.sleep(self.latency_s)
+                elif self.latency_s:
                     time.sleep(self.latency_s)
                 if fate == "reset":
                     c.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
