@@ -9,7 +9,7 @@ deb="$install build-essential debhelper dh-python dpkg-dev lintian python3"
 # the tests also build the .deb and pip-install the Python package into a venv;
 # prometheus: promtool, and a server of the test's own for the Grafana queries
 test="$deb g++ libcmocka-dev librsvg2-bin python3-pytest python3-numpy python3-torch python3-torchvision \
-	python3-venv python3-pip python3-setuptools python3-wheel libopenmpi-dev openmpi-bin prometheus nginx-light"
+	python3-venv python3-pip python3-setuptools python3-wheel libopenmpi-dev openmpi-bin prometheus nginx-light openssl"
 bench="$test fio sysstat"
 case "$1" in
 build) want=$build ;;

@@ -155,6 +155,11 @@ static void test_backoff_bounds(void **state)
 	assert_int_equal(stk__remote_classify(r, CURLE_OK, 403, false, why, sizeof(why)), -EACCES);
 	assert_int_equal(stk__remote_classify(r, CURLE_OK, 404, false, why, sizeof(why)), -ENOENT);
 	assert_int_equal(stk__remote_classify(r, CURLE_OK, 412, false, why, sizeof(why)), -ESTALE);
+	/* an untrusted TLS certificate: refused, never tried again */
+	char tls[400];
+	assert_int_equal(stk__remote_classify(r, CURLE_PEER_FAILED_VERIFICATION, 0, false, tls,
+					      sizeof(tls)), -EACCES);
+	assert_non_null(strstr(tls, "not trusted"));
 	stk__remote_destroy(r);
 }
 

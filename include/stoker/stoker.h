@@ -233,6 +233,9 @@ struct stk_loader_opts {
 	uint32_t local_world_size;
 	uint64_t read_bytes;     /* raw mode: read only each sample's first bytes (0: all) */
 	uint64_t cache_limit;    /* remote data: bytes the local cache may hold (0: auto) */
+	uint64_t remote_timeout_ns;         /* remote data: a request's whole time-out */
+	uint64_t remote_connect_timeout_ns; /* remote data: its connect time-out */
+	uint32_t remote_tries;              /* remote data: tries of a request, the first included */
 };
 
 /* ------------------------------------------------------------------------ */
@@ -331,7 +334,17 @@ struct stk_loader_opts {
 	  "shared by the host's processes, so later epochs read from local disk")               \
 	X(LOADER, cache_limit, NULL, U64, cache_limit, 0, "auto", 1, 1125899906842624.0, "auto", \
 	  "remote data: the local cache's size bound, least recently used out first (auto: a " \
-	  "quarter of the free space where it lives, at most 100 GiB)")
+	  "quarter of the free space where it lives, at most 100 GiB)")                          \
+	X(LOADER, remote_timeout, "remote_timeout_ns", DURATION, remote_timeout_ns, 0, "30s", 1e6, \
+	  3.6e12, NULL, "remote data: a request's whole time-out, then it is tried again "       \
+	  "(STOKER_REMOTE_TIMEOUT_MS, when set, overrides it)")                                  \
+	X(LOADER, remote_connect_timeout, "remote_connect_timeout_ns", DURATION,                 \
+	  remote_connect_timeout_ns, 0, "5s", 1e6, 6e11, NULL,                                   \
+	  "remote data: a connection's time-out (STOKER_REMOTE_CONNECT_TIMEOUT_MS overrides it)") \
+	X(LOADER, remote_tries, NULL, U32, remote_tries, 0, "6", 1, 100, NULL,                   \
+	  "remote data: tries of a request (5xx, SlowDown, reset, time-out, short body), the "  \
+	  "first included, with capped exponential backoff between (STOKER_REMOTE_TRIES "       \
+	  "overrides it); then on_error decides")
 
 #define STK_IMAGE_OPTIONS(X)                                                                     \
 	X(IMAGE, width, NULL, U32, width, 0, "224", 1, 8192, NULL, "output width in pixels")     \
@@ -738,7 +751,8 @@ STK_API void stk_loader_add_time(struct stk_loader *loader, enum stk_time_kind k
 	X(DECODE, "decode-bound", "the decode threads are busy all the time")                \
 	X(STORAGE, "storage-bound", "reads wait on the device, or it is busy")               \
 	X(CONFIG, "configuration", "queue depth or prefetch too small to keep reads going")  \
-	X(IO_THREAD, "io-thread-bound", "reads come from the page cache; the I/O threads' copies are the limit")
+	X(IO_THREAD, "io-thread-bound", "reads come from the page cache; the I/O threads' copies are the limit") \
+	X(NETWORK, "network-bound", "remote data: every request waits on the object store or HTTP server")
 
 enum stk_bound {
 #define STK__BOUND_ENUM(kind, name, meaning) STK_BOUND_##kind,
@@ -767,6 +781,14 @@ struct stk_verdict {
 	char device[64];
 	double dev_r_s, dev_read_mb_s, dev_r_await_ms, dev_aqu_sz, dev_util;
 	double dev_share;       /* the device's read bytes / ours: ~1 cold, ~0 page cache */
+	/* remote data (remote = 1): its transport over the window, the latency
+	 * over every request since create */
+	uint32_t remote;
+	double req_per_s;       /* requests finished per second, retries included */
+	double req_p50_ms, req_p99_ms, req_min_ms; /* min: the fastest, the server unloaded */
+	double req_mb_per_s_each; /* MB/s received per request in flight */
+	double retries_per_s;
+	double cache_hit_ratio; /* reads the local cache served / all reads */
 };
 
 /* The verdict over the last window_s seconds (the history kept is a minute);
@@ -779,6 +801,8 @@ enum stk_hist_kind {
 	STK_HIST_BATCH_WAIT = 0, /* consumer's wait in stk_loader_next ("dataloader time") */
 	STK_HIST_READ,           /* submit → completion of each sample's read */
 	STK_HIST_DECODE,         /* image mode: one sample's decode and crop */
+	STK_HIST_REMOTE,         /* remote data: each request, retries each their own, since
+				    create (-ENOENT for local data) */
 };
 /* Merges the loader's histogram into dst (e.g. a fresh one). */
 STK_API int stk_loader_hist(const struct stk_loader *loader, enum stk_hist_kind kind,

@@ -115,7 +115,7 @@ _check_version(lib, lib_path)
 # Only what Python passes as numbers; option values travel as text through the
 # library's option table (stk_option_set), error codes come from stk_err_at.
 
-HIST_BATCH_WAIT, HIST_READ, HIST_DECODE = 0, 1, 2   # enum stk_hist_kind
+HIST_BATCH_WAIT, HIST_READ, HIST_DECODE, HIST_REMOTE = 0, 1, 2, 3   # enum stk_hist_kind
 TIME_COPY_WAIT = 0                                  # enum stk_time_kind
 START_RESET_STATS = 1 << 0
 
@@ -175,6 +175,9 @@ class LoaderOpts(ctypes.Structure):
         ("local_world_size", c_u32),           # 0: "auto", from the environment
         ("read_bytes", c_u64),
         ("cache_limit", c_u64),                # remote data's local cache (0: auto)
+        ("remote_timeout_ns", c_u64),
+        ("remote_connect_timeout_ns", c_u64),
+        ("remote_tries", c_u32),
     ]
 
 
@@ -340,6 +343,14 @@ class Verdict(ctypes.Structure):
         ("dev_aqu_sz", ctypes.c_double),
         ("dev_util", ctypes.c_double),
         ("dev_share", ctypes.c_double),
+        ("remote", c_u32),
+        ("req_per_s", ctypes.c_double),
+        ("req_p50_ms", ctypes.c_double),
+        ("req_p99_ms", ctypes.c_double),
+        ("req_min_ms", ctypes.c_double),
+        ("req_mb_per_s_each", ctypes.c_double),
+        ("retries_per_s", ctypes.c_double),
+        ("cache_hit_ratio", ctypes.c_double),
     ]
 
 

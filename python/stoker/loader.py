@@ -734,8 +734,8 @@ class Loader:
         """What holds the input pipeline back, over the last `window` seconds
         (the library keeps a minute; 0: the stats window since creation or
         reset_stats()): a dict with "kind" ("consumer-bound", "storage-bound",
-        "decode-bound", "io-thread-bound", "configuration", "gpu-copy-bound"
-        or "unknown"), "evidence" and "try" (sentences), and the figures
+        "decode-bound", "io-thread-bound", "configuration", "gpu-copy-bound",
+        "network-bound" (remote data) or "unknown"), "evidence" and "try" (sentences), and the figures
         behind it (samples_per_s, stall_ratio, decode_busy, inflight_mean,
         the device's iostat -x figures when sampled).  The same verdict as
         `stoker bench` and the exporter.  May be called from any thread."""

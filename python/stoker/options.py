@@ -13,6 +13,13 @@ def _num(x):
     return "%d" % x if x == int(x) and abs(x) < 1e15 else "%g" % x
 
 
+def _duration(ns):
+    for div, unit in ((10**9, "s"), (10**6, "ms"), (10**3, "us")):
+        if ns and ns % div == 0:
+            return "%d%s" % (ns // div, unit)
+    return "%d" % ns
+
+
 def _cli(row):
     flag = "--" + row.name.replace("_", "-")
     if row.type == _lib.OPT_NOFLAG:
@@ -29,6 +36,8 @@ def _values(row):
         return " \\| ".join("`%s`" % c for c in row.choices)
     if row.type in (_lib.OPT_FLAG, _lib.OPT_NOFLAG):
         return "`true` \\| `false`"
+    if row.min != row.max and row.type == _lib.OPT_DURATION:
+        return "%s..%s" % (_duration(int(row.min)), _duration(int(row.max)))
     if row.min != row.max:
         text = "%s..%s" % (_num(row.min), _num(row.max))
         if row.choices:
@@ -68,8 +77,12 @@ ENVIRONMENT = [
     ("AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL", "library",
      "s3:// data: a custom endpoint (MinIO, SeaweedFS, Ceph), addressed path-style"),
     ("AWS_NO_SIGN_REQUEST", "library", "s3:// data: set: anonymous requests (public buckets)"),
+    ("AWS_CA_BUNDLE, CURL_CA_BUNDLE, SSL_CERT_FILE, SSL_CERT_DIR", "library",
+     "https:// data: the CA certificates TLS trusts instead of the system's (AWS_CA_BUNDLE for "
+     "s3:// only; the first set of the three files, and the folder); TLS is always verified"),
     ("STOKER_REMOTE_TIMEOUT_MS, STOKER_REMOTE_CONNECT_TIMEOUT_MS, STOKER_REMOTE_TRIES", "library",
-     "remote data: a request's whole and connect time-outs (30000, 5000 ms) and its tries (6)"),
+     "remote data: set, they override the options remote_timeout, remote_connect_timeout (in ms) "
+     "and remote_tries (a job whose launcher cannot be changed)"),
     ("STOKER_CUDART", "library", "path of the CUDA runtime to pin slots with, tried first"),
     ("STOKER_NULL_CHANNELS", "library",
      "engine null models a device of K channels (the queue-depth tuner's tests)"),

@@ -198,9 +198,28 @@ static bool has_range(const struct stk_option *o)
 	return o->min != o->max;
 }
 
+/* ns as the largest unit that divides it: "30s", "5ms", "200us", "7" (what
+ * parse_duration reads back). */
+static int fmt_duration(uint64_t v, char *buf, size_t len)
+{
+	static const struct {
+		uint64_t ns;
+		const char *unit;
+	} u[] = {{1000000000ull, "s"}, {1000000ull, "ms"}, {1000ull, "us"}};
+	for (size_t i = 0; v && i < STK_ARRAY_SIZE(u); i++)
+		if (v % u[i].ns == 0)
+			return snprintf(buf, len, "%llu%s", (unsigned long long)(v / u[i].ns), u[i].unit);
+	return snprintf(buf, len, "%llu", (unsigned long long)v);
+}
+
 static int range_error(const struct stk_option *o, const char *value, char *err, size_t errlen)
 {
-	if (o->choices)
+	if (o->type == STK_OPT_DURATION) {
+		char lo[32], hi[32];
+		fmt_duration((uint64_t)o->min, lo, sizeof(lo));
+		fmt_duration((uint64_t)o->max, hi, sizeof(hi));
+		snprintf(err, errlen, "%s: %s is out of range %s..%s", o->name, value, lo, hi);
+	} else if (o->choices)
 		snprintf(err, errlen, "%s: %s is out of range %.17g..%.17g (or %s, 0)", o->name, value,
 			 o->min, o->max, o->choices);
 	else
@@ -403,16 +422,8 @@ int stk_option_get(const struct stk_option *o, const void *opts, char *buf, size
 			return snprintf(buf, len, "%s", nth_choice(o->choices, 0, c, sizeof(c)));
 		return snprintf(buf, len, "%llu", (unsigned long long)v);
 	}
-	case STK_OPT_DURATION: {
-		uint64_t v = *(const uint64_t *)f;
-		if (v && v % 1000000000ull == 0)
-			return snprintf(buf, len, "%llus", (unsigned long long)(v / 1000000000ull));
-		if (v && v % 1000000ull == 0)
-			return snprintf(buf, len, "%llums", (unsigned long long)(v / 1000000ull));
-		if (v && v % 1000ull == 0)
-			return snprintf(buf, len, "%lluus", (unsigned long long)(v / 1000ull));
-		return snprintf(buf, len, "%llu", (unsigned long long)v);
-	}
+	case STK_OPT_DURATION:
+		return fmt_duration(*(const uint64_t *)f, buf, len);
 	case STK_OPT_FLOAT:
 		return snprintf(buf, len, "%.9g", (double)*(const float *)f);
 	case STK_OPT_FLOAT3: {

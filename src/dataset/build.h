@@ -132,4 +132,22 @@ int stk__shards_build(struct builder *b, const char *pattern);
 struct stk__tar_iter;
 int stk__shards_index_tar(struct builder *b, const char *rel, struct stk__tar_iter *it);
 
+/* dataset/url_list.c.  Appends the names a {A..B} pattern makes (pat itself
+ * when it has none) to out; 0 or <0 with the reason in err. */
+int stk__expand_braces(const char *pat, char ***out, size_t *n, char *err, size_t errlen);
+/* A list of shard URLs: their common root URL (a folder, '/' ended) and each
+ * shard's name relative to it, with the line it came from. */
+struct stk__url_list {
+	char root[1200];
+	char **rels;
+	unsigned *lines;
+	size_t n;
+};
+/* Whether path is a regular file whose first line (blank ones and comments
+ * aside) is a URL: a list of shard URLs. */
+bool stk__url_list_is(const char *path);
+/* Reads the list; 0, or <0 with err naming the list and the line. */
+int stk__url_list_read(const char *path, struct stk__url_list *out, char *err, size_t errlen);
+void stk__url_list_free(struct stk__url_list *l);
+
 #endif

@@ -70,6 +70,8 @@ struct stk__index_opts {
 	size_t noticelen;
 	uint64_t cache_limit;  /* remote data: the local cache's bound (0: auto) */
 	bool no_remote_cache;  /* remote data: no local cache */
+	uint64_t remote_timeout_ns, remote_connect_timeout_ns; /* 0: the transport's */
+	unsigned remote_tries;
 };
 
 int stk__dataset_open(struct stk_dataset **out, const struct stk__index_opts *o, char *err,

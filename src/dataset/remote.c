@@ -211,10 +211,18 @@ static void run_job(struct pool *p, struct job *j, CURL *h)
 	struct stk__remote *r = p->r;
 	j->b = (struct builder){.o = p->io, .root_fd = -1, .err = j->err, .errlen = sizeof(j->err),
 				.root = r->root};
-	if (!r->s3) { /* HTTP: the size and ETag from HEAD */
-		char err[1400];
+	if (!r->s3 || r->list[0]) { /* HTTP or a list: the size and ETag from HEAD */
+		char err[1400], at[1100] = "";
+		if (r->list[0])
+			snprintf(at, sizeof(at), "%s:%u: ", r->list, j->o->line);
+		size_t al = strlen(at);
 		int rc = stk__remote_head(r, h, j->o->rel, &j->o->size, j->o->etag,
 					  sizeof(j->o->etag), err, sizeof(err));
+		if (rc && al) { /* the list's line first */
+			memmove(err + al, err, sizeof(err) - al);
+			memcpy(err, at, al);
+			err[sizeof(err) - 1] = 0;
+		}
 		if (rc == -ENOENT) { /* a missing shard: by the policy, as a local one */
 			j->rc = stk__build_bad(&j->b, BAD_OPEN, j->o->rel, rc, "%s", err);
 			return;
@@ -270,35 +278,6 @@ static void *worker(void *arg)
 	return NULL;
 }
 
-/* Expands a {A..B} pattern (numbers, A's width) into names; 0 or <0. */
-static int expand_braces(const char *pat, char ***out, size_t *n, char *err, size_t errlen)
-{
-	size_t cap = 0;
-	const char *lb = strchr(pat, '{'), *dots = lb ? strstr(lb, "..") : NULL,
-		   *rb = dots ? strchr(dots, '}') : NULL;
-	char one[1024];
-	if (!lb)
-		return stk__str_push(out, n, &cap, pat);
-	char *end;
-	unsigned long long a = strtoull(lb + 1, &end, 10), z;
-	int width = (int)(dots ? dots - lb - 1 : 0);
-	bool ok = dots && rb && end == dots && width > 0;
-	if (ok) {
-		z = strtoull(dots + 2, &end, 10);
-		ok = end == rb && z >= a && z - a <= 10000000;
-	}
-	if (!ok) {
-		snprintf(err, errlen, "%s: brace pattern wants {FIRST..LAST} numbers", pat);
-		return -EINVAL;
-	}
-	for (unsigned long long i = a; i <= z; i++) {
-		snprintf(one, sizeof(one), "%.*s%0*llu%s", (int)(lb - pat), pat, width, i, rb + 1);
-		if (stk__str_push(out, n, &cap, one))
-			return -ENOMEM;
-	}
-	return 0;
-}
-
 static int cmp_obj(const void *a, const void *b)
 {
 	return strcmp(((const struct stk__robj *)a)->rel, ((const struct stk__robj *)b)->rel);
@@ -307,12 +286,25 @@ static int cmp_obj(const void *a, const void *b)
 /* The shards the URL names, into r->objs (sorted).  0 or <0 with err. */
 static int find_shards(struct stk__remote *r, char *err, size_t errlen)
 {
+	if (r->list[0]) { /* named by the list: each asked for with HEAD */
+		if (r->nobjs > 1)
+			qsort(r->objs, r->nobjs, sizeof(*r->objs), cmp_obj);
+		for (size_t i = 1; i < r->nobjs; i++)
+			if (!strcmp(r->objs[i].rel, r->objs[i - 1].rel)) {
+				unsigned a = r->objs[i - 1].line, b = r->objs[i].line;
+				snprintf(err, errlen, "%s:%u: %s/%s is listed twice (line %u too): each "
+					 "shard once", r->list, a > b ? a : b, r->root, r->objs[i].rel,
+					 a > b ? b : a);
+				return -EINVAL;
+			}
+		return 0;
+	}
 	char **names = NULL;
 	size_t n = 0;
 	int rc = 0;
 	bool brace = strchr(r->pattern, '{') != NULL;
 	if (!r->s3 || brace) {
-		if ((rc = expand_braces(r->pattern, &names, &n, err, errlen))) {
+		if ((rc = stk__expand_braces(r->pattern, &names, &n, err, errlen))) {
 			if (rc == -ENOMEM)
 				snprintf(err, errlen, "out of memory");
 			goto out;
@@ -390,14 +382,50 @@ static uint64_t auto_limit(const char *dir)
 	return q < cap ? q : cap;
 }
 
+/* A list of URLs made into a remote: its root, and its shards as objects. */
+static int list_remote(struct stk__remote **out, const char *path, char *err, size_t errlen)
+{
+	struct stk__url_list ul;
+	int rc = stk__url_list_read(path, &ul, err, errlen);
+	if (rc)
+		return rc;
+	if (!(rc = stk__remote_create_list(out, ul.root, path, err, errlen))) {
+		struct stk__remote *r = *out;
+		if (!(r->objs = calloc(ul.n, sizeof(*r->objs)))) {
+			stk__remote_destroy(r);
+			*out = NULL;
+			snprintf(err, errlen, "out of memory");
+			rc = -ENOMEM;
+		} else {
+			for (size_t i = 0; i < ul.n; i++) {
+				r->objs[i] = (struct stk__robj){.rel = ul.rels[i], .line = ul.lines[i]};
+				ul.rels[i] = NULL;
+			}
+			r->nobjs = ul.n;
+		}
+	}
+	stk__url_list_free(&ul);
+	return rc;
+}
+
+/* The list's order: by line, and within a line's {A..B} by name (its order). */
+static int cmp_line(const void *a, const void *b)
+{
+	const struct stk__robj *x = ((const struct job *)a)->o, *y = ((const struct job *)b)->o;
+	return x->line != y->line ? (x->line > y->line) - (x->line < y->line)
+				  : strcmp(x->rel, y->rel);
+}
+
 static int remote_open(struct stk_dataset **out, const struct stk__index_opts *o, char *err,
 		       size_t errlen)
 {
 	*out = NULL;
 	struct stk__remote *r;
-	int rc = stk__remote_create(&r, o->path, err, errlen);
+	int rc = stk__remote_is_url(o->path) ? stk__remote_create(&r, o->path, err, errlen)
+					     : list_remote(&r, o->path, err, errlen);
 	if (rc)
 		return rc;
+	stk__remote_limits(r, o->remote_timeout_ns, o->remote_connect_timeout_ns, o->remote_tries);
 	if ((rc = find_shards(r, err, errlen))) {
 		stk__remote_destroy(r);
 		return rc;
@@ -422,6 +450,8 @@ static int remote_open(struct stk_dataset **out, const struct stk__index_opts *o
 	}
 	for (size_t i = 0; i < p.n; i++)
 		p.jobs[i].o = &r->objs[i];
+	if (r->list[0]) /* the samples in the list's order, as a local list's */
+		qsort(p.jobs, p.n, sizeof(*p.jobs), cmp_line);
 	unsigned nt = p.n < MAX_THREADS ? (unsigned)p.n : MAX_THREADS;
 	pthread_t tids[MAX_THREADS];
 	unsigned started = 0;
@@ -516,7 +546,7 @@ static int remote_open(struct stk_dataset **out, const struct stk__index_opts *o
 int stk__dataset_open_any(struct stk_dataset **out, const struct stk__index_opts *o, char *err,
 			  size_t errlen)
 {
-	if (stk__remote_is_url(o->path))
+	if (stk__remote_is_url(o->path) || stk__url_list_is(o->path))
 		return remote_open(out, o, err, errlen);
 	return stk__dataset_open(out, o, err, errlen);
 }

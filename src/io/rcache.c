@@ -143,6 +143,11 @@ void stk__rcache_close(struct stk__rcache *c)
 	free(c);
 }
 
+const char *stk__rcache_dir(const struct stk__rcache *c)
+{
+	return c ? c->dir : NULL;
+}
+
 void stk__rcache_usage(struct stk__rcache *c, uint64_t *bytes, uint64_t *limit)
 {
 	*bytes = c ? atomic_load(&c->usage) : 0;

@@ -17,12 +17,20 @@
  * they came from is kept for error messages; the secret never leaves this
  * struct (no message, log or metric has it; the key id is shown masked).
  *
+ * TLS is always verified.  The certificates trusted are the system's, or
+ * those named the way curl's and the AWS CLI's users name them:
+ * AWS_CA_BUNDLE (s3:// only), CURL_CA_BUNDLE or SSL_CERT_FILE (a file),
+ * SSL_CERT_DIR (a folder); libcurl itself reads none of these.  An untrusted
+ * certificate fails the request, naming the URL and where the CAs came from.
+ *
  * Every request has a connect timeout and a total timeout; a 5xx, a 429, a
  * SlowDown, a reset or a body shorter than its Content-Length/Content-Range
  * is tried again after a capped exponential backoff with full jitter
- * (AWS's advice), up to max_attempts tries, each retry counted.  Tunables
- * for tests and slow links: STOKER_REMOTE_TIMEOUT_MS (30000),
- * STOKER_REMOTE_CONNECT_TIMEOUT_MS (5000), STOKER_REMOTE_TRIES (6).
+ * (AWS's advice), up to max_attempts tries, each retry counted.  The
+ * time-outs and tries are options (remote_timeout, remote_connect_timeout,
+ * remote_tries); STOKER_REMOTE_TIMEOUT_MS, STOKER_REMOTE_CONNECT_TIMEOUT_MS
+ * and STOKER_REMOTE_TRIES, when set, override them (a job whose launcher
+ * cannot be changed).
  */
 #include "io/remote.h"
 
@@ -207,6 +215,35 @@ static void find_credentials(struct stk__remote *r)
 		r->session_token = strdup(tok);
 }
 
+/* The CAs from the environment, checked readable: 0 or <0 with err. */
+static int find_ca(struct stk__remote *r, const char *url, char *err, size_t errlen)
+{
+	const char *files[] = {r->s3 ? "AWS_CA_BUNDLE" : NULL, "CURL_CA_BUNDLE", "SSL_CERT_FILE"};
+	snprintf(r->ca_source, sizeof(r->ca_source), "the system's CA certificates");
+	for (size_t i = 0; i < STK_ARRAY_SIZE(files); i++) {
+		const char *v = files[i] ? getenv(files[i]) : NULL;
+		if (!v || !*v)
+			continue;
+		if (access(v, R_OK))
+			return fail(err, errlen, -errno, "%s: %s=%s: cannot read the CA certificates: %s",
+				    url, files[i], v, strerror(errno));
+		snprintf(r->ca_file, sizeof(r->ca_file), "%s", v);
+		snprintf(r->ca_source, sizeof(r->ca_source), "CA certificates from %s=%s", files[i], v);
+		break;
+	}
+	const char *d = getenv("SSL_CERT_DIR");
+	if (d && *d) {
+		if (access(d, R_OK | X_OK))
+			return fail(err, errlen, -errno, "%s: SSL_CERT_DIR=%s: cannot read the CA "
+				    "certificates: %s", url, d, strerror(errno));
+		snprintf(r->ca_dir, sizeof(r->ca_dir), "%s", d);
+		if (!r->ca_file[0])
+			snprintf(r->ca_source, sizeof(r->ca_source), "CA certificates from "
+				 "SSL_CERT_DIR=%s", d);
+	}
+	return 0;
+}
+
 /* Splits "DIR/LAST" of path: a pattern or one .tar in LAST, else all of it
  * is a folder. */
 static void split_last(const char *path, char *dir, size_t dlen, char *last, size_t llen)
@@ -224,7 +261,8 @@ static void split_last(const char *path, char *dir, size_t dlen, char *last, siz
 	snprintf(last, llen, "%s", l);
 }
 
-int stk__remote_create(struct stk__remote **out, const char *url, char *err, size_t errlen)
+static int create(struct stk__remote **out, const char *url, bool folder_ok, char *err,
+		  size_t errlen)
 {
 	*out = NULL;
 	pthread_once(&curl_once, curl_init_once);
@@ -273,18 +311,56 @@ int stk__remote_create(struct stk__remote **out, const char *url, char *err, siz
 		}
 		split_last(path + 1, dir, sizeof(dir), last, sizeof(last));
 		snprintf(r->pattern, sizeof(r->pattern), "%s", last);
-		if (!last[0]) {
+		if (!last[0] && !folder_ok) {
 			stk__remote_destroy(r);
 			return fail(err, errlen, -EINVAL, "%s: an HTTP source names its shards: one "
 				    ".tar URL or a pattern such as shard-{000000..000099}.tar", url);
 		}
 		snprintf(r->base, sizeof(r->base), "%.*s%s", (int)(path + 1 - url), url, dir);
 		snprintf(r->root, sizeof(r->root), "%.*s", (int)strlen(r->base) - 1, r->base);
+		/* a user:password@ stays in base (curl's), never in the root that
+		 * messages, stats and metrics show */
+		char *auth = strstr(r->root, "://") + 3, *at = strchr(auth, '@'),
+		     *sl = strchr(auth, '/');
+		if (at && (!sl || at < sl))
+			memmove(auth, at + 1, strlen(at + 1) + 1);
 		r->anonymous = true;
-		snprintf(r->cred_source, sizeof(r->cred_source), "none (plain HTTP)");
+		snprintf(r->cred_source, sizeof(r->cred_source), "none (%s)",
+			 strncmp(url, "https:", 6) ? "plain HTTP" : "HTTPS, anonymous");
+	}
+	int rc = find_ca(r, url, err, errlen);
+	if (rc) {
+		stk__remote_destroy(r);
+		return rc;
 	}
 	*out = r;
 	return 0;
+}
+
+int stk__remote_create(struct stk__remote **out, const char *url, char *err, size_t errlen)
+{
+	return create(out, url, false, err, errlen);
+}
+
+int stk__remote_create_list(struct stk__remote **out, const char *root_url, const char *list,
+			    char *err, size_t errlen)
+{
+	int rc = create(out, root_url, true, err, errlen);
+	if (!rc)
+		snprintf((*out)->list, sizeof((*out)->list), "%s", list);
+	return rc;
+}
+
+void stk__remote_limits(struct stk__remote *r, uint64_t timeout_ns, uint64_t connect_ns,
+			unsigned tries)
+{
+	/* a variable create took (set, a number in range) wins over the option */
+	if (timeout_ns && env_long("STOKER_REMOTE_TIMEOUT_MS", 0, 1) == 0)
+		r->timeout_ms = (long)((timeout_ns + 999999) / 1000000);
+	if (connect_ns && env_long("STOKER_REMOTE_CONNECT_TIMEOUT_MS", 0, 1) == 0)
+		r->connect_timeout_ms = (long)((connect_ns + 999999) / 1000000);
+	if (tries && env_long("STOKER_REMOTE_TRIES", 0, 1) == 0)
+		r->max_attempts = tries;
 }
 
 void stk__remote_destroy(struct stk__remote *r)
@@ -345,6 +421,10 @@ int stk__remote_easy(const struct stk__remote *r, CURL *h, const char *rel,
 	curl_easy_setopt(h, CURLOPT_TCP_KEEPALIVE, 1L);
 	curl_easy_setopt(h, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_2TLS);
 	curl_easy_setopt(h, CURLOPT_PIPEWAIT, 1L);
+	if (r->ca_file[0])
+		curl_easy_setopt(h, CURLOPT_CAINFO, r->ca_file);
+	if (r->ca_dir[0])
+		curl_easy_setopt(h, CURLOPT_CAPATH, r->ca_dir);
 	curl_easy_setopt(h, CURLOPT_USERAGENT, "stoker/" STK__STR(STK_VERSION_MAJOR) "." STK__STR(STK_VERSION_MINOR));
 	if (r->s3 && !r->anonymous) {
 		curl_easy_setopt(h, CURLOPT_AWS_SIGV4, r->sigv4);
@@ -390,7 +470,16 @@ static bool transient(CURLcode cc)
 int stk__remote_classify(const struct stk__remote *r, CURLcode cc, long status, bool short_body,
 			 char *why, size_t len)
 {
-	(void)r;
+	if (cc == CURLE_PEER_FAILED_VERIFICATION) { /* never retried, never skipped */
+		snprintf(why, len, "the server's TLS certificate is not trusted, or not for this "
+			 "host (trusted: %s; name a CA file with CURL_CA_BUNDLE or SSL_CERT_FILE)",
+			 r->ca_source);
+		return -EACCES;
+	}
+	if (cc == CURLE_SSL_CACERT_BADFILE) {
+		snprintf(why, len, "the CA certificates cannot be used (%s)", r->ca_source);
+		return -EINVAL;
+	}
 	if (cc != CURLE_OK) {
 		snprintf(why, len, "%s", curl_easy_strerror(cc));
 		if (transient(cc))

@@ -18,6 +18,7 @@ struct stk__robj {
 	char *rel;
 	uint64_t size;
 	char etag[96]; /* as the server sent it, quotes included; "" if none */
+	unsigned line; /* a list of URLs: the line that named it (else 0) */
 };
 
 struct stk__rcache;
@@ -44,9 +45,12 @@ struct stk__remote {
 	bool anonymous;
 	char cred_source[1200]; /* where the credentials came from (never the secret) */
 	char endpoint[512];
+	char ca_file[1024], ca_dir[1024]; /* the CAs TLS trusts ("": the system's) */
+	char ca_source[1100];  /* which variable named them, for messages */
 	long timeout_ms, connect_timeout_ms;
 	unsigned max_attempts; /* tries of one request, the first included */
 	uint64_t backoff_base_ns, backoff_cap_ns;
+	char list[1024];        /* a list of URLs' path ("" for a URL or pattern) */
 	struct stk__robj *objs; /* sorted by rel */
 	size_t nobjs;
 	struct stk__rcache *cache; /* NULL: off */
@@ -59,6 +63,14 @@ bool stk__remote_is_url(const char *path);
 /* Parses url, finds credentials, region and endpoint (no request yet).
  * 0, or <0 with the reason in err. */
 int stk__remote_create(struct stk__remote **out, const char *url, char *err, size_t errlen);
+/* As stk__remote_create for the shards of a list of URLs: root_url is the
+ * folder they share ('/' ended), list the list's path (for messages). */
+int stk__remote_create_list(struct stk__remote **out, const char *root_url, const char *list,
+			    char *err, size_t errlen);
+/* The options' time-outs and tries (0: keep the default); a STOKER_REMOTE_*
+ * variable that is set overrides its option. */
+void stk__remote_limits(struct stk__remote *r, uint64_t timeout_ns, uint64_t connect_ns,
+			unsigned tries);
 void stk__remote_destroy(struct stk__remote *r);
 /* The object named rel (bsearch in objs), or NULL. */
 const struct stk__robj *stk__remote_find(const struct stk__remote *r, const char *rel);
@@ -98,6 +110,8 @@ int64_t stk__rcache_read(struct stk__remote *r, const struct stk__robj *o, void 
  * cache with a notice). */
 void stk__rcache_write(struct stk__remote *r, const struct stk__robj *o, const void *buf,
 		       uint64_t len, uint64_t off);
+/* The cache's folder, or NULL for none. */
+const char *stk__rcache_dir(const struct stk__rcache *c);
 /* The bytes the cache holds now (all processes), and its limit. */
 void stk__rcache_usage(struct stk__rcache *c, uint64_t *bytes, uint64_t *limit);
 

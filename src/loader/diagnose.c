@@ -9,8 +9,12 @@
  * stats window's mark): the consumer's data stall, its wait on device copies,
  * the decode threads' busy share, the reads in flight against the queue
  * depth, and the device's iostat -x figures; then the rules below, in order.
+ * Remote data has no device behind it: its requests (in flight against the
+ * cap, latency, retries, the cache's share) say whether the object store or
+ * HTTP server is the limit (network-bound).
  */
 #include "loader/loader.h"
+#include "io/remote.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -56,13 +60,23 @@ void stk__loader_snap(struct stk_loader *l, struct stk__snap *out)
 	memcpy(out->fmt_fast, l->fmt_fast, sizeof(out->fmt_fast));
 	memcpy(out->fmt_ns, l->fmt_ns, sizeof(out->fmt_ns));
 	out->area = area;
+	const struct stk__remote *rm = l->ds ? l->ds->remote : NULL;
+	if (rm) {
+		out->rreq = atomic_load(&rm->c.requests);
+		out->rretries = atomic_load(&rm->c.retries);
+		out->rbytes = atomic_load(&rm->c.bytes);
+		out->rhits = atomic_load(&rm->c.hits);
+		out->rmisses = atomic_load(&rm->c.misses);
+	}
 }
 
 void stk__loader_find_disk(struct stk_loader *l)
 {
 	struct stk_blockdev bd = {.size = sizeof(bd)};
 	l->disk_name[0] = 0;
-	if (l->o.engine != STK_ENGINE_NULL && stk_sys_blockdev_for_path("", l->ds->root, &bd) == 0)
+	/* remote data: the device its local cache is on (none without a cache) */
+	const char *where = l->ds->remote ? stk__rcache_dir(l->ds->remote->cache) : l->ds->root;
+	if (where && l->o.engine != STK_ENGINE_NULL && stk_sys_blockdev_for_path("", where, &bd) == 0)
 		snprintf(l->disk_name, sizeof(l->disk_name), "%s", bd.disk);
 }
 
@@ -174,6 +188,25 @@ int stk_loader_diagnose(const struct stk_loader *cl, double window_s, struct stk
 		v.dev_share = v.mb_per_s > 0 ? v.dev_read_mb_s / v.mb_per_s : 0;
 	}
 
+	const struct stk__remote *rm = l->ds->remote;
+	uint64_t reads = (now.rhits - b.rhits) + (now.rmisses - b.rmisses);
+	if (rm) {
+		v.remote = 1;
+		v.req_p50_ms = (double)stk_hist_percentile(rm->h_lat, 50) / 1e6;
+		v.req_p99_ms = (double)stk_hist_percentile(rm->h_lat, 99) / 1e6;
+		v.req_min_ms = (double)stk_hist_min(rm->h_lat) / 1e6;
+		v.cache_hit_ratio = reads ? (double)(now.rhits - b.rhits) / (double)reads : 0;
+		if (dt > 0) {
+			v.req_per_s = (double)(now.rreq - b.rreq) / dt;
+			v.retries_per_s = (double)(now.rretries - b.rretries) / dt;
+			if (v.inflight_mean > 0)
+				v.req_mb_per_s_each = (double)(now.rbytes - b.rbytes) / dt / 1e6 /
+						      v.inflight_mean;
+		}
+	}
+	/* the reads went to the server (a cache serving most of them is local disk) */
+	bool from_net = rm && l->o.engine != STK_ENGINE_NULL &&
+			(reads == 0 || v.cache_hit_ratio < 0.5);
 	double stall = v.stall_ratio, inflight = v.inflight_mean;
 	/* "12.3 of 16"; over a window that held a probe's deeper levels the mean
 	 * can pass today's depth: said so, not "148.5 of 16" */
@@ -231,6 +264,33 @@ int stk_loader_diagnose(const struct stk_loader *cl, double window_s, struct stk
 			 "consumer waits %.0f %% of the time",
 			 qd, prefetch, inflight, stall * 100);
 		snprintf(v.advice, sizeof(v.advice), "raise queue_depth (64-256) and prefetch (4)");
+	} else if (from_net && inflight >= 0.8 * qd) {
+		v.kind = STK_BOUND_NETWORK;
+		snprintf(v.evidence, sizeof(v.evidence),
+			 "%s requests in flight (the cap: queue_depth), each %.1f ms p50, %.1f ms "
+			 "p99 (the fastest %.1f ms); %.2f MB/s per request in flight, %.1f MB/s in "
+			 "all; %.1f retries/s; %.0f %% from the local cache: every read waits on %s",
+			 fl, v.req_p50_ms, v.req_p99_ms, v.req_min_ms, v.req_mb_per_s_each, v.mb_per_s,
+			 v.retries_per_s, v.cache_hit_ratio * 100, rm->s3 ? "the object store"
+									  : "the HTTP server");
+		/* a request taking twice the fastest's time: the server queues them
+		 * (its throughput fixed, a deeper queue waits longer: Little's law) */
+		bool saturated = v.req_min_ms > 0 && v.req_p50_ms >= 2 * v.req_min_ms;
+		const char *cache = rm->cache ? "" : ", the local cache (remote_cache) for later "
+						     "epochs";
+		if (saturated)
+			snprintf(v.advice, sizeof(v.advice),
+				 "not more requests: the server is saturated (p50 %.1fx the fastest "
+				 "request), a deeper queue only waits longer; larger ranged reads "
+				 "(shuffle_mode shard streams whole shards)%s, a faster server or more "
+				 "of them", v.req_p50_ms / v.req_min_ms, cache);
+		else
+			snprintf(v.advice, sizeof(v.advice),
+				 "more requests in flight (queue_depth above %u), larger ranged reads "
+				 "(shuffle_mode shard streams whole shards)%s; %s",
+				 qd, cache, v.retries_per_s > 0
+						    ? "retries: the server throttles or fails, ask less of it"
+						    : "a server nearer, or more of them");
 	} else if (inflight >= 0.8 * qd && (!sampled || from_disk)) {
 		v.kind = STK_BOUND_STORAGE;
 		snprintf(v.evidence, sizeof(v.evidence),

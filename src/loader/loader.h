@@ -61,6 +61,7 @@ struct stk__snap {
 	double entropy_sum;       /* their shares of entropy-coded data decoded, summed */
 	uint64_t fmt_decoded[STK_FORMATS], fmt_fast[STK_FORMATS], fmt_ns[STK_FORMATS]; /* per format */
 	double area;              /* in-flight reads × ns */
+	uint64_t rreq, rretries, rbytes, rhits, rmisses; /* remote data's transport and cache */
 	bool disk_ok;
 	struct stk_diskstat disk;
 };

@@ -4,6 +4,7 @@
  * is read under the loader's mutex or atomically.
  */
 #include "loader/loader.h"
+#include "io/remote.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -192,6 +193,10 @@ int stk_loader_hist(const struct stk_loader *l, enum stk_hist_kind kind, struct 
 		stk_hist_merge(dst, l->h_read);
 	else if (kind == STK_HIST_DECODE)
 		stk_hist_merge(dst, l->h_decode);
+	else if (kind == STK_HIST_REMOTE && l->ds && l->ds->remote)
+		stk_hist_merge(dst, l->ds->remote->h_lat);
+	else if (kind == STK_HIST_REMOTE)
+		return -ENOENT;
 	else
 		return -EINVAL;
 	return 0;

@@ -14,6 +14,7 @@
  * sample: a missing series is honest, a zero would not be.
  */
 #include "base/internal.h"
+#include "metrics/metrics_int.h"
 #include "stoker/metrics.h"
 #include "stoker/sys.h"
 
@@ -229,6 +230,32 @@ static int escape_label(char *dst, size_t len, const char *s)
 	return 0;
 }
 
+/* Remote data's families (metrics/remote.c), its latency histogram and
+ * stoker_remote_info (the URL, never credentials); local data: nothing. */
+static void remote(struct out *o, const struct stk_loader *l, struct stk_hist *h,
+		   const char *labels)
+{
+	struct stk__family f[16];
+	struct stk_remote_stats r;
+	size_t n = stk__remote_families(l, f, STK_ARRAY_SIZE(f), &r);
+	if (!n)
+		return;
+	for (size_t i = 0; i < n; i++) {
+		family(o, f[i].name, f[i].type, f[i].help);
+		if (f[i].has)
+			put(o, "%s{%s} %" PRIu64 "\n", f[i].name, labels, f[i].value);
+	}
+	histogram(o, l, h, STK_HIST_REMOTE, "stoker_remote_request_seconds",
+		  "Each request to the object store or HTTP server, retries each their own.",
+		  labels);
+	char root[2 * sizeof(r.root) + 1];
+	family(o, "stoker_remote_info", "gauge",
+	       "The remote data's URL (never credentials) and whether the local cache is on.");
+	if (escape_label(root, sizeof(root), r.root) == 0)
+		put(o, "stoker_remote_info{%s,root=\"%s\",cache=\"%s\"} 1\n", labels, root,
+		    r.cache_on ? "on" : "off");
+}
+
 int stk_loader_metrics_text(const struct stk_loader *l, const char *name, char *buf, size_t len)
 {
 	if (!l || (!buf && len))
@@ -306,6 +333,7 @@ int stk_loader_metrics_text(const struct stk_loader *l, const char *name, char *
 		  "Submit to completion of each sample's read.", labels);
 	histogram(&o, l, h, STK_HIST_DECODE, "stoker_loader_decode_seconds",
 		  "Decode and crop of one sample (image mode).", labels);
+	remote(&o, l, h, labels);
 	stk_hist_destroy(h);
 	return finish(&o);
 }

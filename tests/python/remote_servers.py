@@ -178,9 +178,11 @@ class SeaweedS3:
 
 
 class Nginx:
-    """nginx serving `root` on a free loopback port (ranges, ETags)."""
+    """nginx serving `root` on a free loopback port (ranges, ETags); with
+    tls=(certificate, key) files, HTTPS (and HTTP/2) on that port."""
 
-    def __init__(self, root, workdir):
+    def __init__(self, root, workdir, tls=None):
+        self.tls = tls
         self.bin = shutil.which("nginx") or "/usr/sbin/nginx"
         if not os.access(self.bin, os.X_OK):
             raise FileNotFoundError("nginx (Debian: apt-get install nginx-light)")
@@ -197,8 +199,9 @@ events { worker_connections 256; }
 http { access_log off; client_body_temp_path %s/t; proxy_temp_path %s/t;
  fastcgi_temp_path %s/t; uwsgi_temp_path %s/t; scgi_temp_path %s/t;
  keepalive_requests 100000;
- server { listen 127.0.0.1:%d; root %s; } }
-""" % (d, d, d, d, d, d, d, self.port, root))
+ server { listen 127.0.0.1:%d%s; root %s; %s} }
+""" % (d, d, d, d, d, d, d, self.port, " ssl http2" if tls else "", root,
+       "ssl_certificate %s; ssl_certificate_key %s; " % tls if tls else ""))
         self.proc = subprocess.Popen([self.bin, "-c", conf, "-p", d], stdout=subprocess.DEVNULL,
                                      stderr=subprocess.DEVNULL, start_new_session=True,
                                      env=server_env())
@@ -206,12 +209,25 @@ http { access_log off; client_body_temp_path %s/t; proxy_temp_path %s/t;
 
     @property
     def url(self):
-        return "http://127.0.0.1:%d" % self.port
+        return "%s://127.0.0.1:%d" % ("https" if self.tls else "http", self.port)
 
     def close(self):
         if self.proc.poll() is None:
             self.proc.terminate()
             self.proc.wait(10)
+
+
+def self_signed(workdir, name="127.0.0.1"):
+    """A self-signed certificate for `name` (an IP address) and its key,
+    made with openssl: (certificate, key) paths; the certificate is its own
+    CA."""
+    cert, key = os.path.join(workdir, "cert.pem"), os.path.join(workdir, "key.pem")
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2",
+                    "-keyout", key, "-out", cert, "-subj", "/CN=%s" % name,
+                    "-addext", "subjectAltName=IP:%s" % name,
+                    "-addext", "basicConstraints=critical,CA:TRUE"],
+                   check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return cert, key
 
 
 class FaultProxy:
@@ -221,9 +237,12 @@ class FaultProxy:
     ...): "ok", "slowdown" (503 with S3's SlowDown body), "500", "reset" (RST
     before any answer), "truncate" (the headers, then half the body, then
     the connection closes), or "drop" (hold the connection: the client's
-    timeout must end it).  latency_s is added to every request."""
+    timeout must end it).  latency_s is added to every request; with
+    serial=True those delays are served one at a time (a server of fixed
+    throughput: the more requests in flight, the longer each waits)."""
 
-    def __init__(self, upstream_port, plan=None, latency_s=0.0):
+    def __init__(self, upstream_port, plan=None, latency_s=0.0, serial=False):
+        self.serial = threading.Lock() if serial else None
         self.up = upstream_port
         self.plan = plan or (lambda n, method, path: "ok")
         self.latency_s = latency_s
@@ -279,7 +298,10 @@ class FaultProxy:
                 fate = self.plan(n, method, path)
                 with self.lock:
                     self.faults[fate] = self.faults.get(fate, 0) + 1
-                if self.latency_s:
+                if self.latency_s and self.serial:
+                    with self.serial:
+                        time.sleep(self.latency_s)
+                elif self.latency_s:
                     time.sleep(self.latency_s)
                 if fate == "reset":
                     c.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))

@@ -54,7 +54,9 @@ def test_cli_help_comes_from_the_table():
         assert r.help in line, (flag, line)
         if r.type not in (_lib.OPT_FLAG, _lib.OPT_NOFLAG) and r.default:
             assert "[%s]" % r.default in line, (flag, line)
-        if r.min != r.max and r.type != _lib.OPT_ENUM:
+        if r.min != r.max and r.type == _lib.OPT_DURATION:  # as durations are written
+            assert "(%s..%s)" % (options_doc._duration(int(r.min)), options_doc._duration(int(r.max))) in line, line
+        elif r.min != r.max and r.type != _lib.OPT_ENUM:
             assert "%.17g..%.17g" % (r.min, r.max) in line, (flag, line)
 
 

@@ -81,6 +81,22 @@ static const char *lib_reason(const struct stk_option *r, const char *msg)
 	return !strncmp(msg, r->name, l) && msg[l] == ':' && msg[l + 1] == ' ' ? msg + l + 2 : msg;
 }
 
+/* A duration row's bound (ns) as the library writes the row's values
+ * ("1ms", "3600s"): put in a struct of the row's group and formatted. */
+static const char *duration_text(const struct stk_option *r, char *buf, size_t len, double ns)
+{
+	union {
+		struct stk_loader_opts l;
+		struct stk_image_opts i;
+	} u;
+	memset(&u, 0, sizeof(u));
+	uint64_t v = (uint64_t)ns;
+	memcpy((char *)&u + r->offset, &v, sizeof(v));
+	if (stk_option_get(r, &u, buf, len) < 0)
+		snprintf(buf, len, "%llu", (unsigned long long)v);
+	return buf;
+}
+
 static int set_value(const struct opt *o, const char *val, const char *cmd)
 {
 	char *end;
@@ -191,7 +207,11 @@ static void lib_usage(FILE *f, const struct opt *o)
 		fprintf(f, " {%s}", r->choices);
 	if (r->type != STK_OPT_FLAG && r->type != STK_OPT_NOFLAG && r->def[0])
 		fprintf(f, " [%s]", r->def);
-	if (r->min != r->max && r->type != STK_OPT_ENUM)
+	if (r->min != r->max && r->type == STK_OPT_DURATION) { /* as the values are written */
+		char lo[32], hi[32];
+		fprintf(f, " (%s..%s)", duration_text(r, lo, sizeof(lo), r->min),
+			duration_text(r, hi, sizeof(hi), r->max));
+	} else if (r->min != r->max && r->type != STK_OPT_ENUM)
 		fprintf(f, " (%.17g..%.17g%s%s%s)", r->min, r->max, r->choices ? ", or " : "",
 			r->choices ? r->choices : "", r->choices ? " (0)" : "");
 }
