@@ -18,8 +18,8 @@ P=${1:-${XDG_CACHE_HOME:-$HOME/.cache}/stoker/default-10000}
 for w in ${WORKLOADS:-train raw-warm raw-cold val}; do
 	case $w in
 	train) args="--mode train --stoker-sources folder,transcoded" ;;
-	raw-warm) args="--mode raw --no-search --stoker-sources folder,shards" ;;
-	raw-cold) args="--mode raw --cache cold --no-search --stoker-sources folder,shards" ;;
+	raw-warm) args="--mode raw --no-search --stoker-sources folder,shards,shards-window" ;;
+	raw-cold) args="--mode raw --cache cold --no-search --stoker-sources folder,shards,shards-window" ;;
 	val) args="--mode val --no-search --stoker-sources folder,transcoded" ;;
 	*) echo "unknown workload $w"; exit 2 ;;
 	esac

@@ -9,10 +9,16 @@ for w in ("train", "raw-warm", "raw-cold", "val"):
     f = os.path.join(d, w + ".json")
     if not os.path.exists(f):
         continue
-    j = json.load(open(f))
-    print("\n**%s** (%s, %s cache, batch %d, %d CPUs, %d rounds of %.0f s; load at the end %s)\n" % (
-        w, j["mode"], j["cache"], j["batch_size"], j["cpus"], j["rounds"], j["seconds"],
-        " ".join(j["load"])))
+    try:
+        with open(f) as fh:
+            j = json.load(fh)
+    except ValueError:
+        print("\n**%s**: %s is not complete (a run still going, or one that failed: see %s.log)"
+              % (w, f, w))
+        continue
+    print("\n**%s** (%s, %s cache, batch %d, prefetch %s, %d CPUs, %d rounds of %.0f s; load at the end %s)\n"
+          % (w, j["mode"], j["cache"], j["batch_size"], j.get("prefetch", "-"), j["cpus"], j["rounds"],
+             j["seconds"], " ".join(j["load"])))
     print("| loader | workers / threads | samples/s median (min–max) | CPU s / 1,000 | peak PSS MB | "
           "loader MB (above its imports) | first batch s | stoker (best source) / it | stoker's loader MB / it |")
     print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")

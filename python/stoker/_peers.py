@@ -226,7 +226,9 @@ def run_stoker(s):
                            scale=tuple(s["scale"]), ratio=tuple(s["ratio"]), crop_frac=s["crop_frac"],
                            **kw)
     with stoker.Loader(s["source"], s["batch"], image=img, shuffle=True, seed=s["seed"],
-                       copy_free=True, prefetch=s["prefetch"]) as ld:
+                       copy_free=True, prefetch=s["prefetch"],
+                       shuffle_mode=s.get("shuffle_mode", "global"),
+                       shuffle_window=s.get("shuffle_window", 1000)) as ld:
         while True:
             for b in ld:
                 if img is None:

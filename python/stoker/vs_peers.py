@@ -300,16 +300,22 @@ def main(argv=None):
             "scale": list(a.scale), "ratio": list(a.ratio), "crop_frac": a.crop_frac,
             "samples": cold_epoch if a.cache == "cold" else 1 << 62, "seconds": a.seconds,
             "prefetch": a.prefetch}
-    # the rows: (label, peer, source dir); conversions first
-    rows, conversions, failed = [], {}, {}
+    # the rows: (label, peer, source dir); conversions first.  stoker's
+    # sources: folder, shards (global shuffle: any sample after any other),
+    # shards-window (shuffle_mode shard: shards in random order, samples
+    # shuffled in a window of 1,000, as WebDataset's shuffle(1000) and DALI's
+    # readers.webdataset (initial_fill 1024) do), transcoded
+    rows, conversions, failed, extra = [], {}, {}, {}
     for src in a.stoker_sources.split(","):
-        d = path
+        d, fmt = path, "shards" if src == "shards-window" else src
         if src != "folder":
-            d, m = convert("stoker", path, src, data_dir, a.stoker, a.timeout * 10)
-            conversions["stoker " + src] = m
+            d, m = convert("stoker", path, fmt, data_dir, a.stoker, a.timeout * 10)
+            conversions["stoker " + fmt] = m
             if d is None:
                 failed["stoker (%s)" % src] = m["error"]
                 continue
+        if src == "shards-window":
+            extra["stoker (%s)" % src] = {"shuffle_mode": "shard", "shuffle_window": 1000}
         rows.append(("stoker (%s)" % src, "stoker", d))
     for p in run:
         fmt = INFO[p][2]
@@ -330,7 +336,8 @@ def main(argv=None):
 
     def one(label, peer, src, workers, seconds):
         why = _drop_caches() if a.cache == "cold" else None
-        spec = dict(base, peer=peer, source=src, workers=workers, seconds=seconds)
+        spec = dict(base, peer=peer, source=src, workers=workers, seconds=seconds,
+                    **extra.get(label, {}))
         res, err, pss, wall = child(spec, a.timeout)
         if res is None:
             return {"error": err, "workers": workers}
