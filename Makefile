@@ -192,6 +192,12 @@ $(BUILD)/fuzz_png $(BUILD)/fuzz_webp: $(BUILD)/fuzz_%: tests/fuzz/fuzz_%.c tests
 	@mkdir -p $(@D)
 	$(Q)clang $(FUZZ_LIB_CFLAGS) $< $(LIB_SRC) -o $@ $(LIBS)
 FUZZERS = tar rst image index tar_types png webp
+# clang and libFuzzer first (installed as root, else the apt-get line)
+.PHONY: fuzz-deps
+fuzz-deps:
+	$(Q)sh mk/deps.sh fuzz
+$(FUZZERS:%=$(BUILD)/fuzz_%): | fuzz-deps
+
 fuzz: $(FUZZERS:%=$(BUILD)/fuzz_%)
 	$(Q)mkdir -p $(BUILD)/fuzz-corpus $(BUILD)/fuzz-rst-corpus $(BUILD)/fuzz-image-corpus \
 		$(BUILD)/fuzz-index-corpus $(BUILD)/fuzz-tar-types-corpus $(BUILD)/fuzz-png-corpus \

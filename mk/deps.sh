@@ -1,7 +1,7 @@
 #!/bin/sh
 # Checks the Debian packages a step needs.  As root, installs what is missing;
 # otherwise stops with the exact apt-get line.
-# usage: deps.sh build|install|deb|test|bench
+# usage: deps.sh build|install|deb|test|bench|fuzz
 set -e
 build="gcc make pkg-config liburing-dev libjpeg62-turbo-dev libpng-dev libwebp-dev libjansson-dev libmicrohttpd-dev libcurl4-openssl-dev"
 install="$build help2man"
@@ -11,13 +11,16 @@ deb="$install build-essential debhelper dh-python dpkg-dev lintian python3"
 test="$deb g++ libcmocka-dev librsvg2-bin python3-pytest python3-numpy python3-torch python3-torchvision \
 	python3-venv python3-pip python3-setuptools python3-wheel libopenmpi-dev openmpi-bin prometheus nginx-light openssl"
 bench="$test fio sysstat"
+# make fuzz: clang's libFuzzer and sanitizer runtimes (Debian 12's clang is 14)
+fuzz="clang libclang-rt-14-dev"
 case "$1" in
 build) want=$build ;;
 install) want=$install ;;
 deb) want=$deb ;;
 test) want=$test ;;
 bench) want=$bench ;;
-*) echo "usage: $0 build|install|deb|test|bench" >&2; exit 2 ;;
+fuzz) want=$fuzz ;;
+*) echo "usage: $0 build|install|deb|test|bench|fuzz" >&2; exit 2 ;;
 esac
 missing=
 for p in $want; do
