@@ -144,6 +144,13 @@ json_t *bench_vs_torch(const struct bench_opts *o, const struct stk_loader_opts 
  * PYTHONPATH and STOKER_LIB set to the library this process runs; its
  * stdout in *out (malloc'd); the exit status, or -errno when it cannot start. */
 int bench_run_capture(char *const argv[], char **out);
+/* bench_run_capture for a side started with BENCH_PY_BOOT("MODULE"): its
+ * JSON result when it printed one holding key as a value of type (a jansson
+ * JSON_* type), else NULL with the reason in why; when it could not import
+ * (exit 3), NULL with why empty and the import error's line in ierr, for the
+ * caller's install advice. */
+json_t *bench_run_py(char *const argv[], const char *module, const char *key, int type,
+		     char *ierr, size_t ielen, char *why, size_t len);
 /* python3 -c BENCH_PY_BOOT("vs_torch") ARGS: stoker.MODULE's main(ARGS), or
  * exit 3 with the import error on stdout (one line, no traceback) when
  * PyTorch or the package cannot be imported. */

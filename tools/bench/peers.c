@@ -116,29 +116,12 @@ json_t *bench_vs_peers(const struct bench_opts *o, const struct stk_loader_opts 
 			argv[k++] = more[i];
 	}
 	argv[k] = NULL;
-	char *out = NULL;
-	int rc = bench_run_capture((char *const *)argv, &out);
-	json_t *j = NULL;
-	if (rc < 0) {
-		snprintf(why, len, "cannot start %s: %s", py, strerror(-rc));
-	} else if (rc == 3) {
-		char *nl = out ? strchr(out, '\n') : NULL;
-		if (nl)
-			*nl = 0;
+	char ierr[512];
+	json_t *j = bench_run_py((char *const *)argv, "vs_peers", "table", JSON_ARRAY, ierr,
+				 sizeof(ierr), why, len);
+	if (!j && !why[0])
 		snprintf(why, len, "skipped %s: %s cannot import stoker.vs_peers (%s); remake the "
-				   "venv: make peers", o->vs, py, out && *out ? out : "?");
-	} else if (rc) {
-		snprintf(why, len, "%s -m stoker.vs_peers exited %d (see above)", py, rc);
-	} else {
-		json_error_t je;
-		j = out ? json_loads(out, 0, &je) : NULL;
-		if (!j || !json_is_array(json_object_get(j, "table"))) {
-			snprintf(why, len, "stoker.vs_peers printed no result");
-			json_decref(j);
-			j = NULL;
-		}
-	}
-	free(out);
+				   "venv: make peers", o->vs, py, ierr[0] ? ierr : "?");
 	return j;
 }
 

@@ -178,25 +178,38 @@ json_t *bench_vs_torch(const struct bench_opts *o, const struct stk_loader_opts 
 		}
 	}
 	argv[k] = NULL;
+	char ierr[512];
+	json_t *j = bench_run_py((char *const *)argv, "vs_torch", "best", JSON_OBJECT, ierr,
+				 sizeof(ierr), why, len);
+	if (!j && !why[0])
+		snprintf(why, len, "skipped: %s (%s); install: apt-get install "
+				   "python3-torch python3-torchvision (or `make peers` and --vs all)",
+			 argv[0], ierr[0] ? ierr : "torch");
+	return j;
+}
+
+json_t *bench_run_py(char *const argv[], const char *module, const char *key, int type,
+		     char *ierr, size_t ielen, char *why, size_t len)
+{
 	char *out = NULL;
-	int rc = bench_run_capture((char *const *)argv, &out);
+	int rc = bench_run_capture(argv, &out);
 	json_t *j = NULL;
+	why[0] = ierr[0] = 0;
 	if (rc < 0) {
 		snprintf(why, len, "cannot start %s: %s", argv[0], strerror(-rc));
 	} else if (rc == 3) {
 		char *nl = out ? strchr(out, '\n') : NULL;
 		if (nl)
 			*nl = 0;
-		snprintf(why, len, "skipped: %s (%s); install: apt-get install "
-				   "python3-torch python3-torchvision (or `make peers` and --vs all)",
-			 argv[0], out && *out ? out : "torch");
+		snprintf(ierr, ielen, "%s", out ? out : "");
 	} else if (rc) {
-		snprintf(why, len, "%s -m stoker.vs_torch exited %d", argv[0], rc);
+		snprintf(why, len, "%s -m stoker.%s exited %d (see above)", argv[0], module, rc);
 	} else {
 		json_error_t je;
 		j = out ? json_loads(out, 0, &je) : NULL;
-		if (!j || !json_is_object(json_object_get(j, "best"))) {
-			snprintf(why, len, "stoker.vs_torch printed no result");
+		const json_t *v = j ? json_object_get(j, key) : NULL;
+		if (!v || (int)json_typeof(v) != type) {
+			snprintf(why, len, "stoker.%s printed no result", module);
 			json_decref(j);
 			j = NULL;
 		}
