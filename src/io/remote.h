@@ -84,6 +84,27 @@ int stk__remote_head(struct stk__remote *r, CURL *h, const char *rel, uint64_t *
  * denied credentials: named, with the credential source). */
 int stk__remote_list(struct stk__remote *r, char *err, size_t errlen);
 
+/* A PUT's body: a file read with pread (never held in memory whole), or
+ * bytes in memory when mem is set.  progress, when set, hears of the bytes
+ * sent (from the calling thread). */
+struct stk__upsrc {
+	int fd;
+	const void *mem;
+	uint64_t size, off;
+	int err; /* the file's read error (errno), if any */
+	void (*progress)(void *ctx, uint64_t done, uint64_t total);
+	void *ctx;
+};
+/* s3: PUTs the body as rel (under key_dir), signed, retried like reads, with
+ * no total timeout but a floor on the speed; the ETag the store gave it into
+ * etag.  0 or <0 with the URL and the reason (the S3 error code, the
+ * credential source) in err. */
+int stk__remote_put(struct stk__remote *r, CURL *h, const char *rel, struct stk__upsrc *src,
+		    char *etag, size_t etaglen, char *err, size_t errlen);
+/* s3: whether the bucket is there and the credentials are taken: a listing
+ * of one key under key_dir.  0 or <0 with the reason in err. */
+int stk__remote_check(struct stk__remote *r, char *err, size_t errlen);
+
 /* io/rcache.c: the bounded local cache of remote bytes.  Ranges of an
  * object (by URL, ETag and size) live in a sparse file with a log of the
  * ranges written; a range is served only once its log record is complete. */
