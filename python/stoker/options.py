@@ -73,6 +73,8 @@ ENVIRONMENT = [
     ("STOKER_CUDART", "library", "path of the CUDA runtime to pin slots with, tried first"),
     ("STOKER_NULL_CHANNELS", "library",
      "engine null models a device of K channels (the queue-depth tuner's tests)"),
+    ("TMPDIR", "CLI", "`stoker pack DIR s3://...`: where each shard is staged before its upload "
+     "(--stage's default; else /var/tmp)"),
     ("STOKER_REMOTE_WINDOW", "library",
      "remote data: the bytes a cache miss fetches around itself into the cache (default 8 MiB "
      "when the cache is on and keeps what windows bring: shard mode, or a dataset within half "
