@@ -591,11 +591,15 @@ static void take_hits(struct stk_eng *e)
 	while (head) {
 		struct stk_io *io = head;
 		head = io->priv.next;
-		const struct stk__robj *o = io->priv.pending ? stk__remote_find(e->r, io->path) : NULL;
-		if (io->priv.pending && !win_wait(e, io, o, io->priv.t))
-			fetch(e, io, o, io->priv.t);
-		else if (!io->priv.pending)
+		/* read once: an io win_wait hands on may be back with the readers,
+		 * its fields theirs, before win_wait returns */
+		if (!io->priv.pending) {
 			finish(e, io, io->res);
+			continue;
+		}
+		const struct stk__robj *o = stk__remote_find(e->r, io->path);
+		if (!win_wait(e, io, o, io->priv.t))
+			fetch(e, io, o, io->priv.t);
 	}
 }
 
