@@ -338,6 +338,22 @@ static void fetch(struct stk_eng *e, struct stk_io *io, const struct stk__robj *
 
 static void retry_later(struct stk_eng *e, struct req *q);
 
+/* A transfer is over, whatever its outcome: out of the multi handle and
+ * counted; its HTTP status (a 200 stopped at what was asked is a success). */
+static long transfer_ended(struct stk_eng *e, struct req *q, CURLcode *cc)
+{
+	struct stk__remote *r = e->r;
+	curl_multi_remove_handle(e->m, q->h);
+	atomic_fetch_sub(&r->c.inflight, 1);
+	atomic_fetch_add(&r->c.requests, 1);
+	stk_hist_add(r->h_lat, stk__now_ns() - q->t0);
+	long status = 0;
+	curl_easy_getinfo(q->h, CURLINFO_RESPONSE_CODE, &status);
+	if (*cc == CURLE_WRITE_ERROR && q->enough)
+		*cc = CURLE_OK;
+	return status;
+}
+
 static uint8_t *wstate_of(struct stk_eng *e, const struct stk__robj *o, uint64_t *nwin)
 {
 	size_t i = (size_t)(o - e->r->objs);
@@ -347,6 +363,15 @@ static uint8_t *wstate_of(struct stk_eng *e, const struct stk__robj *o, uint64_t
 	if (!e->wstate[i])
 		e->wstate[i] = calloc(*nwin ? *nwin : 1, 1);
 	return e->wstate[i];
+}
+
+/* The window will not be fetched again (it came in, or failed). */
+static void win_settled(struct stk_eng *e, const struct win *w)
+{
+	uint64_t nwin;
+	uint8_t *st = wstate_of(e, w->o, &nwin);
+	if (st)
+		st[w->off / e->r->window] = 2;
 }
 
 /* Misses back to the cache's readers (a window came in): hits now, or
@@ -506,14 +531,7 @@ static void wended(struct stk_eng *e, struct req *q, CURLcode cc)
 {
 	struct stk__remote *r = e->r;
 	struct win *w = q->w;
-	curl_multi_remove_handle(e->m, q->h);
-	atomic_fetch_sub(&r->c.inflight, 1);
-	atomic_fetch_add(&r->c.requests, 1);
-	stk_hist_add(r->h_lat, stk__now_ns() - q->t0);
-	long status = 0;
-	curl_easy_getinfo(q->h, CURLINFO_RESPONSE_CODE, &status);
-	if (cc == CURLE_WRITE_ERROR && q->enough)
-		cc = CURLE_OK;
+	long status = transfer_ended(e, q, &cc);
 	bool bad = (cc == CURLE_WRITE_ERROR && q->over) ||
 		   (cc == CURLE_OK && status == 200 && w->off) ||
 		   (cc == CURLE_OK && status == 206 && (q->range_len == 0 || q->range_start != w->off));
@@ -528,10 +546,7 @@ static void wended(struct stk_eng *e, struct req *q, CURLcode cc)
 		retry_later(e, q);
 		return;
 	}
-	uint64_t nwin;
-	uint8_t *st = wstate_of(e, w->o, &nwin);
-	if (st)
-		st[w->off / r->window] = 2;
+	win_settled(e, w);
 	if (rc == 0 && status != 416) {
 		flush_stage(e, q);
 		atomic_fetch_add(&r->c.bytes, q->got);
@@ -660,14 +675,7 @@ static void ended(struct stk_eng *e, struct req *q, CURLcode cc)
 {
 	struct stk__remote *r = e->r;
 	struct stk_io *io = q->io;
-	curl_multi_remove_handle(e->m, q->h);
-	atomic_fetch_sub(&r->c.inflight, 1);
-	atomic_fetch_add(&r->c.requests, 1);
-	stk_hist_add(r->h_lat, stk__now_ns() - q->t0);
-	long status = 0;
-	curl_easy_getinfo(q->h, CURLINFO_RESPONSE_CODE, &status);
-	if (cc == CURLE_WRITE_ERROR && q->enough)
-		cc = CURLE_OK;
+	long status = transfer_ended(e, q, &cc);
 	if (cc == CURLE_WRITE_ERROR && q->over) {
 		atomic_fetch_add(&r->c.failed, 1);
 		finish(e, io, -EPROTO); /* more than the range: not the bytes asked for */
@@ -735,10 +743,7 @@ static long run_delayed(struct stk_eng *e)
 			int rc = start(e, q);
 			if (rc && q->w) {
 				struct win *w = q->w;
-				uint64_t nwin;
-				uint8_t *st = wstate_of(e, w->o, &nwin);
-				if (st)
-					st[w->off / e->r->window] = 2;
+				win_settled(e, w);
 				win_done(e, w, false);
 				put_req(e, q);
 			} else if (rc) {
