@@ -6,7 +6,7 @@ name, nothing else exported.  Run it after adding a public function:
 import os
 import re
 
-HEADERS = ("stoker", "metrics", "sys")
+HEADERS = ("stoker", "metrics", "sys", "upload")
 top = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 out = ["/* libstoker's exported symbols, by name: every STK_API function of",
        " * include/stoker/*.h and nothing else (stk__ internals stay local).",

@@ -15,6 +15,7 @@ out=$("$bin/examples/decode_loop" 2 "$t"/d/*/*.jpg 2>&1) || { echo "FAIL: decode
 [ "$(echo "$out" | grep -c ' images/s$')" = 2 ] || { echo "FAIL: decode_loop: $out"; exit 1; }
 if command -v g++ >/dev/null; then
 	echo '#include <stoker/stoker.h>
+#include <stoker/upload.h>
 int main() { return stk_version() == nullptr; }' > "$t/x.cc"
 	g++ -Wall -Wextra -Werror -fsyntax-only -Iinclude "$t/x.cc" || { echo "FAIL: header as C++"; exit 1; }
 fi

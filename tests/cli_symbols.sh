@@ -17,7 +17,7 @@ cat >"$tmp/check.py" <<'EOF'
 import re, sys
 
 top, nm_file = sys.argv[1], sys.argv[2]
-headers = ["stoker.h", "metrics.h", "sys.h"]
+headers = ["stoker.h", "metrics.h", "sys.h", "upload.h"]
 api = {}
 for h in headers:
     text = open("%s/include/stoker/%s" % (top, h)).read()

@@ -14,8 +14,15 @@
  * ends the process by the signal: an interrupted pack leaves nothing behind.
  * With --transcode each JPEG goes in rewritten by stk_jpeg_transcode
  * (transcode_file, shared with `stoker transcode`); a file it refuses goes
- * in as it was and is named in the summary. */
+ * in as it was and is named in the summary.
+ *
+ * OUT may be s3://BUCKET/PREFIX/ (stoker/upload.h): each shard is written to
+ * a staging folder on local disk (--stage), PUT from there with its index
+ * beside it (NAME.tar.stoker-index) and deleted, so the local disk holds one
+ * shard at a time; classes.txt goes up last.  The bucket and credentials
+ * are checked before the first shard is written. */
 #include "common/cli.h"
+#include "stoker/upload.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -55,6 +62,10 @@ struct pack {
 	int64_t transcoded;
 	uint64_t tc_in, tc_out; /* bytes of the JPEGs rewritten, before and after */
 	json_t *kept;           /* [{path, reason}] of the files kept as they were */
+	/* OUT is s3://...: out is the staging folder, url the destination */
+	struct stk_upload *up;
+	const char *url;
+	double up_t0, up_last;
 };
 
 /* The temporary file being written, for the signal handler: the name is
@@ -183,6 +194,34 @@ static int write_failed(struct pack *p)
 	return -1;
 }
 
+static void up_progress(void *ctx, uint64_t done, uint64_t total)
+{
+	struct pack *p = ctx;
+	double t = now_s();
+	if (t - p->up_last < 0.1 && done < total)
+		return;
+	p->up_last = t;
+	char a[32], b[32];
+	progress("pack: upload %s/shard %d: %s of %s, %.0f MB/s", stk_upload_url(p->up), p->shards,
+		 fmt_bytes(a, sizeof(a), (double)done), fmt_bytes(b, sizeof(b), (double)total),
+		 t > p->up_t0 ? (double)done / (t - p->up_t0) / 1e6 : 0.0);
+}
+
+/* PUTs the staged file at path as name (a shard: with its index), then
+ * deletes it; an interrupted upload leaves no staged file behind. */
+static int upload(struct pack *p, const char *path, const char *name, unsigned flags)
+{
+	char err[4096];
+	tmp_arm(path);
+	p->up_t0 = now_s();
+	int e = stk_upload_file(p->up, path, name, flags, up_progress, p, err, sizeof(err));
+	unlink(path);
+	tmp_disarm();
+	if (e)
+		fprintf(stderr, "stoker pack: %s\n", err[0] ? err : stk_strerror(e));
+	return e ? -1 : 0;
+}
+
 static int shard_open(struct pack *p)
 {
 	snprintf(p->path, sizeof(p->path), "%s/%s-%06d.tar", p->out, p->prefix, p->shards);
@@ -233,7 +272,8 @@ static int shard_close(struct pack *p)
 	tmp_disarm();
 	p->bytes += p->shard_bytes;
 	p->shards++;
-	return 0;
+	const char *base = strrchr(p->path, '/') + 1;
+	return p->up ? upload(p, p->path, base, STK_UPLOAD_SHARD_INDEX) : 0;
 }
 
 /* The extension WebDataset will key the member by: the basename's text after
@@ -368,7 +408,7 @@ static int write_classes(struct pack *p)
 		return -1;
 	}
 	tmp_disarm();
-	return 0;
+	return p->up ? upload(p, path, "classes.txt", 0) : 0;
 }
 
 static int pack_all(struct pack *p, const int64_t *order, int64_t n)
@@ -432,6 +472,8 @@ int cmd_pack(int argc, char **argv)
 	int64_t seed = -1;
 	bool json = false, transcode = false;
 	uint64_t align = 0;
+	const char *stage;
+	const char *tmpdir = getenv("TMPDIR");
 	const struct opt opts[] = {
 		{"shard-size", 0, OPT_SIZE, &shard_size, "1GiB", 4096, 1099511627776.0, NULL, "BYTES",
 		 "largest shard (a sample larger than this gets a shard of its own)"},
@@ -446,6 +488,9 @@ int cmd_pack(int argc, char **argv)
 		 "start each sample's bytes at a multiple of BYTES (a power of two, 512 or more; "
 		 "4096 lets O_DIRECT read a member alone), padding with PAX comment headers every "
 		 "tar reader skips [0: none]"},
+		{"stage", 0, OPT_STR, &stage, tmpdir && *tmpdir ? tmpdir : "/var/tmp", 0, 0, NULL,
+		 "DIR", "OUT s3://...: where each shard is written before it is uploaded (one "
+		 "shard's space; $TMPDIR, else /var/tmp)"},
 		{"json", 0, OPT_BOOL, &json, NULL, 0, 0, NULL, NULL, "print a JSON summary"},
 		OPT_END,
 	};
@@ -453,7 +498,10 @@ int cmd_pack(int argc, char **argv)
 		"pack", "[options] DIR OUT",
 		"Packs a folder dataset (DIR/<class>/<file>) into WebDataset-style tar shards,\n"
 		"OUT/<prefix>-000000.tar ...: sample k is <k>.<ext> with the file's bytes and\n"
-		"<k>.cls with its label; OUT/classes.txt names the labels, one per line.",
+		"<k>.cls with its label; OUT/classes.txt names the labels, one per line.\n"
+		"OUT may be s3://BUCKET/PREFIX/ (credentials and endpoint as for reading: AWS_*):\n"
+		"each shard is uploaded as it is finished, with its index beside it\n"
+		"(<shard>.tar.stoker-index), which loaders use instead of reading tar headers.",
 	};
 	int first = opt_parse(&help, opts, argc, argv);
 	if (first < 0)
@@ -478,6 +526,25 @@ int cmd_pack(int argc, char **argv)
 			 .kept = transcode ? json_array() : NULL};
 
 	/* The null engine reads nothing: the loader is only the folder's index. */
+	char err[4096], staged[4200] = "";
+	if (strstr(p.out, "://")) { /* a URL: s3:// (any other is refused by name) */
+		int ue = stk_upload_create(&p.up, p.out, err, sizeof(err));
+		if (ue) {
+			fprintf(stderr, "stoker pack: %s\n", err[0] ? err : stk_strerror(ue));
+			json_decref(p.kept);
+			return EXIT_FAIL;
+		}
+		p.url = stk_upload_url(p.up);
+		snprintf(staged, sizeof(staged), "%s/stoker-pack-XXXXXX", stage);
+		if (!mkdtemp(staged)) {
+			fprintf(stderr, "stoker pack: --stage: cannot create a folder in %s: %s\n", stage,
+				strerror(errno));
+			stk_upload_destroy(p.up);
+			json_decref(p.kept);
+			return EXIT_FAIL;
+		}
+		p.out = staged;
+	}
 	struct stk_loader_opts lo = {
 		.size = sizeof(lo),
 		.flags = STK_F_NO_SHUFFLE | STK_F_QUIET | STK_F_NO_CACHE,
@@ -486,10 +553,13 @@ int cmd_pack(int argc, char **argv)
 		.prefetch = 1,
 		.engine = STK_ENGINE_NULL,
 	};
-	char err[1024];
 	int e = stk_loader_create(&p.loader, &lo, err, sizeof(err));
 	if (e) {
 		fprintf(stderr, "stoker pack: %s\n", err[0] ? err : stk_strerror(e));
+		if (staged[0])
+			rmdir(staged);
+		stk_upload_destroy(p.up);
+		json_decref(p.kept);
 		return EXIT_FAIL;
 	}
 	int rc = EXIT_FAIL;
@@ -522,14 +592,17 @@ int cmd_pack(int argc, char **argv)
 	if (pack_all(&p, order, n) || write_classes(&p))
 		goto out;
 	double secs = now_s() - t0;
+	const char *dest = p.url ? p.url : p.out;
 	if (json) {
 		json_t *o = json_pack("{s:s, s:s, s:s, s:I, s:I, s:i, s:I, s:I, s:f}", "dir", p.dir,
-				      "out", p.out, "prefix", p.prefix, "samples", (json_int_t)n,
+				      "out", dest, "prefix", p.prefix, "samples", (json_int_t)n,
 				      "classes", (json_int_t)stk_loader_num_classes(p.loader),
 				      "shards", p.shards, "bytes", (json_int_t)p.bytes,
 				      "shard_size", (json_int_t)p.shard_size, "seconds", secs);
 		if (o && seed >= 0)
 			json_object_set_new(o, "seed", json_integer(seed));
+		if (o && p.up)
+			json_object_set_new(o, "index_beside", json_true());
 		if (o && p.transcode) {
 			json_object_set_new(o, "transcoded", json_integer(p.transcoded));
 			json_object_set_new(o, "transcoded_size_ratio",
@@ -542,8 +615,9 @@ int cmd_pack(int argc, char **argv)
 			goto out;
 	} else {
 		char mb[32];
-		printf("packed %lld samples in %lld classes into %d shards in %s: %s, %.1f s\n",
-		       (long long)n, (long long)stk_loader_num_classes(p.loader), p.shards, p.out,
+		printf("packed %lld samples in %lld classes into %d shards in %s%s: %s, %.1f s\n",
+		       (long long)n, (long long)stk_loader_num_classes(p.loader), p.shards, dest,
+		       p.up ? " (each with its index beside it)" : "",
 		       fmt_bytes(mb, sizeof(mb), (double)p.bytes), secs);
 		if (p.transcode) {
 			size_t nk = json_array_size(p.kept);
@@ -565,10 +639,13 @@ out:
 		unlink(p.tmp);
 		tmp_disarm();
 	}
+	if (staged[0]) /* empty unless a failure left a shard between its rename and upload */
+		rmdir(staged);
 	free(p.buf);
 	free(p.mem);
 	json_decref(p.kept);
 	free(order);
 	stk_loader_destroy(p.loader);
+	stk_upload_destroy(p.up);
 	return rc;
 }

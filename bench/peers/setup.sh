@@ -33,8 +33,8 @@ PEERS='torch|import torch, torchvision|'"$TORCH_PINS"' numpy pytest
 dali|import nvidia.dali|nvidia-dali-cuda120
 spdl|import spdl.io|spdl
 simplejpeg|import simplejpeg|simplejpeg
-streaming|import streaming|mosaicml-streaming
-litdata|import litdata|litdata
+streaming|import streaming, boto3|mosaicml-streaming boto3
+litdata|import litdata, boto3|litdata boto3
 wds|import webdataset|webdataset
 torchdata|from torchdata.stateful_dataloader import StatefulDataLoader|torchdata
 ffcv|import ffcv|ffcv
@@ -103,7 +103,7 @@ done
 	"$VPY" - <<'PYEOF'
 import importlib.metadata as m
 for d in ("torch", "torchvision", "nvidia-dali-cuda120", "spdl", "simplejpeg", "pillow", "pillow-simd",
-          "mosaicml-streaming", "litdata", "webdataset", "torchdata", "ffcv", "numpy"):
+          "mosaicml-streaming", "litdata", "boto3", "webdataset", "torchdata", "ffcv", "numpy"):
     try:
         print("%s %s" % (d, m.version(d)))
     except m.PackageNotFoundError:

@@ -86,6 +86,12 @@ ENVIRONMENT = [
     ("STOKER_CUDART", "library", "path of the CUDA runtime to pin slots with, tried first"),
     ("STOKER_NULL_CHANNELS", "library",
      "engine null models a device of K channels (the queue-depth tuner's tests)"),
+    ("TMPDIR", "CLI", "`stoker pack DIR s3://...`: where each shard is staged before its upload "
+     "(--stage's default; else /var/tmp)"),
+    ("STOKER_REMOTE_WINDOW", "library",
+     "remote data: the bytes a cache miss fetches around itself into the cache (default 8 MiB "
+     "when the cache is on and keeps what windows bring: shard mode, or a dataset within half "
+     "of cache_limit; 0: a member a request)"),
     ("CUDA_VISIBLE_DEVICES", "Python", "quoted when device=\"cuda\" finds no GPU"),
     ("STOKER_LIB", "Python", "path of libstoker.so.0 to load instead of the installed one"),
     ("STOKER_PYTHON", "CLI", "the interpreter `stoker bench --vs` runs the peers with"),

@@ -9,7 +9,10 @@
  * credential or a missing bucket fails here, before any batch, naming the
  * URL and where the credentials came from.
  *
- * Each shard is indexed as a local one is (dataset/shards.c, the same
+ * A shard with an index beside it (NAME.tar.stoker-index, which `stoker
+ * pack` uploads: dataset/sidx.h) is indexed by that one GET, provided the
+ * index names the shard's current size and ETag (else it is stale: said,
+ * and not used).  Any other shard is indexed as a local one is (dataset/shards.c, the same
  * WebDataset rules), its tar headers read through ranged GETs of 1 MiB
  * windows: a shard of large members costs a request per member's header,
  * one of small members about its size in windows.  Shards are indexed by up
@@ -19,6 +22,7 @@
  * indexed again.  The loader reads with If-Match: that ETag (io/http.c).
  */
 #include "dataset/build.h"
+#include "dataset/sidx.h"
 #include "dataset/tar.h"
 #include "io/remote.h"
 
@@ -35,7 +39,6 @@
 
 #define WINDOW (1u << 20)
 #define MAX_THREADS 16u
-#define SIDX_MAGIC "STKRSH02" /* 02: each member's header tag */
 
 /* A ranged reader over one object, for the tar iterator. */
 struct reader {
@@ -84,29 +87,18 @@ struct job {
 	struct builder b;
 	int rc;
 	char err[1400];
-	char notice[2400];
+	char notice[4200];
 };
 
 struct pool {
 	struct stk__remote *r;
 	const struct stk__index_opts *io;
 	const char *idx_dir; /* "" when the index cache is off */
+	struct stk__robj *idx; /* s3: the listing's NAME.tar.stoker-index objects, sorted */
+	size_t nidx;
 	struct job *jobs;
 	size_t n;
 	_Atomic size_t next;
-};
-
-struct sidx_head {
-	char magic[8];
-	uint64_t size;
-	char etag[96];
-	uint64_t n, nbad, bad_len, checksum;
-};
-
-struct sidx_ent {
-	uint64_t size, offset;
-	int64_t label;
-	uint64_t tag; /* its tar header's (stk__tar_header_tag): the loader's check */
 };
 
 static void sidx_path(const struct pool *p, const struct stk__robj *o, char *out, size_t len)
@@ -117,62 +109,29 @@ static void sidx_path(const struct pool *p, const struct stk__robj *o, char *out
 	snprintf(out, len, "%s/%016llx", p->idx_dir, (unsigned long long)h);
 }
 
-static uint64_t sidx_sum(const struct sidx_head *h, const void *rest, size_t len)
-{
-	struct sidx_head c = *h;
-	c.checksum = 0;
-	return stk__fnv1a(stk__fnv1a(0xcbf29ce484222325ull, &c, sizeof(c)), rest, len);
-}
-
 /* The shard's cached index into j->b: 0, 1 when absent or for another
  * version (a change is said in j->notice), <0 on damage (rebuilt). */
 static int sidx_load(struct pool *p, struct job *j)
 {
-	char path[PATH_MAX];
+	char path[PATH_MAX], why[512];
 	sidx_path(p, j->o, path, sizeof(path));
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return 1;
 	struct stat st;
-	struct sidx_head h;
-	char *rest = NULL;
+	char *buf = NULL;
 	int rc = 1;
-	if (fstat(fd, &st) || (size_t)st.st_size < sizeof(h) ||
-	    pread(fd, &h, sizeof(h), 0) != (ssize_t)sizeof(h) || memcmp(h.magic, SIDX_MAGIC, 8))
+	if (fstat(fd, &st) || st.st_size > (1ll << 40) ||
+	    !(buf = malloc((size_t)st.st_size + 1)) ||
+	    pread(fd, buf, (size_t)st.st_size, 0) != (ssize_t)st.st_size)
 		goto out;
-	h.etag[sizeof(h.etag) - 1] = 0;
-	if (h.size != j->o->size || strcmp(h.etag, j->o->etag)) {
-		snprintf(j->notice, sizeof(j->notice), "%s/%s changed since it was indexed "
-			 "(ETag %s, %llu bytes; now %s, %llu bytes): indexed again", p->r->root,
-			 j->o->rel, h.etag[0] ? h.etag : "none", (unsigned long long)h.size,
-			 j->o->etag[0] ? j->o->etag : "none", (unsigned long long)j->o->size);
-		goto out;
-	}
-	size_t len = (size_t)st.st_size - sizeof(h);
-	if (h.n > len / sizeof(struct sidx_ent) || h.bad_len > len ||
-	    h.n * sizeof(struct sidx_ent) + h.bad_len != len || !(rest = malloc(len + 1)) ||
-	    pread(fd, rest, len, sizeof(h)) != (ssize_t)len || sidx_sum(&h, rest, len) != h.checksum ||
-	    (h.bad_len && rest[len - 1]))
-		goto out;
-	uint64_t name;
-	rc = -ENOMEM;
-	if (stk__buf_add(&j->b.names, j->o->rel, strlen(j->o->rel), &name))
-		goto out;
-	const struct sidx_ent *e = (const void *)rest;
-	for (uint64_t i = 0; i < h.n; i++)
-		if (stk__build_add_entry(&j->b, name, e[i].size, e[i].label, e[i].offset, e[i].tag))
-			goto out;
-	if (h.bad_len) {
-		j->b.bad.p = malloc(h.bad_len);
-		if (!j->b.bad.p)
-			goto out;
-		memcpy(j->b.bad.p, rest + h.n * sizeof(struct sidx_ent), h.bad_len);
-		j->b.bad.len = j->b.bad.cap = h.bad_len;
-		j->b.nbad = h.nbad;
-	}
-	rc = 0;
+	rc = stk__sidx_decode(&j->b, j->o->rel, buf, (size_t)st.st_size, j->o->size, j->o->etag,
+			      why, sizeof(why));
+	if (rc == 1)
+		snprintf(j->notice, sizeof(j->notice), "%s/%s changed since it was indexed (%s): "
+			 "indexed again", p->r->root, j->o->rel, why);
 out:
-	free(rest);
+	free(buf);
 	close(fd);
 	return rc;
 }
@@ -180,30 +139,74 @@ out:
 static void sidx_write(struct pool *p, struct job *j)
 {
 	char path[PATH_MAX], tmp[PATH_MAX + 32];
+	void *buf;
+	size_t len;
+	if (stk__sidx_encode(&j->b, j->o->size, j->o->etag, &buf, &len))
+		return;
 	sidx_path(p, j->o, path, sizeof(path));
 	snprintf(tmp, sizeof(tmp), "%s.%d.tmp", path, (int)getpid());
-	size_t elen = (size_t)j->b.n * sizeof(struct sidx_ent), len = elen + j->b.bad.len;
-	char *rest = malloc(len ? len : 1);
-	if (!rest)
-		return;
-	struct sidx_ent *e = (void *)rest;
-	for (int64_t i = 0; i < j->b.n; i++)
-		e[i] = (struct sidx_ent){j->b.e[i].size, j->b.e[i].offset, j->b.e[i].label,
-					 j->b.e[i].tag};
-	if (j->b.bad.len)
-		memcpy(rest + elen, j->b.bad.p, j->b.bad.len);
-	struct sidx_head h = {.magic = SIDX_MAGIC, .size = j->o->size, .n = (uint64_t)j->b.n,
-			      .nbad = j->b.nbad, .bad_len = j->b.bad.len};
-	memcpy(h.magic, SIDX_MAGIC, 8);
-	snprintf(h.etag, sizeof(h.etag), "%s", j->o->etag);
-	h.checksum = sidx_sum(&h, rest, len);
 	FILE *f = fopen(tmp, "we");
-	bool ok = f && fwrite(&h, sizeof(h), 1, f) == 1 && (!len || fwrite(rest, len, 1, f) == 1);
+	bool ok = f && fwrite(buf, len, 1, f) == 1;
 	if (f && fclose(f))
 		ok = false;
 	if (!ok || rename(tmp, path))
 		unlink(tmp);
-	free(rest);
+	free(buf);
+}
+
+static void reset_builder(struct pool *p, struct job *j)
+{
+	free(j->b.e);
+	free(j->b.names.p);
+	free(j->b.bad.p);
+	j->b = (struct builder){.o = p->io, .root_fd = -1, .err = j->err, .errlen = sizeof(j->err),
+				.root = p->r->root};
+}
+
+static int cmp_obj(const void *a, const void *b)
+{
+	return strcmp(((const struct stk__robj *)a)->rel, ((const struct stk__robj *)b)->rel);
+}
+
+/* The index `stoker pack` wrote beside the shard (NAME.tar.stoker-index)
+ * into j->b: 0; 1 when there is none, or it is not for this version of the
+ * shard (its size and ETag) or damaged (said in j->notice): then the shard
+ * is indexed by ranged reads. */
+static int beside_load(struct pool *p, struct job *j, CURL *h)
+{
+	struct stk__remote *r = p->r;
+	char rel[1200], etag[96] = "", err[1400], why[1500];
+	uint64_t size;
+	snprintf(rel, sizeof(rel), "%s%s", j->o->rel, SIDX_SUFFIX);
+	if (r->s3) { /* the listing says whether it is there: no request when not */
+		struct stk__robj key = {.rel = rel};
+		const struct stk__robj *x =
+			p->nidx ? bsearch(&key, p->idx, p->nidx, sizeof(key), cmp_obj) : NULL;
+		if (!x)
+			return 1;
+		size = x->size;
+		snprintf(etag, sizeof(etag), "%s", x->etag);
+	} else {
+		int rc = stk__remote_head(r, h, rel, &size, etag, sizeof(etag), err, sizeof(err));
+		if (rc == -ENOENT) /* the usual case, not a failure */
+			atomic_fetch_sub(&r->c.failed, 1);
+		if (rc)
+			return 1;
+	}
+	int rc = 1;
+	void *buf = size <= (1ull << 32) ? malloc(size ? size : 1) : NULL;
+	if (!buf)
+		snprintf(why, sizeof(why), "%llu bytes: too large", (unsigned long long)size);
+	else if ((rc = stk__remote_get(r, h, rel, etag, buf, size, 0, err, sizeof(err))))
+		snprintf(why, sizeof(why), "%s", err);
+	else
+		rc = stk__sidx_decode(&j->b, j->o->rel, buf, size, j->o->size, j->o->etag, why,
+				      sizeof(why));
+	free(buf);
+	if (rc)
+		snprintf(j->notice, sizeof(j->notice), "%s/%s: not used (%s): the shard indexed by "
+			 "ranged reads", r->root, rel, why);
+	return rc ? 1 : 0;
 }
 
 static void run_job(struct pool *p, struct job *j, CURL *h)
@@ -233,7 +236,13 @@ static void run_job(struct pool *p, struct job *j, CURL *h)
 			return;
 		}
 	}
-	if (p->idx_dir[0] && sidx_load(p, j) == 0) {
+	int got = p->idx_dir[0] ? sidx_load(p, j) : 1;
+	if (got) { /* the index beside the shard, when stoker pack put one there */
+		reset_builder(p, j);
+		if (!(got = beside_load(p, j, h)) && p->idx_dir[0])
+			sidx_write(p, j);
+	}
+	if (!got) {
 		if (j->b.nbad && !p->io->skip_bad) {
 			const char *head = j->b.bad.p, *msg = head + strlen(head) + 1;
 			msg += strlen(msg) + 1;
@@ -243,12 +252,8 @@ static void run_job(struct pool *p, struct job *j, CURL *h)
 		}
 		return;
 	}
-	/* built again from scratch (a damaged or stale cache may have added) */
-	free(j->b.e);
-	free(j->b.names.p);
-	free(j->b.bad.p);
-	j->b = (struct builder){.o = p->io, .root_fd = -1, .err = j->err, .errlen = sizeof(j->err),
-				.root = r->root};
+	/* built again from scratch (a damaged or stale index may have added) */
+	reset_builder(p, j);
 	struct reader rd = {.r = r, .h = h, .o = j->o, .buf = malloc(WINDOW)};
 	struct stk__tar_iter *it = NULL;
 	int rc = rd.buf ? stk__tar_open_reader(&it, reader_read, &rd, j->o->size) : -ENOMEM;
@@ -278,13 +283,17 @@ static void *worker(void *arg)
 	return NULL;
 }
 
-static int cmp_obj(const void *a, const void *b)
+/* Whether name ends in the suffix of an index beside a shard. */
+static bool is_sidx(const char *name)
 {
-	return strcmp(((const struct stk__robj *)a)->rel, ((const struct stk__robj *)b)->rel);
+	size_t l = strlen(name), sl = strlen(SIDX_SUFFIX);
+	return l > sl && !strcmp(name + l - sl, SIDX_SUFFIX);
 }
 
-/* The shards the URL names, into r->objs (sorted).  0 or <0 with err. */
-static int find_shards(struct stk__remote *r, char *err, size_t errlen)
+/* The shards the URL names, into r->objs (sorted), and (s3) the indexes
+ * beside them the listing has, into *idx (sorted).  0 or <0 with err. */
+static int find_shards(struct stk__remote *r, struct stk__robj **idx, size_t *nidx, char *err,
+		       size_t errlen)
 {
 	if (r->list[0]) { /* named by the list: each asked for with HEAD */
 		if (r->nobjs > 1)
@@ -350,6 +359,11 @@ static int find_shards(struct stk__remote *r, char *err, size_t errlen)
 			}
 		}
 	}
+	for (size_t i = 0; r->s3 && i < r->nobjs; i++) /* keep is sorted by rel, so is this */
+		if (is_sidx(r->objs[i].rel) && (*idx || (*idx = calloc(r->nobjs, sizeof(**idx))))) {
+			(*idx)[(*nidx)++] = r->objs[i];
+			r->objs[i].rel = NULL;
+		}
 	for (size_t i = 0; i < r->nobjs; i++)
 		free(r->objs[i].rel);
 	free(r->objs);
@@ -416,6 +430,13 @@ static int cmp_line(const void *a, const void *b)
 				  : strcmp(x->rel, y->rel);
 }
 
+static void free_objs(struct stk__robj *o, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free(o[i].rel);
+	free(o);
+}
+
 static int remote_open(struct stk_dataset **out, const struct stk__index_opts *o, char *err,
 		       size_t errlen)
 {
@@ -426,7 +447,10 @@ static int remote_open(struct stk_dataset **out, const struct stk__index_opts *o
 	if (rc)
 		return rc;
 	stk__remote_limits(r, o->remote_timeout_ns, o->remote_connect_timeout_ns, o->remote_tries);
-	if ((rc = find_shards(r, err, errlen))) {
+	struct stk__robj *idx = NULL;
+	size_t nidx = 0;
+	if ((rc = find_shards(r, &idx, &nidx, err, errlen))) {
+		free_objs(idx, nidx);
 		stk__remote_destroy(r);
 		return rc;
 	}
@@ -441,9 +465,11 @@ static int remote_open(struct stk_dataset **out, const struct stk__index_opts *o
 		if (mkdir(idx_dir, 0755) && errno != EEXIST)
 			idx_dir[0] = 0;
 	}
-	struct pool p = {.r = r, .io = o, .idx_dir = idx_dir, .n = r->nobjs};
+	struct pool p = {.r = r, .io = o, .idx_dir = idx_dir, .n = r->nobjs, .idx = idx,
+			 .nidx = nidx};
 	p.jobs = calloc(p.n, sizeof(*p.jobs));
 	if (!p.jobs) {
+		free_objs(idx, nidx);
 		stk__remote_destroy(r);
 		snprintf(err, errlen, "out of memory");
 		return -ENOMEM;
@@ -461,6 +487,7 @@ static int remote_open(struct stk_dataset **out, const struct stk__index_opts *o
 	worker(&p);
 	for (unsigned i = 0; i < started; i++)
 		pthread_join(tids[i], NULL);
+	free_objs(idx, nidx);
 
 	struct builder b = {.o = o, .root_fd = -1, .err = err, .errlen = errlen, .root = r->root};
 	for (size_t i = 0; i < p.n && !rc; i++) {

@@ -20,6 +20,18 @@
  * With the remote's cache on, every read goes first to the cache's reader
  * threads (io/rcache.c: a hit is a pread of local disk, several at once);
  * a miss comes back to be fetched, and a range fetched is kept.
+ *
+ * Windows (r->window bytes, set by the loader when the cache will keep what
+ * they bring: stk__remote_plan_window): a miss fetches the whole aligned
+ * window of the object around the member (8 MiB), streamed into the cache
+ * through a 1 MiB staging buffer, and waits for it with every other miss in
+ * that window; when it is in, they all go back to the cache's readers.  An
+ * object store answers a request in milliseconds whatever its size, so one
+ * request for ~80 members instead of 80 is the difference between the
+ * server's request rate and its bandwidth.  At most WIN_INFLIGHT windows are
+ * fetched at once (their staging buffers are the memory this costs); the
+ * others queue.  A member the window left out (it runs past the window's
+ * end) or one whose window failed or could not be cached is fetched alone.
  */
 #include "io/engine.h"
 #include "io/remote.h"
@@ -30,11 +42,28 @@
 #include <strings.h>
 
 #define HIT_THREADS 4
+#define WIN_INFLIGHT 16
+#define WIN_STAGE (1u << 20)
+
+/* A window of an object being fetched (or queued to be), and the misses
+ * waiting on it (linked by priv.next). */
+struct win {
+	const struct stk__robj *o;
+	uint64_t off, len;
+	struct stk_io *waiters;
+	struct req *q;      /* its request, once started */
+	struct win *next;
+};
 
 struct req {
 	struct stk_eng *e;
 	CURL *h;
-	struct stk_io *io;
+	struct stk_io *io;  /* a member's read, or NULL for a window's */
+	struct win *w;      /* a window's fetch */
+	const char *path;
+	uint64_t off;       /* where the range starts */
+	uint8_t *stage;     /* a window's bytes not yet in the cache */
+	uint64_t staged, flushed;
 	const struct stk__robj *obj;
 	struct curl_slist *hdrs;
 	uint64_t want;      /* bytes asked for (the range, clamped to the object) */
@@ -64,6 +93,25 @@ struct stk_eng {
 	struct stk_io *done_head, *done_tail;
 	_Atomic bool woken;
 	uint64_t rng;
+	/* windows: each object's state per window (0 none, 1 queued or in
+	 * flight, 2 done or failed), the windows queued and in flight */
+	uint8_t **wstate;
+	struct win *wqueue, *wfly;
+	unsigned nfly;
+	/* the cache's writer: windows' bytes into the cache off this thread,
+	 * then (a marker after them, in order) their waiters to the readers */
+	pthread_t wthr;
+	bool wrun, wstop;
+	pthread_cond_t wcv;
+	struct wjob *wj_head, *wj_tail;
+};
+
+struct wjob {
+	struct wjob *next;
+	const struct stk__robj *o;
+	uint64_t off, len;
+	uint8_t *buf;           /* bytes to keep (freed once written), or NULL */
+	struct stk_io *waiters; /* a marker: these go to the readers */
 };
 
 static size_t on_header(char *ptr, size_t size, size_t n, void *arg)
@@ -117,6 +165,71 @@ static size_t on_body(char *ptr, size_t size, size_t n, void *arg)
 	return l;
 }
 
+static void wjob_push(struct stk_eng *e, struct wjob *j)
+{
+	pthread_mutex_lock(&e->hmu);
+	if (e->wj_tail)
+		e->wj_tail->next = j;
+	else
+		e->wj_head = j;
+	e->wj_tail = j;
+	pthread_cond_signal(&e->wcv);
+	pthread_mutex_unlock(&e->hmu);
+}
+
+/* The staged bytes of a window to the cache: handed to the writer with
+ * the buffer (a new one staged), or written here when memory is short. */
+static void flush_stage(struct stk_eng *e, struct req *q)
+{
+	if (!q->staged)
+		return;
+	uint64_t at = q->off + q->flushed;
+	struct wjob *j = e->wrun ? calloc(1, sizeof(*j)) : NULL;
+	uint8_t *fresh = j ? malloc(WIN_STAGE) : NULL;
+	if (fresh) {
+		*j = (struct wjob){.o = q->obj, .off = at, .len = q->staged, .buf = q->stage};
+		q->stage = fresh;
+		wjob_push(e, j);
+	} else {
+		free(j);
+		stk__rcache_write(e->r, q->obj, q->stage, q->staged, at);
+	}
+	q->flushed += q->staged;
+	q->staged = 0;
+}
+
+static size_t on_wbody(char *ptr, size_t size, size_t n, void *arg)
+{
+	struct req *q = arg;
+	size_t l = size * n, done = 0;
+	if (q->status != 200 && q->status != 206)
+		return l;
+	if (q->status == 200 && q->off) /* no range support: refused in wended */
+		return 0;
+	if (q->status == 206 && (q->range_len == 0 || q->range_start != q->off)) {
+		q->over = true; /* another range than asked: not one byte goes to the cache */
+		return 0;
+	}
+	if (q->got + l > q->want) {
+		if (q->status != 200) {
+			q->over = true;
+			return 0;
+		}
+		l = (size_t)(q->want - q->got); /* the object's start is all we asked */
+		q->enough = true;
+	}
+	while (done < l) {
+		size_t k = WIN_STAGE - q->staged < l - done ? WIN_STAGE - q->staged : l - done;
+		memcpy(q->stage + q->staged, ptr + done, k);
+		q->staged += k;
+		done += k;
+		if (q->staged == WIN_STAGE)
+			flush_stage(q->e, q);
+	}
+	q->got += l;
+	return q->enough ? 0 : l;
+}
+
 static void finish(struct stk_eng *e, struct stk_io *io, int64_t res)
 {
 	io->res = res;
@@ -126,15 +239,14 @@ static void finish(struct stk_eng *e, struct stk_io *io, int64_t res)
 static int start(struct stk_eng *e, struct req *q)
 {
 	struct stk__remote *r = e->r;
-	struct stk_io *io = q->io;
 	curl_slist_free_all(q->hdrs);
 	q->hdrs = NULL;
-	int rc = stk__remote_easy(r, q->h, io->path, &q->hdrs);
+	int rc = stk__remote_easy(r, q->h, q->path, &q->hdrs);
 	if (rc)
 		return rc;
 	char range[96], im[128];
-	snprintf(range, sizeof(range), "%llu-%llu", (unsigned long long)io->offset,
-		 (unsigned long long)(io->offset + q->want - 1));
+	snprintf(range, sizeof(range), "%llu-%llu", (unsigned long long)q->off,
+		 (unsigned long long)(q->off + q->want - 1));
 	curl_easy_setopt(q->h, CURLOPT_RANGE, range);
 	if (q->obj && q->obj->etag[0]) {
 		snprintf(im, sizeof(im), "If-Match: %s", q->obj->etag);
@@ -144,8 +256,12 @@ static int start(struct stk_eng *e, struct req *q)
 		q->hdrs = h;
 	}
 	curl_easy_setopt(q->h, CURLOPT_HTTPHEADER, q->hdrs);
-	curl_easy_setopt(q->h, CURLOPT_WRITEFUNCTION, on_body);
+	curl_easy_setopt(q->h, CURLOPT_WRITEFUNCTION, q->w ? on_wbody : on_body);
+	/* a window comes in large reads: fewer calls, fewer wakeups */
+	if (q->w)
+		curl_easy_setopt(q->h, CURLOPT_BUFFERSIZE, 512L << 10);
 	curl_easy_setopt(q->h, CURLOPT_WRITEDATA, q);
+	q->staged = q->flushed = 0;
 	curl_easy_setopt(q->h, CURLOPT_HEADERFUNCTION, on_header);
 	curl_easy_setopt(q->h, CURLOPT_HEADERDATA, q);
 	curl_easy_setopt(q->h, CURLOPT_PRIVATE, q);
@@ -166,35 +282,48 @@ static int start(struct stk_eng *e, struct req *q)
 static void put_req(struct stk_eng *e, struct req *q)
 {
 	q->io = NULL;
+	q->w = NULL;
 	q->next = e->free_reqs;
 	e->free_reqs = q;
+}
+
+/* A free request, or NULL (out of memory). */
+static struct req *get_req(struct stk_eng *e)
+{
+	struct req *q = e->free_reqs;
+	if (q) {
+		e->free_reqs = q->next;
+		return q;
+	}
+	q = calloc(1, sizeof(*q));
+	if (e->nall == e->capall) {
+		size_t c = e->capall ? 2 * e->capall : 64;
+		struct req **a = realloc(e->all, c * sizeof(*a));
+		if (a) {
+			e->all = a;
+			e->capall = c;
+		}
+	}
+	if (!q || e->nall == e->capall || !(q->h = curl_easy_init())) {
+		free(q);
+		return NULL;
+	}
+	q->e = e;
+	e->all[e->nall++] = q;
+	return q;
 }
 
 /* Starts the GET of io's range (want bytes of object o). */
 static void fetch(struct stk_eng *e, struct stk_io *io, const struct stk__robj *o, uint64_t want)
 {
-	struct req *q = e->free_reqs;
-	if (q) {
-		e->free_reqs = q->next;
-	} else {
-		q = calloc(1, sizeof(*q));
-		if (e->nall == e->capall) {
-			size_t c = e->capall ? 2 * e->capall : 64;
-			struct req **a = realloc(e->all, c * sizeof(*a));
-			if (a) {
-				e->all = a;
-				e->capall = c;
-			}
-		}
-		if (!q || e->nall == e->capall || !(q->h = curl_easy_init())) {
-			free(q);
-			finish(e, io, -ENOMEM);
-			return;
-		}
-		q->e = e;
-		e->all[e->nall++] = q;
+	struct req *q = get_req(e);
+	if (!q) {
+		finish(e, io, -ENOMEM);
+		return;
 	}
 	q->io = io;
+	q->path = io->path;
+	q->off = io->offset;
 	q->obj = o;
 	q->want = want;
 	q->attempt = 0;
@@ -203,6 +332,229 @@ static void fetch(struct stk_eng *e, struct stk_io *io, const struct stk__robj *
 		put_req(e, q);
 		finish(e, io, rc);
 	}
+}
+
+/* --- windows ---------------------------------------------------------------- */
+
+static void retry_later(struct stk_eng *e, struct req *q);
+
+/* A transfer is over, whatever its outcome: out of the multi handle and
+ * counted; its HTTP status (a 200 stopped at what was asked is a success). */
+static long transfer_ended(struct stk_eng *e, struct req *q, CURLcode *cc)
+{
+	struct stk__remote *r = e->r;
+	curl_multi_remove_handle(e->m, q->h);
+	atomic_fetch_sub(&r->c.inflight, 1);
+	atomic_fetch_add(&r->c.requests, 1);
+	stk_hist_add(r->h_lat, stk__now_ns() - q->t0);
+	long status = 0;
+	curl_easy_getinfo(q->h, CURLINFO_RESPONSE_CODE, &status);
+	if (*cc == CURLE_WRITE_ERROR && q->enough)
+		*cc = CURLE_OK;
+	return status;
+}
+
+static uint8_t *wstate_of(struct stk_eng *e, const struct stk__robj *o, uint64_t *nwin)
+{
+	size_t i = (size_t)(o - e->r->objs);
+	*nwin = (o->size + e->r->window - 1) / e->r->window;
+	if (!e->wstate && !(e->wstate = calloc(e->r->nobjs, sizeof(*e->wstate))))
+		return NULL;
+	if (!e->wstate[i])
+		e->wstate[i] = calloc(*nwin ? *nwin : 1, 1);
+	return e->wstate[i];
+}
+
+/* The window will not be fetched again (it came in, or failed). */
+static void win_settled(struct stk_eng *e, const struct win *w)
+{
+	uint64_t nwin;
+	uint8_t *st = wstate_of(e, w->o, &nwin);
+	if (st)
+		st[w->off / e->r->window] = 2;
+}
+
+/* Misses back to the cache's readers (a window came in): hits now, or
+ * misses again (not in the window, or not cached), then fetched alone. */
+static void to_readers(struct stk_eng *e, struct stk_io *list)
+{
+	if (!list)
+		return;
+	pthread_mutex_lock(&e->hmu);
+	while (list) {
+		struct stk_io *io = list;
+		list = io->priv.next;
+		io->priv.file_slot = 1; /* after its window: a second miss is fetched alone */
+		stk__io_push(&e->htodo_head, &e->htodo_tail, io);
+	}
+	pthread_cond_broadcast(&e->hcv);
+	pthread_mutex_unlock(&e->hmu);
+}
+
+/* The window is done (ok, or failed: state 2 either way); its waiters go
+ * back to the readers: once its bytes are in the cache when it came (a
+ * marker behind them in the writer's queue), now when it failed. */
+static void win_done(struct stk_eng *e, struct win *w, bool ok)
+{
+	struct win **pp = w->q ? &e->wfly : &e->wqueue;
+	while (*pp && *pp != w)
+		pp = &(*pp)->next;
+	if (*pp)
+		*pp = w->next;
+	if (w->q) {
+		e->nfly--;
+		free(w->q->stage);
+		w->q->stage = NULL;
+	}
+	struct wjob *j = ok && e->wrun ? calloc(1, sizeof(*j)) : NULL;
+	if (j) {
+		j->waiters = w->waiters;
+		wjob_push(e, j);
+	} else {
+		to_readers(e, w->waiters);
+	}
+	free(w);
+}
+
+static void *writer_main(void *arg)
+{
+	struct stk_eng *e = arg;
+	pthread_mutex_lock(&e->hmu);
+	for (;;) {
+		while (!e->wj_head && !e->wstop)
+			pthread_cond_wait(&e->wcv, &e->hmu);
+		if (!e->wj_head)
+			break;
+		struct wjob *j = e->wj_head;
+		if (!(e->wj_head = j->next))
+			e->wj_tail = NULL;
+		pthread_mutex_unlock(&e->hmu);
+		if (j->buf)
+			stk__rcache_write(e->r, j->o, j->buf, j->len, j->off);
+		else
+			to_readers(e, j->waiters);
+		free(j->buf);
+		free(j);
+		pthread_mutex_lock(&e->hmu);
+	}
+	pthread_mutex_unlock(&e->hmu);
+	return NULL;
+}
+
+/* Starts queued windows while fewer than WIN_INFLIGHT are in flight. */
+static void win_pump(struct stk_eng *e)
+{
+	while (e->wqueue && e->nfly < WIN_INFLIGHT) {
+		struct win *w = e->wqueue;
+		struct req *q = get_req(e);
+		uint8_t *stage = q ? malloc(WIN_STAGE) : NULL;
+		if (!stage) { /* its waiters are fetched alone */
+			if (q)
+				put_req(e, q);
+			win_done(e, w, false);
+			continue;
+		}
+		e->wqueue = w->next;
+		w->q = q;
+		w->next = e->wfly;
+		e->wfly = w;
+		e->nfly++;
+		q->w = w;
+		q->stage = stage;
+		q->path = w->o->rel;
+		q->off = w->off;
+		q->obj = w->o;
+		q->want = w->len;
+		q->attempt = 0;
+		if (start(e, q)) {
+			put_req(e, q);
+			win_done(e, w, false);
+		}
+	}
+}
+
+/* A miss of io (want bytes of o) waits for its window: true, or false when
+ * it is to be fetched alone (no windows, its window done already, a member
+ * too large for one). */
+static bool win_wait(struct stk_eng *e, struct stk_io *io, const struct stk__robj *o,
+		     uint64_t want)
+{
+	uint64_t W = e->r->window, nwin;
+	if (!W || !o || !e->r->cache || want > W / 2)
+		return false;
+	uint8_t *st = wstate_of(e, o, &nwin);
+	uint64_t k = io->offset / W;
+	if (!st || k >= nwin)
+		return false;
+	if (st[k] == 2) {
+		/* its window came in, maybe after this read missed, and its bytes
+		 * may still be on their way to the cache: once more to the readers,
+		 * behind them in the writer's queue; a second miss is fetched alone */
+		struct wjob *j = !io->priv.file_slot && e->wrun ? calloc(1, sizeof(*j)) : NULL;
+		if (!j)
+			return false;
+		io->priv.file_slot = 1;
+		io->priv.next = NULL;
+		j->waiters = io;
+		wjob_push(e, j);
+		return true;
+	}
+	struct win *w = NULL;
+	if (st[k] == 1) {
+		for (w = e->wfly; w && !(w->o == o && w->off == k * W); w = w->next)
+			;
+		for (struct win *x = w ? NULL : e->wqueue; x && !w; x = x->next)
+			if (x->o == o && x->off == k * W)
+				w = x;
+	}
+	if (!w) {
+		if (!(w = calloc(1, sizeof(*w))))
+			return false;
+		w->o = o;
+		w->off = k * W;
+		w->len = o->size - w->off < W ? o->size - w->off : W;
+		struct win **pp = &e->wqueue; /* FIFO: the oldest misses first */
+		while (*pp)
+			pp = &(*pp)->next;
+		*pp = w;
+		st[k] = 1;
+	}
+	io->priv.next = w->waiters;
+	w->waiters = io;
+	win_pump(e);
+	return true;
+}
+
+/* A window's transfer ended: into the cache and its waiters back to the
+ * readers, retried, or failed (its waiters fetched alone). */
+static void wended(struct stk_eng *e, struct req *q, CURLcode cc)
+{
+	struct stk__remote *r = e->r;
+	struct win *w = q->w;
+	long status = transfer_ended(e, q, &cc);
+	bool bad = (cc == CURLE_WRITE_ERROR && q->over) ||
+		   (cc == CURLE_OK && status == 200 && w->off) ||
+		   (cc == CURLE_OK && status == 206 && (q->range_len == 0 || q->range_start != w->off));
+	bool short_body = !bad && cc == CURLE_OK &&
+			  (status == 206 ? q->got < q->range_len : status == 200 && q->got < q->want && !q->enough);
+	if (cc == CURLE_PARTIAL_FILE || short_body)
+		atomic_fetch_add(&r->c.short_bodies, 1);
+	char why[256];
+	int rc = bad ? -EPROTO : stk__remote_classify(r, cc, status, short_body, why, sizeof(why));
+	if (rc == 1 && q->attempt + 1 < r->max_attempts) {
+		flush_stage(e, q); /* the bytes that came are right: kept */
+		retry_later(e, q);
+		return;
+	}
+	win_settled(e, w);
+	if (rc == 0 && status != 416) {
+		flush_stage(e, q);
+		atomic_fetch_add(&r->c.bytes, q->got);
+	}
+	/* failed: no count here; each waiter's own fetch says what it gets */
+	win_done(e, w, rc == 0 && status != 416);
+	put_req(e, q);
+	win_pump(e);
 }
 
 /* The cache's readers: a hit is a pread of local disk, several at once as
@@ -222,6 +574,14 @@ static void *hit_main(void *arg)
 		const struct stk__robj *o = stk__remote_find(e->r, io->path);
 		uint64_t want = io->priv.t;
 		int64_t got = stk__rcache_read(e->r, o, io->buf, want, io->offset);
+		if (io->priv.file_slot) { /* its window just came: counted when it missed */
+			if (got == (int64_t)want) {
+				atomic_fetch_sub(&e->r->c.hits, 1);
+				atomic_fetch_sub(&e->r->c.hit_bytes, want);
+			} else {
+				atomic_fetch_sub(&e->r->c.misses, 1);
+			}
+		}
 		io->priv.pending = got != (int64_t)want; /* a miss: the engine fetches it */
 		io->res = got;
 		pthread_mutex_lock(&e->hmu);
@@ -246,10 +606,15 @@ static void take_hits(struct stk_eng *e)
 	while (head) {
 		struct stk_io *io = head;
 		head = io->priv.next;
-		if (io->priv.pending)
-			fetch(e, io, stk__remote_find(e->r, io->path), io->priv.t);
-		else
+		/* read once: an io win_wait hands on may be back with the readers,
+		 * its fields theirs, before win_wait returns */
+		if (!io->priv.pending) {
 			finish(e, io, io->res);
+			continue;
+		}
+		const struct stk__robj *o = stk__remote_find(e->r, io->path);
+		if (!win_wait(e, io, o, io->priv.t))
+			fetch(e, io, o, io->priv.t);
 	}
 }
 
@@ -263,6 +628,7 @@ static int http_submit(struct stk_eng *e, struct stk_io **ios, unsigned n)
 			finish(e, io, -EOPNOTSUPP);
 			continue;
 		}
+		io->priv.file_slot = 0; /* not yet sent back to the cache after its window */
 		const struct stk__robj *o = stk__remote_find(r, io->path);
 		uint64_t want = io->len;
 		if (o) {
@@ -309,14 +675,7 @@ static void ended(struct stk_eng *e, struct req *q, CURLcode cc)
 {
 	struct stk__remote *r = e->r;
 	struct stk_io *io = q->io;
-	curl_multi_remove_handle(e->m, q->h);
-	atomic_fetch_sub(&r->c.inflight, 1);
-	atomic_fetch_add(&r->c.requests, 1);
-	stk_hist_add(r->h_lat, stk__now_ns() - q->t0);
-	long status = 0;
-	curl_easy_getinfo(q->h, CURLINFO_RESPONSE_CODE, &status);
-	if (cc == CURLE_WRITE_ERROR && q->enough)
-		cc = CURLE_OK;
+	long status = transfer_ended(e, q, &cc);
 	if (cc == CURLE_WRITE_ERROR && q->over) {
 		atomic_fetch_add(&r->c.failed, 1);
 		finish(e, io, -EPROTO); /* more than the range: not the bytes asked for */
@@ -382,7 +741,12 @@ static long run_delayed(struct stk_eng *e)
 		if (q->due <= now) {
 			*pp = q->next;
 			int rc = start(e, q);
-			if (rc) {
+			if (rc && q->w) {
+				struct win *w = q->w;
+				win_settled(e, w);
+				win_done(e, w, false);
+				put_req(e, q);
+			} else if (rc) {
 				finish(e, q->io, rc);
 				put_req(e, q);
 			}
@@ -410,7 +774,10 @@ static int http_reap(struct stk_eng *e, struct stk_io **done, unsigned max, bool
 				continue;
 			struct req *q = NULL;
 			curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, (char **)&q);
-			ended(e, q, msg->data.result);
+			if (q->w)
+				wended(e, q, msg->data.result);
+			else
+				ended(e, q, msg->data.result);
 		}
 		if (e->done_head || !wait || atomic_exchange(&e->woken, false))
 			break;
@@ -440,13 +807,28 @@ static void http_exit(struct stk_eng *e)
 	pthread_mutex_unlock(&e->hmu);
 	for (unsigned i = 0; i < e->nhit; i++)
 		pthread_join(e->hit[i], NULL);
+	if (e->wrun) { /* what it holds is written first: the bytes are right */
+		pthread_mutex_lock(&e->hmu);
+		e->wstop = true;
+		pthread_cond_signal(&e->wcv);
+		pthread_mutex_unlock(&e->hmu);
+		pthread_join(e->wthr, NULL);
+	}
 	pthread_mutex_destroy(&e->hmu);
 	pthread_cond_destroy(&e->hcv);
+	pthread_cond_destroy(&e->wcv);
+	for (int k = 0; k < 2; k++)
+		for (struct win *w = k ? e->wfly : e->wqueue, *n; w; w = n) {
+			n = w->next;
+			if (w->q)
+				free(w->q->stage);
+			free(w);
+		}
 	/* transfers still running are dropped: nothing writes into the slots
 	 * once their handles are removed */
 	for (size_t i = 0; i < e->nall; i++) {
 		struct req *q = e->all[i];
-		if (q->io && !q->due)
+		if ((q->io || q->w) && !q->due)
 			atomic_fetch_sub(&e->r->c.inflight, 1);
 		curl_multi_remove_handle(e->m, q->h);
 		curl_slist_free_all(q->hdrs);
@@ -454,6 +836,9 @@ static void http_exit(struct stk_eng *e)
 		free(q);
 	}
 	free(e->all);
+	for (size_t i = 0; e->wstate && i < e->r->nobjs; i++)
+		free(e->wstate[i]);
+	free(e->wstate);
 	curl_multi_cleanup(e->m);
 	free(e);
 }
@@ -473,6 +858,11 @@ static int http_init(struct stk_eng **out, const struct stk_engine_cfg *cfg)
 	curl_multi_setopt(e->m, CURLMOPT_PIPELINING, (long)CURLPIPE_MULTIPLEX);
 	pthread_mutex_init(&e->hmu, NULL);
 	pthread_cond_init(&e->hcv, NULL);
+	pthread_cond_init(&e->wcv, NULL);
+	if (e->r->cache && e->r->window && !pthread_create(&e->wthr, NULL, writer_main, e)) {
+		pthread_setname_np(e->wthr, "stk-cachew");
+		e->wrun = true;
+	}
 	for (unsigned i = 0; e->r->cache && i < HIT_THREADS; i++) {
 		if (pthread_create(&e->hit[i], NULL, hit_main, e))
 			break;
@@ -481,6 +871,27 @@ static int http_init(struct stk_eng **out, const struct stk_engine_cfg *cfg)
 	}
 	*out = e;
 	return 0;
+}
+
+void stk__remote_plan_window(struct stk__remote *r, bool shard_mode)
+{
+	const char *v = getenv("STOKER_REMOTE_WINDOW");
+	char *end;
+	r->window = 0;
+	if (v && *v) {
+		unsigned long long x = strtoull(v, &end, 10);
+		if (!*end)
+			r->window = x && x < 65536 ? 65536 : x;
+		return;
+	}
+	if (!r->cache)
+		return;
+	uint64_t total = 0, used, limit;
+	for (size_t i = 0; i < r->nobjs; i++)
+		total += r->objs[i].size;
+	stk__rcache_usage(r->cache, &used, &limit);
+	if (shard_mode || total <= limit / 2)
+		r->window = 8u << 20;
 }
 
 const struct stk_engine_ops stk__engine_http = {

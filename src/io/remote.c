@@ -31,6 +31,11 @@
  * remote_tries); STOKER_REMOTE_TIMEOUT_MS, STOKER_REMOTE_CONNECT_TIMEOUT_MS
  * and STOKER_REMOTE_TRIES, when set, override them (a job whose launcher
  * cannot be changed).
+ *
+ * Uploads (stoker pack s3://..., dataset/upload.c) are PUTs through the same
+ * signing and retries, the body streamed from a file with pread (rewound
+ * for each try) and signed as UNSIGNED-PAYLOAD; instead of a total timeout,
+ * one that moves under 16 KiB/s for the timeout's length is given up.
  */
 #include "io/remote.h"
 
@@ -535,6 +540,7 @@ struct sink {
 	uint64_t clen;
 	bool has_clen;
 	char etag[96];
+	struct stk__upsrc *up; /* PUT: the body's source, rewound before each try */
 };
 
 static size_t sink_write(char *ptr, size_t size, size_t n, void *arg)
@@ -614,6 +620,8 @@ static int perform(struct stk__remote *r, CURL *h, struct sink *s, const char *w
 	char why[256], code[512];
 	for (unsigned attempt = 0;; attempt++) {
 		s->len = 0;
+		if (s->up)
+			s->up->off = 0;
 		s->over = false;
 		s->has_clen = false;
 		s->hdr_range[0] = 0;
@@ -850,5 +858,121 @@ int stk__remote_list(struct stk__remote *r, char *err, size_t errlen)
 		fail(err, errlen, rc, "out of memory");
 	if (!rc && r->nobjs > 1)
 		qsort(r->objs, r->nobjs, sizeof(*r->objs), cmp_obj);
+	return rc;
+}
+
+/* --- uploads (stoker pack s3://...) ---------------------------------------- */
+
+static size_t up_read(char *buf, size_t size, size_t n, void *arg)
+{
+	struct stk__upsrc *u = arg;
+	size_t want = size * n;
+	if (u->size - u->off < want)
+		want = (size_t)(u->size - u->off);
+	if (!want)
+		return 0;
+	if (u->mem) {
+		memcpy(buf, (const char *)u->mem + u->off, want);
+	} else {
+		ssize_t got;
+		do
+			got = pread(u->fd, buf, want, (off_t)u->off);
+		while (got < 0 && errno == EINTR);
+		if (got <= 0) { /* the file shrank, or cannot be read */
+			u->err = got < 0 ? errno : ENODATA;
+			return CURL_READFUNC_ABORT;
+		}
+		want = (size_t)got;
+	}
+	u->off += want;
+	if (u->progress)
+		u->progress(u->ctx, u->off, u->size);
+	return want;
+}
+
+/* curl rewinds a body it must send again (a reused connection closed). */
+static int up_seek(void *arg, curl_off_t off, int origin)
+{
+	struct stk__upsrc *u = arg;
+	if (origin != SEEK_SET || off < 0 || (uint64_t)off > u->size)
+		return CURL_SEEKFUNC_CANTSEEK;
+	u->off = (uint64_t)off;
+	return CURL_SEEKFUNC_OK;
+}
+
+int stk__remote_put(struct stk__remote *r, CURL *h, const char *rel, struct stk__upsrc *src,
+		    char *etag, size_t etaglen, char *err, size_t errlen)
+{
+	struct curl_slist *hdrs = NULL, *n;
+	char what[2048];
+	snprintf(what, sizeof(what), "%s/%s", r->root, rel);
+	int rc = stk__remote_easy(r, h, rel, &hdrs);
+	/* AWS wants the payload's hash signed; streaming a shard, it is not known
+	 * before the last byte: S3's UNSIGNED-PAYLOAD, as the AWS CLI sends. */
+	if (!rc && !(n = curl_slist_append(hdrs, "x-amz-content-sha256: UNSIGNED-PAYLOAD")))
+		rc = -ENOMEM;
+	else if (!rc)
+		hdrs = n;
+	curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdrs);
+	curl_easy_setopt(h, CURLOPT_UPLOAD, 1L);
+	curl_easy_setopt(h, CURLOPT_INFILESIZE_LARGE, (curl_off_t)src->size);
+	curl_easy_setopt(h, CURLOPT_READFUNCTION, up_read);
+	curl_easy_setopt(h, CURLOPT_READDATA, src);
+	curl_easy_setopt(h, CURLOPT_SEEKFUNCTION, up_seek);
+	curl_easy_setopt(h, CURLOPT_SEEKDATA, src);
+	curl_easy_setopt(h, CURLOPT_UPLOAD_BUFFERSIZE, 1L << 20);
+	/* a 1 GiB shard on a slow link outlasts any total timeout: instead, one
+	 * that moves under 16 KiB/s for the timeout's length is given up */
+	curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, 0L);
+	curl_easy_setopt(h, CURLOPT_LOW_SPEED_LIMIT, 16384L);
+	curl_easy_setopt(h, CURLOPT_LOW_SPEED_TIME, (r->timeout_ms + 999) / 1000);
+	struct sink s = {.grow = true, .up = src};
+	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, sink_write);
+	curl_easy_setopt(h, CURLOPT_WRITEDATA, &s);
+	curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, sink_header);
+	curl_easy_setopt(h, CURLOPT_HEADERDATA, &s);
+	src->err = 0;
+	if (!rc)
+		rc = perform(r, h, &s, what, 0, err, errlen);
+	curl_slist_free_all(hdrs);
+	free(s.p);
+	if (src->err) /* the local file failed us, not the store */
+		return fail(err, errlen, -src->err, "%s: reading the file to upload: %s", what,
+			    src->err == ENODATA ? "it shrank while uploading" : strerror(src->err));
+	if (!rc && !s.etag[0])
+		rc = fail(err, errlen, -EPROTO, "%s: no ETag in the answer to PUT", what);
+	if (!rc)
+		snprintf(etag, etaglen, "%s", s.etag);
+	return rc;
+}
+
+int stk__remote_check(struct stk__remote *r, char *err, size_t errlen)
+{
+	CURL *h = curl_easy_init();
+	if (!h)
+		return fail(err, errlen, -ENOMEM, "out of memory");
+	struct curl_slist *hdrs = NULL;
+	char enc[2048], url[4096], what[1400];
+	snprintf(what, sizeof(what), "s3://%s/%s", r->bucket, r->key_dir);
+	int rc = stk__remote_easy(r, h, "", &hdrs);
+	url_encode(r->key_dir, enc, sizeof(enc), false);
+	if (r->endpoint[0])
+		snprintf(url, sizeof(url), "%s/%s?list-type=2&max-keys=1&prefix=%s", r->endpoint,
+			 r->bucket, enc);
+	else
+		snprintf(url, sizeof(url), "https://%s.s3.%s.amazonaws.com/?list-type=2&max-keys=1"
+			 "&prefix=%s", r->bucket, r->region, enc);
+	curl_easy_setopt(h, CURLOPT_URL, url);
+	curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdrs);
+	struct sink s = {.grow = true};
+	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, sink_write);
+	curl_easy_setopt(h, CURLOPT_WRITEDATA, &s);
+	curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, sink_header);
+	curl_easy_setopt(h, CURLOPT_HEADERDATA, &s);
+	if (!rc)
+		rc = perform(r, h, &s, what, 0, err, errlen);
+	curl_slist_free_all(hdrs);
+	free(s.p);
+	curl_easy_cleanup(h);
 	return rc;
 }

@@ -54,6 +54,7 @@ struct stk__remote {
 	struct stk__robj *objs; /* sorted by rel */
 	size_t nobjs;
 	struct stk__rcache *cache; /* NULL: off */
+	uint64_t window;           /* io/http.c: a miss fetches this much around it (0: itself) */
 	struct stk_hist *h_lat;    /* per-request latency (ns) */
 	struct stk__remote_counters c;
 };
@@ -95,6 +96,34 @@ int stk__remote_head(struct stk__remote *r, CURL *h, const char *rel, uint64_t *
  * key_dir), all pages.  0 or <0 with the reason in err (a missing bucket,
  * denied credentials: named, with the credential source). */
 int stk__remote_list(struct stk__remote *r, char *err, size_t errlen);
+
+/* A PUT's body: a file read with pread (never held in memory whole), or
+ * bytes in memory when mem is set.  progress, when set, hears of the bytes
+ * sent (from the calling thread). */
+struct stk__upsrc {
+	int fd;
+	const void *mem;
+	uint64_t size, off;
+	int err; /* the file's read error (errno), if any */
+	void (*progress)(void *ctx, uint64_t done, uint64_t total);
+	void *ctx;
+};
+/* s3: PUTs the body as rel (under key_dir), signed, retried like reads, with
+ * no total timeout but a floor on the speed; the ETag the store gave it into
+ * etag.  0 or <0 with the URL and the reason (the S3 error code, the
+ * credential source) in err. */
+int stk__remote_put(struct stk__remote *r, CURL *h, const char *rel, struct stk__upsrc *src,
+		    char *etag, size_t etaglen, char *err, size_t errlen);
+/* s3: whether the bucket is there and the credentials are taken: a listing
+ * of one key under key_dir.  0 or <0 with the reason in err. */
+int stk__remote_check(struct stk__remote *r, char *err, size_t errlen);
+
+/* io/http.c: the window a cache miss fetches (r->window), for a loader that
+ * streams shards (shard_mode) or otherwise: 8 MiB when the cache is on and
+ * will keep what windows bring (shard mode, or all the objects fit in half
+ * its limit), else 0 (a member a request); STOKER_REMOTE_WINDOW (bytes, 0:
+ * off) overrides. */
+void stk__remote_plan_window(struct stk__remote *r, bool shard_mode);
 
 /* io/rcache.c: the bounded local cache of remote bytes.  Ranges of an
  * object (by URL, ETag and size) live in a sparse file with a log of the

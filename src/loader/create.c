@@ -7,6 +7,7 @@
  */
 #include "loader/loader.h"
 #include "image/image.h"
+#include "io/remote.h"
 #include "stoker/sys.h"
 
 #include <fcntl.h>
@@ -152,6 +153,7 @@ static int pick_engine(struct stk_loader *l, char *err, size_t errlen)
 	char note[320];
 	if (l->ds->remote) { /* s3://, http(s)://: ranged GETs (io/http.c) */
 		l->ops = &stk__engine_http;
+		stk__remote_plan_window(l->ds->remote, l->o.shuffle_mode == STK_SHUFFLE_SHARD);
 		return 0;
 	}
 	int rc = stk__engine_pick(l->o.engine, &l->ops, note, sizeof(note), err, errlen);
@@ -189,8 +191,8 @@ static int start_rings(struct stk_loader *l)
 		l->nrings = cap;
 	if (!uring && !l->o.io_threads)
 		l->o.io_threads = cap < 64 ? cap : 64;
-	if (!uring && !l->o.queue_depth && cap > l->o.io_threads)
-		cap = l->o.io_threads; /* more than the workers would only queue */
+	if (!uring && !l->o.queue_depth && cap > l->o.io_threads && l->ops != &stk__engine_http)
+		cap = l->o.io_threads; /* more than the workers would only queue (pread) */
 	/* A ring takes only so many reads (its size, the file table under ulimit
 	 * -n): the depth is spread over the rings, each up to that, and what
 	 * they cannot carry together is cut and said. */

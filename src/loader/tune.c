@@ -35,6 +35,7 @@
  * the loader's mutex: nothing blocks, so a stop is never delayed by it.
  */
 #include "loader/loader.h"
+#include "io/remote.h"
 
 #include "stoker/sys.h"
 
@@ -176,7 +177,11 @@ void stk__tune_init(struct stk_loader *l)
 {
 	struct tune *t = &l->tune;
 	bool uring = l->ops == &stk__engine_uring;
-	t->auto_qd = l->o.queue_depth == 0;
+	/* remote data: no probe.  A request in flight costs the server nothing
+	 * until it answers, and the rate of windows (io/http.c) comes in bursts
+	 * a probe would misread: every read the slots hold is in flight */
+	bool remote = l->ds->remote != NULL;
+	t->auto_qd = l->o.queue_depth == 0 && !remote;
 	t->auto_rings = uring && l->o.io_threads == 0 && l->nrings > 1;
 	t->active = uring ? l->nrings : 1;
 	/* start_rings set max_qd: all rings together, each up to its cap */
@@ -185,13 +190,17 @@ void stk__tune_init(struct stk_loader *l)
 										     : 128;
 	if (t->plan_qd > t->max_qd)
 		t->plan_qd = t->max_qd;
-	t->qd = t->auto_qd ? start_qd(t) : l->o.queue_depth < t->max_qd ? l->o.queue_depth
-									  : t->max_qd;
+	t->qd = t->auto_qd ? start_qd(t) : remote && !l->o.queue_depth ? t->max_qd
+			   : l->o.queue_depth < t->max_qd ? l->o.queue_depth : t->max_qd;
 	t->phase = t->auto_qd || t->auto_rings ? TUNE_QD : TUNE_OFF;
 	t->probes = t->auto_qd;
 	t->probe_t = stk__now_ns();
 	if (t->auto_qd)
 		snprintf(t->why, sizeof(t->why), "queue depth %u (auto: probing)", t->qd);
+	else if (remote && !l->o.queue_depth)
+		snprintf(t->why, sizeof(t->why), "queue depth %u (auto: remote data, every read the "
+			 "slots hold in flight%s)", t->qd, l->ds->remote->window ? "; a cache miss "
+			 "fetches the window around it, 16 windows at most at once" : "");
 	else if (t->qd < l->o.queue_depth)
 		snprintf(t->why, sizeof(t->why), "queue depth %u (asked %u: the I/O threads carry "
 			 "%u at most)", t->qd, l->o.queue_depth, t->max_qd);

@@ -248,6 +248,7 @@ class FaultProxy:
         self.latency_s = latency_s
         self.count = 0
         self.faults = {}
+        self.log = []  # (method, path, fate) of every request, in order
         self.lock = threading.Lock()
         self.sock = socket.socket()
         self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -281,9 +282,31 @@ class FaultProxy:
             if line in (b"\r\n", b"\n"):
                 return b"".join(lines)
 
+    @staticmethod
+    def _fields(head):
+        out = {}
+        for line in head.split(b"\r\n")[1:]:
+            k, _, v = line.partition(b":")
+            out[k.strip().lower()] = v.strip()
+        return out
+
+    @staticmethod
+    def _pump(src, dst, n):
+        """Moves n bytes from the buffered reader src to the socket dst in
+        chunks as large as one read gives (up to BUF): the proxy adds its
+        latency, not a cap on throughput."""
+        while n > 0:
+            chunk = src.read1(min(n, FaultProxy.BUF))
+            if not chunk:
+                raise OSError("closed with %d bytes to go" % n)
+            dst.sendall(chunk)
+            n -= len(chunk)
+
+    BUF = 1 << 20
+
     def _serve(self, c):
         c.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        f = c.makefile("rb")
+        f = c.makefile("rb", buffering=self.BUF)
         up = None
         try:
             while True:
@@ -298,6 +321,7 @@ class FaultProxy:
                 fate = self.plan(n, method, path)
                 with self.lock:
                     self.faults[fate] = self.faults.get(fate, 0) + 1
+                    self.log.append((method, path, fate))
                 if self.latency_s and self.serial:
                     with self.serial:
                         time.sleep(self.latency_s)
@@ -309,36 +333,44 @@ class FaultProxy:
                 if fate == "drop":
                     time.sleep(3600)
                     return
+                req = self._fields(head)
+                blen = int(req.get(b"content-length", b"0"))
                 if fate in ("slowdown", "500"):
                     body = (b'<?xml version="1.0" encoding="UTF-8"?><Error><Code>SlowDown</Code>'
                             b'<Message>Please reduce your request rate.</Message></Error>'
                             if fate == "slowdown" else b"internal error")
                     st = b"503 Slow Down" if fate == "slowdown" else b"500 Internal Server Error"
-                    c.sendall(b"HTTP/1.1 " + st + b"\r\nContent-Length: %d\r\n\r\n" % len(body)
-                              + body)
+                    # a body the client waits to send (Expect) is never sent: close after
+                    close = blen > 0
+                    c.sendall(b"HTTP/1.1 " + st + b"\r\nContent-Length: %d\r\n%s\r\n"
+                              % (len(body), b"Connection: close\r\n" if close else b"") + body)
+                    if close:
+                        return
                     continue
                 if up is None:
                     up = socket.create_connection(("127.0.0.1", self.up))
-                    upf = up.makefile("rb")
+                    up.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+                    upf = up.makefile("rb", buffering=self.BUF)
+                if blen and req.get(b"expect", b"").lower() == b"100-continue":
+                    # answered here; upstream gets the request without Expect
+                    c.sendall(b"HTTP/1.1 100 Continue\r\n\r\n")
+                    head = b"".join(line + b"\r\n" for line in head.split(b"\r\n")[:-1]
+                                    if not line.lower().startswith(b"expect:"))
                 up.sendall(head)
+                self._pump(f, up, blen)
                 rhead = self._read_head(upf)
                 if rhead is None:
                     return
-                clen = 0
-                chunked = False
-                for line in rhead.split(b"\r\n")[1:]:
-                    k, _, v = line.partition(b":")
-                    if k.strip().lower() == b"content-length":
-                        clen = int(v.strip())
-                    if k.strip().lower() == b"transfer-encoding" and b"chunked" in v.lower():
-                        chunked = True
-                if chunked:  # not used by the servers here for GETs
+                resp = self._fields(rhead)
+                if b"chunked" in resp.get(b"transfer-encoding", b"").lower():
                     raise RuntimeError("chunked answers are not supported by the proxy")
-                body = upf.read(clen) if method != "HEAD" and clen else b""
-                if fate == "truncate" and len(body) > 1:
-                    c.sendall(rhead + body[:len(body) // 2])
+                clen = int(resp.get(b"content-length", b"0")) if method != "HEAD" else 0
+                if fate == "truncate" and clen > 1:
+                    c.sendall(rhead)
+                    self._pump(upf, c, clen // 2)
                     return
-                c.sendall(rhead + body)
+                c.sendall(rhead)
+                self._pump(upf, c, clen)
         except (OSError, ValueError):
             return
         finally:

@@ -332,7 +332,11 @@ def cache_files(root):
 def test_second_run_reads_from_the_cache(aws, tmp_path, reference):
     got, rs1, _ = read_all("s3://bkt/ds/", cache_dir=str(tmp_path), seed=1)
     assert got == reference and rs1["cache_on"]
-    assert rs1["cache_hits"] == 0 and rs1["cache_bytes_written"] > 0
+    # epoch 1: misses fetch the 8 MiB window around them (io/http.c), so a
+    # member read after its window came is a hit already
+    assert rs1["cache_misses"] > 0 and rs1["cache_bytes_written"] > 0
+    assert rs1["cache_hits"] + rs1["cache_misses"] == len(reference)
+    assert rs1["requests"] < len(reference) / 4
     got, rs2, _ = read_all("s3://bkt/ds/", cache_dir=str(tmp_path), seed=2)
     assert got == reference
     # another seed merges other neighbours into one read: a run whose bytes
