@@ -406,3 +406,27 @@ def test_a_full_disk_stops_the_cache_once_and_data_stays_right(web, data, refere
     assert got == reference and set(seen.values()) == {1}
     assert rs["cache_hits"] > 0 and rs["cache_misses"] > 0, rs
     assert err.count("stops: No space left on device") <= 1, err
+
+
+def test_bench_tells_runs_from_the_store_from_runs_from_the_cache(web, data, tmp_path):
+    # no ramp over remote data with the local cache on (its reads would fill
+    # the cache the measured run then reads, timing epoch 2 as the store's);
+    # each run says the share of its reads the local cache served
+    cli = stoker_cli()
+    _, names = data
+    url = "%s/train-{000000..%06d}.tar" % (web.url, len(names) - 1)
+    p = subprocess.run([cli, "bench", url, "--json", "--runtime", "0", "--epochs", "1",
+                        "--repeat", "2", "--cache-dir", str(tmp_path)],
+                       capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    runs = [r["stoker"] for r in json.loads(p.stdout)["runs"]]
+    assert [r["ramp"]["seconds"] for r in runs] == [0, 0]
+    first, second = runs[0]["remote_cache"], runs[1]["remote_cache"]
+    assert first["reads"] > 0 and first["hits"] < first["reads"]  # the store's
+    assert second["hits"] == second["reads"] > 0                  # all the cache's
+    p = subprocess.run([cli, "bench", url, "--runtime", "0", "--epochs", "1", "--repeat", "2",
+                        "--cache-dir", str(tmp_path / "again")], capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    assert "no ramp (it would fill the local cache the run reads)" in p.stdout, p.stdout
+    line = [ln for ln in p.stdout.splitlines() if "from the store/cache" in ln]
+    assert line and "% from the local cache; 2:" in line[0], p.stdout

@@ -68,9 +68,11 @@ static void print_human(struct stk_loader *l, const struct bench_opts *o, const 
 	struct spread eps, secs;
 	spread_of(ep, n, &eps);
 	spread_of(sec, n, &secs);
-	char ramp[64] = "";
+	char ramp[96] = "";
 	if (s->ramp_s > 0)
 		snprintf(ramp, sizeof(ramp), " after a %.2f s ramp", s->ramp_s);
+	else if (s->rcache_reads)
+		snprintf(ramp, sizeof(ramp), ", no ramp (it would fill the local cache the run reads)");
 	printf("  %d run%s%s, each %.2f s measured%s (%.2f epochs from an epoch's start; ended "
 	       "by %s)\n", n, n == 1 ? "" : "s",
 	       B ? (n == 1 ? " of each side" : " of each side, alternating") : "", secs.median, ramp,
@@ -145,6 +147,7 @@ latencies:
 	for (int i = 0; i < n; i++)
 		walls += S[i].wall + (B ? B[i].wall : 0);
 	bench_remote_print(l, walls);
+	bench_remote_runs(S, n);
 	if (s->st.decode_threads) {
 		const struct run *bm = B ? &B[median_run(B, n)] : NULL;
 		printf("  decode                     %u threads, %.0f images/s per core, p50/p99 %s / %s",

@@ -47,6 +47,7 @@ struct run {
 	uint64_t ramp_samples, ramp_errors;
 	struct devmeter dev;    /* cold: what the device read while measured */
 	char invalid[400];      /* cold: why the figures mean nothing ("" when they do) */
+	uint64_t rcache_hits, rcache_reads; /* remote data: the run's reads the local cache served */
 };
 
 /* A cold window shorter than this, or of fewer samples, is mostly start-up
@@ -112,6 +113,12 @@ int run_baseline(struct stk_loader *l, const struct bench_opts *o, const int64_t
 json_t *run_json(const struct run *r);
 /* bench/remote.c: remote data's transport and cache figures (none for local data). */
 void bench_remote_print(struct stk_loader *l, double wall_s);
+/* Remote data: each run's samples/s with the share of its reads the local
+ * cache served (a run from the cache is epoch 2's speed, not the store's). */
+void bench_remote_runs(const struct run *runs, int n);
+/* Remote data with the local cache on: the cache's hits and reads so far
+ * (0 and false otherwise). */
+bool bench_remote_cache(struct stk_loader *l, uint64_t *hits, uint64_t *reads);
 json_t *bench_remote_json(struct stk_loader *l);
 /* run_json with the loader's stats: latencies, reads in flight, decode. */
 json_t *stats_json(const struct run *r);

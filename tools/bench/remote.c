@@ -47,6 +47,35 @@ void bench_remote_print(struct stk_loader *l, double wall_s)
 		printf("  local cache                off\n");
 }
 
+bool bench_remote_cache(struct stk_loader *l, uint64_t *hits, uint64_t *reads)
+{
+	struct stk_remote_stats r = {.size = sizeof(r)};
+	*hits = *reads = 0;
+	if (stk_loader_remote_stats(l, &r) < 0 || !r.cache_on)
+		return false;
+	*hits = r.cache_hits;
+	*reads = r.cache_hits + r.cache_misses;
+	return true;
+}
+
+void bench_remote_runs(const struct run *runs, int n)
+{
+	bool any = false;
+	for (int i = 0; i < n; i++)
+		any |= runs[i].rcache_reads > 0;
+	if (!any)
+		return;
+	printf("  runs, from the store/cache ");
+	for (int i = 0; i < n; i++)
+		printf("%s%d: %.0f samples/s, %.0f %% from the local cache", i ? "; " : "", i + 1,
+		       sps_of(&runs[i]),
+		       runs[i].rcache_reads ? 100.0 * (double)runs[i].rcache_hits /
+						      (double)runs[i].rcache_reads
+					    : 0.0);
+	printf("\n                             (a run the cache served reads at epoch 2's "
+	       "speed, not the store's)\n");
+}
+
 json_t *bench_remote_json(struct stk_loader *l)
 {
 	struct stk_remote_stats r = {.size = sizeof(r)};

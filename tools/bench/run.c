@@ -190,7 +190,18 @@ int run_loader(struct stk_loader *l, const struct bench_opts *o, uint64_t epoch0
 	int rc = 0;
 	if (cold)
 		dev_open(&r->dev, o->path);
-	if (o->ramp > 0)
+	/* remote data with the local cache on: no ramp (its reads would fill the
+	 * cache the measured part then reads, timing epoch 2 as the store's) */
+	uint64_t hits0, reads0;
+	bool rcache = bench_remote_cache(l, &hits0, &reads0);
+	/* a run's reads: since the previous run of this loader ended (or its
+	 * creation), so the prefetch before the clock starts counts as its own */
+	static const struct stk_loader *last;
+	static uint64_t last_hits, last_reads;
+	bool same = l == last && reads0 >= last_reads; /* not another loader at its address */
+	hits0 = same ? last_hits : 0;
+	reads0 = same ? last_reads : 0;
+	if (o->ramp > 0 && !rcache)
 		rc = warm_up(l, o, epoch0, r);
 	if (evict && !rc) { /* the ramp's reads, or a drop that could not be done */
 		evict_dataset(l);
@@ -251,6 +262,13 @@ int run_loader(struct stk_loader *l, const struct bench_opts *o, uint64_t epoch0
 	}
 	r->wall = now_s() - t0;
 	r->cpu = cpu_seconds() - cpu0;
+	if (rcache && bench_remote_cache(l, &r->rcache_hits, &r->rcache_reads)) {
+		last = l;
+		last_hits = r->rcache_hits;
+		last_reads = r->rcache_reads;
+		r->rcache_hits -= hits0;
+		r->rcache_reads -= reads0;
+	}
 	if (cold)
 		dev_stop(&r->dev);
 	r->next_epoch = e;
@@ -575,6 +593,10 @@ json_t *stats_json(const struct run *r)
 	json_object_set_new(st, "ramp", json_pack("{s:f,s:I,s:I}", "seconds", r->ramp_s, "samples",
 						  (json_int_t)r->ramp_samples, "errors",
 						  (json_int_t)r->ramp_errors));
+	if (r->rcache_reads) /* remote data: the run's reads the local cache served */
+		json_object_set_new(st, "remote_cache", json_pack("{s:I,s:I}", "hits",
+								  (json_int_t)r->rcache_hits, "reads",
+								  (json_int_t)r->rcache_reads));
 	if (r->dev.ok) /* cold: what the device read while measured */
 		json_object_set_new(st, "device", json_pack("{s:s,s:I,s:f}", "name", r->dev.disk,
 							    "read_bytes", (json_int_t)r->dev.bytes,
