@@ -44,6 +44,10 @@
 #define HIT_THREADS 4
 #define WIN_INFLIGHT 16
 #define WIN_STAGE (1u << 20)
+/* Bytes handed to the cache's writer and not yet written, at most: past it
+ * the curl thread writes a stage itself, so a disk slower than the network
+ * slows the transfers instead of the queue growing with the dataset. */
+#define WQ_MAX (32u << 20)
 
 /* A window of an object being fetched (or queued to be), and the misses
  * waiting on it (linked by priv.next). */
@@ -104,6 +108,7 @@ struct stk_eng {
 	bool wrun, wstop;
 	pthread_cond_t wcv;
 	struct wjob *wj_head, *wj_tail;
+	uint64_t wq_bytes; /* queued to the writer, not yet written (hmu) */
 };
 
 struct wjob {
@@ -184,13 +189,23 @@ static void flush_stage(struct stk_eng *e, struct req *q)
 	if (!q->staged)
 		return;
 	uint64_t at = q->off + q->flushed;
-	struct wjob *j = e->wrun ? calloc(1, sizeof(*j)) : NULL;
+	pthread_mutex_lock(&e->hmu);
+	bool room = e->wrun && e->wq_bytes < WQ_MAX;
+	if (room)
+		e->wq_bytes += q->staged;
+	pthread_mutex_unlock(&e->hmu);
+	struct wjob *j = room ? calloc(1, sizeof(*j)) : NULL;
 	uint8_t *fresh = j ? malloc(WIN_STAGE) : NULL;
 	if (fresh) {
 		*j = (struct wjob){.o = q->obj, .off = at, .len = q->staged, .buf = q->stage};
 		q->stage = fresh;
 		wjob_push(e, j);
 	} else {
+		if (room) {
+			pthread_mutex_lock(&e->hmu);
+			e->wq_bytes -= q->staged;
+			pthread_mutex_unlock(&e->hmu);
+		}
 		free(j);
 		stk__rcache_write(e->r, q->obj, q->stage, q->staged, at);
 	}
@@ -429,6 +444,7 @@ static void *writer_main(void *arg)
 		if (!(e->wj_head = j->next))
 			e->wj_tail = NULL;
 		pthread_mutex_unlock(&e->hmu);
+		uint64_t written = j->buf ? j->len : 0;
 		if (j->buf)
 			stk__rcache_write(e->r, j->o, j->buf, j->len, j->off);
 		else
@@ -436,6 +452,7 @@ static void *writer_main(void *arg)
 		free(j->buf);
 		free(j);
 		pthread_mutex_lock(&e->hmu);
+		e->wq_bytes -= written;
 	}
 	pthread_mutex_unlock(&e->hmu);
 	return NULL;

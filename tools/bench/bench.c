@@ -610,6 +610,17 @@ int cmd_bench(int argc, char **argv)
 		json_t *rj = bench_remote_json(l);
 		if (rj)
 			json_object_set_new(j, "remote", rj);
+		struct stk_memory mem = {.size = sizeof(mem)};
+		if (stk_loader_memory(l, &mem) == 0) /* the library's sizing, as the text's line */
+			json_object_set_new(j, "memory", json_pack("{s:I,s:I,s:I,s:I,s:I}", "pool_bytes",
+								   (json_int_t)mem.pool_bytes,
+								   "index_bytes",
+								   (json_int_t)mem.index_bytes,
+								   "meta_bytes",
+								   (json_int_t)mem.meta_bytes,
+								   "decode_bytes",
+								   (json_int_t)mem.decode_bytes,
+								   "total", (json_int_t)mem.total));
 		if (o.image)
 			json_object_set_new(j, "image", json_pack("{s:I,s:I,s:s,s:I}", "width",
 								  (json_int_t)effimg.width, "height",
