@@ -128,16 +128,6 @@ def _warm(path):
                 pass
 
 
-def _drop_caches():
-    try:
-        os.sync()
-        with open("/proc/sys/vm/drop_caches", "w") as f:
-            f.write("3\n")
-        return None
-    except OSError as e:
-        return str(e)
-
-
 _running = []  # the run's process group, killed with us (SIGTERM, SIGINT)
 
 
@@ -257,7 +247,7 @@ def check(a, res, mean_bytes):
 
 
 def main(argv=None):
-    from .vs_torch import _extents
+    from .vs_torch import _extents, _drop_caches
     ap = argparse.ArgumentParser(prog="python3 -m stoker.vs_peers", description=__doc__.split("\n\n")[0])
     ap.add_argument("path")
     ap.add_argument("--peers", default="all")

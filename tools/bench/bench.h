@@ -158,6 +158,14 @@ int bench_run_capture(char *const argv[], char **out);
  * caller's install advice. */
 json_t *bench_run_py(char *const argv[], const char *module, const char *key, int type,
 		     char *ierr, size_t ielen, char *why, size_t len);
+/* The crop both Python sides take: "--size W --crop-frac F --scale A B
+ * --ratio A B" appended to argv at k, their text in a (which argv points
+ * into: it must outlive argv); the new k. */
+struct py_crop_args {
+	char size[32], frac[32], scale[2][32], ratio[2][32];
+};
+int bench_py_crop_args(const struct stk_image_opts *img, struct py_crop_args *a,
+		       const char **argv, int k);
 /* python3 -c BENCH_PY_BOOT("vs_torch") ARGS: stoker.MODULE's main(ARGS), or
  * exit 3 with the import error on stdout (one line, no traceback) when
  * PyTorch or the package cannot be imported. */

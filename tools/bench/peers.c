@@ -80,8 +80,8 @@ json_t *bench_vs_peers(const struct bench_opts *o, const struct stk_loader_opts 
 				   "(sh bench/peers/setup.sh)", o->vs, dir);
 		return NULL;
 	}
-	char bs[32], seed[32], size[32], ff[32], sc[2][32], ra[2][32], secs[32], rounds[32],
-		self[PATH_MAX];
+	char bs[32], seed[32], secs[32], rounds[32], self[PATH_MAX];
+	struct py_crop_args ca;
 	snprintf(bs, sizeof(bs), "%u", lo->batch_size);
 	snprintf(seed, sizeof(seed), "%llu", (unsigned long long)lo->seed);
 	/* each run at least 3 s after its first batch; 5 rounds at least (medians) */
@@ -104,16 +104,7 @@ json_t *bench_vs_peers(const struct bench_opts *o, const struct stk_loader_opts 
 					   "flip (no --dtype, --normalize, --no-flip)");
 			return NULL;
 		}
-		snprintf(size, sizeof(size), "%u", img->width);
-		snprintf(ff, sizeof(ff), "%g", (double)img->crop_frac);
-		snprintf(sc[0], sizeof(sc[0]), "%g", (double)img->scale_min);
-		snprintf(sc[1], sizeof(sc[1]), "%g", (double)img->scale_max);
-		snprintf(ra[0], sizeof(ra[0]), "%g", (double)img->ratio_min);
-		snprintf(ra[1], sizeof(ra[1]), "%g", (double)img->ratio_max);
-		const char *more[] = {"--size", size, "--crop-frac", ff, "--scale", sc[0], sc[1],
-				      "--ratio", ra[0], ra[1]};
-		for (size_t i = 0; i < sizeof(more) / sizeof(more[0]); i++)
-			argv[k++] = more[i];
+		k = bench_py_crop_args(img, &ca, argv, k);
 	}
 	argv[k] = NULL;
 	char ierr[512];

@@ -132,8 +132,8 @@ json_t *bench_vs_torch(const struct bench_opts *o, const struct stk_loader_opts 
 		       const struct stk_image_opts *img, uint64_t samples, char *why, size_t len)
 {
 	static const char *const caches[] = {"warm", "cold", "as-is"};
-	char bs[32], n[32], seed[32], size[32], ff[32], sc[2][32], ra[2][32], mean[3][32],
-		sd[3][32], secs[32];
+	char bs[32], n[32], seed[32], mean[3][32], sd[3][32], secs[32];
+	struct py_crop_args ca;
 	/* each worker count as long as one of stoker's runs (at least a second) */
 	snprintf(secs, sizeof(secs), "%g", o->runtime > 1 ? o->runtime : 1);
 	snprintf(bs, sizeof(bs), "%u", lo->batch_size);
@@ -144,23 +144,16 @@ json_t *bench_vs_torch(const struct bench_opts *o, const struct stk_loader_opts 
 				"--cache", caches[o->cache], "--seed", seed};
 	int k = 15;
 	if (o->image) {
-		snprintf(size, sizeof(size), "%u", img->width);
-		snprintf(ff, sizeof(ff), "%g", (double)img->crop_frac);
-		snprintf(sc[0], sizeof(sc[0]), "%g", (double)img->scale_min);
-		snprintf(sc[1], sizeof(sc[1]), "%g", (double)img->scale_max);
-		snprintf(ra[0], sizeof(ra[0]), "%g", (double)img->ratio_min);
-		snprintf(ra[1], sizeof(ra[1]), "%g", (double)img->ratio_max);
 		char dt[16], crop[32];
 		stk_option_get(stk_option_find("dtype"), img, dt, sizeof(dt));
 		stk_option_get(stk_option_find("crop"), img, crop, sizeof(crop));
 		static char dtype[16], cropname[32]; /* argv outlives this block */
 		snprintf(dtype, sizeof(dtype), "%s", dt);
 		snprintf(cropname, sizeof(cropname), "%s", crop);
-		const char *more[] = {"--image", "--size", size, "--crop", cropname, "--dtype", dtype,
-				      "--crop-frac", ff, "--scale", sc[0], sc[1], "--ratio", ra[0],
-				      ra[1]};
+		const char *more[] = {"--image", "--crop", cropname, "--dtype", dtype};
 		for (size_t i = 0; i < sizeof(more) / sizeof(more[0]); i++)
 			argv[k++] = more[i];
+		k = bench_py_crop_args(img, &ca, argv, k);
 		if (img->flags & STK_IMG_NO_FLIP)
 			argv[k++] = "--no-flip";
 		if (img->flags & STK_IMG_NORMALIZE) {
@@ -186,6 +179,22 @@ json_t *bench_vs_torch(const struct bench_opts *o, const struct stk_loader_opts 
 				   "python3-torch python3-torchvision (or `make peers` and --vs all)",
 			 argv[0], ierr[0] ? ierr : "torch");
 	return j;
+}
+
+int bench_py_crop_args(const struct stk_image_opts *img, struct py_crop_args *a,
+		       const char **argv, int k)
+{
+	snprintf(a->size, sizeof(a->size), "%u", img->width);
+	snprintf(a->frac, sizeof(a->frac), "%g", (double)img->crop_frac);
+	snprintf(a->scale[0], sizeof(a->scale[0]), "%g", (double)img->scale_min);
+	snprintf(a->scale[1], sizeof(a->scale[1]), "%g", (double)img->scale_max);
+	snprintf(a->ratio[0], sizeof(a->ratio[0]), "%g", (double)img->ratio_min);
+	snprintf(a->ratio[1], sizeof(a->ratio[1]), "%g", (double)img->ratio_max);
+	const char *more[] = {"--size", a->size, "--crop-frac", a->frac, "--scale", a->scale[0],
+			      a->scale[1], "--ratio", a->ratio[0], a->ratio[1]};
+	for (size_t i = 0; i < sizeof(more) / sizeof(more[0]); i++)
+		argv[k++] = more[i];
+	return k;
 }
 
 json_t *bench_run_py(char *const argv[], const char *module, const char *key, int type,
