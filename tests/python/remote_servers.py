@@ -13,6 +13,7 @@ import hashlib
 import hmac
 import http.client
 import os
+import random
 import shutil
 import socket
 import struct
@@ -30,7 +31,31 @@ def server_env():
     return {k: v for k, v in os.environ.items() if k != "LD_PRELOAD"}
 
 
+def _ephemeral_low():
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+            return int(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768
+
+
+_rng = random.Random(os.getpid() ^ time.monotonic_ns())
+
+
 def free_port():
+    """A loopback port nothing listens on, below the kernel's ephemeral range:
+    a port the kernel handed out by bind(0) is one it may hand again to any
+    outgoing connection (the servers' own, among themselves) before the
+    server binds it; seen once as weed exiting 255 in CI."""
+    top = _ephemeral_low()
+    for _ in range(200):
+        port = _rng.randrange(20000, max(top, 20001))
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
@@ -94,43 +119,68 @@ class SeaweedS3:
                                     "build/remote-venv, or set STOKER_WEED)")
         self.dir = os.path.join(workdir, "weed")
         os.makedirs(self.dir, exist_ok=True)
-        self.port = free_port()
         conf = os.path.join(self.dir, "s3.json")
         with open(conf, "w") as f:
             f.write('{"identities":[{"name":"admin","credentials":[{"accessKey":"%s",'
                     '"secretKey":"%s"}],"actions":["Admin","Read","List","Tagging","Write"]},'
                     '{"name":"anonymous","actions":["Read:pub","List:pub"]}]}'
                     % (ACCESS_KEY, SECRET_KEY))
+        # a start that fails (a port taken between choosing and binding it)
+        # is tried again on other ports, in a fresh folder; the last failure
+        # carries the tail of weed's log
+        for attempt in range(3):
+            try:
+                self._start(conf, os.path.join(self.dir, "try%d" % attempt))
+                return
+            except RuntimeError as e:
+                tail = self._log_tail()
+                self.close()
+                if attempt == 2:
+                    raise RuntimeError("%s; weed's log (%s) ends:\n%s"
+                                       % (e, self.logpath, tail)) from None
+
+    def _start(self, conf, data):
+        os.makedirs(data, exist_ok=True)
+        self.port = free_port()
         ports = [free_port() for _ in range(7)]
-        self.log = open(os.path.join(self.dir, "log"), "w")
+        self.logpath = os.path.join(data, "log")
+        self.log = open(self.logpath, "w")
         self.proc = subprocess.Popen(
-            [self.weed, "server", "-dir=" + self.dir, "-ip=127.0.0.1", "-ip.bind=127.0.0.1",
+            [self.weed, "server", "-dir=" + data, "-ip=127.0.0.1", "-ip.bind=127.0.0.1",
              "-master.port=%d" % ports[0], "-volume.port=%d" % ports[1],
              "-filer.port=%d" % ports[2], "-s3", "-s3.port=%d" % self.port,
              "-master.port.grpc=%d" % ports[3], "-volume.port.grpc=%d" % ports[4],
              "-filer.port.grpc=%d" % ports[5], "-s3.port.grpc=%d" % ports[6],
              "-s3.port.iceberg=0", "-s3.port.lance=0", "-master.telemetry=false",
-             "-filer.localSocket=" + os.path.join(self.dir, "filer.sock"),
-             "-s3.localSocket=" + os.path.join(self.dir, "s3.sock"),
+             "-filer.localSocket=" + os.path.join(data, "filer.sock"),
+             "-s3.localSocket=" + os.path.join(data, "s3.sock"),
              "-s3.config=" + conf, "-master.volumeSizeLimitMB=32", "-volume.max=300"],
             stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True,
             env=server_env())
+        wait_port(self.port, self.proc, "weed s3")
+        # the gateway listens before the volume server has joined: retry
+        end = time.monotonic() + 60
+        while True:
+            try:
+                self.request("PUT", "/warmup")
+                self.request("PUT", "/warmup/probe", b"x")
+                break
+            except (OSError, http.client.HTTPException) as e:
+                if time.monotonic() > end:
+                    raise RuntimeError("weed s3 did not take a PUT within 60 s: %s" % e)
+                time.sleep(0.3)
+            except RuntimeError:
+                if time.monotonic() > end:
+                    raise
+                time.sleep(0.3)
+
+    def _log_tail(self, n=2000):
         try:
-            wait_port(self.port, self.proc, "weed s3")
-            # the gateway listens before the volume server has joined: retry
-            end = time.monotonic() + 60
-            while True:
-                try:
-                    self.request("PUT", "/warmup")
-                    self.request("PUT", "/warmup/probe", b"x")
-                    break
-                except (RuntimeError, OSError, http.client.HTTPException):
-                    if time.monotonic() > end:
-                        raise
-                    time.sleep(0.3)
-        except Exception:
-            self.close()
-            raise
+            self.log.flush()
+            with open(self.logpath, errors="replace") as f:
+                return f.read()[-n:]
+        except (OSError, AttributeError):
+            return "(no log)"
 
     @property
     def endpoint(self):
@@ -167,14 +217,16 @@ class SeaweedS3:
                     self.put(bucket, prefix + name, f.read())
 
     def close(self):
-        if self.proc.poll() is None:
-            os.killpg(self.proc.pid, 15)
+        proc = getattr(self, "proc", None)
+        if proc is not None and proc.poll() is None:
+            os.killpg(proc.pid, 15)
             try:
-                self.proc.wait(10)
+                proc.wait(10)
             except subprocess.TimeoutExpired:
-                os.killpg(self.proc.pid, 9)
-                self.proc.wait()
-        self.log.close()
+                os.killpg(proc.pid, 9)
+                proc.wait()
+        if getattr(self, "log", None) is not None:
+            self.log.close()
 
 
 class Nginx:
