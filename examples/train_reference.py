@@ -57,7 +57,11 @@ def train_one_epoch(model, criterion, optimizer, data_loader, epoch, args, state
     for i, batch in enumerate(data_loader):
         image, target = batch
         if args.stop_at is not None and state["step"] == args.stop_at:
-            sys.exit(0)  # as a job killed here
+            # as a job killed here: no teardown (an interpreter exit with the
+            # process group and the loader's threads live could abort in torch)
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(0)
         if args.log_steps:  # without batch_transform, a stoker.ImageBatch: .indices
             with open(args.log_steps, "a") as f:
                 f.write(json.dumps({"epoch": epoch, "step": state["step"], "rank": args.rank,

@@ -77,28 +77,41 @@ static int consume(struct stk_loader *l, double seconds)
 	return epochs;
 }
 
-static void test_probe_finds_the_knee(void **state)
+/* One probe on a fresh loader: 0 when it found the knee (16, or 32 with a
+ * noisy window under the 5 % rule), -1 with its reasoning in `why`. */
+static int probe_once(char *why, size_t cap)
 {
-	(void)state;
-	/* 16 channels of 10 ms: 1600 reads/s at depth 16 and above */
-	setenv("STOKER_NULL_CHANNELS", "16", 1);
 	struct stk_loader *l = make((struct stk_loader_opts){.batch_size = 16, .prefetch = 8,
 							     .engine = STK_ENGINE_NULL,
 							     .null_latency_ns = 10000000});
 	consume(l, 5.0);
 	struct stk_stats st = {.size = sizeof(st)};
 	assert_int_equal(stk_loader_stats(l, &st), 0);
-	char why[1024];
-	assert_true(stk_loader_tuning(l, why, sizeof(why)) > 0);
+	assert_true(stk_loader_tuning(l, why, cap) > 0);
 	print_message("%s\n", why);
 	assert_int_equal(st.probes >= 1, 1);
-	/* the knee is 16; the 5 % rule may keep 16 or, with a noisy window, 32 */
-	if (st.queue_depth != 16 && st.queue_depth != 32)
-		fail_msg("queue depth %u, want the knee at 16: %s", st.queue_depth, why);
 	assert_non_null(strstr(why, "queue depth"));
 	assert_non_null(strstr(why, "auto"));
 	assert_non_null(strstr(why, "16: "));
+	unsigned qd = st.queue_depth;
 	stk_loader_destroy(l);
+	return qd == 16 || qd == 32 ? 0 : -1;
+}
+
+static void test_probe_finds_the_knee(void **state)
+{
+	(void)state;
+	/* 16 channels of 10 ms: 1600 reads/s at depth 16 and above.  The probe
+	 * times windows of real time: on a machine starved of CPU (the sanitizers,
+	 * other jobs) one window can stall, so a miss is probed once more on a
+	 * fresh loader; two misses fail. */
+	setenv("STOKER_NULL_CHANNELS", "16", 1);
+	char why[1024];
+	if (probe_once(why, sizeof(why)) != 0) {
+		print_message("probe missed the knee once, probing again\n");
+		if (probe_once(why, sizeof(why)) != 0)
+			fail_msg("queue depth away from the knee at 16 twice: %s", why);
+	}
 	unsetenv("STOKER_NULL_CHANNELS");
 }
 
