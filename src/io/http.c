@@ -731,10 +731,12 @@ static void ended(struct stk_eng *e, struct req *q, CURLcode cc)
 	}
 	if (rc == 1) {
 		atomic_fetch_add(&r->c.failed, 1);
+		stk__remote_failed(r, q->obj, q->attempt + 1, why);
 		finish(e, io, cc == CURLE_OPERATION_TIMEDOUT ? -ETIME
 			      : cc == CURLE_COULDNT_CONNECT ? -ECONNREFUSED : -EIO);
 	} else if (rc < 0) {
 		atomic_fetch_add(&r->c.failed, 1);
+		stk__remote_failed(r, q->obj, q->attempt + 1, why);
 		finish(e, io, rc);
 	} else if (status == 416) {
 		finish(e, io, 0);

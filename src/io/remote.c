@@ -276,6 +276,7 @@ static int create(struct stk__remote **out, const char *url, bool folder_ok, cha
 		free(r);
 		return fail(err, errlen, -ENOMEM, "out of memory");
 	}
+	pthread_mutex_init(&r->fail_mu, NULL);
 	r->timeout_ms = env_long("STOKER_REMOTE_TIMEOUT_MS", 30000, 1);
 	r->connect_timeout_ms = env_long("STOKER_REMOTE_CONNECT_TIMEOUT_MS", 5000, 1);
 	r->max_attempts = (unsigned)env_long("STOKER_REMOTE_TRIES", 6, 1);
@@ -382,6 +383,11 @@ void stk__remote_destroy(struct stk__remote *r)
 		free(r->session_token);
 	}
 	memset(r->secret_key, 0, sizeof(r->secret_key));
+	if (r->fail_why) /* io/rfail.c's records */
+		for (size_t i = 0; i < r->nobjs; i++)
+			free(r->fail_why[i]);
+	free(r->fail_why);
+	pthread_mutex_destroy(&r->fail_mu);
 	free(r);
 }
 

@@ -12,6 +12,7 @@
 #include "base/internal.h"
 
 #include <curl/curl.h>
+#include <pthread.h>
 
 /* One shard object: its name relative to the remote's root, size and ETag. */
 struct stk__robj {
@@ -57,6 +58,11 @@ struct stk__remote {
 	uint64_t window;           /* io/http.c: a miss fetches this much around it (0: itself) */
 	struct stk_hist *h_lat;    /* per-request latency (ns) */
 	struct stk__remote_counters c;
+	/* io/rfail.c: per object, the last read of it that failed for good, with
+	 * the transport's reason (an io carries only a -errno); made at the
+	 * first failure, freed with the remote */
+	pthread_mutex_t fail_mu;
+	char **fail_why;
 };
 
 /* Whether path names remote data (s3://, http://, https://). */
@@ -117,6 +123,14 @@ int stk__remote_put(struct stk__remote *r, CURL *h, const char *rel, struct stk_
 /* s3: whether the bucket is there and the credentials are taken: a listing
  * of one key under key_dir.  0 or <0 with the reason in err. */
 int stk__remote_check(struct stk__remote *r, char *err, size_t errlen);
+
+/* io/rfail.c: records that a read of o failed for good after `tries` tries,
+ * the last one's reason why (any thread). */
+void stk__remote_failed(struct stk__remote *r, const struct stk__robj *o, unsigned tries,
+			const char *why);
+/* The last recorded failure of a read of rel into out ("HTTP 503 (SlowDown),
+ * 6 tries"): 1, or 0 when none is recorded (any thread). */
+int stk__remote_failure(struct stk__remote *r, const char *rel, char *out, size_t len);
 
 /* io/http.c: the window a cache miss fetches (r->window), for a loader that
  * streams shards (shard_mode) or otherwise: 8 MiB when the cache is on and

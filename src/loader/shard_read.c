@@ -22,6 +22,7 @@
  */
 #include "loader/loader.h"
 #include "dataset/tar.h"
+#include "io/remote.h"
 
 #include <fcntl.h>
 #include <stdio.h>
@@ -275,10 +276,16 @@ int stk__shards_check(struct stk_loader *l, struct sio *x, char *why, size_t len
 {
 	int64_t res = x->io.res;
 	if (res < 0) {
-		snprintf(why, len, "member at offset %llu (%llu bytes): %s", (unsigned long long)x->at,
+		/* over remote data, the transport's reason and tries: the last failed
+		 * read of this object's (io/rfail.c) */
+		char net[240] = "";
+		if (l->ds->remote && res != -ESTALE &&
+		    stk__remote_failure(l->ds->remote, x->io.path, net + 2, sizeof(net) - 2))
+			memcpy(net, ": ", 2);
+		snprintf(why, len, "member at offset %llu (%llu bytes): %s%s", (unsigned long long)x->at,
 			 (unsigned long long)x->size,
 			 res == -ESTALE && l->ds->remote ? "the object changed since it was indexed "
-			 "(its ETag differs: HTTP 412 to If-Match)" : stk_strerror((int)res));
+			 "(its ETag differs: HTTP 412 to If-Match)" : stk_strerror((int)res), net);
 		return (int)res;
 	}
 	if ((uint64_t)res < (uint64_t)x->skip + x->size) {

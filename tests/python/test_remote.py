@@ -287,6 +287,12 @@ def test_server_gone_for_good_fails_by_the_policy_naming_the_shard(aws, tmp_path
     err, _, _ = index_then(aws, tmp_path, s3, dead, on_error="fail")
     assert err is not None
     assert "s3://bkt/ds/train-" in str(err)
+    # the transport's reason and the tries made, not only an errno
+    assert ", 3 tries" in str(err), str(err)
+    busy = lambda n, method, path: "slowdown" if method == "GET" and "list-type" not in path \
+        else "ok"
+    err, _, _ = index_then(aws, tmp_path, s3, busy, on_error="fail")
+    assert err is not None and "HTTP 503 (SlowDown), 3 tries" in str(err), str(err)
     err, got, rs = index_then(aws, tmp_path, s3, dead, on_error="skip")
     assert err is None and got == {}  # every sample skipped, none made up
     assert rs["failed"] > 0 and rs["retries"] >= 2 * rs["failed"]
@@ -297,6 +303,7 @@ def test_a_request_that_never_answers_times_out(aws, tmp_path, s3):
         else "ok"
     err, _, _ = index_then(aws, tmp_path, s3, hang, on_error="fail")
     assert err is not None and "s3://bkt/ds/train-" in str(err)
+    assert "Timeout was reached, 3 tries" in str(err), str(err)
 
 
 def test_an_object_changed_since_indexing_is_named(aws, tmp_path, s3, data, capfd):
