@@ -72,6 +72,7 @@ struct stk__index_opts {
 	bool no_remote_cache;  /* remote data: no local cache */
 	uint64_t remote_timeout_ns, remote_connect_timeout_ns; /* 0: the transport's */
 	unsigned remote_tries;
+	bool quiet;             /* remote data: the cache says nothing on stderr */
 };
 
 int stk__dataset_open(struct stk_dataset **out, const struct stk__index_opts *o, char *err,

@@ -541,6 +541,8 @@ static int remote_open(struct stk_dataset **out, const struct stk__index_opts *o
 		if (stk__rcache_open(&r->cache, cdir, limit, why, sizeof(why)) && o->notice &&
 		    o->noticelen && !o->notice[0])
 			snprintf(o->notice, o->noticelen, "no remote cache: %s", why);
+		if (r->cache && o->quiet)
+			stk__rcache_quiet(r->cache);
 	}
 	if (rc) {
 		free(b.e);

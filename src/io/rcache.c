@@ -59,6 +59,7 @@ struct stk__rcache {
 	uint64_t limit;
 	_Atomic uint64_t usage; /* estimate, all processes */
 	_Atomic bool off;
+	bool quiet;  /* stopping says nothing on stderr */
 	int lock_fd;
 	struct ostate *st;   /* by object index in the remote's objs */
 	size_t nst;
@@ -146,6 +147,11 @@ void stk__rcache_close(struct stk__rcache *c)
 const char *stk__rcache_dir(const struct stk__rcache *c)
 {
 	return c ? c->dir : NULL;
+}
+
+void stk__rcache_quiet(struct stk__rcache *c)
+{
+	c->quiet = true;
 }
 
 void stk__rcache_usage(struct stk__rcache *c, uint64_t *bytes, uint64_t *limit)
@@ -398,7 +404,7 @@ void stk__rcache_write(struct stk__remote *r, const struct stk__robj *o, const v
 	}
 	pthread_mutex_unlock(&c->mu);
 	if (rc == -ENOSPC || rc == -EDQUOT) {
-		if (!atomic_exchange(&c->off, true))
+		if (!atomic_exchange(&c->off, true) && !c->quiet)
 			fprintf(stderr, "stoker: the remote cache in %s stops: %s (reads go to the "
 				"server)\n", c->dir, strerror(-rc));
 		return;

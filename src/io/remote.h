@@ -145,6 +145,9 @@ void stk__remote_plan_window(struct stk__remote *r, bool shard_mode);
 int stk__rcache_open(struct stk__rcache **out, const char *dir, uint64_t limit, char *err,
 		     size_t errlen);
 void stk__rcache_close(struct stk__rcache *c);
+/* The cache stops (a full disk) without saying so on stderr (quiet loaders);
+ * before the first read. */
+void stk__rcache_quiet(struct stk__rcache *c);
 /* Reads [off, off+len) of the object from the cache into buf: len, or 0 on
  * a miss. */
 int64_t stk__rcache_read(struct stk__remote *r, const struct stk__robj *o, void *buf,

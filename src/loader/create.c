@@ -500,7 +500,8 @@ int stk_loader_create(struct stk_loader **out, const struct stk_loader_opts *opt
 				     .no_remote_cache = l->o.flags & STK_F_NO_REMOTE_CACHE,
 				     .remote_timeout_ns = l->o.remote_timeout_ns,
 				     .remote_connect_timeout_ns = l->o.remote_connect_timeout_ns,
-				     .remote_tries = l->o.remote_tries};
+				     .remote_tries = l->o.remote_tries,
+				     .quiet = l->o.flags & STK_F_QUIET};
 	rc = stk__dataset_open_any(&l->ds, &io, errbuf, errlen);
 	if (notice[0])
 		stk__loader_notice(l, "%s", notice);

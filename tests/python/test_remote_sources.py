@@ -406,6 +406,13 @@ def test_a_full_disk_stops_the_cache_once_and_data_stays_right(web, data, refere
     assert got == reference and set(seen.values()) == {1}
     assert rs["cache_hits"] > 0 and rs["cache_misses"] > 0, rs
     assert err.count("stops: No space left on device") <= 1, err
+    # a quiet loader fills the emptied disk again and says nothing
+    shutil.rmtree(os.path.join(str(small_fs), "remote"))
+    got, rs, seen = read_all(url, **dict(kw, quiet=True))
+    err = capfd.readouterr().err
+    assert got == reference and set(seen.values()) == {1}
+    assert 0 < rs["cache_bytes_written"] < 2 << 20, rs
+    assert "stops" not in err, err
 
 
 def test_bench_tells_runs_from_the_store_from_runs_from_the_cache(web, data, tmp_path):
