@@ -17,6 +17,9 @@ only, no decode: what the transport delivers), samples/s; rounds alternate
   s3 e1            stoker, s3://, the local cache empty (windows: io/http.c)
   s3 e2            the same process's epoch 2, from the local cache
   s3 e1 shard      s3://, shuffle_mode shard (shards in random order, as WebDataset)
+  s3 e1 direct     s3:// straight to the gateway, no proxy: what the proxy's
+                   latency and its own copying of every byte (Python, on the
+                   same cores) cost
   s3 e1 member     s3://, STOKER_REMOTE_WINDOW=0: a member a request
   s3 e1 before     s3:// with STOKER_BEFORE's build (the tree before this
                    change: a member a request, 64 in flight), if given
@@ -165,6 +168,9 @@ def main():
             add("s3 e1 shard", stoker_run("s3://bench/ds/", cache(), env, epochs=1,
                                           shuffle_mode="shard")[0][0])
 
+        def direct():
+            add("s3 e1 direct", stoker_run("s3://bench/ds/", cache(), up, epochs=1)[0][0])
+
         def member():
             add("s3 e1 member", stoker_run("s3://bench/ds/", cache(), dict(
                 env, STOKER_REMOTE_WINDOW="0"), epochs=1)[0][0])
@@ -191,7 +197,7 @@ def main():
                     add(name, sps)
             return run
 
-        runs = [local, s3e, shard, member, http] + ([old] if before else []) + [peer(p) for p in peers]
+        runs = [local, s3e, shard, direct, member, http] + ([old] if before else []) + [peer(p) for p in peers]
         for r in range(rounds):
             k = r % len(runs)
             for f in runs[k:] + runs[:k]:
@@ -219,6 +225,7 @@ def main():
         ratio("s3 e2", "local warm", "s3 e2 / local warm (target 0.9)")
         ratio("s3 e1", "s3 e1 member", "s3 e1 windows / a member a request")
         ratio("s3 e1 shard", "local cold", "s3 e1 shard mode / local cold")
+        ratio("s3 e1 direct", "local cold", "s3 e1 without the proxy / local cold")
         ratio("s3 e1", "s3 e1 before", "s3 e1 / before this change")
         ratio("http e1", "local cold", "http e1 / local cold")
         best = max((p for p in peers if p in med), key=lambda p: med[p], default=None)

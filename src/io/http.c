@@ -602,9 +602,13 @@ static void *hit_main(void *arg)
 		io->priv.pending = got != (int64_t)want; /* a miss: the engine fetches it */
 		io->res = got;
 		pthread_mutex_lock(&e->hmu);
+		/* the engine's thread takes the whole list when woken: a wake for
+		 * the first io on it, not one (a send() on curl's socketpair) each */
+		bool first = !e->hdone_head;
 		stk__io_push(&e->hdone_head, &e->hdone_tail, io);
 		pthread_mutex_unlock(&e->hmu);
-		curl_multi_wakeup(e->m);
+		if (first)
+			curl_multi_wakeup(e->m);
 		pthread_mutex_lock(&e->hmu);
 	}
 	pthread_mutex_unlock(&e->hmu);

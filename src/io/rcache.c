@@ -50,6 +50,7 @@ struct ostate {
 	struct span *spans;  /* sorted, disjoint, merged */
 	size_t nspans, cap;
 	uint64_t touched;    /* ns: the last mtime bump */
+	uint64_t checked;    /* ns: the last look at the files (stat, the log) */
 	bool open_failed;
 };
 
@@ -245,6 +246,7 @@ static struct ostate *state_of(struct stk__rcache *c, struct stk__remote *r,
 		s->log_pos = 0;
 		s->nspans = 0;
 	}
+	s->checked = stk__now_ns();
 	struct rec recs[128];
 	for (;;) {
 		ssize_t n = pread(s->log_fd, recs, sizeof(recs), (off_t)s->log_pos);
@@ -270,12 +272,23 @@ int64_t stk__rcache_read(struct stk__remote *r, const struct stk__robj *o, void 
 	if (!c || atomic_load(&c->off))
 		return 0;
 	pthread_mutex_lock(&c->mu);
-	struct ostate *s = state_of(c, r, o, false);
+	/* a range this process already knows is in its open file is read from
+	 * it (a file another process removed meanwhile still holds the right
+	 * bytes) without a look at the folder: a stat and a read of the log per
+	 * hit, under the mutex, were most of a hit's cost.  The files are looked
+	 * at again on a miss, and once a second (a removed file is let go). */
+	uint64_t now = stk__now_ns();
+	size_t idx = (size_t)(o - r->objs);
+	struct ostate *s = c->st && idx < c->nst && c->st[idx].data_fd > 0 &&
+				   now - c->st[idx].checked < 1000000000ull ? &c->st[idx] : NULL;
 	bool have = false;
 	for (size_t i = 0; s && i < s->nspans && !have; i++)
 		have = s->spans[i].a <= off && s->spans[i].b >= off + len;
+	if (!have)
+		s = state_of(c, r, o, false);
+	for (size_t i = 0; s && i < s->nspans && !have; i++)
+		have = s->spans[i].a <= off && s->spans[i].b >= off + len;
 	int fd = have ? dup(s->data_fd) : -1;
-	uint64_t now = stk__now_ns();
 	if (have && now - s->touched > 1000000000ull) {
 		s->touched = now;
 		futimens(s->log_fd, NULL); /* recently used */
