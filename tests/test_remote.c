@@ -12,7 +12,6 @@
 #include "base/internal.h"
 #include "io/remote.h"
 
-static char *dir;
 
 static void clear_aws(void)
 {
@@ -22,16 +21,16 @@ static void clear_aws(void)
 	for (size_t i = 0; i < sizeof(vars) / sizeof(vars[0]); i++)
 		unsetenv(vars[i]);
 	char p[4200];
-	snprintf(p, sizeof(p), "%s/credentials", dir);
+	snprintf(p, sizeof(p), "%s/credentials", tu_dir);
 	setenv("AWS_SHARED_CREDENTIALS_FILE", p, 1);
-	snprintf(p, sizeof(p), "%s/config", dir);
+	snprintf(p, sizeof(p), "%s/config", tu_dir);
 	setenv("AWS_CONFIG_FILE", p, 1);
 }
 
 static void write_file(const char *name, const char *text)
 {
 	char p[4200];
-	snprintf(p, sizeof(p), "%s/%s", dir, name);
+	snprintf(p, sizeof(p), "%s/%s", tu_dir, name);
 	FILE *f = fopen(p, "w");
 	assert_non_null(f);
 	fputs(text, f);
@@ -163,7 +162,7 @@ static void test_backoff_bounds(void **state)
 	stk__remote_destroy(r);
 }
 
-/* A remote with one object of `size` bytes (ETag etag) and a cache in dir/c. */
+/* A remote with one object of `size` bytes (ETag etag) and a cache in tu_dir/c. */
 static struct stk__remote *cached_remote(uint64_t size, const char *etag, uint64_t limit)
 {
 	clear_aws();
@@ -175,7 +174,7 @@ static struct stk__remote *cached_remote(uint64_t size, const char *etag, uint64
 	r->objs[0].size = size;
 	snprintf(r->objs[0].etag, sizeof(r->objs[0].etag), "%s", etag);
 	r->nobjs = 1;
-	snprintf(c, sizeof(c), "%s/c", dir);
+	snprintf(c, sizeof(c), "%s/c", tu_dir);
 	assert_int_equal(stk__rcache_open(&r->cache, c, limit, err, sizeof(err)), 0);
 	return r;
 }
@@ -209,7 +208,7 @@ static void test_cache(void **state)
 	/* bytes written without their record (a process killed between the
 	 * two), or under a torn record: never served */
 	char c[4200];
-	snprintf(c, sizeof(c), "%s/c", dir);
+	snprintf(c, sizeof(c), "%s/c", tu_dir);
 	DIR *d = opendir(c);
 	struct dirent *de;
 	int torn = 0;
@@ -245,7 +244,7 @@ static void test_cache_limit(void **state)
 {
 	(void)state;
 	char c[4200];
-	snprintf(c, sizeof(c), "%s/c", dir);
+	snprintf(c, sizeof(c), "%s/c", tu_dir);
 	tu_rmrf(c);
 	enum { N = 4 << 20 };
 	uint8_t *src = calloc(1, N);
@@ -275,21 +274,6 @@ static void test_cache_limit(void **state)
 	free(src);
 }
 
-static int setup(void **state)
-{
-	(void)state;
-	dir = tu_mkdtemp();
-	return dir ? 0 : -1;
-}
-
-static int teardown(void **state)
-{
-	(void)state;
-	tu_rmrf(dir);
-	free(dir);
-	return 0;
-}
-
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -299,5 +283,5 @@ int main(void)
 		cmocka_unit_test(test_cache),
 		cmocka_unit_test(test_cache_limit),
 	};
-	return cmocka_run_group_tests(tests, setup, teardown);
+	return cmocka_run_group_tests(tests, tu_dir_setup, tu_dir_teardown);
 }

@@ -8,12 +8,11 @@
 #include "base/internal.h"
 #include "dataset/build.h"
 
-static char *dir;
 
 static const char *list(const char *name, const char *text)
 {
 	static char p[4200];
-	snprintf(p, sizeof(p), "%s/%s", dir, name);
+	snprintf(p, sizeof(p), "%s/%s", tu_dir, name);
 	FILE *f = fopen(p, "w");
 	assert_non_null(f);
 	fputs(text, f);
@@ -29,7 +28,7 @@ static void test_what_is_a_list(void **state)
 	/* a local file list, and its first line decides */
 	assert_false(stk__url_list_is(list("c.txt", "img/1.jpg\t3\nhttp://h/x.tar\n")));
 	assert_false(stk__url_list_is(list("d.txt", "# nothing but comments\n\n")));
-	assert_false(stk__url_list_is(dir)); /* a folder */
+	assert_false(stk__url_list_is(tu_dir)); /* a folder */
 	assert_false(stk__url_list_is(list("e.tar", "http://h/x.tar\n"))); /* a shard */
 	assert_false(stk__url_list_is("/no/such/list"));
 }
@@ -85,25 +84,10 @@ static void test_refusals_name_the_line(void **state)
 	refused("bucket.list", "s3://b1/a.tar\ns3://b2/a.tar\n", "bucket.list:2:", NULL);
 	refused("query.list", "https://h/a.tar?X-Amz-Signature=1\n", "query.list:1:",
 		"query string");
-	refused("folder.list", "s3://bkt/dir/\n", "folder.list:1:", "names a folder");
+	refused("folder.list", "s3://bkt/tu_dir/\n", "folder.list:1:", "names a folder");
 	refused("nobucket.list", "s3://bkt\n", "nobucket.list:1:", "not a shard URL");
 	refused("brace.list", "\nhttp://h/x-{1..}.tar\n", "brace.list:2:", "{FIRST..LAST}");
 	refused("empty.list", "# only\n", "names no shard", NULL);
-}
-
-static int setup(void **state)
-{
-	(void)state;
-	dir = tu_mkdtemp();
-	return dir ? 0 : -1;
-}
-
-static int teardown(void **state)
-{
-	(void)state;
-	tu_rmrf(dir);
-	free(dir);
-	return 0;
 }
 
 int main(void)
@@ -113,5 +97,5 @@ int main(void)
 		cmocka_unit_test(test_root_names_and_order),
 		cmocka_unit_test(test_refusals_name_the_line),
 	};
-	return cmocka_run_group_tests(tests, setup, teardown);
+	return cmocka_run_group_tests(tests, tu_dir_setup, tu_dir_teardown);
 }

@@ -44,6 +44,26 @@ static inline void tu_rmrf(const char *dir)
 	nftw(dir, tu_rm_cb, 16, FTW_DEPTH | FTW_PHYS);
 }
 
+/* A test program's one temp folder: made by the group's setup, removed by its
+ * teardown (cmocka_run_group_tests(tests, tu_dir_setup, tu_dir_teardown)). */
+static char *tu_dir __attribute__((unused));
+
+static inline int tu_dir_setup(void **state)
+{
+	(void)state;
+	tu_dir = tu_mkdtemp();
+	return tu_dir ? 0 : -1;
+}
+
+static inline int tu_dir_teardown(void **state)
+{
+	(void)state;
+	tu_rmrf(tu_dir);
+	free(tu_dir);
+	tu_dir = NULL;
+	return 0;
+}
+
 static inline void tu_write(const char *path, const void *data, size_t len)
 {
 	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
