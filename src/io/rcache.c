@@ -346,8 +346,11 @@ static void evict(struct stk__rcache *c, struct stk__remote *r)
 			continue;
 		char logn[80];
 		snprintf(logn, sizeof(logn), "%.*s.log", (int)(l - 5), de->d_name);
+		uint64_t log_bytes = 0;
 		if (fstatat(dirfd(d), logn, &ls, 0))
 			ls = st;
+		else /* the log's blocks are the cache's too (a block each at least) */
+			log_bytes = (uint64_t)ls.st_blocks * 512;
 		if (n == cap) {
 			size_t nc = cap ? cap * 2 : 256;
 			struct victim *p = realloc(v, nc * sizeof(*p));
@@ -357,7 +360,7 @@ static void evict(struct stk__rcache *c, struct stk__remote *r)
 			cap = nc;
 		}
 		v[n].mtime_ns = (uint64_t)ls.st_mtim.tv_sec * 1000000000ull + (uint64_t)ls.st_mtim.tv_nsec;
-		v[n].bytes = (uint64_t)st.st_blocks * 512;
+		v[n].bytes = (uint64_t)st.st_blocks * 512 + log_bytes;
 		snprintf(v[n].name, sizeof(v[n].name), "%.*s", (int)(l - 5), de->d_name);
 		total += v[n].bytes;
 		n++;

@@ -39,10 +39,12 @@ def test_stoker_run_measured(jpeg_folder):
 def test_loader_memory_follows_its_prefetch(image_folder):
     # the loader's memory above its imports grows with the batches it keeps
     # ahead: 8 slots of 4 images of 512 x 512 x 3 (3 MiB a slot) against 2
-    # (40 images: 10 batches an epoch, so all 8 are filled)
+    # (40 images: 10 batches an epoch; 40 batches run, however long that takes
+    # (a sanitizer's build is slow), so every slot has been filled)
     got = {}
     for pf in (2, 8):
-        s = spec(image_folder, mode="train", workers=1, batch=4, size=512, prefetch=pf, seconds=1.0)
+        s = spec(image_folder, mode="train", workers=1, batch=4, size=512, prefetch=pf,
+                 samples=160, seconds=240.0)
         res, why, pss_mb, _ = vs_peers.child(s, timeout=300)
         assert why is None, why
         got[pf] = pss_mb[1] - res["base_kb"] / 1024.0
