@@ -282,22 +282,27 @@ def test_exporter_publishes_remote_metrics_and_no_secret(aws, s3, web, data, tmp
         assert p.returncode == 0, p.stdout + p.stderr
 
 
-def test_network_bound_verdict_with_its_evidence(web, data, tmp_path):
-    """Every request delayed 50 ms by the proxy, 8 in flight at most, no
-    cache: the verdict is network-bound, with the requests in flight against
-    the cap, their latency, the throughput per request and the retries, and
-    what to try.  Then the same data from the local cache is not."""
+def verdict_through(proxy, data, tmp_path):
+    """The verdict of an epoch read through proxy (8 in flight at most, no
+    cache); the proxy is closed after."""
     _, names = data
-    proxy = FaultProxy(web.port, latency_s=0.05)
     try:
         url = "%s/train-{000000..%06d}.tar" % (proxy.url, len(names) - 1)
         with stoker.Loader(url, batch_size=8, queue_depth=8, remote_cache=False, quiet=True,
                            cache_dir=str(tmp_path)) as l:
             for _ in l:
                 pass
-            v = l.diagnose(0)
+            return l.diagnose(0)
     finally:
         proxy.close()
+
+
+def test_network_bound_verdict_with_its_evidence(web, data, tmp_path):
+    """Every request delayed 50 ms by the proxy, 8 in flight at most, no
+    cache: the verdict is network-bound, with the requests in flight against
+    the cap, their latency, the throughput per request and the retries, and
+    what to try.  Then the same data from the local cache is not."""
+    v = verdict_through(FaultProxy(web.port, latency_s=0.05), data, tmp_path)
     assert v["kind"] == "network-bound", v
     assert v["remote"] == 1 and v["queue_depth"] == 8
     for words in ("requests in flight (the cap: queue_depth)", "ms p50", "ms p99",
@@ -310,8 +315,10 @@ def test_network_bound_verdict_with_its_evidence(web, data, tmp_path):
     assert v["req_min_ms"] >= 50 and v["req_p99_ms"] >= v["req_p50_ms"]  # the proxy's 50 ms
     assert v["req_per_s"] > 0 and v["req_mb_per_s_each"] > 0 and v["retries_per_s"] == 0
     # read twice with the cache: the second run's reads are local, never network-bound
+    _, names = data
+    url = "%s/train-{000000..%06d}.tar" % (web.url, len(names) - 1)
     for _ in range(2):
-        with stoker.Loader(url.replace(proxy.url, web.url), batch_size=8, quiet=True,
+        with stoker.Loader(url, batch_size=8, quiet=True,
                            cache_dir=str(tmp_path)) as l:
             for _ in l:
                 pass
@@ -334,17 +341,7 @@ def test_a_saturated_server_is_not_asked_for_more_requests(web, data, tmp_path):
     """A server of fixed throughput (the proxy's 5 ms served one request at
     a time): with 8 in flight each waits for the others, the median request
     takes several times the fastest, and the advice is not a deeper queue."""
-    _, names = data
-    proxy = FaultProxy(web.port, latency_s=0.005, serial=True)
-    try:
-        url = "%s/train-{000000..%06d}.tar" % (proxy.url, len(names) - 1)
-        with stoker.Loader(url, batch_size=8, queue_depth=8, remote_cache=False, quiet=True,
-                           cache_dir=str(tmp_path)) as l:
-            for _ in l:
-                pass
-            v = l.diagnose(0)
-    finally:
-        proxy.close()
+    v = verdict_through(FaultProxy(web.port, latency_s=0.005, serial=True), data, tmp_path)
     assert v["kind"] == "network-bound", v
     assert v["req_min_ms"] >= 5 and v["req_p50_ms"] >= 2 * v["req_min_ms"], v
     assert v["try"].startswith("not more requests: the server is saturated"), v["try"]
