@@ -161,6 +161,15 @@ void stk__rcache_usage(struct stk__rcache *c, uint64_t *bytes, uint64_t *limit)
 	*limit = c ? c->limit : 0;
 }
 
+/* Whether the ranges taken in (s may be NULL) hold all of [off, off+len). */
+static bool covered(const struct ostate *s, uint64_t off, uint64_t len)
+{
+	for (size_t i = 0; s && i < s->nspans; i++)
+		if (s->spans[i].a <= off && s->spans[i].b >= off + len)
+			return true;
+	return false;
+}
+
 static void add_span(struct ostate *s, uint64_t a, uint64_t b)
 {
 	/* insert, then merge neighbours (few spans per object: linear is fine) */
@@ -281,13 +290,9 @@ int64_t stk__rcache_read(struct stk__remote *r, const struct stk__robj *o, void 
 	size_t idx = (size_t)(o - r->objs);
 	struct ostate *s = c->st && idx < c->nst && c->st[idx].data_fd > 0 &&
 				   now - c->st[idx].checked < 1000000000ull ? &c->st[idx] : NULL;
-	bool have = false;
-	for (size_t i = 0; s && i < s->nspans && !have; i++)
-		have = s->spans[i].a <= off && s->spans[i].b >= off + len;
+	bool have = covered(s, off, len);
 	if (!have)
-		s = state_of(c, r, o, false);
-	for (size_t i = 0; s && i < s->nspans && !have; i++)
-		have = s->spans[i].a <= off && s->spans[i].b >= off + len;
+		have = covered(s = state_of(c, r, o, false), off, len);
 	int fd = have ? dup(s->data_fd) : -1;
 	if (have && now - s->touched > 1000000000ull) {
 		s->touched = now;
@@ -394,9 +399,7 @@ void stk__rcache_write(struct stk__remote *r, const struct stk__robj *o, const v
 	pthread_mutex_lock(&c->mu);
 	struct ostate *s = state_of(c, r, o, true);
 	int rc = s ? 0 : -errno;
-	bool have = false;
-	for (size_t i = 0; s && i < s->nspans && !have; i++)
-		have = s->spans[i].a <= off && s->spans[i].b >= off + len;
+	bool have = covered(s, off, len);
 	if (s && !have) {
 		uint64_t done = 0;
 		while (done < len && !rc) {
