@@ -301,6 +301,7 @@ class FaultProxy:
         self.count = 0
         self.faults = {}
         self.log = []  # (method, path, fate) of every request, in order
+        self.ranges = []  # (method, path, Range header or None), in the same order
         self.lock = threading.Lock()
         self.sock = socket.socket()
         self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -371,9 +372,12 @@ class FaultProxy:
                     self.count += 1
                     n = self.count
                 fate = self.plan(n, method, path)
+                req = self._fields(head)
+                rng = req.get(b"range")
                 with self.lock:
                     self.faults[fate] = self.faults.get(fate, 0) + 1
                     self.log.append((method, path, fate))
+                    self.ranges.append((method, path, rng.decode("latin-1") if rng else None))
                 if self.latency_s and self.serial:
                     with self.serial:
                         time.sleep(self.latency_s)
@@ -385,7 +389,6 @@ class FaultProxy:
                 if fate == "drop":
                     time.sleep(3600)
                     return
-                req = self._fields(head)
                 blen = int(req.get(b"content-length", b"0"))
                 if fate in ("slowdown", "500"):
                     body = (b'<?xml version="1.0" encoding="UTF-8"?><Error><Code>SlowDown</Code>'
