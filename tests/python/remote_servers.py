@@ -26,6 +26,13 @@ ACCESS_KEY = "AKIDSTOKERTEST"
 SECRET_KEY = "stoker-test-secret-do-not-print"
 
 
+def orphan_guard(sig="TERM"):
+    """The command's prefix that ends a server with the test process that
+    started it, even when pytest is killed (the signal reaches the server as
+    its parent dies: util-linux's setpriv, in every Debian)."""
+    return ["setpriv", "--pdeathsig", sig] if shutil.which("setpriv") else []
+
+
 def server_env():
     """The environment without the sanitizer runtime the tests may preload."""
     return {k: v for k, v in os.environ.items() if k != "LD_PRELOAD"}
@@ -146,7 +153,8 @@ class SeaweedS3:
         self.logpath = os.path.join(data, "log")
         self.log = open(self.logpath, "w")
         self.proc = subprocess.Popen(
-            [self.weed, "server", "-dir=" + data, "-ip=127.0.0.1", "-ip.bind=127.0.0.1",
+            # weed takes its time over SIGTERM (> 10 s); its data is the test's
+            orphan_guard("KILL") + [self.weed, "server", "-dir=" + data, "-ip=127.0.0.1", "-ip.bind=127.0.0.1",
              "-master.port=%d" % ports[0], "-volume.port=%d" % ports[1],
              "-filer.port=%d" % ports[2], "-s3", "-s3.port=%d" % self.port,
              "-master.port.grpc=%d" % ports[3], "-volume.port.grpc=%d" % ports[4],
@@ -254,7 +262,7 @@ http { access_log off; client_body_temp_path %s/t; proxy_temp_path %s/t;
  server { listen 127.0.0.1:%d%s; root %s; %s} }
 """ % (d, d, d, d, d, d, d, self.port, " ssl http2" if tls else "", root,
        "ssl_certificate %s; ssl_certificate_key %s; " % tls if tls else ""))
-        self.proc = subprocess.Popen([self.bin, "-c", conf, "-p", d], stdout=subprocess.DEVNULL,
+        self.proc = subprocess.Popen(orphan_guard() + [self.bin, "-c", conf, "-p", d], stdout=subprocess.DEVNULL,
                                      stderr=subprocess.DEVNULL, start_new_session=True,
                                      env=server_env())
         wait_port(self.port, self.proc, "nginx")
