@@ -4,6 +4,8 @@
  */
 #include "base/internal.h"
 
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -52,4 +54,15 @@ int stk_err_at(int i)
 #undef STK__ERR_CODE
 	};
 	return i >= 0 && (size_t)i < STK_ARRAY_SIZE(codes) ? codes[i] : 0;
+}
+
+int stk__errf(char *err, size_t len, int rc, const char *fmt, ...)
+{
+	if (err && len) {
+		va_list ap;
+		va_start(ap, fmt);
+		vsnprintf(err, len, fmt, ap);
+		va_end(ap);
+	}
+	return rc;
 }

@@ -7,12 +7,14 @@
 #endif
 #include "stoker/stoker.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <sched.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 #include <time.h>
 
 #define STK__XSTR(x) #x
@@ -36,6 +38,25 @@ static inline uint64_t stk__mix64(uint64_t x)
 	x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
 	return x ^ (x >> 31);
 }
+
+/* Removes the white space at both ends of s, in place. */
+static inline void stk__trim(char *s)
+{
+	size_t l = strlen(s);
+	while (l && isspace((unsigned char)s[l - 1]))
+		s[--l] = 0;
+	size_t i = 0;
+	while (s[i] && isspace((unsigned char)s[i]))
+		i++;
+	memmove(s, s + i, l - i + 1);
+}
+
+/* --- base/errors.c ----------------------------------------------------------- */
+
+/* Formats the message into err (when err and len are set) and gives back rc:
+ * `return stk__errf(err, errlen, -EINVAL, "%s: ...", path);`. */
+int stk__errf(char *err, size_t len, int rc, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
 
 /* --- base/options.c ---------------------------------------------------------- */
 

@@ -163,11 +163,6 @@ static void reset_builder(struct pool *p, struct job *j)
 				.root = p->r->root};
 }
 
-static int cmp_obj(const void *a, const void *b)
-{
-	return strcmp(((const struct stk__robj *)a)->rel, ((const struct stk__robj *)b)->rel);
-}
-
 /* The index `stoker pack` wrote beside the shard (NAME.tar.stoker-index)
  * into j->b: 0; 1 when there is none, or it is not for this version of the
  * shard (its size and ETag) or damaged (said in j->notice): then the shard
@@ -181,7 +176,7 @@ static int beside_load(struct pool *p, struct job *j, CURL *h)
 	if (r->s3) { /* the listing says whether it is there: no request when not */
 		struct stk__robj key = {.rel = rel};
 		const struct stk__robj *x =
-			p->nidx ? bsearch(&key, p->idx, p->nidx, sizeof(key), cmp_obj) : NULL;
+			p->nidx ? bsearch(&key, p->idx, p->nidx, sizeof(key), stk__robj_cmp) : NULL;
 		if (!x)
 			return 1;
 		size = x->size;
@@ -297,7 +292,7 @@ static int find_shards(struct stk__remote *r, struct stk__robj **idx, size_t *ni
 {
 	if (r->list[0]) { /* named by the list: each asked for with HEAD */
 		if (r->nobjs > 1)
-			qsort(r->objs, r->nobjs, sizeof(*r->objs), cmp_obj);
+			qsort(r->objs, r->nobjs, sizeof(*r->objs), stk__robj_cmp);
 		for (size_t i = 1; i < r->nobjs; i++)
 			if (!strcmp(r->objs[i].rel, r->objs[i - 1].rel)) {
 				unsigned a = r->objs[i - 1].line, b = r->objs[i].line;
@@ -370,7 +365,7 @@ static int find_shards(struct stk__remote *r, struct stk__robj **idx, size_t *ni
 	r->objs = keep;
 	r->nobjs = k;
 	if (k > 1)
-		qsort(r->objs, k, sizeof(*r->objs), cmp_obj);
+		qsort(r->objs, k, sizeof(*r->objs), stk__robj_cmp);
 	if (!rc && !k) {
 		snprintf(err, errlen, "%s%s%s: no shard found (listed s3://%s/%s%s; credentials: %s)",
 			 r->root, r->pattern[0] ? "/" : "", r->pattern, r->bucket, r->list_prefix,

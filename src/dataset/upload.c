@@ -1,6 +1,6 @@
 /*
  * dataset/upload.c — stoker/upload.h: files PUT into an S3-compatible store
- * (io/remote.c signs and sends them), and for a tar shard its index beside
+ * (io/rblock.c signs and sends them), and for a tar shard its index beside
  * it, built from the local file by the rules a loader uses
  * (dataset/shards.c) and encoded as the loader's per-shard cache is
  * (dataset/sidx.c), with the size and the ETag the store answered the

@@ -1,7 +1,7 @@
 /* io/remote.h — objects in an S3-compatible store or behind HTTP(S): where
  * they are (URL parsing, endpoints, path-style addressing), who asks
  * (credentials the AWS way, SigV4 signing by libcurl), blocking requests
- * with bounded retries (the index, io/remote.c), the read engine over
+ * with bounded retries (the index, io/rblock.c), the read engine over
  * libcurl's multi interface (io/http.c) and the bounded local cache of the
  * bytes read (io/rcache.c).  A remote is created by the dataset
  * (dataset/remote.c), shared read-only by every I/O thread; its counters are
@@ -79,6 +79,16 @@ int stk__remote_create_list(struct stk__remote **out, const char *root_url, cons
 void stk__remote_limits(struct stk__remote *r, uint64_t timeout_ns, uint64_t connect_ns,
 			unsigned tries);
 void stk__remote_destroy(struct stk__remote *r);
+/* io/rcred.c: region, endpoint and credentials the AWS way into r (and
+ * cred_source, where they came from); none found: anonymous. */
+void stk__remote_find_credentials(struct stk__remote *r);
+/* io/rcred.c: the CAs the environment names for url, checked readable, into
+ * r (ca_file, ca_dir, ca_source).  0 or <0 with err. */
+int stk__remote_find_ca(struct stk__remote *r, const char *url, char *err, size_t errlen);
+/* Percent-encodes s into out, '/' kept when keep_slash (S3's canonical URI). */
+void stk__remote_url_encode(const char *s, char *out, size_t len, bool keep_slash);
+/* Orders objects by rel (qsort, bsearch). */
+int stk__robj_cmp(const void *a, const void *b);
 /* The object named rel (bsearch in objs), or NULL. */
 const struct stk__robj *stk__remote_find(const struct stk__remote *r, const char *rel);
 /* Sets up an easy handle for rel: URL, signing, timeouts. 0 or -ENOMEM. */

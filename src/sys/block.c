@@ -145,17 +145,6 @@ static int disk_kind(const char *root, const char *disk)
 	return STK_DEV_UNKNOWN;
 }
 
-static void trim(char *s)
-{
-	size_t l = strlen(s);
-	while (l && (s[l - 1] == ' ' || s[l - 1] == '\n'))
-		s[--l] = 0;
-	size_t b = 0;
-	while (s[b] == ' ')
-		b++;
-	memmove(s, s + b, l - b + 1);
-}
-
 int stk_sys_blockdev_by_devnum(const char *root, uint32_t major, uint32_t minor,
 			       struct stk_blockdev *out)
 {
@@ -194,7 +183,7 @@ int stk_sys_blockdev_by_devnum(const char *root, uint32_t major, uint32_t minor,
 	if (stk__sys_read(root, b.model, sizeof(b.model), "/sys/block/%s/device/model", b.disk) <
 	    0)
 		b.model[0] = 0;
-	trim(b.model);
+	stk__trim(b.model);
 	stk__sys_out(out, &b, sizeof(b));
 	return 0;
 }

@@ -1,0 +1,451 @@
+/*
+ * io/rblock.c — blocking requests, one at a time on the caller's easy handle
+ * (the index, the listing, uploads): GET of a range, HEAD, S3's listing
+ * (all pages), PUT, and the bucket check, each retried by io/remote.c's rule.
+ *
+ * Uploads (stoker pack s3://..., dataset/upload.c) are PUTs through the same
+ * signing and retries, the body streamed from a file with pread (rewound
+ * for each try) and signed as UNSIGNED-PAYLOAD; instead of a total timeout,
+ * one that moves under 16 KiB/s for the timeout's length is given up.
+ */
+#include "io/remote.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+struct sink {
+	char *p;
+	size_t len, cap;
+	bool grow;   /* a growable buffer (listings, error bodies) */
+	bool nobody; /* HEAD: Content-Length without a body */
+	bool over;   /* more bytes came than fit */
+	char hdr_range[128];
+	uint64_t clen;
+	bool has_clen;
+	char etag[96];
+	struct stk__upsrc *up; /* PUT: the body's source, rewound before each try */
+};
+
+static size_t sink_write(char *ptr, size_t size, size_t n, void *arg)
+{
+	struct sink *s = arg;
+	size_t l = size * n;
+	if (s->len + l > s->cap) {
+		if (!s->grow) {
+			s->over = true;
+			return 0;
+		}
+		size_t cap = s->cap ? s->cap * 2 : 65536;
+		while (cap < s->len + l)
+			cap *= 2;
+		char *p = realloc(s->p, cap + 1);
+		if (!p)
+			return 0;
+		s->p = p;
+		s->cap = cap;
+	}
+	memcpy(s->p + s->len, ptr, l);
+	s->len += l;
+	return l;
+}
+
+static size_t sink_header(char *ptr, size_t size, size_t n, void *arg)
+{
+	struct sink *s = arg;
+	size_t l = size * n;
+	char line[256];
+	snprintf(line, sizeof(line), "%.*s", (int)(l < 255 ? l : 255), ptr);
+	stk__trim(line);
+	if (!strncasecmp(line, "content-range:", 14)) {
+		snprintf(s->hdr_range, sizeof(s->hdr_range), "%.100s", line + 14);
+		stk__trim(s->hdr_range);
+	} else if (!strncasecmp(line, "content-length:", 15)) {
+		s->clen = strtoull(line + 15, NULL, 10);
+		s->has_clen = true;
+	} else if (!strncasecmp(line, "etag:", 5)) {
+		snprintf(s->etag, sizeof(s->etag), "%.90s", line + 5);
+		stk__trim(s->etag);
+	} else if (!strncmp(line, "HTTP/", 5)) {
+		s->hdr_range[0] = 0; /* a new response (after a redirect or 100) */
+		s->has_clen = false;
+		s->etag[0] = 0;
+	}
+	return l;
+}
+
+/* The S3 error's <Code> and <Message>, if the body has them. */
+static void s3_error(const struct sink *s, char *out, size_t len)
+{
+	out[0] = 0;
+	if (!s->grow || !s->p || !s->len)
+		return;
+	s->p[s->len] = 0;
+	const char *c = strstr(s->p, "<Code>"), *m = strstr(s->p, "<Message>");
+	const char *ce = c ? strstr(c, "</Code>") : NULL, *me = m ? strstr(m, "</Message>") : NULL;
+	if (c && ce)
+		snprintf(out, len, " %.*s%s%.*s", (int)(ce - c - 6), c + 6, m && me ? ": " : "",
+			 m && me ? (int)(me - m - 9) : 0, m && me ? m + 9 : "");
+}
+
+static void sleep_ns(uint64_t ns)
+{
+	struct timespec ts = {.tv_sec = (time_t)(ns / 1000000000ull),
+			      .tv_nsec = (long)(ns % 1000000000ull)};
+	nanosleep(&ts, NULL);
+}
+
+/* One request with retries: what perform gives, classified.  The sink is
+ * reset before each try. */
+static int perform(struct stk__remote *r, CURL *h, struct sink *s, const char *what,
+		   uint64_t want, char *err, size_t errlen)
+{
+	uint64_t rng = stk__now_ns() ^ (uintptr_t)s;
+	char why[256], code[512];
+	for (unsigned attempt = 0;; attempt++) {
+		s->len = 0;
+		if (s->up)
+			s->up->off = 0;
+		s->over = false;
+		s->has_clen = false;
+		s->hdr_range[0] = 0;
+		uint64_t t0 = stk__now_ns();
+		CURLcode cc = curl_easy_perform(h);
+		long status = 0;
+		curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
+		atomic_fetch_add(&r->c.requests, 1);
+		stk_hist_add(r->h_lat, stk__now_ns() - t0);
+		bool short_body = (status == 200 || status == 206) &&
+				  ((s->has_clen && !s->nobody && s->len < s->clen) ||
+				   (want && s->len < want));
+		if (s->over && status == 206)
+			short_body = false; /* the server sent more than asked: refused below */
+		if (short_body)
+			atomic_fetch_add(&r->c.short_bodies, 1);
+		int rc = stk__remote_classify(r, cc, status, short_body, why, sizeof(why));
+		if (rc <= 0) {
+			if (rc == 0 && s->over && status == 206)
+				return stk__errf(err, errlen, -EIO, "%s: the server sent more than the "
+					    "range asked for", what);
+			if (rc == 0) {
+				atomic_fetch_add(&r->c.bytes, s->len);
+				return 0;
+			}
+			atomic_fetch_add(&r->c.failed, 1);
+			s3_error(s, code, sizeof(code));
+			return stk__errf(err, errlen, rc, "%s: %s%s (credentials: %s)", what, why, code,
+				    r->cred_source);
+		}
+		if (attempt + 1 >= r->max_attempts) {
+			atomic_fetch_add(&r->c.failed, 1);
+			return stk__errf(err, errlen, cc == CURLE_OPERATION_TIMEDOUT ? -ETIME
+						 : cc == CURLE_COULDNT_CONNECT ? -ECONNREFUSED : -EIO,
+				    "%s: %s, after %u tries", what, why, attempt + 1);
+		}
+		atomic_fetch_add(&r->c.retries, 1);
+		sleep_ns(stk__remote_backoff_ns(r, attempt + 1, &rng));
+	}
+}
+
+/* Sends what h is set up for, with hdrs (then freed), the answer into s (its
+ * body too, unless s->nobody) through perform's tries; rc: an error of the
+ * set-up, which sends nothing. */
+static int request(struct stk__remote *r, CURL *h, struct curl_slist *hdrs, struct sink *s,
+		   const char *what, uint64_t want, int rc, char *err, size_t errlen)
+{
+	curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdrs);
+	if (!s->nobody) {
+		curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, sink_write);
+		curl_easy_setopt(h, CURLOPT_WRITEDATA, s);
+	}
+	curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, sink_header);
+	curl_easy_setopt(h, CURLOPT_HEADERDATA, s);
+	if (!rc)
+		rc = perform(r, h, s, what, want, err, errlen);
+	curl_slist_free_all(hdrs);
+	return rc;
+}
+
+int stk__remote_get(struct stk__remote *r, CURL *h, const char *rel, const char *etag,
+		    void *buf, size_t len, uint64_t off, char *err, size_t errlen)
+{
+	struct curl_slist *hdrs = NULL;
+	char range[96], im[128], what[2048];
+	snprintf(what, sizeof(what), "%s/%s", r->root, rel);
+	if (!len)
+		return 0;
+	int rc = stk__remote_easy(r, h, rel, &hdrs);
+	snprintf(range, sizeof(range), "%llu-%llu", (unsigned long long)off,
+		 (unsigned long long)(off + len - 1));
+	curl_easy_setopt(h, CURLOPT_RANGE, range);
+	if (etag && etag[0]) {
+		snprintf(im, sizeof(im), "If-Match: %s", etag);
+		struct curl_slist *n = curl_slist_append(hdrs, im);
+		if (n)
+			hdrs = n;
+	}
+	struct sink s = {.p = buf, .cap = len};
+	rc = request(r, h, hdrs, &s, what, len, rc, err, errlen);
+	if (!rc && s.len < len)
+		rc = stk__errf(err, errlen, STK_ESHORT, "%s: %zu bytes at offset %llu asked, %zu came",
+			  what, len, (unsigned long long)off, s.len);
+	return rc;
+}
+
+int stk__remote_head(struct stk__remote *r, CURL *h, const char *rel, uint64_t *size,
+		     char *etag, size_t etaglen, char *err, size_t errlen)
+{
+	struct curl_slist *hdrs = NULL;
+	char what[2048];
+	snprintf(what, sizeof(what), "%s/%s", r->root, rel);
+	int rc = stk__remote_easy(r, h, rel, &hdrs);
+	curl_easy_setopt(h, CURLOPT_NOBODY, 1L);
+	struct sink s = {.grow = true, .nobody = true};
+	rc = request(r, h, hdrs, &s, what, 0, rc, err, errlen);
+	free(s.p);
+	if (!rc && !s.has_clen)
+		rc = stk__errf(err, errlen, -EPROTO, "%s: no Content-Length in the answer to HEAD", what);
+	if (!rc) {
+		*size = s.clen;
+		snprintf(etag, etaglen, "%s", s.etag);
+	}
+	return rc;
+}
+
+/* XML text between <tag> and </tag> from *at on, unescaped into out; moves *at. */
+static bool xml_take(const char **at, const char *end, const char *tag, char *out, size_t len)
+{
+	char open[64], close[64];
+	snprintf(open, sizeof(open), "<%s>", tag);
+	snprintf(close, sizeof(close), "</%s>", tag);
+	const char *a = strstr(*at, open);
+	if (!a || a >= end)
+		return false;
+	a += strlen(open);
+	const char *b = strstr(a, close);
+	if (!b || b > end)
+		return false;
+	size_t o = 0;
+	static const struct { const char *e; char c; } ents[] = {
+		{"&quot;", '"'}, {"&#34;", '"'}, {"&amp;", '&'}, {"&lt;", '<'},
+		{"&gt;", '>'},   {"&apos;", '\''}, {"&#39;", '\''}};
+	for (const char *p = a; p < b && o + 1 < len;) {
+		bool done = false;
+		for (size_t i = 0; *p == '&' && i < STK_ARRAY_SIZE(ents); i++) {
+			size_t el = strlen(ents[i].e);
+			if ((size_t)(b - p) >= el && !strncmp(p, ents[i].e, el)) {
+				out[o++] = ents[i].c;
+				p += el;
+				done = true;
+				break;
+			}
+		}
+		if (!done)
+			out[o++] = *p++;
+	}
+	out[o] = 0;
+	*at = b + strlen(close);
+	return true;
+}
+
+static int add_obj(struct stk__remote *r, size_t *cap, const char *rel, uint64_t size,
+		   const char *etag)
+{
+	if (r->nobjs == *cap) {
+		size_t c = *cap ? *cap * 2 : 256;
+		struct stk__robj *o = realloc(r->objs, c * sizeof(*o));
+		if (!o)
+			return -ENOMEM;
+		r->objs = o;
+		*cap = c;
+	}
+	struct stk__robj *o = &r->objs[r->nobjs];
+	memset(o, 0, sizeof(*o));
+	if (!(o->rel = strdup(rel)))
+		return -ENOMEM;
+	o->size = size;
+	snprintf(o->etag, sizeof(o->etag), "%s", etag);
+	r->nobjs++;
+	return 0;
+}
+
+int stk__remote_list(struct stk__remote *r, char *err, size_t errlen)
+{
+	CURL *h = curl_easy_init();
+	if (!h)
+		return stk__errf(err, errlen, -ENOMEM, "out of memory");
+	char token[2048] = "", enc_prefix[2048], enc_token[4096], url_q[8192], what[1700];
+	stk__remote_url_encode(r->list_prefix, enc_prefix, sizeof(enc_prefix), false);
+	snprintf(what, sizeof(what), "s3://%s/%s (listing)", r->bucket, r->list_prefix);
+	size_t cap = r->nobjs;
+	int rc = 0;
+	struct sink s = {.grow = true};
+	do {
+		struct curl_slist *hdrs = NULL;
+		if ((rc = stk__remote_easy(r, h, "", &hdrs)))
+			break;
+		/* the bucket's URL: base without the key folder */
+		char bucket_url[1200];
+		if (r->endpoint[0])
+			snprintf(bucket_url, sizeof(bucket_url), "%s/%s", r->endpoint, r->bucket);
+		else
+			snprintf(bucket_url, sizeof(bucket_url), "https://%s.s3.%s.amazonaws.com/",
+				 r->bucket, r->region);
+		/* query parameters in SigV4's canonical (sorted, encoded) order */
+		stk__remote_url_encode(token, enc_token, sizeof(enc_token), false);
+		snprintf(url_q, sizeof(url_q), "%s?%s%s%slist-type=2&prefix=%s", bucket_url,
+			 token[0] ? "continuation-token=" : "", token[0] ? enc_token : "",
+			 token[0] ? "&" : "", enc_prefix);
+		curl_easy_setopt(h, CURLOPT_URL, url_q);
+		rc = request(r, h, hdrs, &s, what, 0, 0, err, errlen);
+		if (rc)
+			break;
+		if (!s.p) {
+			rc = stk__errf(err, errlen, -EPROTO, "%s: empty answer", what);
+			break;
+		}
+		s.p[s.len] = 0;
+		const char *at = s.p, *end = s.p + s.len;
+		char key[1200], etag[96], size[32], trunc[16] = "false";
+		size_t dl = strlen(r->key_dir);
+		for (;;) {
+			const char *c = strstr(at, "<Contents>"), *ce = c ? strstr(c, "</Contents>") : NULL;
+			if (!c || !ce)
+				break;
+			const char *p = c;
+			etag[0] = 0;
+			if (!xml_take(&p, ce, "Key", key, sizeof(key)) ||
+			    !xml_take((p = c, &p), ce, "Size", size, sizeof(size))) {
+				rc = stk__errf(err, errlen, -EPROTO, "%s: a <Contents> without Key or Size", what);
+				break;
+			}
+			p = c;
+			xml_take(&p, ce, "ETag", etag, sizeof(etag));
+			at = ce + 11;
+			if (strncmp(key, r->key_dir, dl) || !key[dl])
+				continue;
+			if ((rc = add_obj(r, &cap, key + dl, strtoull(size, NULL, 10), etag)))
+				break;
+		}
+		if (rc)
+			break;
+		at = s.p;
+		xml_take(&at, end, "IsTruncated", trunc, sizeof(trunc));
+		at = s.p;
+		token[0] = 0;
+		if (!strcmp(trunc, "true") && !xml_take(&at, end, "NextContinuationToken", token,
+							 sizeof(token)))
+			rc = stk__errf(err, errlen, -EPROTO, "%s: truncated listing without a token", what);
+	} while (!rc && token[0]);
+	free(s.p);
+	curl_easy_cleanup(h);
+	if (rc == -ENOMEM && err && !err[0])
+		stk__errf(err, errlen, rc, "out of memory");
+	if (!rc && r->nobjs > 1)
+		qsort(r->objs, r->nobjs, sizeof(*r->objs), stk__robj_cmp);
+	return rc;
+}
+
+/* --- uploads (stoker pack s3://...) ---------------------------------------- */
+
+static size_t up_read(char *buf, size_t size, size_t n, void *arg)
+{
+	struct stk__upsrc *u = arg;
+	size_t want = size * n;
+	if (u->size - u->off < want)
+		want = (size_t)(u->size - u->off);
+	if (!want)
+		return 0;
+	if (u->mem) {
+		memcpy(buf, (const char *)u->mem + u->off, want);
+	} else {
+		ssize_t got;
+		do
+			got = pread(u->fd, buf, want, (off_t)u->off);
+		while (got < 0 && errno == EINTR);
+		if (got <= 0) { /* the file shrank, or cannot be read */
+			u->err = got < 0 ? errno : ENODATA;
+			return CURL_READFUNC_ABORT;
+		}
+		want = (size_t)got;
+	}
+	u->off += want;
+	if (u->progress)
+		u->progress(u->ctx, u->off, u->size);
+	return want;
+}
+
+/* curl rewinds a body it must send again (a reused connection closed). */
+static int up_seek(void *arg, curl_off_t off, int origin)
+{
+	struct stk__upsrc *u = arg;
+	if (origin != SEEK_SET || off < 0 || (uint64_t)off > u->size)
+		return CURL_SEEKFUNC_CANTSEEK;
+	u->off = (uint64_t)off;
+	return CURL_SEEKFUNC_OK;
+}
+
+int stk__remote_put(struct stk__remote *r, CURL *h, const char *rel, struct stk__upsrc *src,
+		    char *etag, size_t etaglen, char *err, size_t errlen)
+{
+	struct curl_slist *hdrs = NULL, *n;
+	char what[2048];
+	snprintf(what, sizeof(what), "%s/%s", r->root, rel);
+	int rc = stk__remote_easy(r, h, rel, &hdrs);
+	/* AWS wants the payload's hash signed; streaming a shard, it is not known
+	 * before the last byte: S3's UNSIGNED-PAYLOAD, as the AWS CLI sends. */
+	if (!rc && !(n = curl_slist_append(hdrs, "x-amz-content-sha256: UNSIGNED-PAYLOAD")))
+		rc = -ENOMEM;
+	else if (!rc)
+		hdrs = n;
+	curl_easy_setopt(h, CURLOPT_UPLOAD, 1L);
+	curl_easy_setopt(h, CURLOPT_INFILESIZE_LARGE, (curl_off_t)src->size);
+	curl_easy_setopt(h, CURLOPT_READFUNCTION, up_read);
+	curl_easy_setopt(h, CURLOPT_READDATA, src);
+	curl_easy_setopt(h, CURLOPT_SEEKFUNCTION, up_seek);
+	curl_easy_setopt(h, CURLOPT_SEEKDATA, src);
+	curl_easy_setopt(h, CURLOPT_UPLOAD_BUFFERSIZE, 1L << 20);
+	/* a 1 GiB shard on a slow link outlasts any total timeout: instead, one
+	 * that moves under 16 KiB/s for the timeout's length is given up */
+	curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, 0L);
+	curl_easy_setopt(h, CURLOPT_LOW_SPEED_LIMIT, 16384L);
+	curl_easy_setopt(h, CURLOPT_LOW_SPEED_TIME, (r->timeout_ms + 999) / 1000);
+	struct sink s = {.grow = true, .up = src};
+	src->err = 0;
+	rc = request(r, h, hdrs, &s, what, 0, rc, err, errlen);
+	free(s.p);
+	if (src->err) /* the local file failed us, not the store */
+		return stk__errf(err, errlen, -src->err, "%s: reading the file to upload: %s", what,
+			    src->err == ENODATA ? "it shrank while uploading" : strerror(src->err));
+	if (!rc && !s.etag[0])
+		rc = stk__errf(err, errlen, -EPROTO, "%s: no ETag in the answer to PUT", what);
+	if (!rc)
+		snprintf(etag, etaglen, "%s", s.etag);
+	return rc;
+}
+
+int stk__remote_check(struct stk__remote *r, char *err, size_t errlen)
+{
+	CURL *h = curl_easy_init();
+	if (!h)
+		return stk__errf(err, errlen, -ENOMEM, "out of memory");
+	struct curl_slist *hdrs = NULL;
+	char enc[2048], url[4096], what[1400];
+	snprintf(what, sizeof(what), "s3://%s/%s", r->bucket, r->key_dir);
+	int rc = stk__remote_easy(r, h, "", &hdrs);
+	stk__remote_url_encode(r->key_dir, enc, sizeof(enc), false);
+	if (r->endpoint[0])
+		snprintf(url, sizeof(url), "%s/%s?list-type=2&max-keys=1&prefix=%s", r->endpoint,
+			 r->bucket, enc);
+	else
+		snprintf(url, sizeof(url), "https://%s.s3.%s.amazonaws.com/?list-type=2&max-keys=1"
+			 "&prefix=%s", r->bucket, r->region, enc);
+	curl_easy_setopt(h, CURLOPT_URL, url);
+	struct sink s = {.grow = true};
+	rc = request(r, h, hdrs, &s, what, 0, rc, err, errlen);
+	free(s.p);
+	curl_easy_cleanup(h);
+	return rc;
+}
