@@ -75,6 +75,22 @@ static void mask(const char *key, char *out, size_t len)
 	snprintf(out, len, "****%s", l > 4 ? key + l - 4 : "");
 }
 
+/* The key pair (and session token) of [section] in file, the profile's
+ * name for messages: whether both keys are there. */
+static bool profile_keys(struct stk__remote *r, const char *file, const char *section,
+			 const char *profile, char *tok, size_t toklen)
+{
+	char m[16];
+	if (!ini_get(file, section, "aws_access_key_id", r->access_key, sizeof(r->access_key)) ||
+	    !ini_get(file, section, "aws_secret_access_key", r->secret_key, sizeof(r->secret_key)))
+		return false;
+	ini_get(file, section, "aws_session_token", tok, toklen);
+	mask(r->access_key, m, sizeof(m));
+	snprintf(r->cred_source, sizeof(r->cred_source), "profile '%s' of %s (key %s)", profile,
+		 file, m);
+	return true;
+}
+
 void stk__remote_find_credentials(struct stk__remote *r)
 {
 	const char *nosign = getenv("AWS_NO_SIGN_REQUEST");
@@ -124,23 +140,8 @@ void stk__remote_find_credentials(struct stk__remote *r)
 		mask(id, m, sizeof(m));
 		snprintf(r->cred_source, sizeof(r->cred_source),
 			 "environment (AWS_ACCESS_KEY_ID %s)", m);
-	} else if (ini_get(creds, profile, "aws_access_key_id", r->access_key,
-			   sizeof(r->access_key)) &&
-		   ini_get(creds, profile, "aws_secret_access_key", r->secret_key,
-			   sizeof(r->secret_key))) {
-		ini_get(creds, profile, "aws_session_token", tok, sizeof(tok));
-		mask(r->access_key, m, sizeof(m));
-		snprintf(r->cred_source, sizeof(r->cred_source), "profile '%s' of %s (key %s)",
-			 profile, creds, m);
-	} else if (ini_get(config, csec, "aws_access_key_id", r->access_key,
-			   sizeof(r->access_key)) &&
-		   ini_get(config, csec, "aws_secret_access_key", r->secret_key,
-			   sizeof(r->secret_key))) {
-		ini_get(config, csec, "aws_session_token", tok, sizeof(tok));
-		mask(r->access_key, m, sizeof(m));
-		snprintf(r->cred_source, sizeof(r->cred_source), "profile '%s' of %s (key %s)",
-			 profile, config, m);
-	} else {
+	} else if (!profile_keys(r, creds, profile, profile, tok, sizeof(tok)) &&
+		   !profile_keys(r, config, csec, profile, tok, sizeof(tok))) {
 		r->access_key[0] = r->secret_key[0] = 0;
 		r->anonymous = true;
 		snprintf(r->cred_source, sizeof(r->cred_source),

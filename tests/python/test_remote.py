@@ -186,6 +186,24 @@ def test_profile_credentials_and_config(aws, tmp_path, s3, reference):
     no_secret(rs)
 
 
+def test_keys_in_the_config_file_when_the_credentials_file_has_none(aws, tmp_path, s3,
+                                                                      reference):
+    for k in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_ENDPOINT_URL"):
+        aws.delenv(k)
+    # the credentials file has the profile's key id only: not a pair, not used
+    (tmp_path / "credentials").write_text("[tst]\naws_access_key_id = wrong\n")
+    (tmp_path / "config").write_text(
+        "[profile tst]\nendpoint_url = %s\naws_access_key_id = %s\naws_secret_access_key = %s\n"
+        % (s3.endpoint, ACCESS_KEY, SECRET_KEY))
+    aws.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "credentials"))
+    aws.setenv("AWS_CONFIG_FILE", str(tmp_path / "config"))
+    aws.setenv("AWS_PROFILE", "tst")
+    got, rs, _ = read_all("s3://bkt/ds/", cache_dir=str(tmp_path), remote_cache=False)
+    assert got == reference
+    assert rs["credentials"] == "profile 'tst' of %s (key ****TEST)" % (tmp_path / "config")
+    no_secret(rs)
+
+
 def test_wrong_secret_fails_before_the_first_batch_naming_url_and_source(aws, tmp_path,
                                                                          capfd):
     aws.setenv("AWS_SECRET_ACCESS_KEY", "not-" + SECRET_KEY)
