@@ -128,7 +128,7 @@ static int perform(struct stk__remote *r, CURL *h, struct sink *s, const char *w
 		if (rc <= 0) {
 			if (rc == 0 && s->over && status == 206)
 				return stk__errf(err, errlen, -EIO, "%s: the server sent more than the "
-					    "range asked for", what);
+						 "range asked for", what);
 			if (rc == 0) {
 				atomic_fetch_add(&r->c.bytes, s->len);
 				return 0;
@@ -136,13 +136,13 @@ static int perform(struct stk__remote *r, CURL *h, struct sink *s, const char *w
 			atomic_fetch_add(&r->c.failed, 1);
 			s3_error(s, code, sizeof(code));
 			return stk__errf(err, errlen, rc, "%s: %s%s (credentials: %s)", what, why, code,
-				    r->cred_source);
+					 r->cred_source);
 		}
 		if (attempt + 1 >= r->max_attempts) {
 			atomic_fetch_add(&r->c.failed, 1);
 			return stk__errf(err, errlen, cc == CURLE_OPERATION_TIMEDOUT ? -ETIME
-						 : cc == CURLE_COULDNT_CONNECT ? -ECONNREFUSED : -EIO,
-				    "%s: %s, after %u tries", what, why, attempt + 1);
+					 : cc == CURLE_COULDNT_CONNECT ? -ECONNREFUSED : -EIO,
+					 "%s: %s, after %u tries", what, why, attempt + 1);
 		}
 		atomic_fetch_add(&r->c.retries, 1);
 		sleep_ns(stk__remote_backoff_ns(r, attempt + 1, &rng));
@@ -190,7 +190,7 @@ int stk__remote_get(struct stk__remote *r, CURL *h, const char *rel, const char 
 	rc = request(r, h, hdrs, &s, what, len, rc, err, errlen);
 	if (!rc && s.len < len)
 		rc = stk__errf(err, errlen, STK_ESHORT, "%s: %zu bytes at offset %llu asked, %zu came",
-			  what, len, (unsigned long long)off, s.len);
+			       what, len, (unsigned long long)off, s.len);
 	return rc;
 }
 
@@ -418,7 +418,7 @@ int stk__remote_put(struct stk__remote *r, CURL *h, const char *rel, struct stk_
 	free(s.p);
 	if (src->err) /* the local file failed us, not the store */
 		return stk__errf(err, errlen, -src->err, "%s: reading the file to upload: %s", what,
-			    src->err == ENODATA ? "it shrank while uploading" : strerror(src->err));
+				 src->err == ENODATA ? "it shrank while uploading" : strerror(src->err));
 	if (!rc && !s.etag[0])
 		rc = stk__errf(err, errlen, -EPROTO, "%s: no ETag in the answer to PUT", what);
 	if (!rc)

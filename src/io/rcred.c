@@ -161,7 +161,7 @@ int stk__remote_find_ca(struct stk__remote *r, const char *url, char *err, size_
 			continue;
 		if (access(v, R_OK))
 			return stk__errf(err, errlen, -errno, "%s: %s=%s: cannot read the CA certificates: %s",
-				    url, files[i], v, strerror(errno));
+					 url, files[i], v, strerror(errno));
 		snprintf(r->ca_file, sizeof(r->ca_file), "%s", v);
 		snprintf(r->ca_source, sizeof(r->ca_source), "CA certificates from %s=%s", files[i], v);
 		break;
@@ -170,7 +170,7 @@ int stk__remote_find_ca(struct stk__remote *r, const char *url, char *err, size_
 	if (d && *d) {
 		if (access(d, R_OK | X_OK))
 			return stk__errf(err, errlen, -errno, "%s: SSL_CERT_DIR=%s: cannot read the CA "
-				    "certificates: %s", url, d, strerror(errno));
+					 "certificates: %s", url, d, strerror(errno));
 		snprintf(r->ca_dir, sizeof(r->ca_dir), "%s", d);
 		if (!r->ca_file[0])
 			snprintf(r->ca_source, sizeof(r->ca_source), "CA certificates from "

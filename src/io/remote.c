@@ -123,7 +123,7 @@ static int create(struct stk__remote **out, const char *url, bool folder_ok, cha
 		if (!last[0] && !folder_ok) {
 			stk__remote_destroy(r);
 			return stk__errf(err, errlen, -EINVAL, "%s: an HTTP source names its shards: one "
-				    ".tar URL or a pattern such as shard-{000000..000099}.tar", url);
+					 ".tar URL or a pattern such as shard-{000000..000099}.tar", url);
 		}
 		snprintf(r->base, sizeof(r->base), "%.*s%s", (int)(path + 1 - url), url, dir);
 		snprintf(r->root, sizeof(r->root), "%.*s", (int)strlen(r->base) - 1, r->base);
