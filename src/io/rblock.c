@@ -214,6 +214,96 @@ int stk__remote_head(struct stk__remote *r, CURL *h, const char *rel, uint64_t *
 	return rc;
 }
 
+int stk__remote_head_all(struct stk__remote *r, struct stk__robj *objs, size_t n,
+			 unsigned depth)
+{
+	struct slot {
+		CURL *h;
+		struct curl_slist *hdrs;
+		struct sink s;
+		struct stk__robj *o;
+		uint64_t t0;
+	} *sl = calloc(depth, sizeof(*sl));
+	CURLM *m = curl_multi_init();
+	int rc = sl && m ? 0 : -ENOMEM;
+	if (m)
+		curl_multi_setopt(m, CURLMOPT_MAXCONNECTS, (long)depth + 4);
+	size_t next = 0;
+	unsigned running = 0;
+	for (unsigned i = 0; !rc && i < depth; i++)
+		if (!(sl[i].h = curl_easy_init()))
+			rc = -ENOMEM;
+	while (!rc && (next < n || running)) {
+		for (unsigned i = 0; i < depth && next < n; i++) {
+			struct slot *q = &sl[i];
+			if (q->o)
+				continue;
+			q->o = &objs[next++];
+			q->hdrs = NULL;
+			q->s = (struct sink){.nobody = true};
+			if (stk__remote_easy(r, q->h, q->o->rel, &q->hdrs)) {
+				curl_slist_free_all(q->hdrs);
+				q->o = NULL; /* left to stk__remote_head */
+				continue;
+			}
+			curl_easy_setopt(q->h, CURLOPT_NOBODY, 1L);
+			curl_easy_setopt(q->h, CURLOPT_HTTPHEADER, q->hdrs);
+			curl_easy_setopt(q->h, CURLOPT_HEADERFUNCTION, sink_header);
+			curl_easy_setopt(q->h, CURLOPT_HEADERDATA, &q->s);
+			curl_easy_setopt(q->h, CURLOPT_PRIVATE, q);
+			q->t0 = stk__now_ns();
+			if (curl_multi_add_handle(m, q->h) != CURLM_OK) {
+				curl_slist_free_all(q->hdrs);
+				q->o = NULL;
+				continue;
+			}
+			running++;
+		}
+		int still, left;
+		if (curl_multi_perform(m, &still) != CURLM_OK)
+			break;
+		CURLMsg *msg;
+		while ((msg = curl_multi_info_read(m, &left))) {
+			if (msg->msg != CURLMSG_DONE)
+				continue;
+			struct slot *q;
+			long status = 0;
+			curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, (char **)&q);
+			curl_easy_getinfo(msg->easy_handle, CURLINFO_RESPONSE_CODE, &status);
+			atomic_fetch_add(&r->c.requests, 1);
+			stk_hist_add(r->h_lat, stk__now_ns() - q->t0);
+			char why[256];
+			if (msg->data.result == CURLE_OK && status == 200 && q->s.has_clen) {
+				q->o->size = q->s.clen;
+				snprintf(q->o->etag, sizeof(q->o->etag), "%s", q->s.etag);
+				q->o->headed = true;
+			} else if (stk__remote_classify(r, msg->data.result, status, false, why,
+							sizeof(why)) > 0) {
+				/* the worker's stk__remote_head is its next try */
+				atomic_fetch_add(&r->c.retries, 1);
+			}
+			curl_multi_remove_handle(m, q->h);
+			curl_slist_free_all(q->hdrs);
+			q->o = NULL;
+			running--;
+		}
+		if (running)
+			curl_multi_poll(m, NULL, 0, 100, NULL);
+	}
+	for (unsigned i = 0; sl && i < depth; i++) {
+		if (sl[i].o) {
+			curl_multi_remove_handle(m, sl[i].h);
+			curl_slist_free_all(sl[i].hdrs);
+		}
+		if (sl[i].h)
+			curl_easy_cleanup(sl[i].h);
+	}
+	if (m)
+		curl_multi_cleanup(m);
+	free(sl);
+	return rc;
+}
+
 /* XML text between <tag> and </tag> from *at on, unescaped into out; moves *at. */
 static bool xml_take(const char **at, const char *end, const char *tag, char *out, size_t len)
 {

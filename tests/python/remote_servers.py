@@ -310,6 +310,7 @@ class FaultProxy:
         self.faults = {}
         self.log = []  # (method, path, fate) of every request, in order
         self.ranges = []  # (method, path, Range header or None), in the same order
+        self.waiting = self.waiting_max = 0  # requests in their latency at once (the most)
         self.lock = threading.Lock()
         self.sock = socket.socket()
         self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -390,7 +391,12 @@ class FaultProxy:
                     with self.serial:
                         time.sleep(self.latency_s)
                 elif self.latency_s:
+                    with self.lock:
+                        self.waiting += 1
+                        self.waiting_max = max(self.waiting_max, self.waiting)
                     time.sleep(self.latency_s)
+                    with self.lock:
+                        self.waiting -= 1
                 if fate == "reset":
                     c.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
                     return
