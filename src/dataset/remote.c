@@ -12,13 +12,14 @@
  * A shard with an index beside it (NAME.tar.stoker-index, which `stoker
  * pack` uploads: dataset/sidx.h) is indexed by that one GET, provided the
  * index names the shard's current size and ETag (else it is stale: said,
- * and not used).  Any other shard is indexed as a local one is (dataset/shards.c, the same
- * WebDataset rules), its tar headers read through ranged GETs of 1 MiB
- * windows: a shard of large members costs a request per member's header,
- * one of small members about its size in windows.  Shards are indexed by up
- * to 16 threads at once; over HTTP and for lists of URLs each shard's size
- * and ETag come from a HEAD, 64 in flight before the threads start.  A shard's index is cached on local disk (the
- * cache folder's remote-index/, one file per shard URL) with the ETag and
+ * and not used).  Any other shard is indexed as a local one is
+ * (dataset/shards.c, the same WebDataset rules), its tar headers read
+ * through ranged GETs of 1 MiB windows: a shard of large members costs a
+ * request per member's header, one of small members about its size in
+ * windows.  Shards are indexed by up to 16 threads at once; over HTTP and
+ * for lists of URLs each shard's size and ETag come from a HEAD, 64 in
+ * flight before the threads start.  A shard's index is cached on local disk
+ * (the cache folder's remote-index/, one file per shard URL) with the ETag and
  * size it was built for: a shard whose ETag or size changed is named and
  * indexed again.  The loader reads with If-Match: that ETag (io/http.c).
  */
@@ -474,14 +475,8 @@ static int remote_open(struct stk_dataset **out, const struct stk__index_opts *o
 	/* HTTP and lists have no listing to give each shard's size and ETag: a
 	 * HEAD each, many in flight (16 threads' blocking ones took 10^5 shards
 	 * ~2 min at 20 ms a request); the workers try again what this could not */
-	if ((!r->s3 || r->list[0]) && r->nobjs > 1 &&
-	    stk__remote_head_all(r, r->objs, r->nobjs, HEAD_DEPTH)) {
-		free(p.jobs);
-		free_objs(idx, nidx);
-		stk__remote_destroy(r);
-		snprintf(err, errlen, "out of memory");
-		return -ENOMEM;
-	}
+	if ((!r->s3 || r->list[0]) && r->nobjs > 1)
+		stk__remote_head_all(r, r->objs, r->nobjs, HEAD_DEPTH);
 	for (size_t i = 0; i < p.n; i++)
 		p.jobs[i].o = &r->objs[i];
 	if (r->list[0]) /* the samples in the list's order, as a local list's */

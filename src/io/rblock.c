@@ -1,7 +1,8 @@
 /*
  * io/rblock.c — blocking requests, one at a time on the caller's easy handle
  * (the index, the listing, uploads): GET of a range, HEAD, S3's listing
- * (all pages), PUT, and the bucket check, each retried by io/remote.c's rule.
+ * (all pages), PUT, and the bucket check, each retried by io/remote.c's rule;
+ * and many shards' HEADs at once on a multi handle, one try each (create).
  *
  * Uploads (stoker pack s3://..., dataset/upload.c) are PUTs through the same
  * signing and retries, the body streamed from a file with pread (rewound
@@ -149,11 +150,8 @@ static int perform(struct stk__remote *r, CURL *h, struct sink *s, const char *w
 	}
 }
 
-/* Sends what h is set up for, with hdrs (then freed), the answer into s (its
- * body too, unless s->nobody) through perform's tries; rc: an error of the
- * set-up, which sends nothing. */
-static int request(struct stk__remote *r, CURL *h, struct curl_slist *hdrs, struct sink *s,
-		   const char *what, uint64_t want, int rc, char *err, size_t errlen)
+/* h sends hdrs and takes its answer into s (its body too, unless s->nobody). */
+static void to_sink(CURL *h, struct curl_slist *hdrs, struct sink *s)
 {
 	curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdrs);
 	if (!s->nobody) {
@@ -162,6 +160,14 @@ static int request(struct stk__remote *r, CURL *h, struct curl_slist *hdrs, stru
 	}
 	curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, sink_header);
 	curl_easy_setopt(h, CURLOPT_HEADERDATA, s);
+}
+
+/* Sends what h is set up for, with hdrs (then freed), the answer into s
+ * through perform's tries; rc: an error of the set-up, which sends nothing. */
+static int request(struct stk__remote *r, CURL *h, struct curl_slist *hdrs, struct sink *s,
+		   const char *what, uint64_t want, int rc, char *err, size_t errlen)
+{
+	to_sink(h, hdrs, s);
 	if (!rc)
 		rc = perform(r, h, s, what, want, err, errlen);
 	curl_slist_free_all(hdrs);
@@ -214,8 +220,8 @@ int stk__remote_head(struct stk__remote *r, CURL *h, const char *rel, uint64_t *
 	return rc;
 }
 
-int stk__remote_head_all(struct stk__remote *r, struct stk__robj *objs, size_t n,
-			 unsigned depth)
+void stk__remote_head_all(struct stk__remote *r, struct stk__robj *objs, size_t n,
+			  unsigned depth)
 {
 	struct slot {
 		CURL *h;
@@ -225,15 +231,14 @@ int stk__remote_head_all(struct stk__remote *r, struct stk__robj *objs, size_t n
 		uint64_t t0;
 	} *sl = calloc(depth, sizeof(*sl));
 	CURLM *m = curl_multi_init();
-	int rc = sl && m ? 0 : -ENOMEM;
+	bool ok = sl && m; /* else every HEAD is left to stk__remote_head */
 	if (m)
 		curl_multi_setopt(m, CURLMOPT_MAXCONNECTS, (long)depth + 4);
 	size_t next = 0;
 	unsigned running = 0;
-	for (unsigned i = 0; !rc && i < depth; i++)
-		if (!(sl[i].h = curl_easy_init()))
-			rc = -ENOMEM;
-	while (!rc && (next < n || running)) {
+	for (unsigned i = 0; ok && i < depth; i++)
+		ok = (sl[i].h = curl_easy_init()) != NULL;
+	while (ok && (next < n || running)) {
 		for (unsigned i = 0; i < depth && next < n; i++) {
 			struct slot *q = &sl[i];
 			if (q->o)
@@ -247,9 +252,7 @@ int stk__remote_head_all(struct stk__remote *r, struct stk__robj *objs, size_t n
 				continue;
 			}
 			curl_easy_setopt(q->h, CURLOPT_NOBODY, 1L);
-			curl_easy_setopt(q->h, CURLOPT_HTTPHEADER, q->hdrs);
-			curl_easy_setopt(q->h, CURLOPT_HEADERFUNCTION, sink_header);
-			curl_easy_setopt(q->h, CURLOPT_HEADERDATA, &q->s);
+			to_sink(q->h, q->hdrs, &q->s);
 			curl_easy_setopt(q->h, CURLOPT_PRIVATE, q);
 			q->t0 = stk__now_ns();
 			if (curl_multi_add_handle(m, q->h) != CURLM_OK) {
@@ -301,7 +304,6 @@ int stk__remote_head_all(struct stk__remote *r, struct stk__robj *objs, size_t n
 	if (m)
 		curl_multi_cleanup(m);
 	free(sl);
-	return rc;
 }
 
 /* XML text between <tag> and </tag> from *at on, unescaped into out; moves *at. */

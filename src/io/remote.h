@@ -111,10 +111,10 @@ int stk__remote_head(struct stk__remote *r, CURL *h, const char *rel, uint64_t *
 		     char *etag, size_t etaglen, char *err, size_t errlen);
 /* HEADs of objs[0..n), up to depth in flight on one multi handle, one try
  * each: the size and ETag of each answered 200 with a Content-Length, and
- * headed set; the others (any failure) are left for stk__remote_head's
- * tries and messages.  0, or -ENOMEM. */
-int stk__remote_head_all(struct stk__remote *r, struct stk__robj *objs, size_t n,
-			 unsigned depth);
+ * headed set; the others (any failure, out of memory too) are left for
+ * stk__remote_head's tries and messages. */
+void stk__remote_head_all(struct stk__remote *r, struct stk__robj *objs, size_t n,
+			  unsigned depth);
 /* s3: lists the objects under list_prefix into objs (rel relative to
  * key_dir), all pages.  0 or <0 with the reason in err (a missing bucket,
  * denied credentials: named, with the credential source). */
