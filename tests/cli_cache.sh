@@ -51,7 +51,7 @@ grep -q "afile/stoker/index-[0-9a-f]*: Not a directory" err || fail "XDG cache n
 ! grep -q "index cache" err || fail "said under --quiet: $(cat err)"
 
 # a full disk (a 4 KiB tmpfs, filled): ENOSPC named
-if [ -n "$ro" ] && mkdir full && mount -t tmpfs -o size=4k tmpfs full 2>/dev/null; then
+if [ -n "$ro" ] && mkdir full && mount -t tmpfs -o size=4k,mode=0755 tmpfs full 2>/dev/null; then
 	dd if=/dev/zero of=full/fill bs=1k count=16 2>/dev/null
 	"$STOKER" bench $QUICK --repeat 1 --cache-dir full data >/dev/null 2>err || fail "full exit $?"
 	grep -q "full/index-[0-9a-f]*: No space left on device" err || fail "ENOSPC: $(cat err)"

@@ -887,8 +887,10 @@ STK_API void stk_ioengine_destroy(struct stk_ioengine *e);
  * their layout against it at load. */
 STK_API size_t stk_struct_size(const char *name);
 
-/* Per-user cache folder ($XDG_CACHE_HOME/stoker, else ~/.cache/stoker), written
- * to buf; created if missing.  Returns the length or <0. */
+/* Per-user cache folder ($XDG_CACHE_HOME/stoker, else ~/.cache/stoker, else
+ * /tmp/stoker-cache-UID), written to buf; created if missing (private, 0700).
+ * Returns the length, or <0: -EPERM when the folder belongs to another user
+ * or others may write it (it is not to be used). */
 STK_API int stk_cache_dir(char *buf, size_t len);
 
 #ifdef __cplusplus

@@ -15,6 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
+#include <sys/types.h>
 #include <time.h>
 
 #define STK__XSTR(x) #x
@@ -57,6 +58,19 @@ static inline void stk__trim(char *s)
  * `return stk__errf(err, errlen, -EINVAL, "%s: ...", path);`. */
 int stk__errf(char *err, size_t len, int rc, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
+
+/* --- base/trust.c ----------------------------------------------------------- */
+
+struct stat;
+/* Whether the folder or file st describes may be believed: owned by this
+ * user, root or `also` ((uid_t)-1: nobody else), writable by no group or
+ * other user.  0, or -EPERM with "WHAT PATH belongs to uid N, not to you" or
+ * "... is writable by every user (mode 0777)" in why. */
+int stk__trust_stat(const struct stat *st, uid_t also, const char *what, const char *path,
+		    char *why, size_t whylen);
+/* stk__trust_stat of the folder at path (a symlink followed): 0, -EPERM,
+ * -ENOTDIR or -errno, the reason in why. */
+int stk__trust_dir(const char *path, char *why, size_t whylen);
 
 /* --- base/options.c ---------------------------------------------------------- */
 

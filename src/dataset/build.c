@@ -87,7 +87,9 @@ int stk__build_add_dir(struct builder *b, const char *rel, const struct stat *st
 	if (stk__buf_add(&b->dir_names, rel, strlen(rel), &off))
 		return stk__build_fail(b, -ENOMEM, "%s: out of memory indexing", b->root);
 	b->dirs[b->ndirs++] = (struct idx_dir){
-		.mtime_ns = stk__mtime_ns(st), .size = (uint64_t)st->st_size, .name = off};
+		.mtime_ns = stk__mtime_ns(st), .ctime_ns = stk__ctime_ns(st),
+		.size = (uint64_t)st->st_size, .name = off, .ino = (uint64_t)st->st_ino,
+		.dev = (uint64_t)st->st_dev};
 	return 0;
 }
 

@@ -10,7 +10,7 @@
 #include <sys/stat.h>
 
 #define IDX_MAGIC "STKIDX01"
-#define IDX_VERSION 4u
+#define IDX_VERSION 5u
 #define IDX_NAME ".stoker-index"
 
 enum { KIND_FOLDER = 1, KIND_FLAT = 2, KIND_LIST = 3, KIND_SHARDS = 4 };
@@ -99,15 +99,29 @@ uint64_t stk__index_file_checksum(const void *p, size_t len);
 /* The header of the index b holds (counts, the largest
  * sample, the file's length). */
 void stk__index_header(struct idx_header *h, uint32_t kind, uint64_t key, const struct builder *b);
-/* Writes the index to path (atomically: a temporary file renamed).  0 or <0. */
-int stk__index_write(const char *path, const struct idx_header *h, const struct builder *b);
-/* Maps the cache file at path, checks its integrity (checksum, every entry
- * against the header and the folders) and checks it against the data: the
- * folders' mtimes under vfd, the bad records under data_fd.  0 and fills ds;
- * 1 when it is another version's or another dataset's (rebuilt silently);
- * STK_EINDEX when damaged, with the reason in why; -ESTALE when the data
- * changed; or -errno. */
-int stk__index_load(const char *path, uint64_t key, int vfd, int data_fd, struct stk_dataset *ds,
+/* Writes the index to path (atomically: a temporary file renamed; mode
+ * 0644).  in_root: path is in the indexed folder (beside the data), whose
+ * new times are recorded.  0 or <0. */
+int stk__index_write(const char *path, bool in_root, const struct idx_header *h,
+		     const struct builder *b);
+/* What a cache file is checked against. */
+struct stk__index_check {
+	uint64_t key;     /* the dataset's (stk__dataset_open) */
+	int vfd;          /* where the folder records are relative to (a list: the list) */
+	int data_fd;      /* the root, for the bad records */
+	uid_t also;       /* an owner trusted besides the user and root ((uid_t)-1: none) */
+	const char *list; /* a list's path: its lines are read against the entries */
+};
+/* Checks the cache file at path before reading it (a regular file, not a
+ * symlink, owned by the user, root or c->also, writable by no one else),
+ * maps it, checks its integrity (checksum, every entry against the header
+ * and the folders, names inside the root) and checks it against the data:
+ * each folder's identity (inode, mtime, ctime, size), a list's lines, the bad
+ * records.  0 and fills ds; 1 when it is another version's or another
+ * dataset's (rebuilt silently); 2 when refused as untrusted, STK_EINDEX when
+ * damaged, -ESTALE when the data changed, each with the reason in why; or
+ * -errno. */
+int stk__index_load(const char *path, const struct stk__index_check *c, struct stk_dataset *ds,
 		    char *why, size_t whylen);
 /* What the index left out (ds->nbad records): under skip_bad the first is
  * named in o->warning (0); else, from a cache that a skip run wrote, the
@@ -115,9 +129,14 @@ int stk__index_load(const char *path, uint64_t key, int vfd, int data_fd, struct
 int stk__index_bad_report(const struct stk_dataset *ds, const struct stk__index_opts *o,
 			  const char *cache, char *err, size_t errlen);
 /* The two places a cache may be: beside the data, and in the cache folder
- * (user[0] = 0 when there is none). */
+ * (user[0] = 0 when there is none, or when it is refused: the reason in why). */
 void stk__index_paths(const struct stk__index_opts *o, const char *abs, bool is_list,
-		      uint64_t key, char *beside, char *user, size_t len);
+		      uint64_t key, char *beside, char *user, size_t len, char *why,
+		      size_t whylen);
+/* The user's cache folder (stk_cache_dir), made if missing (the last part
+ * 0700), refused when another user's or writable by others: its length, or
+ * <0 with the reason in why. */
+int stk__cache_dir(char *buf, size_t len, char *why, size_t whylen);
 
 /* dataset/shards.c.  Whether a path has glob or brace characters. */
 bool stk__shards_is_pattern(const char *p);

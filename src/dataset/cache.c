@@ -35,10 +35,12 @@ static size_t pad8(size_t x)
 }
 
 /* --- the checksum: a 64-bit hash in four lanes (xxHash64's rounds), fed as
- * a stream.  It skips two fields, read as zeros: the checksum itself, and the
- * first folder's mtime, which stk__index_write patches after the rename
- * (that field is only ever compared with the folder's live mtime, so a
- * damaged one can only make the cache stale). */
+ * a stream.  It finds damage, not forgery: what keeps another user's file out
+ * is its owner and mode (base/trust.c).  It skips two fields, read as zeros:
+ * the checksum itself, and the first folder's mtime and ctime, which
+ * stk__index_write patches after a rename into that folder (they are only
+ * ever compared with the folder's live ones, so damaged ones can only make
+ * the cache stale). */
 
 #define H1 0x9e3779b185ebca87ull
 #define H2 0xc2b2ae3d27d4eb4full
@@ -184,7 +186,7 @@ static void hash_start(struct hasher *h, const struct layout *y, bool has_dirs)
 	h->skip_at[0] = offsetof(struct idx_header, checksum);
 	h->skip_len[0] = 8;
 	h->skip_at[1] = y->dirs + offsetof(struct idx_dir, mtime_ns);
-	h->skip_len[1] = has_dirs ? 8 : 0;
+	h->skip_len[1] = has_dirs ? 16 : 0; /* mtime_ns and ctime_ns */
 }
 
 /* The parts of the file b writes with header h, padding included. */
@@ -251,14 +253,21 @@ void stk__index_header(struct idx_header *h, uint32_t kind, uint64_t key, const 
 	h->checksum = builder_checksum(h, b);
 }
 
-int stk__index_write(const char *path, const struct idx_header *h, const struct builder *b)
+int stk__index_write(const char *path, bool in_root, const struct idx_header *h,
+		      const struct builder *b)
 {
 	char tmp[PATH_MAX];
 	if (snprintf(tmp, sizeof(tmp), "%s.tmp.%d", path, (int)getpid()) >= (int)sizeof(tmp))
 		return -ENAMETOOLONG;
-	FILE *f = fopen(tmp, "we");
-	if (!f)
-		return -errno;
+	/* private until renamed; then readable, never writable, by others */
+	int tfd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	FILE *f = tfd >= 0 ? fdopen(tfd, "w") : NULL;
+	if (!f) {
+		int e = errno;
+		if (tfd >= 0)
+			close(tfd);
+		return -e;
+	}
 	errno = 0;
 	static const char zeros[8];
 	struct part parts[8];
@@ -272,6 +281,8 @@ int stk__index_write(const char *path, const struct idx_header *h, const struct 
 		if (!rc && pad && fwrite(zeros, 1, pad, f) != pad)
 			rc = errno ? -errno : -EIO;
 	}
+	if (!rc && fchmod(fileno(f), 0644))
+		rc = -errno;
 	if (fclose(f) && !rc)
 		rc = -errno;
 	if (!rc && rename(tmp, path))
@@ -280,17 +291,18 @@ int stk__index_write(const char *path, const struct idx_header *h, const struct 
 		unlink(tmp);
 		return rc;
 	}
-	/* Renaming the cache into a folder changes that folder's mtime: when the
-	 * folder is the indexed root (dirs[0]), record its new mtime (a field
-	 * the checksum skips). */
+	/* Renaming the cache into the indexed root (beside the data) changes
+	 * that folder's mtime and ctime: record its new ones (fields the
+	 * checksum skips).  Nowhere else: there it would hide a change made
+	 * since the walk. */
 	struct stat st;
-	if (h->kind != KIND_LIST && b->ndirs && !b->dir_names.p[b->dirs[0].name] &&
+	if (in_root && h->kind != KIND_LIST && b->ndirs && !b->dir_names.p[b->dirs[0].name] &&
 	    !fstatat(b->root_fd, "", &st, AT_EMPTY_PATH)) {
-		uint64_t m = stk__mtime_ns(&st);
+		uint64_t m[2] = {stk__mtime_ns(&st), stk__ctime_ns(&st)};
 		off_t at = (off_t)(layout_of(h).dirs + offsetof(struct idx_dir, mtime_ns));
-		int fd = open(path, O_WRONLY | O_CLOEXEC);
+		int fd = open(path, O_WRONLY | O_NOFOLLOW | O_CLOEXEC);
 		if (fd >= 0) {
-			if (pwrite(fd, &m, sizeof(m), at) != (ssize_t)sizeof(m))
+			if (pwrite(fd, m, sizeof(m), at) != (ssize_t)sizeof(m))
 				rc = -EIO;
 			close(fd);
 		}
@@ -373,9 +385,27 @@ static int damaged(char *why, size_t whylen, const char *fmt, ...)
 	return STK_EINDEX;
 }
 
+/* Whether a name stays inside the folder it is relative to: not absolute,
+ * and no empty, "." or ".." part. */
+static bool inside(const char *name)
+{
+	if (!*name || *name == '/')
+		return false;
+	for (const char *c = name;;) {
+		size_t l = strcspn(c, "/");
+		if (!l || (l == 1 && c[0] == '.') || (l == 2 && c[0] == '.' && c[1] == '.'))
+			return false;
+		if (!c[l])
+			return true;
+		c += l + 1;
+	}
+}
+
 /* Every entry against the header and the folders: names at a name's start,
- * labels in range for the kind, offsets 0 outside shards and members inside
- * their shard (whose size the folders record), the largest size. */
+ * inside the root (a folder's and shards' entries: never a file the dataset
+ * does not name), under the class folder its label names (the folder
+ * kind), labels in range for the kind, offsets 0 outside shards and members
+ * inside their shard (whose size the folders record), the largest size. */
 static int check_entries(const struct idx_header *h, const char *p, const struct layout *y,
 			 char *why, size_t whylen)
 {
@@ -383,49 +413,137 @@ static int check_entries(const struct idx_header *h, const char *p, const struct
 	const char *names = p + y->names, *dnames = p + y->dnames;
 	const struct idx_dir *dirs = (const void *)(p + y->dirs);
 	uint64_t max = 0, d = 0;
-	for (uint64_t i = 0; i < h->n; i++) {
-		const struct stk_entry *x = &e[i];
-		if (x->name >= h->names_len || (x->name && names[x->name - 1]))
-			return damaged(why, whylen, "entry %llu: bad name", (unsigned long long)i);
-		bool label_ok = h->kind == KIND_FOLDER ? x->label >= 0 && (uint64_t)x->label < h->nclasses
-				: h->kind == KIND_FLAT ? x->label == -1 : x->label >= -1;
-		if (!label_ok)
-			return damaged(why, whylen, "entry %llu: label %lld out of range",
-				       (unsigned long long)i, (long long)x->label);
-		if (x->size > max)
-			max = x->size;
-		if (h->kind != KIND_SHARDS) {
-			if (x->offset || x->tag)
-				return damaged(why, whylen, "entry %llu: offset in a whole file",
-					       (unsigned long long)i);
-			continue;
-		}
-		if (!x->tag)
-			return damaged(why, whylen, "entry %llu: no header tag", (unsigned long long)i);
-		/* the shards are recorded in the order their samples come */
-		while (d < h->ndirs && strcmp(dnames + dirs[d].name, names + x->name))
-			d++;
-		if (d == h->ndirs || x->offset < 512 || x->offset > dirs[d].size ||
-		    x->size > dirs[d].size - x->offset)
-			return damaged(why, whylen, "entry %llu: not inside its shard",
-				       (unsigned long long)i);
-	}
-	if (max != h->max_size)
-		return damaged(why, whylen, "largest size %llu, header says %llu",
-			       (unsigned long long)max, (unsigned long long)h->max_size);
 	uint64_t nc = 0;
 	for (uint64_t off = 0; off < h->class_names_len; off += strlen(p + y->cnames + off) + 1)
 		nc++;
 	if (nc != h->nclasses)
 		return damaged(why, whylen, "%llu class names, header says %llu",
 			       (unsigned long long)nc, (unsigned long long)h->nclasses);
+	uint64_t *cls = NULL; /* the folder kind: where each class's name starts */
+	if (h->kind == KIND_FOLDER && nc) {
+		if (!(cls = malloc(nc * sizeof(*cls))))
+			return -ENOMEM;
+		for (uint64_t k = 0, off = 0; k < nc; off += strlen(p + y->cnames + off) + 1)
+			cls[k++] = off;
+	}
+	int rc = 0;
+	for (uint64_t i = 0; i < h->n && !rc; i++) {
+		const struct stk_entry *x = &e[i];
+		if (x->name >= h->names_len || (x->name && names[x->name - 1])) {
+			rc = damaged(why, whylen, "entry %llu: bad name", (unsigned long long)i);
+			break;
+		}
+		const char *nm = names + x->name;
+		bool label_ok = h->kind == KIND_FOLDER ? x->label >= 0 && (uint64_t)x->label < h->nclasses
+				: h->kind == KIND_FLAT ? x->label == -1 : x->label >= -1;
+		if (!label_ok) {
+			rc = damaged(why, whylen, "entry %llu: label %lld out of range",
+				     (unsigned long long)i, (long long)x->label);
+			break;
+		}
+		if (h->kind != KIND_LIST && (!inside(nm) || (h->kind == KIND_FLAT && strchr(nm, '/')))) {
+			rc = damaged(why, whylen, "entry %llu: %s is outside the dataset's folder",
+				     (unsigned long long)i, nm);
+			break;
+		}
+		if (h->kind == KIND_FOLDER) {
+			const char *c = p + y->cnames + cls[x->label];
+			size_t cl = strlen(c);
+			if (strncmp(nm, c, cl) || nm[cl] != '/') {
+				rc = damaged(why, whylen, "entry %llu: %s is not in class folder %s "
+					     "of its label %lld", (unsigned long long)i, nm, c,
+					     (long long)x->label);
+				break;
+			}
+		}
+		if (x->size > max)
+			max = x->size;
+		if (h->kind != KIND_SHARDS) {
+			if (x->offset || x->tag)
+				rc = damaged(why, whylen, "entry %llu: offset in a whole file",
+					     (unsigned long long)i);
+			continue;
+		}
+		if (!x->tag) {
+			rc = damaged(why, whylen, "entry %llu: no header tag", (unsigned long long)i);
+			break;
+		}
+		/* the shards are recorded in the order their samples come */
+		while (d < h->ndirs && strcmp(dnames + dirs[d].name, nm))
+			d++;
+		if (d == h->ndirs || x->offset < 512 || x->offset > dirs[d].size ||
+		    x->size > dirs[d].size - x->offset)
+			rc = damaged(why, whylen, "entry %llu: not inside its shard",
+				     (unsigned long long)i);
+	}
+	free(cls);
+	if (!rc && max != h->max_size)
+		rc = damaged(why, whylen, "largest size %llu, header says %llu",
+			     (unsigned long long)max, (unsigned long long)h->max_size);
+	return rc;
+}
+
+/* A list's entries are its lines, in order (those left out aside): a name
+ * and label the list does not hold is refused.  One read of the list. */
+static int check_list(const struct idx_header *h, const char *p, const struct layout *y,
+		      const char *list, char *why, size_t whylen)
+{
+	FILE *f = fopen(list, "re");
+	if (!f)
+		return -errno;
+	const struct stk_entry *e = (const void *)(p + y->entries);
+	char *line = NULL;
+	size_t cap = 0;
+	ssize_t len;
+	uint64_t i = 0;
+	while (i < h->n && (len = getline(&line, &cap, f)) >= 0) {
+		while (len > 0 && (line[len - 1] == '\n' || line[len - 1] == '\r'))
+			line[--len] = 0;
+		if (!len || line[0] == '#')
+			continue;
+		char *tab = strchr(line, '\t');
+		if (tab)
+			*tab = 0;
+		long long label = tab ? strtoll(tab + 1, NULL, 10) : -1;
+		if (!strcmp(line, p + y->names + e[i].name) && label == e[i].label)
+			i++;
+	}
+	free(line);
+	fclose(f);
+	if (i < h->n)
+		return damaged(why, whylen, "entry %llu: %s (label %lld) is not on the list's lines",
+			       (unsigned long long)i, p + y->names + e[i].name, (long long)e[i].label);
 	return 0;
 }
 
-int stk__index_load(const char *path, uint64_t key, int vfd, int data_fd, struct stk_dataset *ds,
+/* Whether the folder, list or shard d still is what was indexed: -ESTALE with
+ * what changed in why. */
+static int check_dir(const struct idx_dir *d, const char *rel, const struct stat *st,
+		     bool sized, char *why, size_t whylen)
+{
+	const char *what = (uint64_t)st->st_ino != d->ino || (uint64_t)st->st_dev != d->dev
+				   ? "another file or folder now (inode)"
+			   : stk__mtime_ns(st) != d->mtime_ns ? "modified (mtime)"
+			   : sized && (uint64_t)st->st_size != d->size ? "another size"
+			   : stk__ctime_ns(st) != d->ctime_ns ? "changed (ctime; its mtime was kept)"
+							       : NULL;
+	if (!what)
+		return 0;
+	stk__errf(why, whylen, 0, "%s: %s since it was indexed", *rel ? rel : "the dataset's root",
+		  what);
+	return -ESTALE;
+}
+
+int stk__index_load(const char *path, const struct stk__index_check *c, struct stk_dataset *ds,
 		    char *why, size_t whylen)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	uint64_t key = c->key;
+	/* never a FIFO's or a device's open that blocks, never a symlink's target */
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+	if (fd < 0 && errno == ELOOP) {
+		stk__errf(why, whylen, 0, "index cache %s is a symbolic link", path);
+		return 2;
+	}
 	if (fd < 0)
 		return -errno;
 	struct stat st;
@@ -433,6 +551,13 @@ int stk__index_load(const char *path, uint64_t key, int vfd, int data_fd, struct
 		int e = errno;
 		close(fd);
 		return -e;
+	}
+	if (!S_ISREG(st.st_mode) ||
+	    stk__trust_stat(&st, c->also, "index cache", path, why, whylen)) {
+		if (!S_ISREG(st.st_mode))
+			stk__errf(why, whylen, 0, "index cache %s is not a regular file", path);
+		close(fd);
+		return 2;
 	}
 	if ((size_t)st.st_size < sizeof(struct idx_header)) {
 		char head[12];
@@ -443,6 +568,23 @@ int stk__index_load(const char *path, uint64_t key, int vfd, int data_fd, struct
 			return 1; /* another version's */
 		return damaged(why, whylen, "%lld bytes, shorter than its header",
 			       (long long)st.st_size);
+	}
+	/* the header before anything is mapped: a large file of another kind
+	 * costs one read, not its size in memory */
+	struct idx_header head;
+	if (pread(fd, &head, sizeof(head), 0) != (ssize_t)sizeof(head)) {
+		int e = errno ? errno : EIO;
+		close(fd);
+		return -e;
+	}
+	if (memcmp(head.magic, IDX_MAGIC, 8) || head.version != IDX_VERSION || head.key != key) {
+		close(fd);
+		return 1; /* another version's or another dataset's: not damage */
+	}
+	if (head.total_len != (uint64_t)st.st_size) {
+		close(fd);
+		return damaged(why, whylen, "%lld bytes, the header says %llu",
+			       (long long)st.st_size, (unsigned long long)head.total_len);
 	}
 	size_t len = (size_t)st.st_size;
 	void *map = mmap(NULL, len, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
@@ -494,17 +636,23 @@ int stk__index_load(const char *path, uint64_t key, int vfd, int data_fd, struct
 	for (uint64_t i = 0; i < h->ndirs; i++) {
 		const char *rel = p + y.dnames + dirs[i].name;
 		struct stat ds_st;
-		if (fstatat(vfd, rel, &ds_st, *rel ? 0 : AT_EMPTY_PATH) ||
-		    stk__mtime_ns(&ds_st) != dirs[i].mtime_ns ||
-		    ((h->kind == KIND_LIST || (h->kind == KIND_SHARDS && *rel)) &&
-		     (uint64_t)ds_st.st_size != dirs[i].size)) {
+		if (fstatat(c->vfd, rel, &ds_st, *rel ? 0 : AT_EMPTY_PATH)) {
+			stk__errf(why, whylen, 0, "%s: %s", *rel ? rel : "the dataset's root",
+				  strerror(errno));
 			rc = -ESTALE;
 			goto bad;
 		}
+		bool sized = h->kind == KIND_LIST || (h->kind == KIND_SHARDS && *rel);
+		if ((rc = check_dir(&dirs[i], rel, &ds_st, sized, why, whylen)))
+			goto bad;
 	}
-	if ((rc = check_bad(p + y.bad, h->bad_len, h->nbad, data_fd))) {
+	if (h->kind == KIND_LIST && c->list && (rc = check_list(h, p, &y, c->list, why, whylen)))
+		goto bad;
+	if ((rc = check_bad(p + y.bad, h->bad_len, h->nbad, c->data_fd))) {
 		if (rc == STK_EINDEX)
 			damaged(why, whylen, "malformed records of what was left out");
+		else if (rc == -ESTALE)
+			stk__errf(why, whylen, 0, "a file or folder left out of it can be read now");
 		goto bad;
 	}
 	ds->map = map;
@@ -528,7 +676,7 @@ bad:
 	return rc;
 }
 
-int stk_cache_dir(char *buf, size_t len)
+int stk__cache_dir(char *buf, size_t len, char *why, size_t whylen)
 {
 	const char *x = getenv("XDG_CACHE_HOME");
 	const char *home = getenv("HOME");
@@ -537,11 +685,11 @@ int stk_cache_dir(char *buf, size_t len)
 		n = snprintf(buf, len, "%s/stoker", x);
 	else if (home && *home)
 		n = snprintf(buf, len, "%s/.cache/stoker", home);
-	else
-		n = snprintf(buf, len, "/tmp/stoker-cache-%d", (int)getuid());
+	else /* a name anyone can guess: made private, and refused when another's */
+		n = snprintf(buf, len, "/tmp/stoker-cache-%d", (int)geteuid());
 	if (n < 0 || (size_t)n >= len)
-		return -ENAMETOOLONG;
-	/* mkdir -p */
+		return stk__errf(why, whylen, -ENAMETOOLONG, "cache folder name too long");
+	/* mkdir -p; the last one private */
 	for (char *p = buf + 1; *p; p++) {
 		if (*p != '/')
 			continue;
@@ -549,17 +697,24 @@ int stk_cache_dir(char *buf, size_t len)
 		if (mkdir(buf, 0755) && errno != EEXIST) {
 			int e = errno;
 			*p = '/';
-			return -e;
+			return stk__errf(why, whylen, -e, "cache folder %s: %s", buf, strerror(e));
 		}
 		*p = '/';
 	}
-	if (mkdir(buf, 0755) && errno != EEXIST)
-		return -errno;
-	return n;
+	if (mkdir(buf, 0700) && errno != EEXIST)
+		return stk__errf(why, whylen, -errno, "cache folder %s: %s", buf, strerror(errno));
+	int rc = stk__trust_dir(buf, why, whylen);
+	return rc ? rc : n;
+}
+
+int stk_cache_dir(char *buf, size_t len)
+{
+	return stk__cache_dir(buf, len, NULL, 0);
 }
 
 void stk__index_paths(const struct stk__index_opts *o, const char *abs, bool is_list,
-			uint64_t key, char *beside, char *user, size_t len)
+		      uint64_t key, char *beside, char *user, size_t len, char *why,
+		      size_t whylen)
 {
 	if (is_list)
 		snprintf(beside, len, "%s%s", abs, IDX_NAME);
@@ -567,12 +722,21 @@ void stk__index_paths(const struct stk__index_opts *o, const char *abs, bool is_
 		snprintf(beside, len, "%s/%s", abs, IDX_NAME);
 	char dir[PATH_MAX];
 	user[0] = 0;
-	/* a folder that cannot be made still names where the cache was tried:
-	 * the write fails there, with the reason */
-	if (o->cache_dir)
+	int rc;
+	if (o->cache_dir) {
 		snprintf(dir, sizeof(dir), "%s", o->cache_dir);
-	else if (stk_cache_dir(dir, sizeof(dir)) == -ENAMETOOLONG)
-		return;
-	mkdir(dir, 0755);
-	snprintf(user, len, "%s/index-%016llx", dir, (unsigned long long)key);
+		if (mkdir(dir, 0700) && errno != EEXIST) {
+			/* a folder that cannot be made still names where the cache
+			 * was tried: the write fails there, with the reason */
+			snprintf(user, len, "%s/index-%016llx", dir, (unsigned long long)key);
+			return;
+		}
+		rc = stk__trust_dir(dir, why, whylen);
+	} else {
+		rc = stk__cache_dir(dir, sizeof(dir), why, whylen);
+	}
+	/* refused (another's, writable by others): no cache there; any other
+	 * failure still names where the write will fail, and why */
+	if (rc >= 0 || (rc != -EPERM && rc != -ENAMETOOLONG))
+		snprintf(user, len, "%s/index-%016llx", dir, (unsigned long long)key);
 }

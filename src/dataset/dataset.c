@@ -279,11 +279,30 @@ static int set_classes(struct stk_dataset *ds, uint64_t class_names_len)
 	return 0;
 }
 
+/* Adds a line to what the caller says once (o->notice). */
+static void say(const struct stk__index_opts *o, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+static void say(const struct stk__index_opts *o, const char *fmt, ...)
+{
+	if (!o->notice || !o->noticelen)
+		return;
+	size_t at = strlen(o->notice);
+	if (at && at + 1 < o->noticelen)
+		o->notice[at++] = '\n';
+	if (at + 1 >= o->noticelen)
+		return;
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(o->notice + at, o->noticelen - at, fmt, ap);
+	va_end(ap);
+}
+
 /* No cache could be written (read-only folders, a full disk, a cache path
  * that is a file): every start indexes again, so it is said, once a process
  * for each dataset, with where it was tried and why (rc 1: not tried). */
-static void cache_unwritten(const struct stk__index_opts *o, uint64_t key, const char *beside,
-			    int rb, const char *user, int ru)
+/* Whether what is said of the dataset with this key (or of this key and a
+ * reason, hashed in) is said for the first time in this process. */
+static bool first_time(uint64_t key)
 {
 	static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 	static uint64_t said[32];
@@ -295,7 +314,13 @@ static void cache_unwritten(const struct stk__index_opts *o, uint64_t key, const
 	if (!again)
 		said[nsaid++ % 32] = key;
 	pthread_mutex_unlock(&mu);
-	if (again || !o->notice || !o->noticelen)
+	return !again;
+}
+
+static void cache_unwritten(const struct stk__index_opts *o, uint64_t key, const char *beside,
+			    int rb, const char *user, int ru)
+{
+	if (!first_time(key) || !o->notice || !o->noticelen)
 		return;
 	char where[2 * PATH_MAX + 200];
 	int n = 0;
@@ -377,16 +402,28 @@ int stk__dataset_open(struct stk_dataset **out, const struct stk__index_opts *o,
 	key = stk__fnv1a(key, o->extensions ? o->extensions : "",
 			 o->extensions ? strlen(o->extensions) : 0);
 
-	char beside[PATH_MAX + 32], user[PATH_MAX + 32];
-	stk__index_paths(o, abs, is_list, key, beside, user, sizeof(beside));
+	char beside[PATH_MAX + 32], user[PATH_MAX + 32], why[PATH_MAX + 200] = "";
+	stk__index_paths(o, abs, is_list, key, beside, user, sizeof(beside), why, sizeof(why));
+	bool no_cache = o->no_cache;
+	if (!no_cache && !user[0] && why[0]) { /* refused: no cache at all */
+		if (first_time(stk__fnv1a(key, why, strlen(why))))
+			say(o, "%s: not used; the index is built without caching (cache_dir "
+			    "names a folder of yours)", why);
+		no_cache = true;
+	}
 	if (pattern)
 		beside[0] = 0; /* no file of ours beside a pattern's shards */
 	int list_fd = -1;
 	if (is_list) /* a list's cache is validated against the list itself */
 		list_fd = open(abs, O_PATH | O_CLOEXEC);
 	int vfd = is_list ? list_fd : ds->root_fd;
+	struct stat root_st;
+	struct stk__index_check chk = {.key = key, .vfd = vfd, .data_fd = ds->root_fd,
+				       .list = is_list ? abs : NULL};
+	/* beside the data, its owner may have written the cache: they own the data */
+	uid_t data_owner = fstat(ds->root_fd, &root_st) ? (uid_t)-1 : root_st.st_uid;
 	bool said = false; /* a damaged cache is said once */
-	if (!o->no_cache && vfd >= 0) {
+	if (!no_cache && vfd >= 0) {
 		/* the place it is written first; beside the data, one written there
 		 * earlier (index_beside, or an older stoker) is still used.  Asked
 		 * for beside, the user's folder only when the data's is read-only. */
@@ -403,11 +440,22 @@ int stk__dataset_open(struct stk_dataset **out, const struct stk__index_opts *o,
 		for (size_t i = 0; i < 2; i++) {
 			if (!cands[i][0] || (i == 1 && beside_rw))
 				continue;
-			char why[256] = "";
-			int lr = stk__index_load(cands[i], key, vfd, ds->root_fd, ds, why, sizeof(why));
-			if (lr == STK_EINDEX && !said && o->notice && o->noticelen) {
-				snprintf(o->notice, o->noticelen, "index cache %s is damaged (%s): "
-					 "not used, the index is built again", cands[i], why);
+			why[0] = 0;
+			chk.also = cands[i] == beside ? data_owner : (uid_t)-1;
+			int lr = stk__index_load(cands[i], &chk, ds, why, sizeof(why));
+			if (lr == STK_EINDEX && !said) {
+				say(o, "index cache %s is damaged (%s): not used, the index is built "
+				    "again", cands[i], why);
+				said = true;
+			} else if (lr == 2) { /* untrusted: neither read nor replaced */
+				if (first_time(stk__fnv1a(key, why, strlen(why))))
+					say(o, "%s: not used; the index is built without caching",
+					    why);
+				no_cache = true;
+				break;
+			} else if (lr == -ESTALE && !said) {
+				say(o, "index cache %s is out of date (%s): the index is built again",
+				    cands[i], why);
 				said = true;
 			}
 			if (lr != 0)
@@ -462,10 +510,10 @@ int stk__dataset_open(struct stk_dataset **out, const struct stk__index_opts *o,
 	}
 	struct idx_header h;
 	stk__index_header(&h, kind, key, &b);
-	if (!o->no_cache) { /* best effort: a failed cache only costs time, said */
+	if (!no_cache) { /* best effort: a failed cache only costs time, said */
 		/* beside the data only when asked (index_beside), else the user's folder */
-		int rb = o->beside && beside[0] ? stk__index_write(beside, &h, &b) : 1;
-		int ru = rb && user[0] ? stk__index_write(user, &h, &b) : 1;
+		int rb = o->beside && beside[0] ? stk__index_write(beside, !is_list, &h, &b) : 1;
+		int ru = rb && user[0] ? stk__index_write(user, false, &h, &b) : 1;
 		const char *at = !rb ? beside : !ru ? user : NULL;
 		ds->cache_path = at ? strdup(at) : NULL;
 		if (!at)

@@ -24,11 +24,22 @@ static inline uint64_t stk__mtime_ns(const struct stat *st)
 	return (uint64_t)st->st_mtim.tv_sec * 1000000000ull + (uint64_t)st->st_mtim.tv_nsec;
 }
 
-/* A folder, the list file or a shard whose change invalidates the index. */
+static inline uint64_t stk__ctime_ns(const struct stat *st)
+{
+	return (uint64_t)st->st_ctim.tv_sec * 1000000000ull + (uint64_t)st->st_ctim.tv_nsec;
+}
+
+/* A folder, the list file or a shard whose change invalidates the index: its
+ * identity as stat gives it.  An mtime can be set back (tar x, rsync -a,
+ * touch -d); the ctime cannot (the kernel sets it on every change, touch
+ * included), and a folder deleted and made again has another ctime (and
+ * mostly another inode). */
 struct idx_dir {
 	uint64_t mtime_ns;
+	uint64_t ctime_ns;   /* beside mtime_ns: the checksum skips both of dirs[0] */
 	uint64_t size;       /* list file and shards */
 	uint64_t name;       /* offset in dir_names: path relative to root ("" = root) */
+	uint64_t ino, dev;
 };
 
 struct stk_dataset {

@@ -179,7 +179,7 @@ def write_indexes():
     os.makedirs(d, exist_ok=True)
     t = tempfile.mkdtemp()
     def cache_of(path, name, **kw):
-        with stoker.Loader(path, 2, quiet=True, **kw):
+        with stoker.Loader(path, 2, quiet=True, index_beside=True, **kw):
             pass
         beside = os.path.join(path, ".stoker-index") if os.path.isdir(path) else \
             path + ".stoker-index"
