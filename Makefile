@@ -181,6 +181,10 @@ $(BUILD)/fuzz_image: tests/fuzz/fuzz_image.c $(LIB_SRC) $(wildcard src/*/*.h)
 $(BUILD)/fuzz_index: tests/fuzz/fuzz_index.c $(LIB_SRC) $(wildcard src/*/*.h)
 	@mkdir -p $(@D)
 	$(Q)clang $(FUZZ_LIB_CFLAGS) tests/fuzz/fuzz_index.c $(LIB_SRC) -o $@ $(LIBS)
+# Lists of shard URLs (dataset/url_list.c); test_fuzz replays tests/fuzz/url_list_corpus.
+$(BUILD)/fuzz_url_list: tests/fuzz/fuzz_url_list.c $(LIB_SRC) $(wildcard src/*/*.h)
+	@mkdir -p $(@D)
+	$(Q)clang $(FUZZ_LIB_CFLAGS) tests/fuzz/fuzz_url_list.c $(LIB_SRC) -o $@ $(LIBS)
 # The tar member types through the shard index; test_tar replays tests/fuzz/tar_types_corpus.
 $(BUILD)/fuzz_tar_types: tests/fuzz/fuzz_tar_types.c $(LIB_SRC) $(wildcard src/*/*.h)
 	@mkdir -p $(@D)
@@ -191,7 +195,7 @@ $(BUILD)/fuzz_png $(BUILD)/fuzz_webp: $(BUILD)/fuzz_%: tests/fuzz/fuzz_%.c tests
 		$(LIB_SRC) $(wildcard src/*/*.h)
 	@mkdir -p $(@D)
 	$(Q)clang $(FUZZ_LIB_CFLAGS) $< $(LIB_SRC) -o $@ $(LIBS)
-FUZZERS = tar rst image index tar_types png webp
+FUZZERS = tar rst image index url_list tar_types png webp
 # clang and libFuzzer first (installed as root, else the apt-get line)
 .PHONY: fuzz-deps
 fuzz-deps:
@@ -201,7 +205,7 @@ $(FUZZERS:%=$(BUILD)/fuzz_%): | fuzz-deps
 fuzz: $(FUZZERS:%=$(BUILD)/fuzz_%)
 	$(Q)mkdir -p $(BUILD)/fuzz-corpus $(BUILD)/fuzz-rst-corpus $(BUILD)/fuzz-image-corpus \
 		$(BUILD)/fuzz-index-corpus $(BUILD)/fuzz-tar-types-corpus $(BUILD)/fuzz-png-corpus \
-		$(BUILD)/fuzz-webp-corpus
+		$(BUILD)/fuzz-webp-corpus $(BUILD)/fuzz-url-list-corpus
 	$(Q)$(BUILD)/fuzz_tar -max_total_time=$(FUZZ_TIME) -max_len=65536 \
 		-artifact_prefix=$(BUILD)/ $(BUILD)/fuzz-corpus tests/fuzz/tar_corpus
 	$(Q)$(BUILD)/fuzz_rst -max_total_time=$(FUZZ_TIME) -max_len=65536 \
@@ -210,6 +214,8 @@ fuzz: $(FUZZERS:%=$(BUILD)/fuzz_%)
 		-artifact_prefix=$(BUILD)/image- $(BUILD)/fuzz-image-corpus tests/fuzz/image_corpus
 	$(Q)$(BUILD)/fuzz_index -max_total_time=$(FUZZ_TIME) -max_len=65536 \
 		-artifact_prefix=$(BUILD)/index- $(BUILD)/fuzz-index-corpus tests/fuzz/index_corpus
+	$(Q)$(BUILD)/fuzz_url_list -max_total_time=$(FUZZ_TIME) -max_len=4096 \
+		-artifact_prefix=$(BUILD)/url-list- $(BUILD)/fuzz-url-list-corpus tests/fuzz/url_list_corpus
 	$(Q)$(BUILD)/fuzz_tar_types -max_total_time=$(FUZZ_TIME) -max_len=65536 \
 		-artifact_prefix=$(BUILD)/tar-types- $(BUILD)/fuzz-tar-types-corpus \
 		tests/fuzz/tar_types_corpus

@@ -1,7 +1,8 @@
 /* test_fuzz.c — replays the fuzzers' corpora (tests/fuzz/image_corpus, index_corpus,
+ * url_list_corpus,
  * png_corpus, webp_corpus) through
  * the same harnesses `make fuzz` runs under libFuzzer: the JPEG path with
- * random crop boxes, the index-cache loader, in every `make test` with any C
+ * random crop boxes, the index-cache loader, lists of shard URLs, in every `make test` with any C
  * compiler (and under ASan/UBSan in CI).  A harness aborts on a broken
  * contract; a crasher found by the fuzzer goes into its corpus once fixed. */
 #include "testutil.h"
@@ -14,6 +15,9 @@
 #undef LLVMFuzzerTestOneInput
 #define LLVMFuzzerTestOneInput fuzz_index_one
 #include "fuzz/fuzz_index.c"
+#undef LLVMFuzzerTestOneInput
+#define LLVMFuzzerTestOneInput fuzz_url_list_one
+#include "fuzz/fuzz_url_list.c"
 #undef LLVMFuzzerTestOneInput
 #define LLVMFuzzerTestOneInput fuzz_png_one
 #include "fuzz/fuzz_png.c"
@@ -70,6 +74,15 @@ static void test_index_corpus(void **state)
 	assert_true(n >= 8);
 }
 
+static void test_url_list_corpus(void **state)
+{
+	(void)state;
+	int n = replay("tests/fuzz/url_list_corpus", fuzz_url_list_one);
+	if (n < 0)
+		skip();
+	assert_true(n >= 8);
+}
+
 static void test_png_corpus(void **state)
 {
 	(void)state;
@@ -93,6 +106,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_image_corpus),
 		cmocka_unit_test(test_index_corpus),
+		cmocka_unit_test(test_url_list_corpus),
 		cmocka_unit_test(test_png_corpus),
 		cmocka_unit_test(test_webp_corpus),
 	};

@@ -112,7 +112,7 @@ static void hash_raw(struct hasher *h, const uint8_t *p, size_t len)
 /* Feeds len bytes that sit at the stream's current offset. */
 static void hash_feed(struct hasher *h, const void *data, size_t len)
 {
-	static const uint8_t zeros[8];
+	static const uint8_t zeros[16]; /* the longest skipped field */
 	const uint8_t *p = data;
 	while (len) {
 		size_t run = len;

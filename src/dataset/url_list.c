@@ -96,19 +96,23 @@ static int hexval(char c)
 		: c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
 }
 
-/* %XX escapes decoded in place (the transport encodes names again). */
-static void decode(char *s)
+/* %XX escapes decoded in place (the transport encodes names again); false
+ * when one is %00, which would cut the name short. */
+static bool decode(char *s)
 {
 	char *o = s;
 	for (; *s; s++) {
 		if (*s == '%' && hexval(s[1]) >= 0 && hexval(s[2]) >= 0) {
-			*o++ = (char)(hexval(s[1]) * 16 + hexval(s[2]));
+			*o = (char)(hexval(s[1]) * 16 + hexval(s[2]));
+			if (!*o++)
+				return false;
 			s += 2;
 		} else {
 			*o++ = *s;
 		}
 	}
 	*o = 0;
+	return true;
 }
 
 int stk__url_list_read(const char *path, struct stk__url_list *out, char *err, size_t errlen)
@@ -135,6 +139,12 @@ int stk__url_list_read(const char *path, struct stk__url_list *out, char *err, s
 				 "s3://BUCKET/KEY, http(s)://HOST/PATH or {A..B} pattern of them a "
 				 "line; local shards are named by their folder or a pattern)",
 				 path, lineno, u);
+			rc = -EINVAL;
+			break;
+		}
+		if (memchr(u, '{', sl)) {
+			snprintf(err, errlen, "%s:%u: %.300s: a {A..B} pattern names objects, not "
+				 "buckets or servers", path, lineno, u);
 			rc = -EINVAL;
 			break;
 		}
@@ -204,7 +214,12 @@ int stk__url_list_read(const char *path, struct stk__url_list *out, char *err, s
 			break;
 		}
 		memmove(urls[i], urls[i] + root, l - root + 1);
-		decode(urls[i]);
+		if (!decode(urls[i])) {
+			snprintf(err, errlen, "%s:%u: a shard's name holds %%00 (a NUL byte, which "
+				 "no object name has)", path, out->lines[i]);
+			rc = -EINVAL;
+			break;
+		}
 	}
 	if (rc) {
 		for (size_t i = 0; i < n; i++)
