@@ -166,4 +166,14 @@ mkdir "$T/keep" && echo keep >"$T/keep/f" && ln -s "$T/keep" "$T/p/link" && ln -
 t-000000.tar" ] || fail "--replace left $(ls "$T/p")"
 [ "$(cat "$T/keep/f")" = keep ] && diff -r "$T/data" "$T/d2" >/dev/null ||
 	fail "--replace followed a link out of OUT"
+# nor a sample's file that lies in OUT: a file list's entry, a link in DIR
+cp "$T/data/c0000/00000000.jpg" "$T/p/in-out.jpg"
+printf '%s\t0\n%s\t1\n' "$T/p/in-out.jpg" "$T/data/c0001/00000001.jpg" >"$T/list.txt"
+ln -s "$T/p/in-out.jpg" "$T/d2/c0001/link.jpg"
+for dir in "$T/list.txt" "$T/d2"; do
+	"$STOKER" pack --replace "$dir" "$T/p" >/dev/null 2>"$T/err"; rc=$?
+	[ $rc -eq 2 ] && grep -q "holds $T/p/in-out.jpg" "$T/err" ||
+		fail "a sample of $dir in OUT: exit $rc $(cat "$T/err")"
+	[ -f "$T/p/in-out.jpg" ] || fail "--replace removed a sample of $dir"
+done
 echo "ok"

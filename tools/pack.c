@@ -27,6 +27,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -478,6 +479,49 @@ static int write_classes(struct pack *p)
 	return p->up ? upload(p, path, "classes.txt", 0) : 0;
 }
 
+/* --replace: no sample's file lies in OUT, which is about to be emptied (a
+ * file list, or a link in DIR, may name files anywhere).  One lstat a
+ * sample, a realpath a folder (consecutive samples share theirs) or link;
+ * a shard's members share its path.  0, or -1 (said). */
+static int samples_apart(struct pack *p, int64_t n)
+{
+	char rout[PATH_MAX], path[PATH_MAX], last[PATH_MAX] = "", dir[PATH_MAX] = "";
+	char rdir[PATH_MAX], real[PATH_MAX];
+	if (outdir_real(p->out, rout))
+		return 0; /* nothing there to remove */
+	for (int64_t i = 0; i < n; i++) {
+		struct stat st;
+		if (stk_loader_sample(p->loader, i, path, sizeof(path), NULL, NULL) ||
+		    !strcmp(path, last) || lstat(path, &st))
+			continue; /* a sample that cannot be read is said when it is packed */
+		snprintf(last, sizeof(last), "%s", path);
+		const char *slash = strrchr(path, '/');
+		size_t dl = slash ? (size_t)(slash - path) : 0;
+		if (S_ISLNK(st.st_mode) || !slash) {
+			if (!realpath(path, real))
+				continue;
+		} else {
+			if (strlen(dir) != dl || strncmp(dir, path, dl)) {
+				snprintf(dir, sizeof(dir), "%.*s", (int)dl, path);
+				if (!realpath(dl ? dir : "/", rdir))
+					rdir[0] = 0;
+			}
+			if (!rdir[0])
+				continue;
+			snprintf(real, sizeof(real), "%s/%s", strcmp(rdir, "/") ? rdir : "", slash + 1);
+		}
+		if (outdir_within(real, rout)) {
+			bool same = !strcmp(real, path);
+			fprintf(stderr, "stoker pack: OUT %s holds %s, a sample of DIR %s%s%s%s: "
+				"--replace would remove it; choose a folder apart from the data\n",
+				p->out, real, p->dir, same ? "" : " (", same ? "" : path,
+				same ? "" : ")");
+			return -1;
+		}
+	}
+	return 0;
+}
+
 static int pack_all(struct pack *p, const int64_t *order, int64_t n)
 {
 	char path[4096], mb[32];
@@ -651,6 +695,9 @@ int cmd_pack(int argc, char **argv)
 			goto out;
 		}
 		p.out = staged;
+	} else if (replace && samples_apart(&p, n)) {
+		rc = EXIT_USAGE;
+		goto out;
 	} else if (replace && outdir_clear("pack", p.out)) {
 		goto out; /* only once DIR indexed: a mistyped DIR leaves OUT as it was */
 	}

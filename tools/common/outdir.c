@@ -65,8 +65,12 @@ static int resolve(const char *p, char *buf, int depth, bool follow)
 	return 0;
 }
 
-/* a is b or lies below it (both real paths). */
-static bool within(const char *a, const char *b)
+int outdir_real(const char *path, char *buf)
+{
+	return resolve(path, buf, 0, true);
+}
+
+bool outdir_within(const char *a, const char *b)
 {
 	size_t l = strlen(b);
 	return !strncmp(a, b, l) && (a[l] == '/' || !a[l] || (l == 1 && b[0] == '/'));
@@ -100,11 +104,11 @@ int outdir_check(const char *cmd, const char *in_label, const char *in, const ch
 		const char *why = NULL;
 		if (!strcmp(rin, rout))
 			why = "is %s %s itself";
-		else if (within(rout, rin))
+		else if (outdir_within(rout, rin))
 			why = "is inside %s %s: what it writes would become part of the dataset";
-		else if (within(rin, rout))
+		else if (outdir_within(rin, rout))
 			why = "holds %s %s: what it writes would mix with the dataset";
-		else if (resolve(in, lin, 0, false) == 0 && within(lin, rout))
+		else if (resolve(in, lin, 0, false) == 0 && outdir_within(lin, rout))
 			why = "holds %s %s (a link to the data, which --replace would remove)";
 		if (why) {
 			fprintf(stderr, "stoker %s: %s %s ", cmd, out_label, out);

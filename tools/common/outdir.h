@@ -16,6 +16,12 @@
 int outdir_check(const char *cmd, const char *in_label, const char *in, const char *out_label,
 		 const char *out, bool replace);
 
+/* path's real path into buf (PATH_MAX bytes), as outdir_check sees paths:
+ * realpath as far as it exists, the rest as written.  0 or -errno. */
+int outdir_real(const char *path, char *buf);
+/* a (a real path) is b or lies below it. */
+bool outdir_within(const char *a, const char *b);
+
 /* --replace, once outdir_check has accepted out: removes everything out
  * holds (out itself stays), never following a symbolic link and never
  * entering another filesystem mounted below it.  0, or -1 (said, naming the
