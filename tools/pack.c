@@ -14,7 +14,12 @@
  * ends the process by the signal: an interrupted pack leaves nothing behind.
  * With --transcode each JPEG goes in rewritten by stk_jpeg_transcode
  * (transcode_file, shared with `stoker transcode`); a file it refuses goes
- * in as it was and is named in the summary.
+ * in as it was and is named in the summary.  DIR may be shards: a sample is
+ * then the extent of its member (stk_loader_sample_extent), keyed by the
+ * extension of the member's own name (common/tar.c), and DIR/classes.txt
+ * goes on.  A local OUT is checked before anything is made (common/outdir.c:
+ * apart from DIR, empty unless --replace, which empties it once DIR is
+ * indexed).
  *
  * OUT may be s3://BUCKET/PREFIX/ (stoker/upload.h): each shard is written to
  * a staging folder on local disk (--stage), PUT from there with its index
@@ -23,11 +28,11 @@
  * are checked before the first shard is written. */
 #include "common/cli.h"
 #include "common/outdir.h"
+#include "common/tar.h"
 #include "stoker/upload.h"
 
 #include <errno.h>
 #include <fcntl.h>
-#include <limits.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -37,9 +42,8 @@
 
 #include <jansson.h>
 
-#define BLOCK 512u
+#define BLOCK TAR_BLOCK
 #define COPY_BUF (1u << 20)
-#define EXT_MAX 32 /* keeps "<key>.<ext>" far under ustar's 100 bytes */
 
 /* Declared in common/cli.h once the command is registered; repeated here so that the
  * file builds warning-free on its own. */
@@ -104,38 +108,6 @@ static void install_cleanup(void)
 	on_stop_signals(on_signal);
 }
 
-/* A ustar header for a regular file.  Sizes of 8 GiB and more do not fit
- * eleven octal digits and take GNU's base-256 form, which every reader of
- * ustar we care about (GNU tar, Python, WebDataset) accepts. */
-static void ustar_header(unsigned char *h, const char *name, uint64_t size)
-{
-	memset(h, 0, BLOCK);
-	memcpy(h, name, strnlen(name, 99));
-	memcpy(h + 100, "0000644", 8);
-	memcpy(h + 108, "0000000", 8);
-	memcpy(h + 116, "0000000", 8);
-	if (size < (1ull << 33)) {
-		char sz[24];
-		snprintf(sz, sizeof(sz), "%011llo", (unsigned long long)size);
-		memcpy(h + 124, sz, 12);
-	} else {
-		h[124] = 0x80;
-		for (int i = 0; i < 8; i++)
-			h[135 - i] = (unsigned char)(size >> (8 * i));
-	}
-	/* mtime 0: the shards depend on the data only, not on when files were copied. */
-	memcpy(h + 136, "00000000000", 12);
-	h[156] = '0';
-	memcpy(h + 257, "ustar\0" "00", 8);
-	memset(h + 148, ' ', 8);
-	unsigned sum = 0;
-	for (unsigned i = 0; i < BLOCK; i++)
-		sum += h[i];
-	char cs[16];
-	snprintf(cs, sizeof(cs), "%06o", sum & 0777777);
-	memcpy(h + 148, cs, 7); /* six digits, NUL, and the space already there */
-}
-
 static int put(struct pack *p, const void *data, size_t len)
 {
 	if (len && fwrite(data, 1, len, p->f) != len)
@@ -170,15 +142,7 @@ static int align_pad(struct pack *p)
 	char digits[24];
 	int d = snprintf(digits, sizeof(digits), "%llu", (unsigned long long)rec);
 	unsigned char h[BLOCK];
-	ustar_header(h, "././@PaxHeader", rec);
-	h[156] = 'x';
-	memset(h + 148, ' ', 8);
-	unsigned sum = 0;
-	for (unsigned i = 0; i < BLOCK; i++)
-		sum += h[i];
-	char cs[16];
-	snprintf(cs, sizeof(cs), "%06o", sum & 0777777);
-	memcpy(h + 148, cs, 7);
+	tar_header(h, "././@PaxHeader", rec, 'x');
 	if (put(p, h, BLOCK) || put(p, digits, (size_t)d) || put(p, " comment=", 9))
 		return -1;
 	for (uint64_t k = (uint64_t)d + 10; k < rec; k++)
@@ -278,42 +242,6 @@ static int shard_close(struct pack *p)
 	return p->up ? upload(p, p->path, base, STK_UPLOAD_SHARD_INDEX) : 0;
 }
 
-/* The extension WebDataset will key the member by: the basename's text after
- * its last dot, lowercased; "bin" when there is none or it is unusual. */
-static void extension(const char *path, char *ext, size_t len)
-{
-	const char *base = strrchr(path, '/');
-	base = base ? base + 1 : path;
-	const char *dot = strrchr(base, '.');
-	size_t n = dot && dot != base ? strlen(dot + 1) : 0;
-	bool ok = n > 0 && n < EXT_MAX && n < len;
-	for (size_t i = 0; ok && i < n; i++) {
-		char c = dot[1 + i];
-		ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-		     c == '_' || c == '-';
-		ext[i] = (char)(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c);
-	}
-	if (!ok)
-		snprintf(ext, len, "bin");
-	else
-		ext[n] = 0;
-}
-
-/* A tar member's name, from its own ustar header just before its data at
- * off (prefix and name fields); "" when it cannot be read. */
-static void member_name(int fd, uint64_t off, char *buf, size_t len)
-{
-	unsigned char h[BLOCK];
-	buf[0] = 0;
-	if (off < BLOCK || pread(fd, h, BLOCK, (off_t)(off - BLOCK)) != (ssize_t)BLOCK)
-		return;
-	int nl = (int)strnlen((const char *)h, 100), pl = 0;
-	if (!memcmp(h + 257, "ustar", 5))
-		pl = (int)strnlen((const char *)h + 345, 155);
-	snprintf(buf, len, "%.*s%s%.*s", pl, (const char *)h + 345, pl ? "/" : "", nl,
-		 (const char *)h);
-}
-
 /* Appends the sample at path (its bytes at offset: a tar shard's member, or
  * 0 for a whole file) as key k: header, the bytes, padding, then the .cls
  * member.  The size comes from the index; a file that changed since is an
@@ -322,7 +250,7 @@ static void member_name(int fd, uint64_t off, char *buf, size_t len)
 static int add_sample(struct pack *p, int64_t k, const char *path, uint64_t offset,
 		      uint64_t size, int64_t label)
 {
-	char ext[EXT_MAX], name[100], cls[32], member[300];
+	char ext[TAR_EXT_MAX], name[100], cls[32], member[300];
 	unsigned char h[BLOCK];
 	int fd = p->mem ? -1 : open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 	if (!p->mem && fd < 0) {
@@ -341,12 +269,12 @@ static int add_sample(struct pack *p, int64_t k, const char *path, uint64_t offs
 	}
 	if (offset) {
 		int mfd = fd >= 0 ? fd : open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-		member_name(mfd, offset, member, sizeof(member));
+		tar_member_name(mfd, offset, member, sizeof(member));
 		if (mfd >= 0 && mfd != fd)
 			close(mfd);
-		extension(member[0] ? member : "", ext, sizeof(ext));
+		tar_extension(member[0] ? member : "", ext, sizeof(ext));
 	} else {
-		extension(path, ext, sizeof(ext));
+		tar_extension(path, ext, sizeof(ext));
 	}
 	if (!strcmp(ext, "cls")) {
 		fprintf(stderr, "stoker pack: %s%s%s: a .cls sample would collide with the label "
@@ -362,12 +290,12 @@ static int add_sample(struct pack *p, int64_t k, const char *path, uint64_t offs
 		return write_failed(p);
 	}
 	if (p->mem) { /* --transcode: the bytes are in memory */
-		ustar_header(h, name, size);
+		tar_header(h, name, size, '0');
 		if (put(p, h, BLOCK) || put(p, p->mem, p->mem_len))
 			return write_failed(p);
 		goto data_done;
 	}
-	ustar_header(h, name, size);
+	tar_header(h, name, size, '0');
 	if (put(p, h, BLOCK)) {
 		close(fd);
 		return write_failed(p);
@@ -408,7 +336,7 @@ data_done:
 	if (label >= 0) {
 		int n = snprintf(cls, sizeof(cls), "%lld\n", (long long)label);
 		snprintf(name, sizeof(name), "%08lld.cls", (long long)k);
-		ustar_header(h, name, (uint64_t)n);
+		tar_header(h, name, (uint64_t)n, '0');
 		if (put(p, h, BLOCK) || put(p, cls, (size_t)n) || pad(p))
 			return write_failed(p);
 	}
@@ -477,49 +405,6 @@ static int write_classes(struct pack *p)
 	}
 	tmp_disarm();
 	return p->up ? upload(p, path, "classes.txt", 0) : 0;
-}
-
-/* --replace: no sample's file lies in OUT, which is about to be emptied (a
- * file list, or a link in DIR, may name files anywhere).  One lstat a
- * sample, a realpath a folder (consecutive samples share theirs) or link;
- * a shard's members share its path.  0, or -1 (said). */
-static int samples_apart(struct pack *p, int64_t n)
-{
-	char rout[PATH_MAX], path[PATH_MAX], last[PATH_MAX] = "", dir[PATH_MAX] = "";
-	char rdir[PATH_MAX], real[PATH_MAX];
-	if (outdir_real(p->out, rout))
-		return 0; /* nothing there to remove */
-	for (int64_t i = 0; i < n; i++) {
-		struct stat st;
-		if (stk_loader_sample(p->loader, i, path, sizeof(path), NULL, NULL) ||
-		    !strcmp(path, last) || lstat(path, &st))
-			continue; /* a sample that cannot be read is said when it is packed */
-		snprintf(last, sizeof(last), "%s", path);
-		const char *slash = strrchr(path, '/');
-		size_t dl = slash ? (size_t)(slash - path) : 0;
-		if (S_ISLNK(st.st_mode) || !slash) {
-			if (!realpath(path, real))
-				continue;
-		} else {
-			if (strlen(dir) != dl || strncmp(dir, path, dl)) {
-				snprintf(dir, sizeof(dir), "%.*s", (int)dl, path);
-				if (!realpath(dl ? dir : "/", rdir))
-					rdir[0] = 0;
-			}
-			if (!rdir[0])
-				continue;
-			snprintf(real, sizeof(real), "%s/%s", strcmp(rdir, "/") ? rdir : "", slash + 1);
-		}
-		if (outdir_within(real, rout)) {
-			bool same = !strcmp(real, path);
-			fprintf(stderr, "stoker pack: OUT %s holds %s, a sample of DIR %s%s%s%s: "
-				"--replace would remove it; choose a folder apart from the data\n",
-				p->out, real, p->dir, same ? "" : " (", same ? "" : path,
-				same ? "" : ")");
-			return -1;
-		}
-	}
-	return 0;
 }
 
 static int pack_all(struct pack *p, const int64_t *order, int64_t n)
@@ -695,7 +580,7 @@ int cmd_pack(int argc, char **argv)
 			goto out;
 		}
 		p.out = staged;
-	} else if (replace && samples_apart(&p, n)) {
+	} else if (replace && outdir_samples_apart("pack", p.loader, p.dir, p.out)) {
 		rc = EXIT_USAGE;
 		goto out;
 	} else if (replace && outdir_clear("pack", p.out)) {

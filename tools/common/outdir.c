@@ -4,7 +4,9 @@
  * holding it, and never a folder with something in it unless the user asks
  * for it to be replaced whole (old shards or images beside new ones would
  * mix two datasets).  Paths are compared by their real paths: realpath for
- * the part that exists, the rest as written.  The removal walks by file
+ * the part that exists, the rest as written; a loader's samples are checked
+ * one by one (a file list, or a link in the input, may name a file in the
+ * output folder, which --replace would remove).  The removal walks by file
  * descriptor (openat with O_NOFOLLOW, unlinkat), so a link inside the folder
  * is removed, never followed, and a filesystem mounted below it is refused
  * rather than emptied. */
@@ -13,6 +15,7 @@
 #endif
 #include "common/outdir.h"
 #include "common/cli.h"
+#include "stoker/stoker.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -130,6 +133,48 @@ int outdir_check(const char *cmd, const char *in_label, const char *in, const ch
 		return EXIT_USAGE;
 	}
 	return EXIT_OK;
+}
+
+/* One lstat a sample, a realpath a folder (consecutive samples share
+ * theirs) or link; a shard's members share its path. */
+int outdir_samples_apart(const char *cmd, struct stk_loader *loader, const char *dir_arg,
+			  const char *out)
+{
+	char rout[PATH_MAX], path[PATH_MAX], last[PATH_MAX] = "", dir[PATH_MAX] = "";
+	char rdir[PATH_MAX], real[PATH_MAX];
+	if (outdir_real(out, rout))
+		return 0; /* nothing there to remove */
+	for (int64_t i = 0, n = stk_loader_num_samples(loader); i < n; i++) {
+		struct stat st;
+		if (stk_loader_sample(loader, i, path, sizeof(path), NULL, NULL) ||
+		    !strcmp(path, last) || lstat(path, &st))
+			continue; /* a sample that cannot be read is said when it is packed */
+		snprintf(last, sizeof(last), "%s", path);
+		const char *slash = strrchr(path, '/');
+		size_t dl = slash ? (size_t)(slash - path) : 0;
+		if (S_ISLNK(st.st_mode) || !slash) {
+			if (!realpath(path, real))
+				continue;
+		} else {
+			if (strlen(dir) != dl || strncmp(dir, path, dl)) {
+				snprintf(dir, sizeof(dir), "%.*s", (int)dl, path);
+				if (!realpath(dl ? dir : "/", rdir))
+					rdir[0] = 0;
+			}
+			if (!rdir[0])
+				continue;
+			snprintf(real, sizeof(real), "%s/%s", strcmp(rdir, "/") ? rdir : "", slash + 1);
+		}
+		if (outdir_within(real, rout)) {
+			bool same = !strcmp(real, path);
+			fprintf(stderr, "stoker %s: OUT %s holds %s, a sample of DIR %s%s%s%s: "
+				"--replace would remove it; choose a folder apart from the data\n",
+				cmd, out, real, dir_arg, same ? "" : " (", same ? "" : path,
+				same ? "" : ")");
+			return -1;
+		}
+	}
+	return 0;
 }
 
 /* Removes what the folder open at fd holds; path names it in messages. */

@@ -22,6 +22,12 @@ int outdir_real(const char *path, char *buf);
 /* a (a real path) is b or lies below it. */
 bool outdir_within(const char *a, const char *b);
 
+struct stk_loader;
+/* --replace: no file of the loader's samples (indexed from dir_arg) lies
+ * in out, which is about to be emptied.  0, or -1 (said, naming the file). */
+int outdir_samples_apart(const char *cmd, struct stk_loader *loader, const char *dir_arg,
+			 const char *out);
+
 /* --replace, once outdir_check has accepted out: removes everything out
  * holds (out itself stays), never following a symbolic link and never
  * entering another filesystem mounted below it.  0, or -1 (said, naming the
