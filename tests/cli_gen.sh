@@ -92,6 +92,14 @@ rc=$?
 "$STOKER" gen --images 4 --classes 2 --seed 7 --replace "$T/a" >/dev/null \
 	|| fail "--replace exited $?"
 [ "$(find "$T/a" -type f | wc -l)" -eq 4 ] || fail "--replace kept old files: $(find "$T/a")"
+# ... but not a folder that holds the current one or $HOME (".", "~" by a slip)
+(cd "$T/a/c0000" && "$STOKER" gen --images 2 --classes 1 --replace .. >/dev/null 2>"$T/err")
+rc=$?
+[ $rc -eq 2 ] && grep -q "current folder" "$T/err" || fail "--replace of the cwd: exit $rc"
+HOME=$T/a/c0001 "$STOKER" gen --images 2 --classes 1 --replace "$T/a" >/dev/null 2>"$T/err"
+rc=$?
+[ $rc -eq 2 ] && grep -q "home folder" "$T/err" || fail "--replace of \$HOME: exit $rc"
+[ "$(find "$T/a" -type f | wc -l)" -eq 4 ] || fail "a refused --replace removed files"
 
 # --json prints the summary.
 "$STOKER" gen --images 3 --classes 1 --json "$T/d" >"$T/json" || fail "--json exited $?"

@@ -132,6 +132,22 @@ int outdir_check(const char *cmd, const char *in_label, const char *in, const ch
 			"replace it whole\n", cmd, out_label, out, name);
 		return EXIT_USAGE;
 	}
+	/* a slip (".", "~", an unset variable's "/") must not empty a home */
+	const char *home = getenv("HOME");
+	char cwd[PATH_MAX], rhome[PATH_MAX];
+	const char *held = NULL;
+	if (ne && resolve(out, rout, 0, true) == 0) {
+		if (getcwd(cwd, sizeof(cwd)) && outdir_within(cwd, rout))
+			held = "the current folder";
+		else if (home && *home && realpath(home, rhome) && outdir_within(rhome, rout))
+			held = "your home folder";
+	}
+	if (held) {
+		fprintf(stderr, "stoker %s: --replace: %s %s holds %s; it is not emptied for you "
+			"(remove what it holds yourself, or choose another folder)\n", cmd, out_label,
+			out, held);
+		return EXIT_USAGE;
+	}
 	return EXIT_OK;
 }
 
