@@ -134,6 +134,45 @@ rc=$?
 grep -q "train-000000.tar.tmp: File too large" "$T/err" || fail "EFBIG: $(cat "$T/err")"
 [ -z "$(ls "$T/full")" ] || fail "a failed write left $(ls "$T/full")"
 
+# A FIFO put in a sample's place once DIR is indexed (pack stopped with a
+# .tmp on disk): refused and named, never waited on for ever (the open
+# blocked before).  Tried again when pack had passed that file already.
+mkdir -p "$T/ff/a" || exit 1
+i=0
+while [ $i -lt 200 ]; do
+	head -c 200000 /dev/urandom >"$T/ff/a/$(printf '%04d' $i).jpg"
+	i=$((i + 1))
+done
+caught=0
+try=0
+while [ $caught = 0 ] && [ $try -lt 10 ]; do
+	rm -rf "$T/ffo"
+	rm -f "$T/ff/a/0199.jpg" && head -c 200000 /dev/urandom >"$T/ff/a/0199.jpg"
+	"$STOKER" pack "$T/ff" "$T/ffo" --shard-size 1MiB >/dev/null 2>"$T/err" &
+	pid=$!
+	while kill -0 $pid 2>/dev/null; do
+		if ls "$T/ffo"/*.tmp >/dev/null 2>&1; then
+			kill -STOP $pid
+			rm -f "$T/ff/a/0199.jpg" && mkfifo "$T/ff/a/0199.jpg"
+			kill -CONT $pid
+			break
+		fi
+	done
+	i=0
+	while [ $i -lt 200 ] && kill -0 $pid 2>/dev/null; do sleep 0.1; i=$((i + 1)); done
+	if kill -0 $pid 2>/dev/null; then
+		kill $pid
+		fail "pack waited on a FIFO in a sample's place"
+	fi
+	wait $pid
+	rc=$?
+	[ $rc = 1 ] && caught=1
+	try=$((try + 1))
+done
+[ $caught = 1 ] || fail "never caught pack before its last sample in 10 tries"
+grep -q "0199.jpg: not a regular file" "$T/err" || fail "FIFO: $(cat "$T/err")"
+rm -rf "$T/ff" "$T/ffo"
+
 # A repack: shards in, shards out.  Each member keeps its own extension (not
 # ".tar"), its bytes (the copy starts at the member, not at the shard's
 # start: "the file grew since it was indexed" before) and its label, and
