@@ -77,6 +77,11 @@ done
 "$STOKER" transcode --replace "$T/data/c0000" "$T/data" >/dev/null 2>"$T/err"; rc=$?
 [ $rc = 2 ] && grep -q "holds SRC" "$T/err" || fail "SRC inside DST: rc $rc $(cat "$T/err")"
 [ -f "$T/data/c0000/broken.jpg" ] || fail "a refused --replace removed SRC's files"
+mkdir -p "$T/src2/c0" "$T/dst2" && cp "$T/data/c0000/00000000.jpg" "$T/dst2/kept.jpg" &&
+	ln -s "$T/dst2/kept.jpg" "$T/src2/c0/link.jpg" || exit 1
+"$STOKER" transcode --replace "$T/src2" "$T/dst2" >/dev/null 2>"$T/err"; rc=$?
+[ $rc = 2 ] && grep -q "links to $T/dst2/kept.jpg" "$T/err" || fail "a link into DST: rc $rc $(cat "$T/err")"
+[ -f "$T/dst2/kept.jpg" ] || fail "--replace removed the file a link in SRC names"
 "$STOKER" transcode "$T/nothing" "$T/o3" >/dev/null 2>"$T/err"; rc=$?
 [ $rc = 1 ] && grep -q "nothing" "$T/err" || fail "missing SRC: rc $rc $(cat "$T/err")"
 "$STOKER" transcode "$T/data" >/dev/null 2>&1; rc=$?

@@ -17,6 +17,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
+#include <limits.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -168,6 +169,25 @@ static int walk_one(const char *path, const struct stat *st, int type, struct FT
 		return FTW_STOP;
 	}
 	return FTW_CONTINUE;
+}
+
+/* --replace: a link in SRC to a file in DST (which is about to be emptied)
+ * stops the walk, its path in walk_err.  Links are the only way: SRC and DST
+ * are apart, and links to folders are not followed. */
+static char link_dst[PATH_MAX];
+
+static int link_apart(const char *path, const struct stat *st, int type, struct FTW *ftw)
+{
+	(void)st;
+	char real[PATH_MAX];
+	if (ftw->level > 0 && path[ftw->base] == '.')
+		return type == FTW_D ? FTW_SKIP_SUBTREE : FTW_CONTINUE;
+	if (type != FTW_SL || !realpath(path, real) || !outdir_within(real, link_dst))
+		return FTW_CONTINUE;
+	snprintf(walking->walk_err, sizeof(walking->walk_err), "SRC's %s links to %s in DST "
+		 "%s: --replace would remove it; choose a folder apart from the data", path, real,
+		 walking->dst);
+	return FTW_STOP;
 }
 
 /* The .tmp file each worker is writing, for the signal handler: a name is
@@ -385,6 +405,15 @@ int cmd_transcode(int argc, char **argv)
 		fprintf(stderr, "stoker transcode: %s: %s\n", t.src,
 			errno ? strerror(errno) : "not a folder");
 		return EXIT_FAIL;
+	}
+	if (replace && outdir_real(t.dst, link_dst) == 0) {
+		walking = &t;
+		int lr = nftw(t.src, link_apart, 32, FTW_PHYS | FTW_ACTIONRETVAL);
+		walking = NULL;
+		if (lr && t.walk_err[0]) {
+			fprintf(stderr, "stoker transcode: %s\n", t.walk_err);
+			return EXIT_USAGE;
+		}
 	}
 	if (replace && outdir_clear("transcode", t.dst))
 		return EXIT_FAIL;
