@@ -479,7 +479,8 @@ int cmd_pack(int argc, char **argv)
 		{"shard-size", 0, OPT_SIZE, &shard_size, "1GiB", 4096, 1099511627776.0, NULL, "BYTES",
 		 "largest shard (a sample larger than this gets a shard of its own)"},
 		{"prefix", 0, OPT_STR, &prefix, "train", 0, 0, NULL, "NAME",
-		 "shard names: NAME-000000.tar ..."},
+		 "shard names: NAME-000000.tar ... (not starting with '.': loaders skip hidden "
+		 "files)"},
 		OPT_SEED('s', &seed, NULL, "shuffle the samples with this seed [ImageFolder order]"),
 		{"transcode", 0, OPT_BOOL, &transcode, NULL, 0, 0, NULL, NULL,
 		 "rewrite each JPEG losslessly with restart markers, so image mode decodes only "
