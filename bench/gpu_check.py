@@ -208,7 +208,7 @@ def make_data(ctx):
     if os.path.isdir(d) and os.listdir(d):
         return d
     j = subprocess.run([os.environ.get("STOKER", "stoker"), "gen", d + ".partial", "--images",
-                        str(a.images), "--classes", str(a.classes), "--force", "--json"],
+                        str(a.images), "--classes", str(a.classes), "--replace", "--json"],
                        capture_output=True, text=True, timeout=300, check=True).stdout
     os.rename(d + ".partial", d)
     ctx.results["dataset"] = dict(json.loads(j), dir=d)

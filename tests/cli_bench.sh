@@ -99,6 +99,17 @@ rm data/c0001/00000004.jpg
 touch -r ref data/c0001
 out=$("$STOKER" bench $QUICK data --no-baseline --cache as-is --epochs 1 2>&1) || fail "skip policy exit $?"
 echo "$out" | grep -q "errors                     1 (last: .*00000004.jpg: No such file" || fail "skip: $out"
+# --json names it too: bad_samples ("path: reason", a bounded list) and the
+# count it could not name
+"$STOKER" bench $QUICK data --no-baseline --cache as-is --epochs 1 --json >bad.json 2>&1 ||
+	fail "skip policy --json exit $?"
+"$PY" - bad.json <<'PY' || fail "--json does not name the skipped sample: $(cat bad.json)"
+import json, sys
+s = json.load(open(sys.argv[1]))["stoker"]
+assert s["errors"] == 1, s["errors"]
+assert len(s["bad_samples"]) == 1 and s["bad_samples_unnamed"] == 0, s
+assert "00000004.jpg: No such file" in s["bad_samples"][0], s["bad_samples"]
+PY
 err=$("$STOKER" bench $QUICK data --no-baseline --cache as-is --epochs 1 --on-error fail 2>&1); rc=$?
 [ $rc = 1 ] || fail "fail policy exit $rc"
 echo "$err" | grep -q "00000004.jpg: No such file" || fail "fail policy message: $err"

@@ -41,6 +41,7 @@ usage --direct --buffered "$tmp"
 usage --no-such-option "$tmp"
 usage --readonly "$tmp"
 usage --readonly --pattern seqwrite "$tmp"
+usage --seed -1 "$tmp"
 "$S" disk --help >"$tmp/help" 2>&1 || fail "--help exits non-zero"
 for o in --pattern --all --bs --qd --threads --engine --direct --buffered --readonly \
 	--destructive --json --ramp --runtime; do

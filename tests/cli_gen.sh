@@ -79,13 +79,27 @@ if cmp -s "$T/a/c0000/00000000.jpg" "$T/c/c0000/00000000.jpg"; then
 	fail "--seed 7 and --seed 8 give the same image"
 fi
 
-# A non-empty DIR is refused, and named; --force writes into it.
+# A non-empty DIR is refused (exit 2), and named; so is --force, which wrote
+# into it (a smaller dataset over a larger one left the larger one's extra
+# files); --replace replaces it whole.
 "$STOKER" gen --images 4 --classes 2 "$T/a" >/dev/null 2>"$T/err"
 rc=$?
-[ $rc -eq 1 ] || fail "non-empty DIR: exit $rc, expected 1"
+[ $rc -eq 2 ] || fail "non-empty DIR: exit $rc, expected 2"
 grep -q "$T/a" "$T/err" || fail "the refusal does not name DIR: $(cat "$T/err")"
-"$STOKER" gen --images 4 --classes 2 --seed 7 --force "$T/a" >/dev/null \
-	|| fail "--force exited $?"
+"$STOKER" gen --images 4 --classes 2 --seed 7 --force "$T/a" >/dev/null 2>&1
+rc=$?
+[ $rc -eq 2 ] || fail "--force: exit $rc, expected 2"
+"$STOKER" gen --images 4 --classes 2 --seed 7 --replace "$T/a" >/dev/null \
+	|| fail "--replace exited $?"
+[ "$(find "$T/a" -type f | wc -l)" -eq 4 ] || fail "--replace kept old files: $(find "$T/a")"
+# ... but not a folder that holds the current one or $HOME (".", "~" by a slip)
+(cd "$T/a/c0000" && "$STOKER" gen --images 2 --classes 1 --replace .. >/dev/null 2>"$T/err")
+rc=$?
+[ $rc -eq 2 ] && grep -q "current folder" "$T/err" || fail "--replace of the cwd: exit $rc"
+HOME=$T/a/c0001 "$STOKER" gen --images 2 --classes 1 --replace "$T/a" >/dev/null 2>"$T/err"
+rc=$?
+[ $rc -eq 2 ] && grep -q "home folder" "$T/err" || fail "--replace of \$HOME: exit $rc"
+[ "$(find "$T/a" -type f | wc -l)" -eq 4 ] || fail "a refused --replace removed files"
 
 # --json prints the summary.
 "$STOKER" gen --images 3 --classes 1 --json "$T/d" >"$T/json" || fail "--json exited $?"
@@ -95,7 +109,7 @@ done
 
 # Bad usage: exit 2.
 for args in "--images -1" "--images 0" "--quality 0" "--quality 101" "--classes 0" \
-	"--images 2 --classes 3" "--threads x" "--bogus"; do
+	"--images 2 --classes 3" "--threads x" "--bogus" "--seed -1" "-s -5"; do
 	# shellcheck disable=SC2086
 	"$STOKER" gen $args "$T/e" >/dev/null 2>&1
 	rc=$?

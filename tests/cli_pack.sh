@@ -75,7 +75,8 @@ cmp -s "$T/s1/train-000000.tar" "$T/s2/train-000000.tar" || fail "--seed 5 twice
 [ -f "$T/p/val-000000.tar" ] || fail "--prefix val: $(ls "$T/p")"
 
 # Bad usage: exit 2, nothing written.
-for args in "--shard-size x" "--shard-size 1" "--seed -1" "--prefix a/b" "--bogus" "" "$T/data"; do
+for args in "--shard-size x" "--shard-size 1" "--seed -1" "--prefix a/b" "--prefix .hid" \
+	"--bogus" "" "$T/data"; do
 	# shellcheck disable=SC2086
 	"$STOKER" pack $args ${args:+"$T/data"} "$T/e" >/dev/null 2>&1
 	rc=$?
@@ -125,12 +126,93 @@ if [ -x "$ex" ]; then
 	[ "$a" = "$c" ] || fail "folder '$a' but aligned shards '$c'"
 fi
 
-# A full disk names the shard (when /dev/full lets us see ENOSPC through a link).
-if [ -w /dev/full ]; then
-	mkdir "$T/full" && ln -s /dev/full "$T/full/train-000000.tar.tmp"
-	"$STOKER" pack "$T/data" "$T/full" >/dev/null 2>"$T/err"
+# A write that fails names the shard: a file size limit (SIGXFSZ ignored:
+# EFBIG, as a full disk gives ENOSPC) stops the first shard.
+(trap '' XFSZ; ulimit -f 64 && exec "$STOKER" pack "$T/data" "$T/full") >/dev/null 2>"$T/err"
+rc=$?
+[ $rc -eq 1 ] || fail "EFBIG: exit $rc, expected 1"
+grep -q "train-000000.tar.tmp: File too large" "$T/err" || fail "EFBIG: $(cat "$T/err")"
+[ -z "$(ls "$T/full")" ] || fail "a failed write left $(ls "$T/full")"
+
+# A FIFO put in a sample's place once DIR is indexed (pack stopped with a
+# .tmp on disk): refused and named, never waited on for ever (the open
+# blocked before).  Tried again when pack had passed that file already.
+mkdir -p "$T/ff/a" || exit 1
+i=0
+while [ $i -lt 200 ]; do
+	head -c 200000 /dev/urandom >"$T/ff/a/$(printf '%04d' $i).jpg"
+	i=$((i + 1))
+done
+caught=0
+try=0
+while [ $caught = 0 ] && [ $try -lt 10 ]; do
+	rm -rf "$T/ffo"
+	rm -f "$T/ff/a/0199.jpg" && head -c 200000 /dev/urandom >"$T/ff/a/0199.jpg"
+	"$STOKER" pack "$T/ff" "$T/ffo" --shard-size 1MiB >/dev/null 2>"$T/err" &
+	pid=$!
+	while kill -0 $pid 2>/dev/null; do
+		if ls "$T/ffo"/*.tmp >/dev/null 2>&1; then
+			kill -STOP $pid
+			rm -f "$T/ff/a/0199.jpg" && mkfifo "$T/ff/a/0199.jpg"
+			kill -CONT $pid
+			break
+		fi
+	done
+	i=0
+	while [ $i -lt 200 ] && kill -0 $pid 2>/dev/null; do sleep 0.1; i=$((i + 1)); done
+	if kill -0 $pid 2>/dev/null; then
+		kill $pid
+		fail "pack waited on a FIFO in a sample's place"
+	fi
+	wait $pid
 	rc=$?
-	[ $rc -eq 1 ] || fail "ENOSPC: exit $rc, expected 1"
-	grep -q "train-000000.tar.tmp: No space left" "$T/err" || fail "ENOSPC: $(cat "$T/err")"
-fi
+	[ $rc = 1 ] && caught=1
+	try=$((try + 1))
+done
+[ $caught = 1 ] || fail "never caught pack before its last sample in 10 tries"
+grep -q "0199.jpg: not a regular file" "$T/err" || fail "FIFO: $(cat "$T/err")"
+rm -rf "$T/ff" "$T/ffo"
+
+# A repack: shards in, shards out.  Each member keeps its own extension (not
+# ".tar"), its bytes (the copy starts at the member, not at the shard's
+# start: "the file grew since it was indexed" before) and its label, and
+# classes.txt goes on.  --transcode reads members the same way.
+"$STOKER" pack "$T/out" "$T/re" >/dev/null 2>"$T/err" || fail "repack: $(cat "$T/err")"
+"$PY" "$T/check.py" "$T/data" "$T/re" 1073741824 0 || fail "python check, repack"
+cmp -s "$T/out/classes.txt" "$T/re/classes.txt" || fail "repack classes.txt: $(cat "$T/re/classes.txt")"
+"$STOKER" pack --transcode "$T/out" "$T/re2" >"$T/log" 2>"$T/err" ||
+	fail "repack --transcode: $(cat "$T/err")"
+grep -q "transcoded 30 JPEGs" "$T/log" || fail "repack --transcode: $(cat "$T/log")"
+
+# OUT apart from DIR, checked before anything is made: not DIR, not inside
+# it (a new class), not holding it; a non-empty OUT only with --replace,
+# which replaces it whole.
+cp -r "$T/data" "$T/d2"
+for out in "$T/d2" "$T/d2/shards" "$T/d2/c0000/.." "$T"; do
+	"$STOKER" pack --replace "$T/d2" "$out" >/dev/null 2>"$T/err"; rc=$?
+	[ $rc -eq 2 ] || fail "pack d2 $out: exit $rc, expected 2"
+	grep -q "$out" "$T/err" || fail "the refusal does not name $out: $(cat "$T/err")"
+done
+[ ! -e "$T/d2/shards" ] || fail "a refused pack made OUT inside DIR"
+diff -r "$T/data" "$T/d2" >/dev/null || fail "a refused --replace changed DIR"
+"$STOKER" pack "$T/data" "$T/out" >/dev/null 2>"$T/err"; rc=$?
+[ $rc -eq 2 ] && grep -q "not empty" "$T/err" || fail "non-empty OUT: exit $rc $(cat "$T/err")"
+mkdir "$T/keep" && echo keep >"$T/keep/f" && ln -s "$T/keep" "$T/p/link" && ln -s "$T/d2" "$T/p/d2"
+"$STOKER" pack --replace "$T/p/d2" "$T/p" >/dev/null 2>"$T/err"; rc=$?
+[ $rc -eq 2 ] || fail "DIR a link inside OUT: exit $rc $(cat "$T/err")"
+"$STOKER" pack --replace --prefix t "$T/data" "$T/p" >/dev/null || fail "--replace exited $?"
+[ "$(ls "$T/p")" = "classes.txt
+t-000000.tar" ] || fail "--replace left $(ls "$T/p")"
+[ "$(cat "$T/keep/f")" = keep ] && diff -r "$T/data" "$T/d2" >/dev/null ||
+	fail "--replace followed a link out of OUT"
+# nor a sample's file that lies in OUT: a file list's entry, a link in DIR
+cp "$T/data/c0000/00000000.jpg" "$T/p/in-out.jpg"
+printf '%s\t0\n%s\t1\n' "$T/p/in-out.jpg" "$T/data/c0001/00000001.jpg" >"$T/list.txt"
+ln -s "$T/p/in-out.jpg" "$T/d2/c0001/link.jpg"
+for dir in "$T/list.txt" "$T/d2"; do
+	"$STOKER" pack --replace "$dir" "$T/p" >/dev/null 2>"$T/err"; rc=$?
+	[ $rc -eq 2 ] && grep -q "holds $T/p/in-out.jpg" "$T/err" ||
+		fail "a sample of $dir in OUT: exit $rc $(cat "$T/err")"
+	[ -f "$T/p/in-out.jpg" ] || fail "--replace removed a sample of $dir"
+done
 echo "ok"

@@ -57,29 +57,64 @@ for key in files transcoded kept bytes_in bytes_out threads files_per_s_per_thre
 done
 cmp -s "$T/out/c0000/00000000.jpg" "$T/out2/c0000/00000000.jpg" || fail "two runs differ"
 
-# Refusals: a non-empty DST, DST inside SRC, a missing SRC, wrong operands.
+# Refusals (exit 2, before anything is made): a non-empty DST without
+# --replace (which replaces it whole), --force (it wrote into DST, old files
+# beside new), DST inside SRC (an empty class folder was left before), SRC
+# inside DST; then a missing SRC (exit 1), wrong operands.
 "$STOKER" transcode "$T/data" "$T/out" >/dev/null 2>"$T/err"; rc=$?
-[ $rc = 1 ] && grep -q "not empty" "$T/err" || fail "non-empty DST: rc $rc $(cat "$T/err")"
-"$STOKER" transcode --force "$T/data" "$T/out" >/dev/null || fail "--force exited $?"
-"$STOKER" transcode "$T/data" "$T/data/sub" >/dev/null 2>"$T/err"; rc=$?
-[ $rc = 2 ] && grep -q "inside SRC" "$T/err" || fail "DST in SRC: rc $rc $(cat "$T/err")"
+[ $rc = 2 ] && grep -q "not empty" "$T/err" || fail "non-empty DST: rc $rc $(cat "$T/err")"
+"$STOKER" transcode --force "$T/data" "$T/out" >/dev/null 2>"$T/err"; rc=$?
+[ $rc = 2 ] && grep -q -- "--replace" "$T/err" || fail "--force: rc $rc $(cat "$T/err")"
+printf 'old\n' >"$T/out/old.txt"
+"$STOKER" transcode --replace "$T/data" "$T/out" >/dev/null || fail "--replace exited $?"
+[ ! -e "$T/out/old.txt" ] || fail "--replace kept a file of the old DST"
+"$PY" "$T/check.py" "$T/data" "$T/out" 13 || fail "PIL check after --replace"
+for dst in "$T/data/sub" "$T/data/c0000/sub/.." "$T/data"; do
+	"$STOKER" transcode --replace "$T/data" "$dst" >/dev/null 2>"$T/err"; rc=$?
+	[ $rc = 2 ] && grep -q "SRC $T/data" "$T/err" || fail "DST $dst: rc $rc $(cat "$T/err")"
+done
+[ ! -e "$T/data/sub" ] && [ ! -e "$T/data/c0000/sub" ] || fail "a refused DST inside SRC was made"
+"$STOKER" transcode --replace "$T/data/c0000" "$T/data" >/dev/null 2>"$T/err"; rc=$?
+[ $rc = 2 ] && grep -q "holds SRC" "$T/err" || fail "SRC inside DST: rc $rc $(cat "$T/err")"
+[ -f "$T/data/c0000/broken.jpg" ] || fail "a refused --replace removed SRC's files"
+mkdir -p "$T/src2/c0" "$T/dst2" && cp "$T/data/c0000/00000000.jpg" "$T/dst2/kept.jpg" &&
+	ln -s "$T/dst2/kept.jpg" "$T/src2/c0/link.jpg" || exit 1
+"$STOKER" transcode --replace "$T/src2" "$T/dst2" >/dev/null 2>"$T/err"; rc=$?
+[ $rc = 2 ] && grep -q "links to $T/dst2/kept.jpg" "$T/err" || fail "a link into DST: rc $rc $(cat "$T/err")"
+[ -f "$T/dst2/kept.jpg" ] || fail "--replace removed the file a link in SRC names"
 "$STOKER" transcode "$T/nothing" "$T/o3" >/dev/null 2>"$T/err"; rc=$?
 [ $rc = 1 ] && grep -q "nothing" "$T/err" || fail "missing SRC: rc $rc $(cat "$T/err")"
 "$STOKER" transcode "$T/data" >/dev/null 2>&1; rc=$?
 [ $rc = 2 ] || fail "one operand: rc $rc"
 
 # SIGTERM while a .tmp is being written (a FIFO in its place holds the open):
-# the .tmp is removed and the process dies of the signal.
-mkdir -p "$T/sig/c0000" && mkfifo "$T/sig/c0000/00000000.jpg.tmp" || exit 1
-"$STOKER" transcode --force --threads 1 "$T/data" "$T/sig" >/dev/null 2>&1 &
-pid=$!
-i=0
-while [ $i -lt 300 ] && ! grep -qs wait_for_partner /proc/$pid/task/*/wchan; do
-	sleep 0.1; i=$((i + 1))
+# the .tmp is removed and the process dies of the signal.  DST must be empty,
+# so the FIFO is made once transcode has made DST/c0000, for the last of 40
+# files (one thread takes them in order); tried again if it came too late.
+mkdir -p "$T/sigsrc/c0000" || exit 1
+for i in 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 \
+	30 31 32 33 34 35 36 37 38; do
+	cp "$T/data/c0000/00000000.jpg" "$T/sigsrc/c0000/a$i.jpg"
+done
+cp "$T/data/c0000/00000000.jpg" "$T/sigsrc/c0000/zz.jpg"
+for try in 1 2 3; do
+	rm -rf "$T/sig"
+	"$STOKER" transcode --threads 1 "$T/sigsrc" "$T/sig" >/dev/null 2>&1 &
+	pid=$!
+	i=0
+	while [ $i -lt 3000 ] && [ ! -d "$T/sig/c0000" ]; do i=$((i + 1)); done
+	mkfifo "$T/sig/c0000/zz.jpg.tmp" 2>/dev/null
+	i=0
+	while [ $i -lt 300 ] && kill -0 $pid 2>/dev/null &&
+		! grep -qs wait_for_partner /proc/$pid/task/*/wchan; do
+		sleep 0.1; i=$((i + 1))
+	done
+	kill -0 $pid 2>/dev/null && break
+	wait $pid
 done
 kill -TERM $pid; wait $pid; rc=$?
 [ $rc = 143 ] || fail "SIGTERM: exit $rc"
-[ ! -e "$T/sig/c0000/00000000.jpg.tmp" ] || fail "SIGTERM left the .tmp being written"
+[ ! -e "$T/sig/c0000/zz.jpg.tmp" ] || fail "SIGTERM left the .tmp being written"
 
 # pack --transcode: the shard members are the rewritten files, the corrupt
 # one goes in as it was and is named.

@@ -14,7 +14,12 @@
  * ends the process by the signal: an interrupted pack leaves nothing behind.
  * With --transcode each JPEG goes in rewritten by stk_jpeg_transcode
  * (transcode_file, shared with `stoker transcode`); a file it refuses goes
- * in as it was and is named in the summary.
+ * in as it was and is named in the summary.  DIR may be shards: a sample is
+ * then the extent of its member (stk_loader_sample_extent), keyed by the
+ * extension of the member's own name (common/tar.c), and DIR/classes.txt
+ * goes on.  A local OUT is checked before anything is made (common/outdir.c:
+ * apart from DIR, empty unless --replace, which empties it once DIR is
+ * indexed).
  *
  * OUT may be s3://BUCKET/PREFIX/ (stoker/upload.h): each shard is written to
  * a staging folder on local disk (--stage), PUT from there with its index
@@ -22,6 +27,8 @@
  * shard at a time; classes.txt goes up last.  The bucket and credentials
  * are checked before the first shard is written. */
 #include "common/cli.h"
+#include "common/outdir.h"
+#include "common/tar.h"
 #include "stoker/upload.h"
 
 #include <errno.h>
@@ -35,9 +42,8 @@
 
 #include <jansson.h>
 
-#define BLOCK 512u
+#define BLOCK TAR_BLOCK
 #define COPY_BUF (1u << 20)
-#define EXT_MAX 32 /* keeps "<key>.<ext>" far under ustar's 100 bytes */
 
 /* Declared in common/cli.h once the command is registered; repeated here so that the
  * file builds warning-free on its own. */
@@ -102,38 +108,6 @@ static void install_cleanup(void)
 	on_stop_signals(on_signal);
 }
 
-/* A ustar header for a regular file.  Sizes of 8 GiB and more do not fit
- * eleven octal digits and take GNU's base-256 form, which every reader of
- * ustar we care about (GNU tar, Python, WebDataset) accepts. */
-static void ustar_header(unsigned char *h, const char *name, uint64_t size)
-{
-	memset(h, 0, BLOCK);
-	memcpy(h, name, strnlen(name, 99));
-	memcpy(h + 100, "0000644", 8);
-	memcpy(h + 108, "0000000", 8);
-	memcpy(h + 116, "0000000", 8);
-	if (size < (1ull << 33)) {
-		char sz[24];
-		snprintf(sz, sizeof(sz), "%011llo", (unsigned long long)size);
-		memcpy(h + 124, sz, 12);
-	} else {
-		h[124] = 0x80;
-		for (int i = 0; i < 8; i++)
-			h[135 - i] = (unsigned char)(size >> (8 * i));
-	}
-	/* mtime 0: the shards depend on the data only, not on when files were copied. */
-	memcpy(h + 136, "00000000000", 12);
-	h[156] = '0';
-	memcpy(h + 257, "ustar\0" "00", 8);
-	memset(h + 148, ' ', 8);
-	unsigned sum = 0;
-	for (unsigned i = 0; i < BLOCK; i++)
-		sum += h[i];
-	char cs[16];
-	snprintf(cs, sizeof(cs), "%06o", sum & 0777777);
-	memcpy(h + 148, cs, 7); /* six digits, NUL, and the space already there */
-}
-
 static int put(struct pack *p, const void *data, size_t len)
 {
 	if (len && fwrite(data, 1, len, p->f) != len)
@@ -168,15 +142,7 @@ static int align_pad(struct pack *p)
 	char digits[24];
 	int d = snprintf(digits, sizeof(digits), "%llu", (unsigned long long)rec);
 	unsigned char h[BLOCK];
-	ustar_header(h, "././@PaxHeader", rec);
-	h[156] = 'x';
-	memset(h + 148, ' ', 8);
-	unsigned sum = 0;
-	for (unsigned i = 0; i < BLOCK; i++)
-		sum += h[i];
-	char cs[16];
-	snprintf(cs, sizeof(cs), "%06o", sum & 0777777);
-	memcpy(h + 148, cs, 7);
+	tar_header(h, "././@PaxHeader", rec, 'x');
 	if (put(p, h, BLOCK) || put(p, digits, (size_t)d) || put(p, " comment=", 9))
 		return -1;
 	for (uint64_t k = (uint64_t)d + 10; k < rec; k++)
@@ -276,65 +242,72 @@ static int shard_close(struct pack *p)
 	return p->up ? upload(p, p->path, base, STK_UPLOAD_SHARD_INDEX) : 0;
 }
 
-/* The extension WebDataset will key the member by: the basename's text after
- * its last dot, lowercased; "bin" when there is none or it is unusual. */
-static void extension(const char *path, char *ext, size_t len)
+/* Appends the sample at path (its bytes at offset: a tar shard's member, or
+ * 0 for a whole file) as key k: header, the bytes, padding, then the .cls
+ * member.  The size comes from the index; a file that changed since is an
+ * error rather than a member whose header lies.  A member is keyed by the
+ * extension of its own name in the shard, not the shard's ".tar". */
+static int add_sample(struct pack *p, int64_t k, const char *path, uint64_t offset,
+		      uint64_t size, int64_t label)
 {
-	const char *base = strrchr(path, '/');
-	base = base ? base + 1 : path;
-	const char *dot = strrchr(base, '.');
-	size_t n = dot && dot != base ? strlen(dot + 1) : 0;
-	bool ok = n > 0 && n < EXT_MAX && n < len;
-	for (size_t i = 0; ok && i < n; i++) {
-		char c = dot[1 + i];
-		ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-		     c == '_' || c == '-';
-		ext[i] = (char)(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c);
-	}
-	if (!ok)
-		snprintf(ext, len, "bin");
-	else
-		ext[n] = 0;
-}
-
-/* Appends sample idx as key k: header, the file's bytes, padding, then the
- * .cls member.  The size comes from the index; a file that changed since is
- * an error rather than a member whose header lies. */
-static int add_sample(struct pack *p, int64_t k, const char *path, uint64_t size,
-		      int64_t label)
-{
-	char ext[EXT_MAX], name[100], cls[32];
+	char ext[TAR_EXT_MAX], name[100], cls[32], member[300];
 	unsigned char h[BLOCK];
-	extension(path, ext, sizeof(ext));
+	int fd = p->mem ? -1 : open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	if (!p->mem && fd < 0) {
+		fprintf(stderr, "stoker pack: cannot open %s: %s\n", path, strerror(errno));
+		return -1;
+	}
+	/* O_NONBLOCK and this check: a FIFO put in a file's place since it was
+	 * indexed is refused rather than waited on for ever */
+	struct stat st;
+	int bad = fd >= 0 && fstat(fd, &st) ? errno : 0;
+	if (fd >= 0 && (bad || !S_ISREG(st.st_mode))) {
+		fprintf(stderr, "stoker pack: %s: %s\n", path,
+			bad ? strerror(bad) : "not a regular file (replaced since it was indexed)");
+		close(fd);
+		return -1;
+	}
+	if (offset) {
+		int mfd = fd >= 0 ? fd : open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+		tar_member_name(mfd, offset, member, sizeof(member));
+		if (mfd >= 0 && mfd != fd)
+			close(mfd);
+		tar_extension(member[0] ? member : "", ext, sizeof(ext));
+	} else {
+		tar_extension(path, ext, sizeof(ext));
+	}
 	if (!strcmp(ext, "cls")) {
-		fprintf(stderr, "stoker pack: %s: a .cls sample would collide with the label "
-			"member\n", path);
+		fprintf(stderr, "stoker pack: %s%s%s: a .cls sample would collide with the label "
+			"member\n", path, offset ? ": member " : "", offset ? member : "");
+		if (fd >= 0)
+			close(fd);
 		return -1;
 	}
 	snprintf(name, sizeof(name), "%08lld.%s", (long long)k, ext);
-	if (align_pad(p))
+	if (align_pad(p)) {
+		if (fd >= 0)
+			close(fd);
 		return write_failed(p);
+	}
 	if (p->mem) { /* --transcode: the bytes are in memory */
-		ustar_header(h, name, size);
+		tar_header(h, name, size, '0');
 		if (put(p, h, BLOCK) || put(p, p->mem, p->mem_len))
 			return write_failed(p);
 		goto data_done;
 	}
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0) {
-		fprintf(stderr, "stoker pack: cannot open %s: %s\n", path, strerror(errno));
-		return -1;
-	}
-	ustar_header(h, name, size);
+	tar_header(h, name, size, '0');
 	if (put(p, h, BLOCK)) {
 		close(fd);
 		return write_failed(p);
 	}
 	uint64_t left = size;
 	for (;;) {
-		/* One byte more than expected at the end detects a file that grew. */
-		size_t want = left < COPY_BUF ? (size_t)left + 1 : COPY_BUF;
-		ssize_t r = read(fd, p->buf, want);
+		/* One byte more than expected at the end detects a file that grew
+		 * (a member's next byte is its shard's: the member's end is its size). */
+		size_t want = left < COPY_BUF ? (size_t)left + !offset : COPY_BUF;
+		if (!want)
+			break;
+		ssize_t r = pread(fd, p->buf, want, (off_t)(offset + size - left));
 		if (r < 0 && errno == EINTR)
 			continue;
 		if (r < 0) {
@@ -363,7 +336,7 @@ data_done:
 	if (label >= 0) {
 		int n = snprintf(cls, sizeof(cls), "%lld\n", (long long)label);
 		snprintf(name, sizeof(name), "%08lld.cls", (long long)k);
-		ustar_header(h, name, (uint64_t)n);
+		tar_header(h, name, (uint64_t)n, '0');
 		if (put(p, h, BLOCK) || put(p, cls, (size_t)n) || pad(p))
 			return write_failed(p);
 	}
@@ -375,6 +348,27 @@ data_done:
 static uint64_t sample_bytes(uint64_t size, int64_t label)
 {
 	return BLOCK + (size + BLOCK - 1) / BLOCK * BLOCK + (label >= 0 ? 2 * BLOCK : 0);
+}
+
+/* DIR/classes.txt, when DIR is a folder holding one (shards `stoker pack`
+ * wrote), copied to f: a repack keeps the class names.  0, or -1 when f
+ * cannot be written; a DIR without one gives an empty file. */
+static int copy_classes(struct pack *p, FILE *f)
+{
+	char path[4200];
+	snprintf(path, sizeof(path), "%s/classes.txt", p->dir);
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK), rc = 0;
+	struct stat st;
+	if (fd < 0 || fstat(fd, &st) || !S_ISREG(st.st_mode)) {
+		if (fd >= 0)
+			close(fd);
+		return 0;
+	}
+	ssize_t r;
+	while ((r = read(fd, p->buf, COPY_BUF)) > 0 && !rc)
+		rc = fwrite(p->buf, 1, (size_t)r, f) != (size_t)r ? -1 : 0;
+	close(fd);
+	return rc;
 }
 
 static int write_classes(struct pack *p)
@@ -394,6 +388,8 @@ static int write_classes(struct pack *p)
 	errno = 0;
 	for (int64_t c = 0; c < nc && !bad; c++)
 		bad = fprintf(f, "%s\n", stk_loader_class_name(p->loader, c)) < 0;
+	if (!nc) /* shards (or a list) name no classes: theirs, if DIR has one, go on */
+		bad = copy_classes(p, f);
 	bad |= fflush(f) || fsync(fileno(f));
 	int e = errno;
 	if (fclose(f) && !bad) {
@@ -418,7 +414,11 @@ static int pack_all(struct pack *p, const int64_t *order, int64_t n)
 	for (int64_t k = 0; k < n; k++) {
 		uint64_t size;
 		int64_t label;
-		int e = stk_loader_sample(p->loader, order[k], path, sizeof(path), &size, &label);
+		uint64_t offset;
+		int e = stk_loader_sample_extent(p->loader, order[k], path, sizeof(path), &offset,
+						 &size);
+		if (!e)
+			e = stk_loader_sample(p->loader, order[k], NULL, 0, NULL, &label);
 		if (e) {
 			fprintf(stderr, "stoker pack: sample %lld: %s\n", (long long)order[k],
 				stk_strerror(e));
@@ -427,7 +427,8 @@ static int pack_all(struct pack *p, const int64_t *order, int64_t n)
 		if (p->transcode) {
 			char why[512];
 			free(p->mem);
-			int t = transcode_file(path, size, &p->mem, &p->mem_len, why, sizeof(why));
+			int t = transcode_file(path, offset, size, &p->mem, &p->mem_len, why,
+					       sizeof(why));
 			if (t < 0) {
 				fprintf(stderr, "stoker pack: %s: %s\n", path, why);
 				return -1;
@@ -450,7 +451,7 @@ static int pack_all(struct pack *p, const int64_t *order, int64_t n)
 			return -1;
 		if (!p->f && shard_open(p))
 			return -1;
-		if (add_sample(p, k, path, size, label))
+		if (add_sample(p, k, path, offset, size, label))
 			return -1;
 		double t = now_s();
 		if (t - last > 0.1 || k + 1 == n) {
@@ -470,7 +471,7 @@ int cmd_pack(int argc, char **argv)
 	uint64_t shard_size;
 	const char *prefix;
 	int64_t seed = -1;
-	bool json = false, transcode = false;
+	bool json = false, transcode = false, replace = false;
 	uint64_t align = 0;
 	const char *stage;
 	const char *tmpdir = getenv("TMPDIR");
@@ -478,9 +479,9 @@ int cmd_pack(int argc, char **argv)
 		{"shard-size", 0, OPT_SIZE, &shard_size, "1GiB", 4096, 1099511627776.0, NULL, "BYTES",
 		 "largest shard (a sample larger than this gets a shard of its own)"},
 		{"prefix", 0, OPT_STR, &prefix, "train", 0, 0, NULL, "NAME",
-		 "shard names: NAME-000000.tar ..."},
-		{"seed", 's', OPT_INT, &seed, NULL, 0, 9.2e18, NULL, "S",
-		 "shuffle the samples with this seed [ImageFolder order]"},
+		 "shard names: NAME-000000.tar ... (not starting with '.': loaders skip hidden "
+		 "files)"},
+		OPT_SEED('s', &seed, NULL, "shuffle the samples with this seed [ImageFolder order]"),
 		{"transcode", 0, OPT_BOOL, &transcode, NULL, 0, 0, NULL, NULL,
 		 "rewrite each JPEG losslessly with restart markers, so image mode decodes only "
 		 "a crop's intervals (see stoker transcode) [bytes as they are]"},
@@ -491,6 +492,9 @@ int cmd_pack(int argc, char **argv)
 		{"stage", 0, OPT_STR, &stage, tmpdir && *tmpdir ? tmpdir : "/var/tmp", 0, 0, NULL,
 		 "DIR", "OUT s3://...: where each shard is written before it is uploaded (one "
 		 "shard's space; $TMPDIR, else /var/tmp)"},
+		{"replace", 0, OPT_BOOL, &replace, NULL, 0, 0, NULL, NULL,
+		 "OUT is a folder with files in it: replace it whole (what it holds is removed "
+		 "first; never a folder that is or holds DIR) [refused]"},
 		{"json", 0, OPT_BOOL, &json, NULL, 0, 0, NULL, NULL, "print a JSON summary"},
 		OPT_END,
 	};
@@ -501,7 +505,10 @@ int cmd_pack(int argc, char **argv)
 		"<k>.cls with its label; OUT/classes.txt names the labels, one per line.\n"
 		"OUT may be s3://BUCKET/PREFIX/ (credentials and endpoint as for reading: AWS_*):\n"
 		"each shard is uploaded as it is finished, with its index beside it\n"
-		"(<shard>.tar.stoker-index), which loaders use instead of reading tar headers.",
+		"(<shard>.tar.stoker-index), which loaders use instead of reading tar headers.\n"
+		"DIR may also be shards (a repack: members keep their extension, classes.txt\n"
+		"is carried over).  A local OUT must be new or empty (--replace) and apart from\n"
+		"DIR: neither inside it nor holding it.",
 	};
 	int first = opt_parse(&help, opts, argc, argv);
 	if (first < 0)
@@ -521,13 +528,23 @@ int cmd_pack(int argc, char **argv)
 			prefix);
 		return EXIT_USAGE;
 	}
+	if (prefix[0] == '.') {
+		fprintf(stderr, "stoker pack: --prefix: '%s' starts with '.': loaders skip hidden "
+			"files, so no loader would find the shards\n", prefix);
+		return EXIT_USAGE;
+	}
+	bool remote = strstr(argv[first + 1], "://") != NULL;
+	int oc = remote ? EXIT_OK : outdir_check("pack", "DIR", argv[first], "OUT", argv[first + 1],
+						  replace);
+	if (oc)
+		return oc;
 	struct pack p = {.dir = argv[first], .out = argv[first + 1], .prefix = prefix,
 			 .shard_size = shard_size, .transcode = transcode, .align = align,
 			 .kept = transcode ? json_array() : NULL};
 
 	/* The null engine reads nothing: the loader is only the folder's index. */
 	char err[4096], staged[4200] = "";
-	if (strstr(p.out, "://")) { /* a URL: s3:// (any other is refused by name) */
+	if (remote) { /* a URL: s3:// (any other is refused by name) */
 		int ue = stk_upload_create(&p.up, p.out, err, sizeof(err));
 		if (ue) {
 			fprintf(stderr, "stoker pack: %s\n", err[0] ? err : stk_strerror(ue));
@@ -535,15 +552,6 @@ int cmd_pack(int argc, char **argv)
 			return EXIT_FAIL;
 		}
 		p.url = stk_upload_url(p.up);
-		snprintf(staged, sizeof(staged), "%s/stoker-pack-XXXXXX", stage);
-		if (!mkdtemp(staged)) {
-			fprintf(stderr, "stoker pack: --stage: cannot create a folder in %s: %s\n", stage,
-				strerror(errno));
-			stk_upload_destroy(p.up);
-			json_decref(p.kept);
-			return EXIT_FAIL;
-		}
-		p.out = staged;
 	}
 	struct stk_loader_opts lo = {
 		.size = sizeof(lo),
@@ -556,14 +564,29 @@ int cmd_pack(int argc, char **argv)
 	int e = stk_loader_create(&p.loader, &lo, err, sizeof(err));
 	if (e) {
 		fprintf(stderr, "stoker pack: %s\n", err[0] ? err : stk_strerror(e));
-		if (staged[0])
-			rmdir(staged);
 		stk_upload_destroy(p.up);
 		json_decref(p.kept);
 		return EXIT_FAIL;
 	}
 	int rc = EXIT_FAIL;
 	int64_t n = stk_loader_num_samples(p.loader), *order = NULL;
+	/* The staging folder once DIR is indexed: a --stage inside DIR is not
+	 * taken for a class. */
+	if (remote) {
+		snprintf(staged, sizeof(staged), "%s/stoker-pack-XXXXXX", stage);
+		if (!mkdtemp(staged)) {
+			fprintf(stderr, "stoker pack: --stage: cannot create a folder in %s: %s\n", stage,
+				strerror(errno));
+			staged[0] = 0;
+			goto out;
+		}
+		p.out = staged;
+	} else if (replace && outdir_samples_apart("pack", p.loader, p.dir, p.out)) {
+		rc = EXIT_USAGE;
+		goto out;
+	} else if (replace && outdir_clear("pack", p.out)) {
+		goto out; /* only once DIR indexed: a mistyped DIR leaves OUT as it was */
+	}
 	e = mkdirs(p.out, NULL, 0);
 	if (e) {
 		fprintf(stderr, "stoker pack: cannot create %s: %s\n", p.out, strerror(-e));

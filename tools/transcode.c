@@ -12,11 +12,12 @@
  * signal: an interrupted run leaves only whole files.  transcode_file is shared
  * with `stoker pack --transcode`. */
 #include "common/cli.h"
+#include "common/outdir.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
+#include <limits.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -28,25 +29,31 @@
 
 #include <jansson.h>
 
-int transcode_file(const char *path, uint64_t size, void **out, size_t *outlen, char *why,
-		   size_t whylen)
+int transcode_file(const char *path, uint64_t offset, uint64_t size, void **out, size_t *outlen,
+		   char *why, size_t whylen)
 {
 	*out = NULL;
 	*outlen = 0;
 	why[0] = 0;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	/* O_NONBLOCK: a FIFO in a file's place opens at once, and is refused below */
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 	if (fd < 0) {
 		snprintf(why, whylen, "cannot open: %s", strerror(errno));
 		return -1;
 	}
 	struct stat st;
-	if (fstat(fd, &st) || (size && (uint64_t)st.st_size != size)) {
-		snprintf(why, whylen, "%s", size ? "the file changed since it was indexed"
-						 : strerror(errno));
+	int bad = fstat(fd, &st) ? errno : 0;
+	/* a whole file has the indexed size; a tar member lies within its shard */
+	if (bad || !S_ISREG(st.st_mode) ||
+	    (size && (offset ? (uint64_t)st.st_size < offset + size
+			     : (uint64_t)st.st_size != size))) {
+		snprintf(why, whylen, "%s", bad ? strerror(bad) : !S_ISREG(st.st_mode)
+			 ? "not a regular file" : "the file changed since it was indexed");
 		close(fd);
 		return -1;
 	}
-	size = (uint64_t)st.st_size;
+	if (!size)
+		size = (uint64_t)st.st_size;
 	uint8_t *buf = malloc(size ? (size_t)size : 1);
 	if (!buf) {
 		close(fd);
@@ -54,7 +61,7 @@ int transcode_file(const char *path, uint64_t size, void **out, size_t *outlen, 
 		return -1;
 	}
 	for (uint64_t got = 0; got < size;) {
-		ssize_t r = read(fd, buf + got, (size_t)(size - got));
+		ssize_t r = pread(fd, buf + got, (size_t)(size - got), (off_t)(offset + got));
 		if (r < 0 && errno == EINTR)
 			continue;
 		if (r <= 0) {
@@ -164,6 +171,25 @@ static int walk_one(const char *path, const struct stat *st, int type, struct FT
 	return FTW_CONTINUE;
 }
 
+/* --replace: a link in SRC to a file in DST (which is about to be emptied)
+ * stops the walk, its path in walk_err.  Links are the only way: SRC and DST
+ * are apart, and links to folders are not followed. */
+static char link_dst[PATH_MAX];
+
+static int link_apart(const char *path, const struct stat *st, int type, struct FTW *ftw)
+{
+	(void)st;
+	char real[PATH_MAX];
+	if (ftw->level > 0 && path[ftw->base] == '.')
+		return type == FTW_D ? FTW_SKIP_SUBTREE : FTW_CONTINUE;
+	if (type != FTW_SL || !realpath(path, real) || !outdir_within(real, link_dst))
+		return FTW_CONTINUE;
+	snprintf(walking->walk_err, sizeof(walking->walk_err), "SRC's %s links to %s in DST "
+		 "%s: --replace would remove it; choose a folder apart from the data", path, real,
+		 walking->dst);
+	return FTW_STOP;
+}
+
 /* The .tmp file each worker is writing, for the signal handler: a name is
  * complete before its flag is set, and unlinking a name already renamed
  * away is harmless.  Allocated before the handler is installed. */
@@ -255,7 +281,7 @@ static void *worker(void *arg)
 		snprintf(out, sizeof(out), "%s/%s", t->dst, e->rel);
 		void *data;
 		size_t len;
-		int rc = transcode_file(in, 0, &data, &len, why, sizeof(why));
+		int rc = transcode_file(in, 0, 0, &data, &len, why, sizeof(why));
 		if (rc >= 0 && write_file(out, data, len, slot, why, sizeof(why)))
 			rc = -1;
 		free(data);
@@ -268,21 +294,6 @@ static void *worker(void *arg)
 		atomic_fetch_add(&t->done, 1);
 	}
 	return NULL;
-}
-
-static bool nonempty(const char *dir)
-{
-	DIR *d = opendir(dir);
-	struct dirent *de;
-	bool r = false;
-	while (d && (de = readdir(d)))
-		if (strcmp(de->d_name, ".") && strcmp(de->d_name, "..")) {
-			r = true;
-			break;
-		}
-	if (d)
-		closedir(d);
-	return r;
 }
 
 /* CPU seconds of the process so far (all threads). */
@@ -349,12 +360,15 @@ static int report(struct tc *t, int threads, double secs, double cpu, bool json)
 int cmd_transcode(int argc, char **argv)
 {
 	int64_t threads;
-	bool json = false, force = false;
+	bool json = false, force = false, replace = false;
 	const struct opt opts[] = {
 		{"threads", 'j', OPT_INT, &threads, "0", 0, 1024, NULL, "T",
 		 "worker threads (0 = online CPUs)"},
+		{"replace", 0, OPT_BOOL, &replace, NULL, 0, 0, NULL, NULL,
+		 "DST is a folder with files in it: replace it whole (what it holds is removed "
+		 "first; never a folder that is or holds SRC) [refused]"},
 		{"force", 'f', OPT_BOOL, &force, NULL, 0, 0, NULL, NULL,
-		 "write into a non-empty DST, replacing files of the same name"},
+		 "refused: it wrote into a non-empty DST, old files beside new; see --replace"},
 		{"json", 0, OPT_BOOL, &json, NULL, 0, 0, NULL, NULL, "print a JSON summary"},
 		OPT_END,
 	};
@@ -366,7 +380,8 @@ int cmd_transcode(int argc, char **argv)
 		"loader) then decodes only the intervals each crop covers.  Progressive JPEGs\n"
 		"become baseline.  Other files, and JPEGs that are corrupt or unsupported, are\n"
 		"copied as they are and listed with the reason; hidden files and folders\n"
-		"(.stoker-index, .git) are left out.",
+		"(.stoker-index, .git) are left out.  DST must be new or empty (--replace)\n"
+		"and apart from SRC: neither inside it nor holding it.",
 	};
 	int first = opt_parse(&help, opts, argc, argv);
 	if (first < 0)
@@ -375,29 +390,37 @@ int cmd_transcode(int argc, char **argv)
 		fprintf(stderr, "stoker transcode: give SRC and DST\ntry 'stoker transcode --help'\n");
 		return EXIT_USAGE;
 	}
+	if (force) {
+		fprintf(stderr, "stoker transcode: --force is gone: writing into a non-empty DST "
+			"mixed old files with new; --replace replaces DST whole\n");
+		return EXIT_USAGE;
+	}
 	struct tc t = {.src = argv[first], .dst = argv[first + 1]};
-	char rs[4096], rd[4096];
+	int oc = outdir_check("transcode", "SRC", t.src, "DST", t.dst, replace);
+	if (oc)
+		return oc;
 	struct stat st;
-	if (stat(t.src, &st) || !S_ISDIR(st.st_mode) || !realpath(t.src, rs)) {
+	errno = 0;
+	if (stat(t.src, &st) || !S_ISDIR(st.st_mode)) {
 		fprintf(stderr, "stoker transcode: %s: %s\n", t.src,
 			errno ? strerror(errno) : "not a folder");
 		return EXIT_FAIL;
 	}
-	if (nonempty(t.dst) && !force) {
-		fprintf(stderr, "stoker transcode: %s is not empty; choose another DST, or --force to "
-			"write into it\n", t.dst);
-		return EXIT_FAIL;
+	if (replace && outdir_real(t.dst, link_dst) == 0) {
+		walking = &t;
+		int lr = nftw(t.src, link_apart, 32, FTW_PHYS | FTW_ACTIONRETVAL);
+		walking = NULL;
+		if (lr && t.walk_err[0]) {
+			fprintf(stderr, "stoker transcode: %s\n", t.walk_err);
+			return EXIT_USAGE;
+		}
 	}
+	if (replace && outdir_clear("transcode", t.dst))
+		return EXIT_FAIL;
 	int e = mkdirs(t.dst, NULL, 0);
-	if (e || !realpath(t.dst, rd)) {
-		fprintf(stderr, "stoker transcode: cannot create %s: %s\n", t.dst,
-			strerror(e ? -e : errno));
+	if (e) {
+		fprintf(stderr, "stoker transcode: cannot create %s: %s\n", t.dst, strerror(-e));
 		return EXIT_FAIL;
-	}
-	size_t rl = strlen(rs);
-	if (!strncmp(rd, rs, rl) && (rd[rl] == '/' || !rd[rl])) {
-		fprintf(stderr, "stoker transcode: DST %s is inside SRC %s\n", t.dst, t.src);
-		return EXIT_USAGE;
 	}
 	t.srclen = strlen(t.src);
 	walking = &t;

@@ -364,9 +364,8 @@ static int run_sweep(struct bench_opts o)
 			       m->st.stall_ratio * 100, m->st.inflight_mean, V[pick].name,
 			       note[0] ? " (" : "", note, note[0] ? ")" : "");
 		}
-		json_decref(S[0].epochs);
-		for (int k = 1; k < nr; k++)
-			json_decref(S[k].epochs);
+		for (int k = 0; k < nr; k++)
+			run_release(&S[k]);
 		if (last)
 			stk_loader_destroy(last);
 		last = l;
@@ -686,7 +685,7 @@ int cmd_bench(int argc, char **argv)
 			printf("\n  warning: %s.\n", warn);
 	}
 	for (int i = 0; i < (int)o.repeat; i++)
-		json_decref(S[i].epochs);
+		run_release(&S[i]);
 	json_decref(vt);
 	json_decref(vp);
 	free(order);

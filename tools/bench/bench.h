@@ -48,7 +48,10 @@ struct run {
 	struct devmeter dev;    /* cold: what the device read while measured */
 	char invalid[400];      /* cold: why the figures mean nothing ("" when they do) */
 	uint64_t rcache_hits, rcache_reads; /* remote data: the run's reads the local cache served */
+	json_t *bad;            /* the failed samples named, "path: reason", at most BAD_NAMED */
+	uint64_t bad_seen;      /* the loader's total_errors when last looked at */
 };
+#define BAD_NAMED 20
 
 /* A cold window shorter than this, or of fewer samples, is mostly start-up
  * and the epoch's tail: no figure. */
@@ -111,6 +114,8 @@ int run_loader(struct stk_loader *l, const struct bench_opts *o, uint64_t epoch0
 int run_baseline(struct stk_loader *l, const struct bench_opts *o, const int64_t *order, uint64_t n,
 		 struct run *r, const struct stk_image_opts *img);
 json_t *run_json(const struct run *r);
+/* Frees what a run holds (its epochs' figures, the samples it named). */
+void run_release(struct run *r);
 /* bench/remote.c: remote data's transport and cache figures (none for local data). */
 void bench_remote_print(struct stk_loader *l, double wall_s);
 /* Remote data: each run's samples/s with the share of its reads the local

@@ -345,7 +345,7 @@ int bench_mpi(struct bench_opts *o, const char *path)
 			rc = run_loader(l, o, epoch, &r, &order, &norder);
 		epoch = r.next_epoch;
 		free(order);
-		json_decref(r.epochs);
+		run_release(&r);
 		char *mine = rank_result(&m, l, &r, rc, cache);
 		char **all = NULL;
 		mpi_gather(&m, "results", mine ? mine : "{}", &all);

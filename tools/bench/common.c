@@ -43,7 +43,7 @@ int bench_default_dataset(char *out, size_t len)
 	fprintf(stderr, "stoker bench: no PATH given; generating the default dataset (%d images, "
 			"%d classes) once in %s\n", DEFAULT_IMAGES, DEFAULT_CLASSES, out);
 	struct gen_params p = {.dir = tmp, .images = DEFAULT_IMAGES, .classes = DEFAULT_CLASSES,
-			       .quality = 90, .force = true};
+			       .quality = 90, .replace = true}; /* an interrupted one's */
 	if (gen_dataset(&p, false) != EXIT_OK)
 		return -1;
 	if (rename(tmp, out)) {

@@ -306,7 +306,7 @@ int bench_paths(struct bench_opts *o, char **paths, int n)
 	}
 	for (int i = 0; i < n; i++) {
 		for (int r = 0; r < o->repeat; r++)
-			json_decref(P[i].S[r].epochs);
+			run_release(&P[i].S[r]);
 		stk_loader_destroy(P[i].l);
 	}
 	free(P);

@@ -127,11 +127,34 @@ static uint64_t total_errors(struct stk_loader *l)
 	return st.total_errors;
 }
 
+/* After a batch that came short or with stand-ins: the failure the loader
+ * last named (stk_last_error: "path: reason"), once, into r->bad, while it
+ * holds fewer than BAD_NAMED.  The text report names the last; --json names
+ * these, and how many more it could not (errors - named). */
+static void name_errors(struct stk_loader *l, struct run *r)
+{
+	uint64_t total = total_errors(l);
+	if (total == r->bad_seen)
+		return;
+	r->bad_seen = total;
+	if (!r->bad || json_array_size(r->bad) >= BAD_NAMED)
+		return;
+	const char *msg = stk_last_error(l);
+	size_t i;
+	json_t *v;
+	json_array_foreach(r->bad, i, v) {
+		if (!strcmp(json_string_value(v), msg))
+			return; /* already named: reads in flight may have failed first */
+	}
+	if (msg[0])
+		json_array_append_new(r->bad, json_string(msg));
+}
+
 /* The ramp: epoch0's batches for o->ramp seconds (its end at most), not
  * measured: the queues fill and the depth probe runs.  Then epoch0 again
  * from its start, so the measured part is whole epochs whatever the ramp. */
 static int warm_up(struct stk_loader *l, const struct bench_opts *o, uint64_t epoch0,
-		   struct run *r)
+		   struct run *r, uint32_t batch_size)
 {
 	double t = now_s();
 	uint64_t e0 = total_errors(l);
@@ -140,6 +163,8 @@ static int warm_up(struct stk_loader *l, const struct bench_opts *o, uint64_t ep
 	uint64_t nb = 0;
 	while (!bench_interrupted && now_s() - t < o->ramp && (rc = stk_loader_next(l, &b)) == 1) {
 		r->ramp_samples += b->count;
+		if (b->count < batch_size || b->replaced)
+			name_errors(l, r);
 		sleep_ms(o->compute_ms);
 		stk_batch_release(l, b);
 		if (++nb % 16 == 0)
@@ -181,10 +206,12 @@ int run_loader(struct stk_loader *l, const struct bench_opts *o, uint64_t epoch0
 		return -ENOMEM;
 	}
 	r->epochs = json_array();
+	r->bad = json_array();
 	struct stk_stats s0 = {.size = sizeof(s0)};
 	stk_loader_stats(l, &s0);
 	/* every error of the run is in its report, the ramp's too */
 	uint64_t err0 = s0.total_errors;
+	r->bad_seen = err0;
 	bool cold = o->cache == CACHE_COLD, evict = cold && !s0.direct;
 	double resident = 0;
 	int rc = 0;
@@ -202,7 +229,7 @@ int run_loader(struct stk_loader *l, const struct bench_opts *o, uint64_t epoch0
 	hits0 = same ? last_hits : 0;
 	reads0 = same ? last_reads : 0;
 	if (o->ramp > 0 && !rcache)
-		rc = warm_up(l, o, epoch0, r);
+		rc = warm_up(l, o, epoch0, r, eff.batch_size);
 	if (evict && !rc) { /* the ramp's reads, or a drop that could not be done */
 		evict_dataset(l);
 		resident = cached_fraction(l);
@@ -233,6 +260,8 @@ int run_loader(struct stk_loader *l, const struct bench_opts *o, uint64_t epoch0
 			for (uint32_t i = 0; i < b->count; i++)
 				r->bytes += b->sizes[i];
 			r->batches++;
+			if (b->count < eff.batch_size || b->replaced)
+				name_errors(l, r);
 			sleep_ms(o->compute_ms); /* the emulated accelerator holds the batch */
 			stk_batch_release(l, b);
 			if (r->batches % 16 == 0)
@@ -244,8 +273,10 @@ int run_loader(struct stk_loader *l, const struct bench_opts *o, uint64_t epoch0
 				break;
 			}
 		}
-		if (rc < 0)
+		if (rc < 0) {
+			name_errors(l, r); /* the one that ended the run (--on-error fail) */
 			break;
+		}
 		rc = 0;
 		if (!done) {
 			epochs_done++;
@@ -572,9 +603,22 @@ void loader_opts(const struct bench_opts *o, struct stk_loader_opts *lo,
 	lo->image = o->image ? img : NULL;
 }
 
+void run_release(struct run *r)
+{
+	json_decref(r->epochs);
+	json_decref(r->bad);
+	r->epochs = r->bad = NULL;
+}
+
 json_t *stats_json(const struct run *r)
 {
 	json_t *st = run_json(r);
+	/* the failed samples the run named, and those it could not (several
+	 * between two looks, or past BAD_NAMED): the text report's "last" */
+	size_t named = json_array_size(r->bad);
+	json_object_set_new(st, "bad_samples", r->bad ? json_incref(r->bad) : json_array());
+	json_object_set_new(st, "bad_samples_unnamed",
+			    json_integer((json_int_t)(r->errors > named ? r->errors - named : 0)));
 	json_object_set_new(st, "batch_wait_ns",
 			    json_pack("{s:I,s:I,s:I}", "p50", (json_int_t)r->st.wait_p50_ns, "p99",
 				      (json_int_t)r->st.wait_p99_ns, "max",

@@ -37,6 +37,11 @@ struct opt {
 	const char *help;
 };
 #define OPT_END {0}
+/* --seed of a command's own table (gen, pack, disk; bench's is the library's
+ * row): one range for all, so that a negative seed is refused everywhere
+ * rather than taken as 2^64 - 1 by some. */
+#define OPT_SEED(short_name, dst, def, help)                                       \
+	{"seed", (short_name), OPT_INT, (dst), (def), 0, 9.2e18, NULL, "S", (help)}
 
 struct cmd_help {
 	const char *name;     /* "bench" */
@@ -111,11 +116,12 @@ int cmd_exporter(int argc, char **argv);
 int cmd_pack(int argc, char **argv);
 int cmd_transcode(int argc, char **argv);
 
-/* Reads the file at path (of size bytes; 0: whatever it has) and rewrites it
- * with stk_jpeg_transcode.  0: *out (malloc'ed, *outlen bytes) is the new
+/* Reads the file at path (of size bytes; 0: whatever it has), or the size
+ * bytes at offset in it (a tar shard's member), and rewrites them with
+ * stk_jpeg_transcode.  0: *out (malloc'ed, *outlen bytes) is the new
  * file; 1: the file is kept as it was (*out holds its bytes) and why says
  * why (not a JPEG, corrupt, unsupported); -1: it could not be read (why). */
-int transcode_file(const char *path, uint64_t size, void **out, size_t *outlen, char *why,
-		   size_t whylen);
+int transcode_file(const char *path, uint64_t offset, uint64_t size, void **out, size_t *outlen,
+		   char *why, size_t whylen);
 
 #endif

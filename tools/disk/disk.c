@@ -183,7 +183,7 @@ int cmd_disk(int argc, char **argv)
 		 "allow writes to this existing file or block device: its data is destroyed"},
 		{"no-drop", 0, OPT_BOOL, &a.no_drop, NULL, 0, 0, NULL, NULL,
 		 "never write /proc/sys/vm/drop_caches (it slows everyone on a shared machine)"},
-		{"seed", 0, OPT_INT, &a.seed, "0", 0, 0, NULL, "N", "random offsets and file sizes"},
+		OPT_SEED(0, &a.seed, "0", "random offsets and file sizes"),
 		{"repeat", 'r', OPT_INT, &a.repeat, "1", 1, SPREAD_MAX, NULL, "N",
 		 "rounds of every case, the PATHs alternating in each: MB/s and IOPS as the median "
 		 "(min-max), JSON every round"},

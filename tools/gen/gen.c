@@ -5,12 +5,12 @@
  * so the bytes do not depend on the thread count.  Threads take image numbers from an atomic counter; each file is written as
  * NAME.tmp and renamed, so no half-written JPEG is left under its name. */
 #include "common/cli.h"
+#include "common/outdir.h"
 #include "gen/gen.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
-#include <dirent.h>
 #include <stdarg.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -145,23 +145,6 @@ static void *worker(void *arg)
 	gen_scratch_free(sc);
 	atomic_fetch_add(&g->finished, 1);
 	return NULL;
-}
-
-/* 1 if dir holds anything, 0 if empty or missing, -errno if unreadable. */
-static int dir_nonempty(const char *dir)
-{
-	DIR *d = opendir(dir);
-	if (!d)
-		return errno == ENOENT ? 0 : -errno;
-	struct dirent *de;
-	int r = 0;
-	while ((de = readdir(d)))
-		if (strcmp(de->d_name, ".") && strcmp(de->d_name, "..")) {
-			r = 1;
-			break;
-		}
-	closedir(d);
-	return r;
 }
 
 /* opt_parse stops at the first operand (getopt's "+"), yet the usage reads
@@ -309,16 +292,11 @@ int gen_dataset(const struct gen_params *p, bool json)
 	if (nthreads > p->images)
 		nthreads = (int)p->images;
 
-	int ne = dir_nonempty(p->dir);
-	if (ne < 0) {
-		fprintf(stderr, "stoker gen: cannot read %s: %s\n", p->dir, strerror(-ne));
+	int oc = outdir_check("gen", NULL, NULL, "DIR", p->dir, p->replace);
+	if (oc)
+		return oc;
+	if (p->replace && outdir_clear("gen", p->dir))
 		return EXIT_FAIL;
-	}
-	if (ne && !p->force) {
-		fprintf(stderr, "stoker gen: %s is not empty; choose another DIR, or --force to "
-			"write into it\n", p->dir);
-		return EXIT_FAIL;
-	}
 	char failed[4096];
 	int e = mkdirs(p->dir, failed, sizeof(failed));
 	if (e) {
@@ -352,21 +330,23 @@ int cmd_gen(int argc, char **argv)
 {
 	int64_t images, classes, seed, threads, quality;
 	int format = 0;
-	bool force = false, json = false;
+	bool force = false, replace = false, json = false;
 	const struct opt opts[] = {
 		{"images", 'n', OPT_INT, &images, "10000", 1, 1e9, NULL, "N", "number of images"},
 		{"classes", 'c', OPT_INT, &classes, "100", 1, 1e6, NULL, "K",
 		 "class folders c0000..., images dealt round-robin (K <= N)"},
-		{"seed", 's', OPT_INT, &seed, "0", 0, 0, NULL, "S",
-		 "image i depends only on (seed, i)"},
+		OPT_SEED('s', &seed, "0", "image i depends only on (seed, i)"),
 		{"threads", 'j', OPT_INT, &threads, "0", 0, 256, NULL, "T",
 		 "encoder threads (0 = online CPUs)"},
 		{"quality", 'q', OPT_INT, &quality, "90", 1, 100, NULL, "Q", "JPEG and WebP quality"},
 		{"format", 0, OPT_CHOICE, &format, "jpeg", 0, 0, "jpeg,png,webp,mixed", "F",
 		 "file format (PNG: 8-bit RGB; WebP: lossy; mixed: the three in turn in each "
 		 "class)"},
+		{"replace", 0, OPT_BOOL, &replace, NULL, 0, 0, NULL, NULL,
+		 "DIR is a folder with files in it: replace it whole (what it holds is removed "
+		 "first) [refused]"},
 		{"force", 'f', OPT_BOOL, &force, NULL, 0, 0, NULL, NULL,
-		 "write into a non-empty DIR, overwriting files of the same name"},
+		 "refused: it wrote into a non-empty DIR, old files beside new; see --replace"},
 		{"json", 0, OPT_BOOL, &json, NULL, 0, 0, NULL, NULL, "print a JSON summary"},
 		OPT_END,
 	};
@@ -397,6 +377,11 @@ int cmd_gen(int argc, char **argv)
 			nops ? "give exactly one DIR" : "missing DIR");
 		return EXIT_USAGE;
 	}
+	if (force) {
+		fprintf(stderr, "stoker gen: --force is gone: writing into a non-empty DIR mixed old "
+			"files with new; --replace replaces DIR whole\n");
+		return EXIT_USAGE;
+	}
 	if (classes > images) { /* an empty class folder would not load */
 		fprintf(stderr, "stoker gen: --classes is more than --images\n");
 		return EXIT_USAGE;
@@ -404,6 +389,6 @@ int cmd_gen(int argc, char **argv)
 	struct gen_params p = {.dir = dirarg, .images = images, .classes = classes,
 				 .seed = (uint64_t)seed, .threads = (int)threads,
 				 .quality = (int)quality, .format = format,
-				 .force = force};
+				 .replace = replace};
 	return gen_dataset(&p, json);
 }

@@ -16,7 +16,7 @@ struct gen_params {
 	int threads;             /* encoder threads; 0: the online CPUs */
 	int quality;             /* JPEG and WebP quality 1..100 */
 	int format;              /* enum gen_format, or 3: the three in turn (mixed) */
-	bool force;              /* write into a non-empty dir */
+	bool replace;            /* a non-empty dir is replaced whole (else refused) */
 };
 
 /* Writes the dataset, saying what it does on stderr (a JSON summary on stdout
