@@ -11,13 +11,15 @@
  * PIL ignores them.  An APNG gives its default image (the IDAT), PIL's
  * first frame.
  *
- * A non-interlaced file is read a row at a time and left after the crop's
- * last row (the rows above it must be inflated and unfiltered anyway): the
- * fast path, which skips zlib's Adler-32 too (it is checked at the stream's
- * end, which the fast path never reaches; the chunks' CRCs are checked).  Left early, the decoder would never see that the file ends
- * too soon, so the fast path is taken only when the file's chunks tile it
- * up to IEND; otherwise every row is decoded and zlib says.  An interlaced
- * file is decoded whole.
+ * A non-interlaced file is read a row at a time, only the crop's rows
+ * turned into RGB; the rows below the crop are inflated and unfiltered
+ * all the same, down to the zlib stream's end, so that its data and its
+ * Adler-32 are checked for every crop: chunk CRCs, which a file altered on
+ * purpose recomputes, do not tell a damaged stream (PIL refuses it), and a
+ * sample is decoded right or refused, never half-checked.  (Stopping after
+ * the crop's last row saved a fifth of a random crop's CPU time: 16.2 ms
+ * against 20.3 on a 1600x1200 RGB file.)  An interlaced file is decoded
+ * whole.
  */
 #include "base/internal.h"
 #include "image/png.h"
@@ -174,11 +176,11 @@ static void to_rgb(const struct conv *c, const uint8_t *row, int x0, int x1, uin
 	}
 }
 
-/* Rows [y0, y1) of the image, columns [x0, x1), into rgb; fast: no row
- * below y1 is decoded (non-interlaced only).  0, or 1 from libpng's error
- * exit (d->msg says why). */
+/* Rows [y0, y1) of the image, columns [x0, x1), into rgb; every row is
+ * decoded, down to the zlib stream's end (libpng checks it after the last
+ * row).  0, or 1 from libpng's error exit (d->msg says why). */
 static int read_rows(struct dec *d, uint32_t h, int interlace, const struct conv *c, int x0,
-		     int y0, int x1, int y1, uint8_t *rgb, bool fast)
+		     int y0, int x1, int y1, uint8_t *rgb)
 {
 	if (setjmp(png_jmpbuf(d->pp)))
 		return 1;
@@ -201,17 +203,16 @@ static int read_rows(struct dec *d, uint32_t h, int interlace, const struct conv
 	d->row = malloc(png_get_rowbytes(d->pp, d->ip));
 	if (!d->row)
 		return -ENOMEM;
-	int last = fast ? y1 : (int)h;
-	for (int y = 0; y < last; y++) {
+	for (int y = 0; y < (int)h; y++) {
 		png_read_row(d->pp, d->row, NULL);
-		if (y >= y0 && y < y1) /* (past y1 when the file must be read to its end) */
+		if (y >= y0 && y < y1)
 			to_rgb(c, d->row, x0, x1, rgb + cw * (size_t)(y - y0));
 	}
 	return 0;
 }
 
 /* libpng's header: 0, or 1 from its error exit. */
-static int read_header(struct dec *d, bool fast, png_uint_32 *w, png_uint_32 *h, int *depth,
+static int read_header(struct dec *d, png_uint_32 *w, png_uint_32 *h, int *depth,
 		       int *color, int *interlace, struct conv *c)
 {
 	if (setjmp(png_jmpbuf(d->pp)))
@@ -220,8 +221,6 @@ static int read_header(struct dec *d, bool fast, png_uint_32 *w, png_uint_32 *h,
 	/* no chunk can be longer than the file; text and profiles inflate to 64 MiB at most */
 	png_set_chunk_malloc_max(d->pp, 64u << 20);
 	png_set_user_limits(d->pp, 0x7fffffff, 0x7fffffff);
-	if (fast)
-		png_set_option(d->pp, PNG_IGNORE_ADLER32, PNG_OPTION_ON);
 	if (!stk__png_crc)
 		png_set_crc_action(d->pp, PNG_CRC_QUIET_USE, PNG_CRC_QUIET_USE);
 	png_read_info(d->pp, d->ip);
@@ -279,10 +278,6 @@ int stk__png_decode(const struct stk_image_opts *o, const uint8_t *src, size_t l
 	const struct stk__box box = *boxp;
 	struct stk__span s;
 	stk__image_span(o, &box, W, H, 1, &s);
-	/* The fast path stops inflating above the end of the zlib stream, where
-	 * its Adler-32 would be checked: computing it would be wasted (the
-	 * chunks' CRCs still hold the data read to its bytes). */
-	bool fast = !src[28] && s.y1 < H && chunks_whole(src, len, NULL, 0);
 	struct dec *d = calloc(1, sizeof(*d));
 	struct conv *c = calloc(1, sizeof(*c));
 	uint8_t *rgb = NULL;
@@ -300,7 +295,7 @@ int stk__png_decode(const struct stk_image_opts *o, const uint8_t *src, size_t l
 	}
 	png_uint_32 pw, ph;
 	int depth, color, interlace;
-	if (read_header(d, fast, &pw, &ph, &depth, &color, &interlace, c)) {
+	if (read_header(d, &pw, &ph, &depth, &color, &interlace, c)) {
 		rc = corrupt(d, err, errlen);
 		goto out;
 	}
@@ -318,15 +313,11 @@ int stk__png_decode(const struct stk_image_opts *o, const uint8_t *src, size_t l
 		rc = -ENOMEM;
 		goto out;
 	}
-	rc = read_rows(d, h, interlace, c, s.x0, s.y0, s.x1, s.y1, rgb, fast);
+	rc = read_rows(d, h, interlace, c, s.x0, s.y0, s.x1, s.y1, rgb);
 	if (rc == 1)
 		rc = corrupt(d, err, errlen);
 	if (rc)
 		goto out;
-	if (info) {
-		info->fast = fast;
-		info->entropy = fast ? (double)s.y1 / H : 1;
-	}
 	double bx = box.x - s.x0, by = box.y - s.y0;
 	rc = stk__resample(o, rgb, rw, rh, bx, by, box.w, box.h, box.flip, out);
 	if (rc)
