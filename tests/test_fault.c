@@ -397,6 +397,34 @@ static struct epoch run_shard_epoch(struct stk_loader *l)
 	return e;
 }
 
+/* Skip's compaction of a batch where a file read again at a larger size went
+ * after the slot's reads, with a failed sample before it: every other
+ * sample's bytes still right, the one error counted. */
+static void test_resized_and_skipped(void **state)
+{
+	(void)state;
+	char *d = make_dataset();
+	struct stk_loader_opts o = {.path = d, .batch_size = N, .slot_bytes = 4 << 20,
+				    .flags = STK_F_NO_SHUFFLE | STK_F_NO_CACHE};
+	struct stk_loader *l = make(o);
+	char p[PATH_MAX];
+	snprintf(p, sizeof(p), "%s/c0/000.jpg", d);
+	assert_int_equal(unlink(p), 0);
+	snprintf(p, sizeof(p), "%s/c0/001.jpg", d);
+	uint8_t buf[2 * MAXLEN];
+	size_t len = fill(buf, 0, 1);
+	memset(buf + len, 0x5a, MAXLEN);
+	tu_write(p, buf, len + MAXLEN);
+	assert_int_equal(stk_loader_start(l, 1, 0), 0);
+	struct epoch e = run_epoch(l);
+	assert_int_equal(e.rc, 0);
+	assert_int_equal(e.wrong, 0);
+	assert_int_equal(e.samples, N - 1);
+	assert_int_equal(e.errors, 1);
+	stk_loader_destroy(l);
+	drop_dataset(d);
+}
+
 /* Runs l's epoch `epoch` (over shards: run_shard_epoch) with stderr caught:
  * returns what it printed (free it). */
 static char *epoch_said(struct stk_loader *l, uint64_t epoch, bool shards, struct epoch *e)
@@ -813,6 +841,7 @@ int main(void)
 		cmocka_unit_test(test_dangling_symlink),
 		cmocka_unit_test(test_file_resized),
 		cmocka_unit_test(test_shard_resized_said),
+		cmocka_unit_test(test_resized_and_skipped),
 		cmocka_unit_test(test_damaged_shard_remembered),
 		cmocka_unit_test(test_reset_keeps_errors),
 		cmocka_unit_test(test_replace),
