@@ -8,6 +8,7 @@
 #include "dataset/build.h"
 #include "stoker/stoker.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <limits.h>
 #include <sys/mman.h>
@@ -258,6 +259,80 @@ static void test_dangling_symlink(void **state)
 	assert_int_equal(stk_loader_num_samples(l), N + 1);
 	assert_int_equal(index_errors(l), 0);
 	stk_loader_destroy(l);
+	drop_dataset(d);
+}
+
+/* Removes folder `name` under dirfd and all below it, by descriptors: a
+ * tree deeper than PATH_MAX has paths nftw cannot build. */
+static void rm_tree_at(int at, const char *name)
+{
+	int fd = openat(at, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	assert_true(fd >= 0);
+	DIR *dh = fdopendir(fd);
+	assert_non_null(dh);
+	struct dirent *de;
+	while ((de = readdir(dh)))
+		if (strcmp(de->d_name, ".") && strcmp(de->d_name, "..")) {
+			if (de->d_type == DT_DIR)
+				rm_tree_at(dirfd(dh), de->d_name);
+			else
+				assert_int_equal(unlinkat(dirfd(dh), de->d_name, 0), 0);
+		}
+	closedir(dh);
+	assert_int_equal(unlinkat(at, name, AT_REMOVEDIR), 0);
+}
+
+/* Class 13: a folder nested deeper than PATH_MAX (25 levels of 200-byte
+ * names, a sample at the bottom) is left out by skip like a folder that
+ * cannot be opened: named once, counted in index_errors, the rest indexed;
+ * fail refuses it. */
+static void test_folder_deeper_than_path_max(void **state)
+{
+	(void)state;
+	char *d = make_dataset();
+	char p[PATH_MAX], err[PATH_MAX + 256], name[201];
+	memset(name, 'n', 200);
+	name[200] = 0;
+	snprintf(p, sizeof(p), "%s/c1", d);
+	int fd = open(p, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	assert_true(fd >= 0);
+	for (int k = 0; k < 25; k++) {
+		assert_int_equal(mkdirat(fd, name, 0755), 0);
+		int next = openat(fd, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		assert_true(next >= 0);
+		close(fd);
+		fd = next;
+	}
+	int f = openat(fd, "deep.jpg", O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+	assert_true(f >= 0);
+	assert_int_equal(write(f, "deep", 4), 4);
+	close(f);
+	close(fd);
+	for (int round = 0; round < 2; round++) { /* built, then from the cache */
+		struct stk_loader *l;
+		int rc;
+		char *said = create_said(&l, (struct stk_loader_opts){.path = d}, &rc, err, sizeof(err));
+		if (rc)
+			fail_msg("round %d: create under skip: %s", round, err);
+		if (count_of(said, "path too long") != 1)
+			fail_msg("round %d: the folder is not named once: '%s'", round, said);
+		free(said);
+		assert_int_equal(stk_loader_num_samples(l), N);
+		assert_int_equal(index_errors(l), 1);
+		struct epoch e = run_epoch(l);
+		assert_int_equal(e.wrong, 0);
+		assert_int_equal(e.samples, N);
+		stk_loader_destroy(l);
+		assert_int_equal(try_make(&l, (struct stk_loader_opts){
+					      .path = d, .on_error = STK_ON_ERROR_FAIL}, err, sizeof(err)),
+				 -ENAMETOOLONG);
+		assert_null(l);
+		assert_non_null(strstr(err, "path too long"));
+	}
+	int cfd = open(p, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	assert_true(cfd >= 0);
+	rm_tree_at(cfd, name);
+	close(cfd);
 	drop_dataset(d);
 }
 
@@ -842,6 +917,7 @@ int main(void)
 		cmocka_unit_test(test_file_resized),
 		cmocka_unit_test(test_shard_resized_said),
 		cmocka_unit_test(test_resized_and_skipped),
+		cmocka_unit_test(test_folder_deeper_than_path_max),
 		cmocka_unit_test(test_damaged_shard_remembered),
 		cmocka_unit_test(test_reset_keeps_errors),
 		cmocka_unit_test(test_replace),
