@@ -101,6 +101,8 @@ $(BUILD)/tests/stub/libcudart.so.12: tests/stub_cudart.c
 	@mkdir -p $(@D)
 	$(Q)$(CC) -shared -fPIC -O1 -o $@ $< -Wl,-soname,libcudart.so.12
 $(BUILD)/tests/test_pin: $(BUILD)/tests/stub/libcudart.so.12
+# test_png_webp writes its PNGs' zlib streams itself (libpng's zlib).
+$(BUILD)/tests/test_png_webp: LIBS += $(shell $(PKG_CONFIG) --libs zlib 2>/dev/null)
 
 $(BUILD)/examples/%: examples/%.c $(BUILD)/libstoker.so
 	@mkdir -p $(@D)

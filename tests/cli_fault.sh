@@ -14,11 +14,13 @@ QUICK="--runtime 0 --ramp 0 --repeat 1"
 "$STOKER" gen data --images 60 --classes 3 --seed 1 >/dev/null || fail "gen"
 "$STOKER" bench $QUICK data --epochs 1 --no-baseline >/dev/null || fail "first bench (indexes)"
 
-# Class 5: one file short on disk (its folder's mtime unchanged, so the cached
-# index still has it): every epoch of every run counts exactly one error,
-# whatever the warm-up's reads and the counters' reset raced to.  The file is
-# the first of the epoch (--no-shuffle): its read lands right after the start.
-# (A run that finds it short drops the cache: each round indexes it whole.)
+# Class 5: one file cut to 10 bytes on disk (its folder's mtime unchanged, so
+# the cached index still has it): read at its size now, it is a JPEG that
+# does not decode, so every epoch of every --image run counts exactly one
+# error, whatever the warm-up's reads and the counters' reset raced to.  The
+# file is the first of the epoch (--no-shuffle): its read lands right after
+# the start.  (A run that finds it short drops the cache: each round indexes
+# it whole.)
 victim=data/c0000/$(ls data/c0000 | head -n 1)
 cp "$victim" whole.jpg
 i=0
@@ -27,7 +29,7 @@ while [ $i -lt 8 ]; do
 	"$STOKER" bench $QUICK data --epochs 1 --no-baseline --cache as-is >/dev/null \
 		|| fail "round $i: indexing"
 	truncate -s 10 "$victim"
-	"$STOKER" bench $QUICK data --batch-size 8 --epochs 2 --no-shuffle --json >b.json 2>err.txt \
+	"$STOKER" bench $QUICK data --image --batch-size 8 --epochs 2 --no-shuffle --json >b.json 2>err.txt \
 		|| fail "bench run $i exited $?: $(cat err.txt)"
 	"$PY" - b.json <<'PY' || fail "run $i: errors not counted exactly: $(cat b.json)"
 import json, sys
@@ -41,7 +43,7 @@ done
 cp whole.jpg "$victim"
 "$STOKER" bench $QUICK data --epochs 1 --no-baseline --cache as-is >/dev/null || fail "indexing"
 truncate -s 10 "$victim"
-"$STOKER" bench $QUICK data --batch-size 8 --epochs 2 --no-shuffle --on-error replace --json \
+"$STOKER" bench $QUICK data --image --batch-size 8 --epochs 2 --no-shuffle --on-error replace --json \
 	>b.json 2>err.txt || fail "bench --on-error replace exited $?: $(cat err.txt)"
 "$PY" - b.json <<'PY' || fail "--on-error replace: $(cat b.json)"
 import json, sys

@@ -1,8 +1,8 @@
 #!/bin/sh
 # cli_mpi.sh — `mpirun -np 4 stoker bench|disk`: each rank its share, rank 0
 # prints the aggregate and the spread (and JSON with both); options that
-# differ across ranks are refused; a rank that fails (a short file under
-# --on-error fail), is killed, or stops ends the job with its rank and reason
+# differ across ranks are refused; a rank that fails (a file cut short, which
+# no longer decodes, under --image --on-error fail), is killed, or stops ends the job with its rank and reason
 # on the output, not a hang; without Open MPI's library the message says what
 # to install.  Run by tests/cli.sh with $STOKER set.
 . "$(dirname "$0")/cli-common.sh"
@@ -90,11 +90,11 @@ cp -r "$tmp/ds" "$tmp/bad"
 "$S" bench "$tmp/bad" --runtime 0 --epochs 1 --no-baseline >/dev/null 2>&1  # index cached
 victim=$(ls "$tmp/bad/c0002" | head -n 1)
 truncate -s 10 "$tmp/bad/c0002/$victim"
-timeout 120 $MPI -np 4 "$S" bench "$tmp/bad" --runtime 0 --epochs 1 --on-error fail \
+timeout 120 $MPI -np 4 "$S" bench "$tmp/bad" --image --runtime 0 --epochs 1 --on-error fail \
 	--cache as-is >"$tmp/out" 2>&1
 rc=$?
 [ $rc = 1 ] || fail "a failing rank: exit $rc, want 1"
-grep -q "^stoker bench: rank [0-3] ([^)]*): .*c0002/$victim: short read" "$tmp/out" ||
+grep -q "^stoker bench: rank [0-3] ([^)]*): .*c0002/$victim: corrupt JPEG" "$tmp/out" ||
 	fail "the failing rank and file are not named"
 
 # --- 5. a killed rank ends the job, named, within seconds --------------------

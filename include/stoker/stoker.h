@@ -654,7 +654,8 @@ struct stk_stats {
 	/* image mode, per enum stk_image_format over the window: samples
 	 * decoded, the decode threads' time on them, and the share that took
 	 * the format's crop-only path (JPEG: restart intervals; WebP: libwebp's
-	 * own crop and scaling; PNG: rows below the crop left undecoded) */
+	 * own crop and scaling; PNG: none, 0: every row is decoded so that the
+	 * zlib stream is checked to its end) */
 	uint64_t format_decoded[STK_FORMATS];
 	double format_decode_busy_s[STK_FORMATS];
 	double format_fast_share[STK_FORMATS];

@@ -125,6 +125,35 @@ int stk__str_push(char ***v, size_t *n, size_t *cap, const char *s)
 	return 0;
 }
 
+/* Under skip, a subfolder of rel whose path would reach PATH_MAX (nested
+ * that deep) is left out of the listing by the policy, as a folder that
+ * cannot be opened is: named and counted, not a path no caller can build
+ * ending the whole index.  Under fail, listed: the caller's "path too long"
+ * ends it.  A folder listed twice (dataset.c's walk lists each folder for
+ * its subfolders, then for its files) records it once.  1: left out, 0:
+ * listed, <0: an error. */
+static int too_deep(struct builder *b, const char *rel, const char *name)
+{
+	size_t rl = strlen(rel), nl = strlen(name), len = rl + (rl ? 1 : 0) + nl;
+	if (len < PATH_MAX || !b->o->skip_bad)
+		return 0;
+	char *path = malloc(len + 1);
+	if (!path)
+		return stk__build_fail(b, -ENOMEM, "%s: out of memory listing", b->root);
+	snprintf(path, len + 1, "%s%s%s", rel, rl ? "/" : "", name);
+	bool seen = false; /* records: "<kind><code>", path, message */
+	for (uint64_t off = 0, k = 0; off < b->bad.len && !seen; k++) {
+		const char *s = b->bad.p + off;
+		seen = k % 3 == 1 && !strcmp(s, path);
+		off += strlen(s) + 1;
+	}
+	int rc = seen ? 0 : stk__build_bad(b, BAD_OPEN, path, -ENAMETOOLONG,
+					   "%s/%s: path too long (%zu bytes, PATH_MAX %d): left out",
+					   b->root, path, len, PATH_MAX);
+	free(path);
+	return rc ? rc : 1;
+}
+
 /* Lists rel (relative to root); sizes of regular files go to *sizes if wanted. */
 int stk__build_list_dir(struct builder *b, const char *rel, struct listing *l, struct stat *dst)
 {
@@ -160,6 +189,13 @@ int stk__build_list_dir(struct builder *b, const char *rel, struct listing *l, s
 				isdir = S_ISDIR(st.st_mode);
 				isreg = S_ISREG(st.st_mode);
 			}
+		}
+		if (isdir && (rc = too_deep(b, rel, de->d_name))) {
+			if (rc > 0) {
+				rc = 0;
+				continue;
+			}
+			break;
 		}
 		if (isdir)
 			rc = stk__str_push(&l->dirs, &l->ndirs, &dcap, de->d_name);

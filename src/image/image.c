@@ -28,6 +28,7 @@
 #include "base/internal.h"
 #include "image/image.h"
 #include "image/resample.h"
+#include "image/span.h"
 
 #include <math.h>
 #include <setjmp.h>
@@ -178,12 +179,12 @@ struct err_mgr {
 	char warning[JMSG_LENGTH_MAX];
 	size_t warn_pos; /* offset of the decoder's input at that warning */
 	/* the limits, checked by libjpeg's progress monitor (djpeg -maxscans
-	 * does the same): a scan past max_scans, or CPU time past max_ns */
+	 * does the same): a scan past max_scans, or CPU time past max_decode_time */
 	struct jpeg_progress_mgr progress;
 	enum { LIMIT_NONE, LIMIT_SCANS, LIMIT_TIME } limit;
 	uint32_t max_scans;
 	unsigned calls;
-	uint64_t cpu0, max_ns;
+	struct stk__deadline dl;
 };
 
 static void on_error_exit(j_common_ptr c)
@@ -209,14 +210,6 @@ static void on_message(j_common_ptr c, int level)
 	}
 }
 
-static uint64_t thread_cpu_ns(void)
-{
-	struct timespec ts;
-	if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts))
-		return 0;
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 /* Called by libjpeg once per iMCU row of each scan while a progressive
  * file is read in, and per read_scanlines call: a progressive JPEG can
  * declare thousands of scans that each walk the whole coefficient buffer
@@ -230,7 +223,7 @@ static void on_progress(j_common_ptr c)
 		e->limit = LIMIT_SCANS;
 		longjmp(e->jmp, 1);
 	}
-	if (++e->calls % 64 == 0 && thread_cpu_ns() - e->cpu0 > e->max_ns) {
+	if (++e->calls % 64 == 0 && stk__deadline_passed(&e->dl)) {
 		e->limit = LIMIT_TIME;
 		longjmp(e->jmp, 1);
 	}
@@ -357,9 +350,8 @@ int stk__image_decode_box(const struct stk_image_opts *o, const uint8_t *src, si
 	em.warning[0] = 0;
 	em.limit = LIMIT_NONE;
 	em.max_scans = o->max_scans ? o->max_scans : UINT32_MAX;
-	em.max_ns = o->max_decode_ns ? o->max_decode_ns : UINT64_MAX;
 	em.calls = 0;
-	em.cpu0 = thread_cpu_ns();
+	stk__deadline_start(&em.dl, o);
 	em.progress = (struct jpeg_progress_mgr){.progress_monitor = on_progress};
 	if (setjmp(em.jmp)) {
 		char msg[JMSG_LENGTH_MAX], where[128];
@@ -369,9 +361,7 @@ int stk__image_decode_box(const struct stk_image_opts *o, const uint8_t *src, si
 				 "(max_scans): refused, as a scan bomb would be", ci.image_width,
 				 ci.image_height, em.max_scans);
 		} else if (em.limit == LIMIT_TIME) {
-			snprintf(err, errlen, "JPEG of %ux%u still decoding after %.3g s of CPU time "
-				 "(max_decode_time): refused", ci.image_width, ci.image_height,
-				 (double)em.max_ns / 1e9);
+			stk__deadline_error(&em.dl, "JPEG", ci.image_width, ci.image_height, err, errlen);
 		} else if (fast) {
 			stk__jpeg_fast_name(&fs, (size_t)(ci.src->next_input_byte - fs.buf), where,
 					    sizeof(where));

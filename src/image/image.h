@@ -31,8 +31,8 @@ void stk__image_box(const struct stk_image_opts *o, uint64_t sample_seed, int W,
 struct stk__decode_info {
 	int format;     /* enum stk_image_format */
 	bool fast;      /* the format's crop-only path: JPEG's restart intervals covering the
-			   crop only, WebP's native crop or scaling, a PNG left undecoded
-			   below the crop */
+			   crop only, WebP's native crop or scaling; never a PNG,
+			   whose zlib stream is checked to its end */
 	double entropy; /* share of the file's entropy-coded bytes the decoder went through */
 };
 /* 0 disables the restart-interval path (tests compare the two) [1]. */

@@ -11,17 +11,20 @@
  * PIL ignores them.  An APNG gives its default image (the IDAT), PIL's
  * first frame.
  *
- * A non-interlaced file is read a row at a time and left after the crop's
- * last row (the rows above it must be inflated and unfiltered anyway): the
- * fast path, which skips zlib's Adler-32 too (it is checked at the stream's
- * end, which the fast path never reaches; the chunks' CRCs are checked).  Left early, the decoder would never see that the file ends
- * too soon, so the fast path is taken only when the file's chunks tile it
- * up to IEND; otherwise every row is decoded and zlib says.  An interlaced
- * file is decoded whole.
+ * A non-interlaced file is read a row at a time, only the crop's rows
+ * turned into RGB; the rows below the crop are inflated and unfiltered
+ * all the same, down to the zlib stream's end, so that its data and its
+ * Adler-32 are checked for every crop: chunk CRCs, which a file altered on
+ * purpose recomputes, do not tell a damaged stream (PIL refuses it), and a
+ * sample is decoded right or refused, never half-checked.  (Stopping after
+ * the crop's last row saved a fifth of a random crop's CPU time: 16.2 ms
+ * against 20.3 on a 1600x1200 RGB file.)  An interlaced file is decoded
+ * whole.  max_decode_time is checked between rows, every MiB of them.
  */
 #include "base/internal.h"
 #include "image/png.h"
 #include "image/resample.h"
+#include "image/span.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -174,15 +177,27 @@ static void to_rgb(const struct conv *c, const uint8_t *row, int x0, int x1, uin
 	}
 }
 
-/* Rows [y0, y1) of the image, columns [x0, x1), into rgb; fast: no row
- * below y1 is decoded (non-interlaced only).  0, or 1 from libpng's error
- * exit (d->msg says why). */
+/* Whether the decode is past max_decode_time, asked after each row of
+ * rowb bytes: the clock is read once a MiB (~1 ms of inflate). */
+static bool late(const struct stk__deadline *dl, size_t *since, size_t rowb)
+{
+	*since += rowb;
+	if (*since < (1u << 20))
+		return false;
+	*since = 0;
+	return stk__deadline_passed(dl);
+}
+
+/* Rows [y0, y1) of the image, columns [x0, x1), into rgb; every row is
+ * decoded, down to the zlib stream's end (libpng checks it after the last
+ * row).  0, 1 from libpng's error exit (d->msg says why), or 2 past the
+ * deadline. */
 static int read_rows(struct dec *d, uint32_t h, int interlace, const struct conv *c, int x0,
-		     int y0, int x1, int y1, uint8_t *rgb, bool fast)
+		     int y0, int x1, int y1, uint8_t *rgb, const struct stk__deadline *dl)
 {
 	if (setjmp(png_jmpbuf(d->pp)))
 		return 1;
-	size_t cw = (size_t)(x1 - x0) * 3;
+	size_t cw = (size_t)(x1 - x0) * 3, since = 0;
 	if (interlace) { /* Adam7: every pass fills in the same rows */
 		int passes = png_set_interlace_handling(d->pp);
 		png_read_update_info(d->pp, d->ip);
@@ -191,27 +206,32 @@ static int read_rows(struct dec *d, uint32_t h, int interlace, const struct conv
 		if (!d->img)
 			return -ENOMEM;
 		for (int p = 0; p < passes; p++)
-			for (uint32_t y = 0; y < h; y++)
+			for (uint32_t y = 0; y < h; y++) {
 				png_read_row(d->pp, d->img + rowb * y, NULL);
+				if (late(dl, &since, rowb))
+					return 2;
+			}
 		for (int y = y0; y < y1; y++)
 			to_rgb(c, d->img + rowb * (size_t)y, x0, x1, rgb + cw * (size_t)(y - y0));
 		return 0;
 	}
 	png_read_update_info(d->pp, d->ip);
-	d->row = malloc(png_get_rowbytes(d->pp, d->ip));
+	size_t rowb = png_get_rowbytes(d->pp, d->ip);
+	d->row = malloc(rowb);
 	if (!d->row)
 		return -ENOMEM;
-	int last = fast ? y1 : (int)h;
-	for (int y = 0; y < last; y++) {
+	for (int y = 0; y < (int)h; y++) {
 		png_read_row(d->pp, d->row, NULL);
-		if (y >= y0 && y < y1) /* (past y1 when the file must be read to its end) */
+		if (y >= y0 && y < y1)
 			to_rgb(c, d->row, x0, x1, rgb + cw * (size_t)(y - y0));
+		if (late(dl, &since, rowb))
+			return 2;
 	}
 	return 0;
 }
 
 /* libpng's header: 0, or 1 from its error exit. */
-static int read_header(struct dec *d, bool fast, png_uint_32 *w, png_uint_32 *h, int *depth,
+static int read_header(struct dec *d, png_uint_32 *w, png_uint_32 *h, int *depth,
 		       int *color, int *interlace, struct conv *c)
 {
 	if (setjmp(png_jmpbuf(d->pp)))
@@ -220,8 +240,6 @@ static int read_header(struct dec *d, bool fast, png_uint_32 *w, png_uint_32 *h,
 	/* no chunk can be longer than the file; text and profiles inflate to 64 MiB at most */
 	png_set_chunk_malloc_max(d->pp, 64u << 20);
 	png_set_user_limits(d->pp, 0x7fffffff, 0x7fffffff);
-	if (fast)
-		png_set_option(d->pp, PNG_IGNORE_ADLER32, PNG_OPTION_ON);
 	if (!stk__png_crc)
 		png_set_crc_action(d->pp, PNG_CRC_QUIET_USE, PNG_CRC_QUIET_USE);
 	png_read_info(d->pp, d->ip);
@@ -276,13 +294,11 @@ int stk__png_decode(const struct stk_image_opts *o, const uint8_t *src, size_t l
 	if (rc)
 		return rc;
 	uint32_t w = (uint32_t)W, h = (uint32_t)H;
+	struct stk__deadline dl;
+	stk__deadline_start(&dl, o);
 	const struct stk__box box = *boxp;
 	struct stk__span s;
 	stk__image_span(o, &box, W, H, 1, &s);
-	/* The fast path stops inflating above the end of the zlib stream, where
-	 * its Adler-32 would be checked: computing it would be wasted (the
-	 * chunks' CRCs still hold the data read to its bytes). */
-	bool fast = !src[28] && s.y1 < H && chunks_whole(src, len, NULL, 0);
 	struct dec *d = calloc(1, sizeof(*d));
 	struct conv *c = calloc(1, sizeof(*c));
 	uint8_t *rgb = NULL;
@@ -300,7 +316,7 @@ int stk__png_decode(const struct stk_image_opts *o, const uint8_t *src, size_t l
 	}
 	png_uint_32 pw, ph;
 	int depth, color, interlace;
-	if (read_header(d, fast, &pw, &ph, &depth, &color, &interlace, c)) {
+	if (read_header(d, &pw, &ph, &depth, &color, &interlace, c)) {
 		rc = corrupt(d, err, errlen);
 		goto out;
 	}
@@ -318,15 +334,13 @@ int stk__png_decode(const struct stk_image_opts *o, const uint8_t *src, size_t l
 		rc = -ENOMEM;
 		goto out;
 	}
-	rc = read_rows(d, h, interlace, c, s.x0, s.y0, s.x1, s.y1, rgb, fast);
+	rc = read_rows(d, h, interlace, c, s.x0, s.y0, s.x1, s.y1, rgb, &dl);
 	if (rc == 1)
 		rc = corrupt(d, err, errlen);
+	else if (rc == 2)
+		rc = stk__deadline_error(&dl, "PNG", w, h, err, errlen);
 	if (rc)
 		goto out;
-	if (info) {
-		info->fast = fast;
-		info->entropy = fast ? (double)s.y1 / H : 1;
-	}
 	double bx = box.x - s.x0, by = box.y - s.y0;
 	rc = stk__resample(o, rgb, rw, rh, bx, by, box.w, box.h, box.flip, out);
 	if (rc)

@@ -15,7 +15,8 @@ int stk__png_size(const struct stk_image_opts *o, const uint8_t *src, size_t len
 		  char *err, size_t errlen);
 /* stk__image_decode_box for a PNG whose size was checked: its pixels as
  * PIL's convert("RGB") gives them, box resampled into out.  0, or <0 with
- * the reason in err (STK_ECORRUPT, -ENOMEM). */
+ * the reason in err (STK_ECORRUPT, STK_ETOOBIG past max_decode_time,
+ * -ENOMEM). */
 int stk__png_decode(const struct stk_image_opts *o, const uint8_t *src, size_t len,
 		    const struct stk__box *box, void *out, char *err, size_t errlen,
 		    struct stk__decode_info *info);

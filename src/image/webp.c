@@ -11,10 +11,18 @@
  * An animation gives its first frame as PIL's WebPAnimDecoder renders it:
  * the frame at its offset on a canvas of the animation's size, zero (black)
  * where it does not reach; decoded whole.
+ *
+ * max_decode_time: libwebp has no progress callback, so a file over 64 KiB
+ * goes through its incremental decoder, shown a longer prefix of the file
+ * each call (WebPIUpdate: no copy), and the thread's CPU time is read
+ * between calls; lossy data is then decoded until the crop's rows are out,
+ * as the one-call decoder stops after the crop's last macroblock row.  A
+ * smaller file is decoded in one call.
  */
 #include "base/internal.h"
 #include "image/webp.h"
 #include "image/resample.h"
+#include "image/span.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -52,6 +60,44 @@ static int status_error(VP8StatusCode st, char *err, size_t errlen)
 	}
 	snprintf(err, errlen, "corrupt WebP: %s (libwebp status %d)", why, (int)st);
 	return STK_ECORRUPT;
+}
+
+/* libwebp's decode of p into cfg->output (rows: its height, the crop's or
+ * the scaled crop's), in pieces of stk__webp_piece bytes with the deadline
+ * checked between them: 0, or <0 with the reason in err (W×H named). */
+size_t stk__webp_piece = 64u << 10;
+static int decode(const uint8_t *p, size_t n, WebPDecoderConfig *cfg, int rows,
+		  const struct stk__deadline *dl, int W, int H, char *err, size_t errlen)
+{
+	VP8StatusCode st = VP8_STATUS_OUT_OF_MEMORY;
+	WebPIDecoder *idec = NULL;
+	size_t piece = stk__webp_piece ? stk__webp_piece : 1;
+	if (n <= piece)
+		st = WebPDecode(p, n, cfg);
+	else
+		idec = WebPIDecode(NULL, 0, cfg);
+	if (!idec) {
+		WebPFreeDecBuffer(&cfg->output);
+		return st == VP8_STATUS_OK ? 0 : status_error(st, err, errlen);
+	}
+	st = VP8_STATUS_SUSPENDED;
+	for (size_t have = 0; st == VP8_STATUS_SUSPENDED;) {
+		have = n - have > piece ? have + piece : n;
+		st = WebPIUpdate(idec, p, have);
+		int last_y = 0;
+		if (st == VP8_STATUS_SUSPENDED && WebPIDecodedArea(idec, NULL, NULL, NULL, &last_y) &&
+		    last_y >= rows)
+			st = VP8_STATUS_OK; /* lossy: the crop's rows are out */
+		else if (st == VP8_STATUS_SUSPENDED && have >= n)
+			st = VP8_STATUS_NOT_ENOUGH_DATA; /* the file ends before the image does */
+		else if (st == VP8_STATUS_SUSPENDED && stk__deadline_passed(dl))
+			st = VP8_STATUS_USER_ABORT;
+	}
+	WebPIDelete(idec);
+	WebPFreeDecBuffer(&cfg->output);
+	if (st == VP8_STATUS_USER_ABORT)
+		return stk__deadline_error(dl, "WebP", (unsigned)W, (unsigned)H, err, errlen);
+	return st == VP8_STATUS_OK ? 0 : status_error(st, err, errlen);
 }
 
 /* The first frame of an animation: where it lies on the canvas. */
@@ -130,9 +176,10 @@ int stk__webp_decode(const struct stk_image_opts *o, const uint8_t *src, size_t 
 	if (info)
 		*info = (struct stk__decode_info){.format = STK_FORMAT_WEBP, .entropy = 1};
 	WebPBitstreamFeatures ft;
-	VP8StatusCode st;
 	struct frame f = {0};
 	int W, H;
+	struct stk__deadline dl;
+	stk__deadline_start(&dl, o);
 	int rc = probe(o, src, len, &ft, &W, &H, &f, err, errlen); /* (the caller's check too) */
 	if (rc)
 		return rc;
@@ -160,18 +207,20 @@ int stk__webp_decode(const struct stk_image_opts *o, const uint8_t *src, size_t 
 			rc = -ENOMEM;
 			goto out;
 		}
-		uint8_t *at = canvas + (size_t)f.y * cstride + (size_t)f.x * 3;
-		size_t room = cstride * (size_t)(H - f.y) - (size_t)f.x * 3;
-		if (!WebPDecodeRGBInto(f.p, f.len, at, room, (int)cstride)) {
-			/* the reason: the same call through the config path */
-			WebPDecoderConfig cfg;
-			WebPInitDecoderConfig(&cfg);
-			st = WebPDecode(f.p, f.len, &cfg);
-			WebPFreeDecBuffer(&cfg.output);
-			rc = status_error(st != VP8_STATUS_OK ? st : VP8_STATUS_BITSTREAM_ERROR, err,
-					  errlen);
+		WebPDecoderConfig cfg;
+		if (!WebPInitDecoderConfig(&cfg)) {
+			snprintf(err, errlen, "libwebp: version mismatch");
+			rc = -EINVAL;
 			goto out;
 		}
+		cfg.output.colorspace = MODE_RGB;
+		cfg.output.is_external_memory = 1;
+		cfg.output.u.RGBA.rgba = canvas + (size_t)f.y * cstride + (size_t)f.x * 3;
+		cfg.output.u.RGBA.stride = (int)cstride;
+		cfg.output.u.RGBA.size = cstride * (size_t)(H - f.y) - (size_t)f.x * 3;
+		rc = decode(f.p, f.len, &cfg, f.h, &dl, W, H, err, errlen);
+		if (rc)
+			goto out;
 		for (int y = 0; y < rh; y++)
 			memcpy(rgb + stride * (size_t)y,
 			       canvas + (size_t)(s.y0 + y) * cstride + (size_t)s.x0 * 3, stride);
@@ -196,12 +245,9 @@ int stk__webp_decode(const struct stk_image_opts *o, const uint8_t *src, size_t 
 		cfg.output.u.RGBA.rgba = rgb;
 		cfg.output.u.RGBA.stride = (int)stride;
 		cfg.output.u.RGBA.size = stride * (size_t)rh;
-		st = WebPDecode(src, len, &cfg);
-		WebPFreeDecBuffer(&cfg.output);
-		if (st != VP8_STATUS_OK) {
-			rc = status_error(st, err, errlen);
+		rc = decode(src, len, &cfg, rh, &dl, W, H, err, errlen);
+		if (rc)
 			goto out;
-		}
 		if (info) {
 			info->fast = crop || d > 1;
 			info->entropy = (double)s.y1 / H;

@@ -4,7 +4,8 @@
  * it from the batch (loader/producer.c compacts); replace reads a stand-in in
  * its place (loader/replace.c).  A short or grown file means the index no
  * longer matches the data: the cache file is removed so the next create
- * indexes again.  Under the loader's mutex.
+ * indexes again (a file is first read again at its size now, loader/read.c:
+ * what comes here is one that could not be).  Under the loader's mutex.
  */
 #include "loader/loader.h"
 

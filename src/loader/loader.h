@@ -28,6 +28,9 @@ struct sio {
 	struct sio *rider;    /* shards: the next member the same read brings (merged) */
 	bool changed;         /* shards: after the read the shard's size or mtime was not
 				 the index's (stk__shards_stat) */
+	uint64_t now_size;    /* files: the size a stat found after a read of another
+				 length (stk__loader_file_stat; UINT64_MAX: none) */
+	bool reread;          /* files: read again at that size already (once a batch) */
 	/* the place in the batch (loader/error.c): kept across stand-ins */
 	int64_t orig;         /* the dataset index the sampler put here */
 	uint64_t place, room; /* where its read went in the slot (NO_PLACE: shared with
@@ -42,6 +45,7 @@ struct shard {
 	int fd;               /* -1: each read opens it */
 	bool stamped;         /* the index recorded its size and mtime: */
 	uint64_t size, mtime_ns;
+	bool warned;          /* its change was said on stderr (once a loader) */
 };
 
 /* Shards: members of a batch at most MERGE_GAP apart (their tar headers)
@@ -238,6 +242,7 @@ struct stk_loader {
 	_Atomic uint64_t replaced; /* stand-ins handed out (replace), since create */
 	uint64_t index_errors;  /* left out of the index by the error policy: kept by resets */
 	bool index_dropped;     /* a file changed size: its cache file was removed */
+	bool warned_resize;     /* a file that changed size could not be read again: said */
 	_Atomic uint32_t inflight, inflight_max;
 	_Atomic uint32_t returned; /* slots released, not yet taken back (free_slot) */
 	uint64_t t_create;
@@ -338,6 +343,16 @@ uint64_t stk__loader_setup_read(struct stk_loader *l, struct slot *s, uint32_t i
 				uint64_t place);
 /* The room the read of dataset sample idx alone takes in a slot. */
 uint64_t stk__loader_room(const struct stk_loader *l, int64_t idx);
+/* Folders and lists, after a read landed (ring thread, without mu): a read
+ * whose length says the file changed size stats it, x->now_size its size
+ * now (else UINT64_MAX). */
+void stk__loader_file_stat(const struct stk_loader *l, struct sio *x);
+/* A file that changed size since it was indexed (x->now_size): its read is
+ * queued again at that size, in its place or after the slot's reads, so the
+ * sample is its bytes now (true); false when it cannot be (read again
+ * already this batch, no room, no stat): the caller counts the error.
+ * Under mu. */
+bool stk__loader_reread(struct stk_loader *l, struct slot *s, struct sio *x);
 /* Lays out a claimed batch of n samples (l->scratch_idx) in slot s and
  * queues its reads on r; returns how many were queued.  Under mu. */
 uint32_t stk__loader_lay_out(struct stk_loader *l, struct io_thread *r, struct slot *s, uint32_t n);

@@ -49,16 +49,36 @@ static void inflight_change(struct stk_loader *l, struct io_thread *r, int delta
 
 /* --- the I/O threads ----------------------------------------------------- */
 
+/* Whether the good samples' bytes lie in batch order, each after the one
+ * before: a file read again at a larger size (loader/read.c) went after
+ * the slot's reads, and moving it down could overwrite the samples after
+ * it. */
+static bool in_order(const struct slot *s)
+{
+	uint64_t end = 0;
+	for (uint32_t i = 0; i < s->nios; i++) {
+		if (s->ios[i].io.res < 0)
+			continue;
+		if (s->offsets[i] < end)
+			return false;
+		end = s->offsets[i] + s->sizes[i];
+	}
+	return true;
+}
+
 /* Compacts a batch whose samples failed under the skip policy. */
 static void compact(struct stk_loader *l, struct slot *s)
 {
 	uint8_t *base = stk__pool_slot(&l->pool, (uint32_t)(s - l->slots));
 	uint32_t k = 0;
 	uint64_t off = 0;
+	/* shards are laid out in file order, and bytes out of order stay: only
+	 * the arrays are compacted */
+	bool stay = l->ds->shards || !in_order(s);
 	for (uint32_t i = 0; i < s->nios; i++) {
 		if (s->ios[i].io.res < 0)
 			continue;
-		if (l->ds->shards) { /* laid out in file order: the bytes stay where they are */
+		if (stay) {
 			off = s->offsets[s->nios];
 		} else if (off != s->offsets[i]) {
 			memmove(base + off, base + s->offsets[i], s->sizes[i]);
@@ -68,11 +88,11 @@ static void compact(struct stk_loader *l, struct slot *s)
 			uint8_t *img = base + l->img_off;
 			memcpy(img + (size_t)k * ib, img + (size_t)i * ib, ib);
 		}
-		s->offsets[k] = l->ds->shards ? s->offsets[i] : off;
+		s->offsets[k] = stay ? s->offsets[i] : off;
 		s->sizes[k] = s->sizes[i];
 		s->labels[k] = s->labels[i];
 		s->indices[k] = s->indices[i];
-		if (!l->ds->shards)
+		if (!stay)
 			off += s->sizes[i]; /* the reads are done: no alignment needed any more */
 		k++;
 	}
@@ -152,6 +172,8 @@ static void sample_done(struct stk_loader *l, struct slot *s, struct sio *x)
 		rc = (int)io->res;
 	else if (!l->direct && !x->prefix)
 		((uint8_t *)io->buf)[x->size] = 0; /* the probe's byte: not left as it was */
+	if ((rc == STK_ESHORT || rc == STK_EGREW) && stk__loader_reread(l, s, x))
+		return; /* read again at its size now: this read is no error */
 	if (rc < 0)
 		stk__loader_sample_error(l, s, x, rc, l->ds->shards && l->ops != &stk__engine_null ? why
 											   : NULL);
@@ -331,6 +353,9 @@ void *stk__loader_io_main(void *arg)
 			r->stat_round++;
 			for (int i = 0; i < got; i++)
 				stk__shards_stat(l, r, (struct sio *)r->done[i]);
+		} else if (!l->ds->shards && !l->ds->remote && l->ops != &stk__engine_null) {
+			for (int i = 0; i < got; i++) /* a file that changed size: its size now */
+				stk__loader_file_stat(l, (struct sio *)r->done[i]);
 		}
 		pthread_mutex_lock(&l->mu);
 		now = stk__now_ns();

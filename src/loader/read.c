@@ -4,16 +4,26 @@
  * indexed size (loader/common.c's stk__loader_read_len) so a file that grew
  * shows; tar shards: members merged into runs by loader/shard_read.c.  Each
  * read lands in place: no copy.  A sample that cannot fit is an error of
- * that sample (loader/error.c).  Under the loader's mutex.
+ * that sample (loader/error.c).  A file whose read says it changed size
+ * since it was indexed (rewritten in place: its folder's mtime, and so the
+ * cached index, unchanged) is stat'ed by the ring after the reap and read
+ * again at its size now, once, in its place or after the slot's reads: the
+ * sample is the file as it is, every epoch of a long run, not an error the
+ * skip policy would drop from each of them.  Under the loader's mutex,
+ * stk__loader_file_stat excepted.
  */
 #include "loader/loader.h"
 
-/* Folders and lists: what a good read of entry e returns, its size or under
- * read_bytes only its first bytes (a prefix: no growth probe). */
-static uint64_t want_of(const struct stk_loader *l, const struct stk_entry *e, bool *prefix)
+#include <stdio.h>
+#include <sys/stat.h>
+
+/* Folders and lists: what a good read of a file of `size` bytes returns,
+ * its size or under read_bytes only its first bytes (a prefix: no growth
+ * probe). */
+static uint64_t want_of(const struct stk_loader *l, uint64_t size, bool *prefix)
 {
-	*prefix = l->o.read_bytes && l->o.read_bytes < e->size;
-	return *prefix ? l->o.read_bytes : e->size;
+	*prefix = l->o.read_bytes && l->o.read_bytes < size;
+	return *prefix ? l->o.read_bytes : size;
 }
 
 /* Room the read of dataset sample idx takes in a slot, read alone. */
@@ -22,20 +32,20 @@ uint64_t stk__loader_room(const struct stk_loader *l, int64_t idx)
 	if (l->ds->shards)
 		return stk__shards_room(l, idx);
 	bool prefix;
-	uint64_t want = want_of(l, &l->ds->entries[idx], &prefix);
+	uint64_t want = want_of(l, l->ds->entries[idx].size, &prefix);
 	return prefix && !l->direct ? want : stk__loader_read_len(l, want);
 }
 
-uint64_t stk__loader_setup_read(struct stk_loader *l, struct slot *s, uint32_t i, int64_t idx,
-				uint64_t place)
+/* The read of file idx, taken as `size` bytes, as sample i of slot s at
+ * byte `place`; returns the room it takes. */
+static uint64_t setup_file(struct stk_loader *l, struct slot *s, uint32_t i, int64_t idx,
+			   uint64_t place, uint64_t size)
 {
-	if (l->ds->shards)
-		return stk__shards_setup_one(l, s, i, idx, place);
 	uint32_t si = (uint32_t)(s - l->slots);
 	const struct stk_entry *e = &l->ds->entries[idx];
 	struct sio *x = &s->ios[i];
 	bool prefix;
-	uint64_t want = want_of(l, e, &prefix);
+	uint64_t want = want_of(l, size, &prefix);
 	s->indices[i] = idx;
 	s->labels[i] = e->label;
 	s->sizes[i] = want;
@@ -49,6 +59,7 @@ uint64_t stk__loader_setup_read(struct stk_loader *l, struct slot *s, uint32_t i
 	x->size = want;
 	x->prefix = prefix;
 	x->skip = 0;
+	x->now_size = UINT64_MAX;
 	x->slot = si;
 	x->idx = i;
 	x->t_submit = 0;
@@ -56,6 +67,63 @@ uint64_t stk__loader_setup_read(struct stk_loader *l, struct slot *s, uint32_t i
 	x->rider = NULL;
 	s->offsets[i] = place;
 	return x->io.len;
+}
+
+uint64_t stk__loader_setup_read(struct stk_loader *l, struct slot *s, uint32_t i, int64_t idx,
+				uint64_t place)
+{
+	if (l->ds->shards)
+		return stk__shards_setup_one(l, s, i, idx, place);
+	return setup_file(l, s, i, idx, place, l->ds->entries[idx].size);
+}
+
+void stk__loader_file_stat(const struct stk_loader *l, struct sio *x)
+{
+	x->now_size = UINT64_MAX;
+	int64_t res = x->io.res;
+	if (res < 0 || ((uint64_t)res >= x->skip + x->size && ((uint64_t)res <= x->size || x->prefix)))
+		return; /* an error of its own, or the length indexed */
+	struct stat st;
+	if (!fstatat(l->ds->root_fd, x->io.path, &st, 0) && S_ISREG(st.st_mode))
+		x->now_size = (uint64_t)st.st_size;
+}
+
+bool stk__loader_reread(struct stk_loader *l, struct slot *s, struct sio *x)
+{
+	if (l->ds->shards || l->ds->remote || x->reread || x->now_size == UINT64_MAX ||
+	    s->gen != l->gen || l->draining || l->stop)
+		return false;
+	stk__loader_drop_index(l); /* the next create indexes it again */
+	bool prefix;
+	uint64_t want = want_of(l, x->now_size, &prefix);
+	uint64_t need = prefix && !l->direct ? want : stk__loader_read_len(l, want), place;
+	if (need <= x->room) {
+		place = x->place;
+	} else if (need <= l->raw_bytes - s->used) {
+		place = x->place = s->used; /* (a stand-in for it would go there too) */
+		x->room = need;
+		s->used += need;
+		s->offsets[s->nios] = s->used; /* data_bytes covers it */
+	} else {
+		if (!l->warned_resize) {
+			l->warned_resize = true;
+			bool abs = x->io.path[0] == '/';
+			stk__loader_notice(l, "%s%s%s changed size since it was indexed (%llu bytes, now "
+					   "%llu) and does not fit in what is left of its batch slot: "
+					   "an error (on_error) each epoch until the next create "
+					   "indexes it again", abs ? "" : l->ds->root, abs ? "" : "/",
+					   x->io.path,
+					   (unsigned long long)x->size, (unsigned long long)x->now_size);
+		}
+		return false;
+	}
+	setup_file(l, s, x->idx, s->indices[x->idx], place, x->now_size);
+	x->reread = true;
+	struct io_thread *r = &l->rings[s->ring];
+	r->queue[(r->qhead + r->qlen++) % r->qcap] = x;
+	s->pending++;
+	s->unsent++;
+	return true;
 }
 
 /* Folders and file lists: one read a file, laid out in sample order. */
@@ -68,6 +136,7 @@ static uint32_t lay_out_files(struct stk_loader *l, struct io_thread *r, struct 
 		uint64_t len = stk__loader_setup_read(l, s, i, l->scratch_idx[i], off);
 		x->place = off;
 		x->room = len;
+		x->reread = false;
 		if (len > l->raw_bytes - off) {
 			/* a batch far above the size bound (see slot_bytes_for) */
 			x->room = 0;

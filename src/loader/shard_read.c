@@ -16,7 +16,10 @@
  * mtime that is not the index's refuses its reads (a rewrite whose headers
  * are byte-identical, as `stoker pack` writes them).  So a shard rewritten
  * since it was indexed gives errors naming the shard and the offset, never
- * another member's bytes.
+ * another member's bytes.  Such a member cannot be read again (its offset
+ * is the old shard's), so the first error of each changed shard is said on
+ * stderr too: under skip its members would otherwise leave every epoch of
+ * the run seen only in the counters.
  * More shards than a quarter of RLIMIT_NOFILE: each read opens its shard
  * (the engines' open → read → close chain), as for folders.
  */
@@ -272,7 +275,8 @@ void stk__shards_stat(const struct stk_loader *l, struct io_thread *r, struct si
 	*m = (struct stat_memo){.round = r->stat_round, .shard = k, .changed = x->changed};
 }
 
-int stk__shards_check(struct stk_loader *l, struct sio *x, char *why, size_t len)
+/* A landed member's check: stk__shards_check's, before its notice. */
+static int shard_check(struct stk_loader *l, struct sio *x, char *why, size_t len)
 {
 	int64_t res = x->io.res;
 	if (res < 0) {
@@ -321,4 +325,29 @@ int stk__shards_check(struct stk_loader *l, struct sio *x, char *why, size_t len
 		return STK_ECORRUPT;
 	}
 	return 0;
+}
+
+/* Says once on stderr (unless quiet) that the shard of sample idx changed
+ * since it was indexed (why: the first member's error), naming it. */
+static void say_changed(struct stk_loader *l, int64_t idx, const char *why)
+{
+	struct shard *sh = &l->shards[shard_of(l, idx) - l->shards];
+	if (sh->warned)
+		return;
+	sh->warned = true;
+	const char *p = stk__entry_path(l->ds, sh->first);
+	bool abs = p[0] == '/';
+	stk__loader_notice(l, "%s%s%s: %s; a shard changed since it was indexed cannot be read "
+			   "again: each of its members is an error (on_error %s) until the next "
+			   "create indexes it again", abs ? "" : l->ds->root, abs ? "" : "/", p, why,
+			   l->o.on_error == STK_ON_ERROR_SKIP ? "skip" : l->o.on_error ==
+			   STK_ON_ERROR_FAIL ? "fail" : "replace");
+}
+
+int stk__shards_check(struct stk_loader *l, struct sio *x, char *why, size_t len)
+{
+	int rc = shard_check(l, x, why, len);
+	if (rc == STK_ESHORT || rc == STK_ECORRUPT || (rc == -ESTALE && l->ds->remote))
+		say_changed(l, l->slots[x->slot].indices[x->idx], why);
+	return rc;
 }

@@ -143,7 +143,7 @@ void short_warning(const struct bench_opts *o, const struct run *S, const struct
 static const char *const format_names[STK_FORMATS] = {"JPEG", "PNG", "WebP"};
 static const char *const format_keys[STK_FORMATS] = {"jpeg", "png", "webp"};
 /* what each format's fast path is (stk_stats.format_fast_share) */
-static const char *const fast_names[STK_FORMATS] = {"restart intervals", "stopped below the crop",
+static const char *const fast_names[STK_FORMATS] = {"restart intervals", "fast path (none: every row checked)",
 						    "libwebp's crop/scale"};
 
 int print_formats(const struct stk_stats *st)
