@@ -96,7 +96,16 @@ static int add_files(struct builder *b, const char *rel, const struct listing *l
 			continue;
 		struct stat st;
 		if (join(path, sizeof(path), rel, l->files[i])) {
-			rc = stk__build_fail(b, -ENAMETOOLONG, "%s/%s/%s: path too long", b->root, rel, l->files[i]);
+			/* by the policy, as a file that cannot be opened: under skip
+			 * left out and counted, not the end of the index */
+			char *p = NULL;
+			if (asprintf(&p, "%s%s%s", rel, *rel ? "/" : "", l->files[i]) < 0) {
+				rc = stk__build_fail(b, -ENOMEM, "%s: out of memory", b->root);
+				break;
+			}
+			rc = stk__build_bad(b, BAD_STAT, p, -ENAMETOOLONG, "%s/%s: path too long "
+					    "(%zu bytes, PATH_MAX %d)", b->root, p, strlen(p), PATH_MAX);
+			free(p);
 		} else if (fstatat(dfd, l->files[i], &st, 0)) {
 			/* a dangling symlink, a file gone: by the policy, like a read */
 			int e = errno;
