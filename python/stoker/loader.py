@@ -20,7 +20,7 @@ import ctypes
 import errno
 import gc
 import logging
-import operator
+import numbers
 import os
 import sys
 import threading
@@ -78,18 +78,6 @@ class _EpochIter:
 
     def __len__(self):
         return len(self._loader)
-
-
-def _uint(name, value, hi=_U32):
-    try:
-        if isinstance(value, bool):
-            raise TypeError
-        value = operator.index(value)
-    except TypeError:
-        raise TypeError("%s must be an integer, not %r" % (name, value)) from None
-    if not 0 <= value <= hi:
-        raise ValueError("%s must be in 0..%d, not %d" % (name, hi, value))
-    return value
 
 
 class Loader:
@@ -162,6 +150,16 @@ class Loader:
             if copy_free:
                 raise ValueError("sample_transform reads batches ahead of the loop: not with "
                                  "copy_free=True")
+        copy_free = _lib.check_bool("copy_free", copy_free)
+        if report_every is not None:
+            if _lib.is_bool(report_every) or not isinstance(report_every, numbers.Real):
+                raise TypeError("report_every must be a number of seconds or None, not %s"
+                                % _lib.shown(report_every))
+            if not report_every > 0:
+                raise ValueError("report_every must be more than 0 seconds, not %r"
+                                 % (report_every,))
+        if transform_threads is not None:
+            transform_threads = _lib.check_int("transform_threads", transform_threads, 1, _U32)
         self.batch_transform = batch_transform
         if image is not None:
             image = Image._from(image)
@@ -188,6 +186,9 @@ class Loader:
 
         self._device = cuda.device_of(device)  # None: batches stay in host memory
 
+        if not isinstance(path, (str, bytes, os.PathLike)):
+            raise TypeError("path must be a str, bytes or os.PathLike, not %s"
+                            % _lib.shown(path))
         self._path = os.fspath(path)
         o = _lib.LoaderOpts(size=ctypes.sizeof(_lib.LoaderOpts))
         self._keep = [os.fsencode(self._path)]  # what o points at, until create copies it
@@ -214,7 +215,7 @@ class Loader:
         self.rank = eff.rank
         self.world_size = eff.world_size
         self.prefetch = eff.prefetch
-        self.copy_free = bool(copy_free)
+        self.copy_free = copy_free
         self._report_every = None if report_every is None else float(report_every)
         self._report_next = None
         self._len = _lib.stk_loader_len(h)
@@ -228,8 +229,8 @@ class Loader:
         self._copier = cuda.Copier(self._device, self.prefetch, self._add_copy_wait) \
             if self._device is not None and sample_transform is None else None
         if sample_transform is not None:
-            self._pool = surface.Pool(sample_transform, int(transform_threads or
-                                                            surface.threads_default()))
+            self._pool = surface.Pool(sample_transform,
+                                      transform_threads or surface.threads_default())
             self._ahead = collections.deque()
             self._ahead_end = None
         self._sampler = surface.Sampler(self)
@@ -414,7 +415,7 @@ class Loader:
         DistributedSampler.set_epoch).  Without it, each new iteration runs the
         epoch after the last one.  Right after load_state_dict() a call with the
         restored epoch keeps the resume point."""
-        epoch = _uint("epoch", epoch, _U64)
+        epoch = _lib.check_int("epoch", epoch, 0, _U64)
         if self._fresh and self._want is None and self._pos[0] == epoch:
             return
         if self._want is not None and self._want[0] == epoch:
