@@ -64,6 +64,7 @@ class _EpochIter:
     def __next__(self):
         loader = self._loader
         if loader._pool is not None:
+            loader._not_from_transform("next()")
             batch = loader._next_transformed(self._gen)
             loader._fresh = False
             return batch
@@ -446,6 +447,7 @@ class Loader:
         that every sample not yet read is read once (shard shuffle: whole
         shards per rank).  A state from another dataset, seed, batch size or
         order options raises ValueError saying what differs."""
+        self._not_from_transform("load_state_dict()")
         p = _resume.from_dict(state)
         self._handle()
         if self._seed_default and p.seed != self.seed:
@@ -462,6 +464,18 @@ class Loader:
         self._after_restart(p.epoch, sum(p.segments[i].batches for i in range(p.nsegments)))
         self._elastic = p.nsegments > 1 or p.segments[0].world_size != self.world_size
         self._want = None
+
+    def _not_from_transform(self, what):
+        """Refuses a call from this loader's own sample_transform: the loader
+        waits for its transforms, so one that waits for the loader (the next
+        batch, a restart, close) would wait for itself."""
+        pool = self._pool
+        if pool is not None and pool.inside():
+            raise RuntimeError(
+                "stoker.Loader %r: %s called from inside its own sample_transform; the "
+                "loader waits for its transforms, so this would wait for itself (a "
+                "deadlock): a transform takes one sample's bytes and returns, and the "
+                "training loop calls the loader" % (self._path, what))
 
     def _before_restart(self):
         if self._pool is not None:
@@ -487,6 +501,7 @@ class Loader:
         self._after_restart(epoch, batch)
 
     def __iter__(self):
+        self._not_from_transform("iter()")
         self._handle()
         if self._rank_default:  # made before a process group that is up now?
             self._rank_default = surface.check_rank_world(self.rank, self.world_size)
@@ -803,6 +818,7 @@ class Loader:
         core = self._core
         if core is None:
             return
+        self._not_from_transform("close()")
         self._stop_metrics()  # its thread reads the loader: first
         if self._pool is not None:
             self._drop_ahead()

@@ -16,13 +16,17 @@ default seed; and the user's own transforms.
   CutMix: the place a collate_fn held), fn(batch) in raw mode; run on the
   consumer's thread after the device copy.
 - sample_transform (raw mode): fn(sample bytes) per sample, on a thread pool
-  the loader owns, a batch or two ahead of the training loop.
+  the loader owns, a batch or two ahead of the training loop.  The loader
+  waits for its pool (next(), a restart, close()), so a transform that calls
+  its own loader would wait for itself: Pool.inside() tells the loader's
+  methods so, and they refuse (RuntimeError) instead of deadlocking.
 """
 
 import collections
 import collections.abc
 import concurrent.futures
 import os
+import threading
 import traceback
 
 import torch
@@ -230,12 +234,25 @@ class Pool:
         self.fn = fn
         self.threads = threads
         self.ex = concurrent.futures.ThreadPoolExecutor(threads, thread_name_prefix="stk-py")
+        self._in = threading.local()  # .on: this thread runs fn now
+
+    def _run(self, data):
+        here = self._in
+        here.on = True
+        try:
+            return self.fn(data)
+        finally:
+            here.on = False
+
+    def inside(self):
+        """Whether the calling thread is running this pool's transform."""
+        return getattr(self._in, "on", False)
 
     def submit(self, batch):
         """Starts the batch's samples; returns what finish() takes."""
-        fn = self.fn
+        run = self._run
         views = batch.samples()
-        futs = [self.ex.submit(fn, v) for v in views]
+        futs = [self.ex.submit(run, v) for v in views]
         return batch, futs
 
     def finish(self, loader, pending, device):

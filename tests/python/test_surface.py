@@ -199,6 +199,38 @@ def test_sample_transform_state_counts_only_yielded(folder):
     assert len(seen) + len(rest) == N // 4
 
 
+REENTRANT = """
+import sys, stoker
+folder, call = sys.argv[1], sys.argv[2]
+l = stoker.Loader(folder, 4, seed=0, sample_transform=lambda d: act(), transform_threads=2)
+it = iter(l)
+state = l.state_dict()
+calls = {"next": lambda: next(it), "iter": lambda: iter(l), "close": l.close,
+         "load_state_dict": lambda: l.load_state_dict(state)}
+def act():
+    calls[call]()
+    return 0
+try:
+    next(it)
+except stoker.TransformError as e:
+    print(type(e.__cause__).__name__, e.__cause__)
+"""
+
+
+@pytest.mark.parametrize("call", ["next", "iter", "close", "load_state_dict"])
+def test_sample_transform_calling_its_loader_is_refused(folder, call):
+    """A sample_transform that calls its own loader (the loader waits for its
+    transforms) gets a RuntimeError saying why, where it deadlocked, in the
+    loop and at exit; run in a process of its own, so that a deadlock is a
+    timeout, not a hung test run."""
+    env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python"))
+    p = subprocess.run([sys.executable, "-c", REENTRANT, folder, call], env=env,
+                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=60)
+    assert p.returncode == 0, p.stdout
+    assert "RuntimeError" in p.stdout and "inside its own sample_transform" in p.stdout, p.stdout
+    assert call in p.stdout.splitlines()[0]
+
+
 @pytest.fixture
 def image_folder(tmp_path):
     pil = pytest.importorskip("PIL.Image", reason="PIL is not installed (python3-pil)")
