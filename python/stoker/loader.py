@@ -642,7 +642,7 @@ class Loader:
             ahead.append(pool.submit(b))
         if not ahead:
             raise StopIteration
-        return pool.finish(self, ahead.popleft(), self._device)
+        return pool.finish(self, ahead, self._device)
 
     def _drop_ahead(self):
         while self._ahead:

@@ -255,14 +255,20 @@ class Pool:
         futs = [self.ex.submit(run, v) for v in views]
         return batch, futs
 
-    def finish(self, loader, pending, device):
-        batch, futs = pending
-        pending = None
+    def finish(self, loader, ahead, device):
+        """The first batch of `ahead` (submit()'s), transformed; it leaves
+        `ahead` unless a Ctrl-C interrupted the wait for it: then it stays
+        first, and the next call finishes it (state_dict() does not count it
+        as yielded).  KeyboardInterrupt and SystemExit, from the wait or
+        raised by the transform, reach the caller as they are; an Exception
+        from the transform becomes a TransformError naming the sample."""
+        batch, futs = ahead[0]
         out = []
         for i, f in enumerate(futs):
             try:
                 out.append(f.result())
-            except BaseException as e:
+            except Exception as e:
+                ahead.popleft()
                 for g in futs[i + 1:]:
                     g.cancel()
                 concurrent.futures.wait(futs)
@@ -277,6 +283,18 @@ class Pool:
                 traceback.clear_frames(e.__traceback__)
                 batch = futs = out = f = None
                 raise err from e
+            except BaseException as e:
+                if f.done() and not f.cancelled() and f.exception() is e:
+                    # The transform raised it (sys.exit(), a KeyboardInterrupt
+                    # of its own): the batch goes, the rest of it is not waited
+                    # for, and the exception is the caller's as it is.
+                    ahead.popleft()
+                    for g in futs:
+                        g.cancel()
+                    traceback.clear_frames(e.__traceback__)
+                batch = futs = out = f = None
+                raise
+        ahead.popleft()
         if out and all(isinstance(t, torch.Tensor) for t in out) and \
                 len({(t.shape, t.dtype) for t in out}) == 1:
             out = torch.stack(out)

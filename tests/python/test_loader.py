@@ -237,6 +237,47 @@ def test_resume_equals_uninterrupted(jpeg_folder):
         l.load_state_dict(state)
 
 
+
+def test_state_dict_fields_checked(jpeg_folder):
+    """state_dict() carries its version; load_state_dict() reads the previous
+    release's (no version: the same keys) and refuses a newer version, keys it
+    does not know, fields of the wrong type (TypeError) and fields that
+    contradict each other (ValueError), each naming the field, before the
+    loader moves."""
+    with stoker.Loader(jpeg_folder, 7, seed=9, quiet=True) as l:
+        it = iter(l)
+        next(it)
+        next(it)
+        state = l.state_dict()
+        del it
+    assert state["version"] == 1
+    old = {k: v for k, v in state.items() if k != "version"}
+    type_errors = [("shuffle", "False"), ("drop_last", 0), ("seed", "9"), ("epoch", 1.0),
+                   ("batches", True), ("segments", "1,2"), ("segments", [[1, "2"]]),
+                   ("segments", [[1, 2, 3]]), ("fingerprint", 5), ("shuffle_mode", 0),
+                   ("world_size", None), ("version", "1")]
+    value_errors = [("batches", 3, "segments .* add up to 2"),
+                    ("segments", [[1, 1]], "'batches'.* add up to 1"),
+                    ("world_size", 2, "last segment was run on 1"),
+                    ("shuffle_window", 5, "shard mode"), ("version", 2, "newer"),
+                    ("fingerprint", "xyz", "hex"), ("segments", [[0, 2]], "1..")]
+    with stoker.Loader(jpeg_folder, 7, seed=9, quiet=True) as l:
+        for key, bad in type_errors:
+            with pytest.raises(TypeError, match=r"state_dict\['%s'\]" % key):
+                l.load_state_dict(dict(state, **{key: bad}))
+        for key, bad, words in value_errors:
+            with pytest.raises(ValueError, match=words) as ei:
+                l.load_state_dict(dict(state, **{key: bad}))
+            assert key in str(ei.value) or "batches" in str(ei.value)
+        with pytest.raises(ValueError, match="'resume_at'"):
+            l.load_state_dict(dict(state, resume_at=3))
+        with pytest.raises(TypeError, match="dict"):
+            l.load_state_dict([("seed", 9)])
+        assert l.state_dict()["batches"] == 0, "a refused state leaves the loader as it was"
+        l.load_state_dict(old)  # the previous release's state, without a version
+        assert l.state_dict() == state
+
+
 # --- slot lifetime ------------------------------------------------------------
 
 def test_tensors_stay_valid_while_referenced(jpeg_folder):
