@@ -19,6 +19,7 @@ import concurrent.futures
 import ctypes
 import errno
 import gc
+import inspect
 import logging
 import numbers
 import os
@@ -170,11 +171,10 @@ class Loader:
                 if name in options:
                     raise TypeError("give %s or %s, not both" % (alias, name))
                 options[name] = options.pop(alias)
-        unknown = sorted(set(options) - set(_LOADER_ROWS))
+        unknown = set(options) - set(_LOADER_ROWS)
         if unknown:
-            raise TypeError("stoker.Loader() got unknown option%s %s; the options are %s"
-                            % ("s" if len(unknown) > 1 else "", ", ".join(unknown),
-                               ", ".join(sorted(_LOADER_ROWS))))
+            raise surface.unknown_options(unknown, set(_LOADER_ROWS) | set(_LOADER_ALIASES) |
+                                          set(_KEYWORDS))
         self._rank_default = "rank" not in options and "world_size" not in options
         rw = surface.default_rank_world() if self._rank_default else None
         if rw:  # a process group that is up; else libstoker reads the launcher's
@@ -880,3 +880,8 @@ class Loader:
         return "<stoker.Loader %r batch_size=%d rank=%d/%d %d batches/epoch%s>" % (
             self._path, self.batch_size, self.rank, self.world_size, self._len,
             " image=%r" % (self.image,) if self.image is not None else "")
+
+
+# Loader's own keyword arguments (not options): for the nearest-name hint
+_KEYWORDS = [p for p in inspect.signature(Loader.__init__).parameters
+             if p not in ("self", "options")]

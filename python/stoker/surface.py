@@ -15,6 +15,10 @@ default seed; and the user's own transforms.
 - batch_transform: fn(images, labels) in image mode (torchvision's v2 MixUp,
   CutMix: the place a collate_fn held), fn(batch) in raw mode; run on the
   consumer's thread after the device copy.
+- A DataLoader's keywords (num_workers, pin_memory, collate_fn, sampler,
+  prefetch_factor, ...) given to a Loader: unknown_options() says what stoker
+  does instead, by the Loader's real keyword names; any other unknown name
+  gets the nearest real one (difflib), never the list of every option.
 - sample_transform (raw mode): fn(sample bytes) per sample, on a thread pool
   the loader owns, a batch or two ahead of the training loop.  The loader
   waits for its pool (next(), a restart, close()), so a transform that calls
@@ -25,6 +29,7 @@ default seed; and the user's own transforms.
 import collections
 import collections.abc
 import concurrent.futures
+import difflib
 import os
 import threading
 import traceback
@@ -204,6 +209,53 @@ class BatchSampler:
 
     def __len__(self):
         return len(self._loader)
+
+
+# DataLoader keywords, with what a stoker.Loader does instead.  Every `name=`
+# here is a real keyword of Loader or Image (a test checks it).
+HABITS = {
+    "num_workers": "stoker has no worker processes: C threads read (io_threads=, "
+                   "default from the CPUs: stoker.cpu_share) and decode "
+                   "(image=stoker.Image(decode_threads=)); a per-sample Python function goes "
+                   "in sample_transform= on transform_threads= threads",
+    "pin_memory": "batches are in pinned memory already (pin=True is the default); "
+                  "device=\"cuda\" copies each batch to the GPU on a side stream",
+    "pin_memory_device": "device=\"cuda:N\" copies each batch there",
+    "collate_fn": "batches are built in C; batch_transform= runs on each batch "
+                  "(fn(images, labels) in image mode, fn(batch) in raw mode: Mixup, "
+                  "CutMix), sample_transform= on each sample",
+    "sampler": "the order and the split are options: shuffle=, seed=, "
+               "shuffle_mode=\"global\" or \"shard\", rank= and world_size= (the process "
+               "group's or torchrun's when not given, as DistributedSampler's); "
+               "loader.sampler.set_epoch(e) is there",
+    "batch_sampler": "batch_size= and drop_last= make the batches; shuffle=, seed=, "
+                     "rank= and world_size= the order and the split",
+    "prefetch_factor": "prefetch= is the batches read ahead for the whole loader "
+                       "(not per worker)",
+    "persistent_workers": "the loader's threads live as long as the loader; nothing to set",
+    "worker_init_fn": "there are no worker processes to set up; sample_transform= runs in "
+                      "this process, on the loader's threads",
+    "generator": "seed= sets the order (torch.initial_seed() when not given)",
+}
+
+
+def unknown_options(names, known):
+    """The TypeError for Loader keywords that are not options: a DataLoader
+    habit says what stoker does instead; a misspelling, the nearest of
+    `known` (the table's names and aliases, Loader's own keywords)."""
+    lines = []
+    for name in sorted(names):
+        if name in HABITS:
+            lines.append("%s= is a DataLoader keyword; %s" % (name, HABITS[name]))
+            continue
+        near = difflib.get_close_matches(name, sorted(known), n=1)
+        lines.append("%s= is not an option%s" % (
+            name, "; did you mean %s=?" % near[0] if near else ""))
+    if len(lines) == 1:
+        text = "a keyword it does not take: " + lines[0]
+    else:
+        text = "keywords it does not take:\n  " + "\n  ".join(lines)
+    return TypeError("stoker.Loader() got %s\n(docs/options.md lists every option)" % text)
 
 
 class TransformError(RuntimeError):

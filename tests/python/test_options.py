@@ -286,3 +286,31 @@ def test_binding_arguments_check_their_type(folder):
     with stoker.Loader(folder, 4) as l:
         with pytest.raises(TypeError, match="epoch"):
             l.set_epoch("1")
+
+
+def test_dataloader_habits_and_misspellings(folder):
+    """A DataLoader keyword says what stoker does instead, by keywords that
+    exist; a misspelt one gets the nearest real name; neither lists every
+    option."""
+    from stoker import surface
+    loader_kw = set(inspect.signature(stoker.Loader.__init__).parameters) | set(ROWS) | \
+        {a for r in ROWS.values() for a in r.aliases}
+    image_kw = set(inspect.signature(stoker.Image.__init__).parameters)
+    for habit in ("num_workers", "pin_memory", "collate_fn", "sampler", "prefetch_factor"):
+        assert habit in surface.HABITS
+    for habit, hint in surface.HABITS.items():
+        named = re.findall(r"(\w+)=", hint)
+        assert named or habit == "persistent_workers", habit
+        for name in named:
+            assert name in loader_kw or name in image_kw, (habit, name)
+        with pytest.raises(TypeError) as ei:
+            stoker.Loader(folder, 4, **{habit: 1})
+        assert habit in str(ei.value) and hint in str(ei.value)
+        assert "affinity" not in str(ei.value), "not the list of every option"
+    for typo, want in (("shufle", "shuffle"), ("drop_lst", "drop_last"), ("thread", "threads"),
+                       ("sample_transfrom", "sample_transform"), ("batchsize", "batch_size")):
+        with pytest.raises(TypeError, match="did you mean %s=" % want):
+            stoker.Loader(folder, 4, **{typo: 1})
+    with pytest.raises(TypeError) as ei:
+        stoker.Loader(folder, 4, num_workers=8, zzqx=1)
+    assert "num_workers" in str(ei.value) and "zzqx= is not an option\n" in str(ei.value)
