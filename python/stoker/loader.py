@@ -135,6 +135,13 @@ class Loader:
     the path, the options and state_dict().
     """
 
+    # A DataLoader's attributes for code that builds a DataLoader from one's
+    # (accelerate's skip_first_batches: over .dataset and .batch_sampler):
+    # no worker processes, so no prefetch_factor (the batches read ahead are
+    # `prefetch`), and a collate_fn that gives each batch as it is.
+    prefetch_factor = None
+    collate_fn = staticmethod(surface.one_batch)
+
     def __init__(self, path, batch_size=_LOADER_DEFAULTS["batch_size"], *, image=None,
                  device=None, copy_free=False, report_every=None, batch_transform=None,
                  sample_transform=None, transform_threads=None, **options):
@@ -241,6 +248,7 @@ class Loader:
         self._fresh = True         # no batch taken since that start
         self._want = None          # (epoch, batch) to start at on the next iter()
         self._iter_gen = 0
+        self._at = (None, None)    # _batch_at's iterator and the batch it gives next
 
     def _create(self, o):
         """A C loader for options o; sets _options (what is in effect: defaults
@@ -464,6 +472,24 @@ class Loader:
         self._after_restart(p.epoch, sum(p.segments[i].batches for i in range(p.nsegments)))
         self._elastic = p.nsegments > 1 or p.segments[0].world_size != self.world_size
         self._want = None
+
+    def _next_epoch(self):
+        """The epoch the next iter() runs."""
+        if self._want is not None:
+            return self._want[0]
+        return self._pos[0] if self._fresh else self._pos[0] + 1
+
+    def _batch_at(self, at):
+        """Batch `at` (epoch, number), for a DataLoader built over .dataset and
+        .batch_sampler (surface.BatchSampler): the loader starts there unless
+        it is already, as set_epoch and a resume point start it."""
+        it, nxt = self._at
+        if it is None or nxt != at or it._gen != self._iter_gen:
+            self._want = tuple(at)
+            it = iter(self)
+        batch = next(it)
+        self._at = (it, (at[0], at[1] + 1))
+        return batch
 
     def _not_from_transform(self, what):
         """Refuses a call from this loader's own sample_transform: the loader

@@ -36,6 +36,8 @@ import traceback
 
 import torch
 
+from .batch import _Movable
+
 
 def _dist():
     """torch.distributed when a process group is up, else None."""
@@ -132,6 +134,16 @@ class Dataset:
     def targets(self):
         return _Samples(self._loader, True)
 
+    def __getitem__(self, key):
+        """The batch that `key` (what loader.batch_sampler's iteration yields)
+        names, for a torch DataLoader built over loader.dataset and
+        loader.batch_sampler: accelerate's skip_first_batches builds one."""
+        if isinstance(key, _At):
+            return self._loader._batch_at(key)
+        raise TypeError("loader.dataset[...] takes the batch names that loader.batch_sampler "
+                        "yields, not %s: a sample's (path, label) is loader.dataset.samples[i]"
+                        % type(key).__name__)
+
     def __repr__(self):
         return "<stoker dataset %r: %d samples, %d classes>" % (
             self.root, len(self), len(self.classes))
@@ -210,6 +222,31 @@ class BatchSampler:
     def __len__(self):
         return len(self._loader)
 
+    def __iter__(self):
+        """One [name] per batch of the epoch the loader runs next, as a
+        BatchSampler's lists of indices: a torch DataLoader built over
+        loader.dataset and this (accelerate's skip_first_batches: it drops the
+        first names) gets dataset[name], the loader's batch, from its
+        collate_fn as it is.  Nothing is read for the names skipped: the
+        loader starts at the first batch asked for."""
+        loader = self._loader
+        epoch, k = loader._next_epoch(), 0
+        while k < len(loader):
+            yield [_At((epoch, k))]
+            k += 1
+
+
+class _At(tuple):
+    """(epoch, number): a batch, as BatchSampler's iteration names it."""
+
+    __slots__ = ()
+
+
+def one_batch(items):
+    """A DataLoader's collate_fn over BatchSampler's names: each list holds
+    one name, so the one batch fetched is the batch, as it is."""
+    return items[0]
+
 
 # DataLoader keywords, with what a stoker.Loader does instead.  Every `name=`
 # here is a real keyword of Loader or Image (a test checks it).
@@ -269,10 +306,11 @@ class TransformError(RuntimeError):
         self.index = index
 
 
-class SampleBatch(collections.namedtuple("SampleBatch", "samples labels")):
+class SampleBatch(_Movable, collections.namedtuple("SampleBatch", "samples labels")):
     """What a raw-mode loader with sample_transform yields: the transform's
     outputs (stacked into one tensor when they are tensors of one shape, else
-    a list) and the labels.  Attributes: indices, epoch, number, count."""
+    a list) and the labels.  Attributes: indices, epoch, number, count;
+    .to(device, ...) moves the tensors and keeps them."""
 
     @property
     def count(self):

@@ -278,6 +278,75 @@ def test_state_dict_fields_checked(jpeg_folder):
         assert l.state_dict() == state
 
 
+
+def test_batches_move_with_their_attributes(jpeg_folder):
+    """batch.to() moves its tensors and keeps indices, epoch, number: trainers
+    call the .to() of an object that has one (Lightning's move_data_to_device,
+    accelerate's send_to_device) instead of rebuilding a namedtuple from its
+    fields, which dropped them; `images, labels = batch` still unpacks."""
+    with stoker.Loader(jpeg_folder, 4, seed=1, quiet=True, image=stoker.Image(size=16)) as l:
+        it = iter(l)
+        next(it)
+        b = next(it)
+        assert b.to("cpu") is b, "nothing to move: the batch itself"
+        m = b.to(torch.float32, non_blocking=True)
+        assert m.images.dtype == torch.float32 and isinstance(m, stoker.ImageBatch)
+        assert (m.epoch, m.number, m.slot) == (b.epoch, b.number, b.slot) == (0, 1, b.slot)
+        assert torch.equal(m.indices, b.indices.float()) and m.raw is None
+        images, labels = m
+        assert images is m.images and labels.dtype == torch.float32
+    with stoker.Loader(jpeg_folder, 4, seed=1, quiet=True) as l:
+        b = next(iter(l))
+        m = b.to(torch.int32)
+        assert isinstance(m, stoker.Batch) and m.number == 0 and m.data.dtype == torch.int32
+        data, offsets, sizes, labels, indices = m
+        assert indices.tolist() == b.indices.tolist()
+    with stoker.Loader(jpeg_folder, 4, seed=1, quiet=True, sample_transform=len) as l:
+        b = next(iter(l))
+        m = b.to(torch.float32)
+        assert m.samples == b.samples and m.labels.dtype == torch.float32
+        assert (m.number, m.indices.tolist()) == (0, b.indices.tolist())
+
+
+def test_dataloader_over_batch_sampler(jpeg_folder):
+    """A torch DataLoader built from the loader's DataLoader attributes over
+    loader.dataset and loader.batch_sampler, as accelerate's
+    skip_first_batches builds one (its SkipBatchSampler drops the first n
+    lists), yields the loader's own batches from the n-th of the epoch the
+    loader runs next; the loader goes on from there."""
+    class Skip:  # accelerate's SkipBatchSampler
+        def __init__(self, batch_sampler, n):
+            self.batch_sampler, self.n = batch_sampler, n
+
+        def __iter__(self):
+            for i, names in enumerate(self.batch_sampler):
+                if i >= self.n:
+                    yield names
+
+        def __len__(self):
+            return len(self.batch_sampler) - self.n
+
+    with stoker.Loader(jpeg_folder, 7, seed=9, quiet=True) as l:
+        l.set_epoch(1)
+        want = [(b.number, b.indices.tolist()) for b in l]
+    with stoker.Loader(jpeg_folder, 7, seed=9, quiet=True) as l:
+        assert l.prefetch_factor is None  # what accelerate passes on: no worker processes
+        l.set_epoch(1)
+        dl = torch.utils.data.DataLoader(l.dataset, batch_sampler=Skip(l.batch_sampler, 3),
+                                         collate_fn=l.collate_fn)
+        assert len(dl) == len(want) - 3
+        got = []
+        for b in dl:
+            assert isinstance(b, stoker.Batch)
+            got.append((b.number, b.indices.tolist()))
+            if len(got) == 2:
+                assert l.state_dict()["batches"] == 5
+        assert got == want[3:]
+        assert l.state_dict()["epoch"] == 1
+        with pytest.raises(TypeError, match="samples"):
+            l.dataset[0]
+
+
 # --- slot lifetime ------------------------------------------------------------
 
 def test_tensors_stay_valid_while_referenced(jpeg_folder):
