@@ -147,6 +147,16 @@ class Loader:
                  sample_transform=None, transform_threads=None, **options):
         self._core = None
         self._pool = None
+        copy_free = _lib.check_bool("copy_free", copy_free)
+        if report_every is not None:
+            if _lib.is_bool(report_every) or not isinstance(report_every, numbers.Real):
+                raise TypeError("report_every must be a number of seconds or None, not %s"
+                                % _lib.shown(report_every))
+            if not report_every > 0:
+                raise ValueError("report_every must be more than 0 seconds, not %r"
+                                 % (report_every,))
+        if transform_threads is not None:
+            transform_threads = _lib.check_int("transform_threads", transform_threads, 1, _U32)
         if batch_transform is not None and not callable(batch_transform):
             raise TypeError("batch_transform must be callable, not %r" % (batch_transform,))
         if sample_transform is not None:
@@ -159,16 +169,6 @@ class Loader:
             if copy_free:
                 raise ValueError("sample_transform reads batches ahead of the loop: not with "
                                  "copy_free=True")
-        copy_free = _lib.check_bool("copy_free", copy_free)
-        if report_every is not None:
-            if _lib.is_bool(report_every) or not isinstance(report_every, numbers.Real):
-                raise TypeError("report_every must be a number of seconds or None, not %s"
-                                % _lib.shown(report_every))
-            if not report_every > 0:
-                raise ValueError("report_every must be more than 0 seconds, not %r"
-                                 % (report_every,))
-        if transform_threads is not None:
-            transform_threads = _lib.check_int("transform_threads", transform_threads, 1, _U32)
         self.batch_transform = batch_transform
         if image is not None:
             image = Image._from(image)

@@ -268,6 +268,7 @@ def test_binding_arguments_check_their_type(folder):
     """The binding's own arguments (not in the table) and the integers past
     their C field's width are refused the same way, naming the argument."""
     cases = [(dict(copy_free="False"), "copy_free"), (dict(copy_free=0), "copy_free"),
+             (dict(copy_free="yes", sample_transform=len), "copy_free"),
              (dict(report_every="5"), "report_every"), (dict(report_every=True), "report_every"),
              (dict(sample_transform=len, transform_threads="4"), "transform_threads"),
              (dict(sample_transform=len, transform_threads=2.0), "transform_threads")]
