@@ -8,6 +8,8 @@ here needs a compiler at run time.
 
 import ctypes
 import ctypes.util
+import errno
+import operator
 import os
 import re
 
@@ -662,14 +664,53 @@ def _check_offsets():
 _check_offsets()
 
 
+def shown(value):
+    """A value as an error quotes it: its type, and its repr cut short."""
+    r = repr(value)
+    return "%s %s" % (type(value).__name__, r if len(r) <= 60 else r[:57] + "...")
+
+
+def is_bool(value):
+    """True for a bool or a numpy bool: what a yes/no option takes (not a
+    string, where 'False' would be true, nor 0/1)."""
+    return isinstance(value, bool) or type(value).__name__ == "bool_"
+
+
+def check_bool(name, value):
+    """value as a bool, or TypeError naming `name` and the value's type."""
+    if not is_bool(value):
+        raise TypeError("%s must be True or False, not %s" % (name, shown(value)))
+    return bool(value)
+
+
+def check_int(name, value, lo, hi):
+    """value as an int in lo..hi: TypeError (not an integer: bools, floats,
+    strings) or ValueError, each naming `name`.  For the binding's own
+    arguments; the options' ranges are the table's (option_text)."""
+    try:
+        if is_bool(value):
+            raise TypeError
+        value = operator.index(value)
+    except TypeError:
+        raise TypeError("%s must be an integer, not %s" % (name, shown(value))) from None
+    if not lo <= value <= hi:
+        raise ValueError("%s must be in %d..%d, not %d" % (name, lo, hi, value))
+    return value
+
+
+_WIDTH = {OPT_U32: 0xFFFFFFFF, OPT_U64: 0xFFFFFFFFFFFFFFFF}
+
+
 def option_text(row, value):
     """A Python value as the text the library's parser reads for `row`, or
-    TypeError when its type cannot be the option's (ranges are the library's)."""
-    import operator
+    TypeError naming the option and the value's type when its type cannot
+    be the option's: the one place every keyword's type is checked.  A flag
+    takes a bool only ('False' and 0 are not read by truthiness); the
+    ranges are the library's, but for an integer past its C field's width."""
     t = row.type
 
     def integer(v):
-        if isinstance(v, bool):
+        if is_bool(v):
             raise TypeError
         return operator.index(v)
 
@@ -677,34 +718,47 @@ def option_text(row, value):
         if t in (OPT_U32, OPT_U64):
             if isinstance(value, str) and row.choices and value in row.choices:
                 return value
-            return str(integer(value))
+            n = integer(value)
+            if not 0 <= n <= _WIDTH[t]:
+                e = ValueError("%s: %d is out of range 0..%d" % (row.name, n, _WIDTH[t]))
+                e.code = -errno.ERANGE
+                raise e
+            return str(n)
         if t == OPT_DURATION:
             return value if isinstance(value, str) else str(integer(value))
         if t == OPT_FLOAT:
-            if isinstance(value, (bool, str)):
+            if is_bool(value) or isinstance(value, str):
                 raise TypeError
             return repr(float(value))
         if t == OPT_FLOAT3:
             vals = [value] if not hasattr(value, "__len__") else list(value)
-            if any(isinstance(v, (bool, str)) for v in vals):
+            if any(is_bool(v) or isinstance(v, str) for v in vals):
                 raise TypeError
             return ",".join(repr(float(v)) for v in vals)
         if t in (OPT_FLAG, OPT_NOFLAG):
+            if not is_bool(value):
+                raise TypeError
             return "true" if value else "false"
         if t in (OPT_ENUM, OPT_BITCHOICE):
             if not isinstance(value, str):
                 raise TypeError
             return value
         if t == OPT_STR:
-            return "" if value is None else os.fsdecode(value)
-    except (TypeError, ValueError):
-        pass
+            if value is None:
+                return ""
+            if not isinstance(value, (str, bytes, os.PathLike)):
+                raise TypeError
+            return os.fsdecode(value)
+    except (TypeError, ValueError) as e:
+        if getattr(e, "code", None):
+            raise
     kind = {OPT_U32: "an integer", OPT_U64: "an integer", OPT_DURATION: "ns or text like '5ms'",
             OPT_FLOAT: "a number", OPT_FLOAT3: "one number or three", OPT_ENUM: "a string",
-            OPT_BITCHOICE: "a string", OPT_STR: "a path or string"}.get(t, "a value")
+            OPT_BITCHOICE: "a string", OPT_STR: "a path or string", OPT_FLAG: "True or False",
+            OPT_NOFLAG: "True or False"}.get(t, "a value")
     if row.choices and t in (OPT_U32, OPT_U64):
         kind += " or %r" % row.choices[0]
-    raise TypeError("%s must be %s, not %r" % (row.name, kind, value))
+    raise TypeError("%s must be %s, not %s" % (row.name, kind, shown(value)))
 
 
 def pin_probe(nbytes):

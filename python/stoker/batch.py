@@ -1,11 +1,49 @@
-"""stoker.Batch and stoker.ImageBatch: what iterating a Loader yields."""
+"""stoker.Batch and stoker.ImageBatch: what iterating a Loader yields.
+
+They are namedtuples (``images, labels = batch`` unpacks as a DataLoader's
+batch does) with attributes besides the fields (indices, epoch, number,
+slot).  A trainer that moves a namedtuple by rebuilding it from its fields
+(Lightning's apply_to_collection, torch's default_convert) would drop those;
+but Lightning (move_data_to_device) and accelerate (send_to_device) call the
+.to() of any object that has one, and .to() here keeps them.
+"""
 
 import collections
 
 import torch
 
 
-class Batch(collections.namedtuple("Batch", "data offsets sizes labels indices")):
+def _moved(x, args, kwargs):
+    """x with its tensors moved by Tensor.to(*args, **kwargs); lists and
+    tuples of tensors (a SampleBatch's outputs) too; anything else as it is."""
+    if isinstance(x, torch.Tensor):
+        return x.to(*args, **kwargs)
+    if type(x) in (list, tuple):
+        return type(x)(_moved(v, args, kwargs) for v in x)
+    return x
+
+
+class _Movable:
+    """.to() for the batch namedtuples: every tensor, field or attribute, moved
+    as Tensor.to moves it; epoch, number and slot kept.  The batch itself
+    when nothing moves."""
+
+    __slots__ = ()
+
+    def to(self, *args, **kwargs):
+        fields = [_moved(f, args, kwargs) for f in self]
+        attrs = {k: _moved(v, args, kwargs) for k, v in self.__dict__.items() if k != "_raw"}
+        if all(a is b for a, b in zip(fields, self)) and \
+                all(v is self.__dict__[k] for k, v in attrs.items()):
+            return self
+        out = type(self)(*fields)
+        out.__dict__.update(attrs)
+        if "_raw" in self.__dict__:
+            out._raw = None  # the file bytes stay in the host slot
+        return out
+
+
+class Batch(_Movable, collections.namedtuple("Batch", "data offsets sizes labels indices")):
     """One batch in raw mode: the samples' bytes, back to back.
 
     Fields (torch tensors; unpack as ``data, offsets, sizes, labels, indices``):
@@ -26,6 +64,7 @@ class Batch(collections.namedtuple("Batch", "data offsets sizes labels indices")
     Attributes: epoch, number (position in the epoch, from 0), slot (the pool
     slot the bytes live in), count (samples in this batch: fewer than the batch
     size when samples were skipped under on_error="skip", or in the last batch).
+    .to(device, ...) moves every tensor as Tensor.to does and keeps them.
     """
 
     @property
@@ -51,7 +90,7 @@ class Batch(collections.namedtuple("Batch", "data offsets sizes labels indices")
         return [data[o:o + s] for o, s in zip(offs, sizes)]
 
 
-class ImageBatch(collections.namedtuple("ImageBatch", "images labels")):
+class ImageBatch(_Movable, collections.namedtuple("ImageBatch", "images labels")):
     """One batch in image mode (Loader(image=stoker.Image(...))).
 
     Unpacks as ``images, labels``, like a DataLoader over an ImageFolder:
@@ -66,7 +105,8 @@ class ImageBatch(collections.namedtuple("ImageBatch", "images labels")):
     (the pool slot), count (samples: fewer than the batch size when samples
     were skipped under on_error="skip", or in the last batch), and raw: the
     samples' file bytes as a stoker.Batch over the same slot (None when the
-    batch was copied to a device).
+    batch was copied to a device).  .to(device, ...) moves images, labels and
+    indices as Tensor.to does and keeps the attributes.
     """
 
     @property

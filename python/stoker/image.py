@@ -97,7 +97,7 @@ class Image:
             height, width = size
         else:
             height = width = size
-        values = {"width": width, "height": height, "crop": crop, "flip": bool(flip),
+        values = {"width": width, "height": height, "crop": crop, "flip": flip,
                   "layout": layout, "dtype": _dtype_name(dtype), "decode_threads": decode_threads,
                   "max_pixels": max_pixels, "crop_frac": crop_frac, "max_scans": max_scans,
                   "max_decode_time": max_decode_time}

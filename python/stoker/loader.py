@@ -19,8 +19,9 @@ import concurrent.futures
 import ctypes
 import errno
 import gc
+import inspect
 import logging
-import operator
+import numbers
 import os
 import sys
 import threading
@@ -64,6 +65,7 @@ class _EpochIter:
     def __next__(self):
         loader = self._loader
         if loader._pool is not None:
+            loader._not_from_transform("next()")
             batch = loader._next_transformed(self._gen)
             loader._fresh = False
             return batch
@@ -78,18 +80,6 @@ class _EpochIter:
 
     def __len__(self):
         return len(self._loader)
-
-
-def _uint(name, value, hi=_U32):
-    try:
-        if isinstance(value, bool):
-            raise TypeError
-        value = operator.index(value)
-    except TypeError:
-        raise TypeError("%s must be an integer, not %r" % (name, value)) from None
-    if not 0 <= value <= hi:
-        raise ValueError("%s must be in 0..%d, not %d" % (name, hi, value))
-    return value
 
 
 class Loader:
@@ -145,11 +135,28 @@ class Loader:
     the path, the options and state_dict().
     """
 
+    # A DataLoader's attributes for code that builds a DataLoader from one's
+    # (accelerate's skip_first_batches: over .dataset and .batch_sampler):
+    # no worker processes, so no prefetch_factor (the batches read ahead are
+    # `prefetch`), and a collate_fn that gives each batch as it is.
+    prefetch_factor = None
+    collate_fn = staticmethod(surface.one_batch)
+
     def __init__(self, path, batch_size=_LOADER_DEFAULTS["batch_size"], *, image=None,
                  device=None, copy_free=False, report_every=None, batch_transform=None,
                  sample_transform=None, transform_threads=None, **options):
         self._core = None
         self._pool = None
+        copy_free = _lib.check_bool("copy_free", copy_free)
+        if report_every is not None:
+            if _lib.is_bool(report_every) or not isinstance(report_every, numbers.Real):
+                raise TypeError("report_every must be a number of seconds or None, not %s"
+                                % _lib.shown(report_every))
+            if not report_every > 0:
+                raise ValueError("report_every must be more than 0 seconds, not %r"
+                                 % (report_every,))
+        if transform_threads is not None:
+            transform_threads = _lib.check_int("transform_threads", transform_threads, 1, _U32)
         if batch_transform is not None and not callable(batch_transform):
             raise TypeError("batch_transform must be callable, not %r" % (batch_transform,))
         if sample_transform is not None:
@@ -171,11 +178,10 @@ class Loader:
                 if name in options:
                     raise TypeError("give %s or %s, not both" % (alias, name))
                 options[name] = options.pop(alias)
-        unknown = sorted(set(options) - set(_LOADER_ROWS))
+        unknown = set(options) - set(_LOADER_ROWS)
         if unknown:
-            raise TypeError("stoker.Loader() got unknown option%s %s; the options are %s"
-                            % ("s" if len(unknown) > 1 else "", ", ".join(unknown),
-                               ", ".join(sorted(_LOADER_ROWS))))
+            raise surface.unknown_options(unknown, set(_LOADER_ROWS) | set(_LOADER_ALIASES) |
+                                          set(_KEYWORDS))
         self._rank_default = "rank" not in options and "world_size" not in options
         rw = surface.default_rank_world() if self._rank_default else None
         if rw:  # a process group that is up; else libstoker reads the launcher's
@@ -188,6 +194,9 @@ class Loader:
 
         self._device = cuda.device_of(device)  # None: batches stay in host memory
 
+        if not isinstance(path, (str, bytes, os.PathLike)):
+            raise TypeError("path must be a str, bytes or os.PathLike, not %s"
+                            % _lib.shown(path))
         self._path = os.fspath(path)
         o = _lib.LoaderOpts(size=ctypes.sizeof(_lib.LoaderOpts))
         self._keep = [os.fsencode(self._path)]  # what o points at, until create copies it
@@ -214,7 +223,7 @@ class Loader:
         self.rank = eff.rank
         self.world_size = eff.world_size
         self.prefetch = eff.prefetch
-        self.copy_free = bool(copy_free)
+        self.copy_free = copy_free
         self._report_every = None if report_every is None else float(report_every)
         self._report_next = None
         self._len = _lib.stk_loader_len(h)
@@ -228,8 +237,8 @@ class Loader:
         self._copier = cuda.Copier(self._device, self.prefetch, self._add_copy_wait) \
             if self._device is not None and sample_transform is None else None
         if sample_transform is not None:
-            self._pool = surface.Pool(sample_transform, int(transform_threads or
-                                                            surface.threads_default()))
+            self._pool = surface.Pool(sample_transform,
+                                      transform_threads or surface.threads_default())
             self._ahead = collections.deque()
             self._ahead_end = None
         self._sampler = surface.Sampler(self)
@@ -239,6 +248,7 @@ class Loader:
         self._fresh = True         # no batch taken since that start
         self._want = None          # (epoch, batch) to start at on the next iter()
         self._iter_gen = 0
+        self._at = (None, None)    # _batch_at's iterator and the batch it gives next
 
     def _create(self, o):
         """A C loader for options o; sets _options (what is in effect: defaults
@@ -414,7 +424,7 @@ class Loader:
         DistributedSampler.set_epoch).  Without it, each new iteration runs the
         epoch after the last one.  Right after load_state_dict() a call with the
         restored epoch keeps the resume point."""
-        epoch = _uint("epoch", epoch, _U64)
+        epoch = _lib.check_int("epoch", epoch, 0, _U64)
         if self._fresh and self._want is None and self._pos[0] == epoch:
             return
         if self._want is not None and self._want[0] == epoch:
@@ -445,6 +455,7 @@ class Loader:
         that every sample not yet read is read once (shard shuffle: whole
         shards per rank).  A state from another dataset, seed, batch size or
         order options raises ValueError saying what differs."""
+        self._not_from_transform("load_state_dict()")
         p = _resume.from_dict(state)
         self._handle()
         if self._seed_default and p.seed != self.seed:
@@ -461,6 +472,36 @@ class Loader:
         self._after_restart(p.epoch, sum(p.segments[i].batches for i in range(p.nsegments)))
         self._elastic = p.nsegments > 1 or p.segments[0].world_size != self.world_size
         self._want = None
+
+    def _next_epoch(self):
+        """The epoch the next iter() runs."""
+        if self._want is not None:
+            return self._want[0]
+        return self._pos[0] if self._fresh else self._pos[0] + 1
+
+    def _batch_at(self, at):
+        """Batch `at` (epoch, number), for a DataLoader built over .dataset and
+        .batch_sampler (surface.BatchSampler): the loader starts there unless
+        it is already, as set_epoch and a resume point start it."""
+        it, nxt = self._at
+        if it is None or nxt != at or it._gen != self._iter_gen:
+            self._want = tuple(at)
+            it = iter(self)
+        batch = next(it)
+        self._at = (it, (at[0], at[1] + 1))
+        return batch
+
+    def _not_from_transform(self, what):
+        """Refuses a call from this loader's own sample_transform: the loader
+        waits for its transforms, so one that waits for the loader (the next
+        batch, a restart, close) would wait for itself."""
+        pool = self._pool
+        if pool is not None and pool.inside():
+            raise RuntimeError(
+                "stoker.Loader %r: %s called from inside its own sample_transform; the "
+                "loader waits for its transforms, so this would wait for itself (a "
+                "deadlock): a transform takes one sample's bytes and returns, and the "
+                "training loop calls the loader" % (self._path, what))
 
     def _before_restart(self):
         if self._pool is not None:
@@ -486,6 +527,7 @@ class Loader:
         self._after_restart(epoch, batch)
 
     def __iter__(self):
+        self._not_from_transform("iter()")
         self._handle()
         if self._rank_default:  # made before a process group that is up now?
             self._rank_default = surface.check_rank_world(self.rank, self.world_size)
@@ -626,7 +668,7 @@ class Loader:
             ahead.append(pool.submit(b))
         if not ahead:
             raise StopIteration
-        return pool.finish(self, ahead.popleft(), self._device)
+        return pool.finish(self, ahead, self._device)
 
     def _drop_ahead(self):
         while self._ahead:
@@ -802,6 +844,7 @@ class Loader:
         core = self._core
         if core is None:
             return
+        self._not_from_transform("close()")
         self._stop_metrics()  # its thread reads the loader: first
         if self._pool is not None:
             self._drop_ahead()
@@ -863,3 +906,8 @@ class Loader:
         return "<stoker.Loader %r batch_size=%d rank=%d/%d %d batches/epoch%s>" % (
             self._path, self.batch_size, self.rank, self.world_size, self._len,
             " image=%r" % (self.image,) if self.image is not None else "")
+
+
+# Loader's own keyword arguments (not options): for the nearest-name hint
+_KEYWORDS = [p for p in inspect.signature(Loader.__init__).parameters
+             if p not in ("self", "options")]

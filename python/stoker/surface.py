@@ -15,17 +15,28 @@ default seed; and the user's own transforms.
 - batch_transform: fn(images, labels) in image mode (torchvision's v2 MixUp,
   CutMix: the place a collate_fn held), fn(batch) in raw mode; run on the
   consumer's thread after the device copy.
+- A DataLoader's keywords (num_workers, pin_memory, collate_fn, sampler,
+  prefetch_factor, ...) given to a Loader: unknown_options() says what stoker
+  does instead, by the Loader's real keyword names; any other unknown name
+  gets the nearest real one (difflib), never the list of every option.
 - sample_transform (raw mode): fn(sample bytes) per sample, on a thread pool
-  the loader owns, a batch or two ahead of the training loop.
+  the loader owns, a batch or two ahead of the training loop.  The loader
+  waits for its pool (next(), a restart, close()), so a transform that calls
+  its own loader would wait for itself: Pool.inside() tells the loader's
+  methods so, and they refuse (RuntimeError) instead of deadlocking.
 """
 
 import collections
 import collections.abc
 import concurrent.futures
+import difflib
 import os
+import threading
 import traceback
 
 import torch
+
+from .batch import _Movable
 
 
 def _dist():
@@ -123,6 +134,16 @@ class Dataset:
     def targets(self):
         return _Samples(self._loader, True)
 
+    def __getitem__(self, key):
+        """The batch that `key` (what loader.batch_sampler's iteration yields)
+        names, for a torch DataLoader built over loader.dataset and
+        loader.batch_sampler: accelerate's skip_first_batches builds one."""
+        if isinstance(key, _At):
+            return self._loader._batch_at(key)
+        raise TypeError("loader.dataset[...] takes the batch names that loader.batch_sampler "
+                        "yields, not %s: a sample's (path, label) is loader.dataset.samples[i]"
+                        % type(key).__name__)
+
     def __repr__(self):
         return "<stoker dataset %r: %d samples, %d classes>" % (
             self.root, len(self), len(self.classes))
@@ -201,6 +222,78 @@ class BatchSampler:
     def __len__(self):
         return len(self._loader)
 
+    def __iter__(self):
+        """One [name] per batch of the epoch the loader runs next, as a
+        BatchSampler's lists of indices: a torch DataLoader built over
+        loader.dataset and this (accelerate's skip_first_batches: it drops the
+        first names) gets dataset[name], the loader's batch, from its
+        collate_fn as it is.  Nothing is read for the names skipped: the
+        loader starts at the first batch asked for."""
+        loader = self._loader
+        epoch, k = loader._next_epoch(), 0
+        while k < len(loader):
+            yield [_At((epoch, k))]
+            k += 1
+
+
+class _At(tuple):
+    """(epoch, number): a batch, as BatchSampler's iteration names it."""
+
+    __slots__ = ()
+
+
+def one_batch(items):
+    """A DataLoader's collate_fn over BatchSampler's names: each list holds
+    one name, so the one batch fetched is the batch, as it is."""
+    return items[0]
+
+
+# DataLoader keywords, with what a stoker.Loader does instead.  Every `name=`
+# here is a real keyword of Loader or Image (a test checks it).
+HABITS = {
+    "num_workers": "stoker has no worker processes: C threads read (io_threads=, "
+                   "default from the CPUs: stoker.cpu_share) and decode "
+                   "(image=stoker.Image(decode_threads=)); a per-sample Python function goes "
+                   "in sample_transform= on transform_threads= threads",
+    "pin_memory": "batches are in pinned memory already (pin=True is the default); "
+                  "device=\"cuda\" copies each batch to the GPU on a side stream",
+    "pin_memory_device": "device=\"cuda:N\" copies each batch there",
+    "collate_fn": "batches are built in C; batch_transform= runs on each batch "
+                  "(fn(images, labels) in image mode, fn(batch) in raw mode: Mixup, "
+                  "CutMix), sample_transform= on each sample",
+    "sampler": "the order and the split are options: shuffle=, seed=, "
+               "shuffle_mode=\"global\" or \"shard\", rank= and world_size= (the process "
+               "group's or torchrun's when not given, as DistributedSampler's); "
+               "loader.sampler.set_epoch(e) is there",
+    "batch_sampler": "batch_size= and drop_last= make the batches; shuffle=, seed=, "
+                     "rank= and world_size= the order and the split",
+    "prefetch_factor": "prefetch= is the batches read ahead for the whole loader "
+                       "(not per worker)",
+    "persistent_workers": "the loader's threads live as long as the loader; nothing to set",
+    "worker_init_fn": "there are no worker processes to set up; sample_transform= runs in "
+                      "this process, on the loader's threads",
+    "generator": "seed= sets the order (torch.initial_seed() when not given)",
+}
+
+
+def unknown_options(names, known):
+    """The TypeError for Loader keywords that are not options: a DataLoader
+    habit says what stoker does instead; a misspelling, the nearest of
+    `known` (the table's names and aliases, Loader's own keywords)."""
+    lines = []
+    for name in sorted(names):
+        if name in HABITS:
+            lines.append("%s= is a DataLoader keyword; %s" % (name, HABITS[name]))
+            continue
+        near = difflib.get_close_matches(name, sorted(known), n=1)
+        lines.append("%s= is not an option%s" % (
+            name, "; did you mean %s=?" % near[0] if near else ""))
+    if len(lines) == 1:
+        text = "a keyword it does not take: " + lines[0]
+    else:
+        text = "keywords it does not take:\n  " + "\n  ".join(lines)
+    return TypeError("stoker.Loader() got %s\n(docs/options.md lists every option)" % text)
+
 
 class TransformError(RuntimeError):
     """A user's transform raised: the message names the sample (its path and
@@ -213,10 +306,11 @@ class TransformError(RuntimeError):
         self.index = index
 
 
-class SampleBatch(collections.namedtuple("SampleBatch", "samples labels")):
+class SampleBatch(_Movable, collections.namedtuple("SampleBatch", "samples labels")):
     """What a raw-mode loader with sample_transform yields: the transform's
     outputs (stacked into one tensor when they are tensors of one shape, else
-    a list) and the labels.  Attributes: indices, epoch, number, count."""
+    a list) and the labels.  Attributes: indices, epoch, number, count;
+    .to(device, ...) moves the tensors and keeps them."""
 
     @property
     def count(self):
@@ -230,22 +324,41 @@ class Pool:
         self.fn = fn
         self.threads = threads
         self.ex = concurrent.futures.ThreadPoolExecutor(threads, thread_name_prefix="stk-py")
+        self._in = threading.local()  # .on: this thread runs fn now
+
+    def _run(self, data):
+        here = self._in
+        here.on = True
+        try:
+            return self.fn(data)
+        finally:
+            here.on = False
+
+    def inside(self):
+        """Whether the calling thread is running this pool's transform."""
+        return getattr(self._in, "on", False)
 
     def submit(self, batch):
         """Starts the batch's samples; returns what finish() takes."""
-        fn = self.fn
+        run = self._run
         views = batch.samples()
-        futs = [self.ex.submit(fn, v) for v in views]
+        futs = [self.ex.submit(run, v) for v in views]
         return batch, futs
 
-    def finish(self, loader, pending, device):
-        batch, futs = pending
-        pending = None
+    def finish(self, loader, ahead, device):
+        """The first batch of `ahead` (submit()'s), transformed; it leaves
+        `ahead` unless a Ctrl-C interrupted the wait for it: then it stays
+        first, and the next call finishes it (state_dict() does not count it
+        as yielded).  KeyboardInterrupt and SystemExit, from the wait or
+        raised by the transform, reach the caller as they are; an Exception
+        from the transform becomes a TransformError naming the sample."""
+        batch, futs = ahead[0]
         out = []
         for i, f in enumerate(futs):
             try:
                 out.append(f.result())
-            except BaseException as e:
+            except Exception as e:
+                ahead.popleft()
                 for g in futs[i + 1:]:
                     g.cancel()
                 concurrent.futures.wait(futs)
@@ -260,6 +373,18 @@ class Pool:
                 traceback.clear_frames(e.__traceback__)
                 batch = futs = out = f = None
                 raise err from e
+            except BaseException as e:
+                if f.done() and not f.cancelled() and f.exception() is e:
+                    # The transform raised it (sys.exit(), a KeyboardInterrupt
+                    # of its own): the batch goes, the rest of it is not waited
+                    # for, and the exception is the caller's as it is.
+                    ahead.popleft()
+                    for g in futs:
+                        g.cancel()
+                    traceback.clear_frames(e.__traceback__)
+                batch = futs = out = f = None
+                raise
+        ahead.popleft()
         if out and all(isinstance(t, torch.Tensor) for t in out) and \
                 len({(t.shape, t.dtype) for t in out}) == 1:
             out = torch.stack(out)

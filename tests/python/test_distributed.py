@@ -308,7 +308,7 @@ def test_state_dict_refused(tmp_path, jpeg_folder):
     with stoker.Loader(jpeg_folder, 4, seed=3, quiet=True) as l:
         with pytest.raises(ValueError, match="fingerprint"):
             l.load_state_dict({"seed": 3, "epoch": 1, "batches": 1})
-        bad = dict(state, segments=[[2, 1000]])
+        bad = dict(state, segments=[[2, 1000]], batches=1000)
         with pytest.raises(ValueError, match="more than epoch 1 had"):
             l.load_state_dict(bad)
 

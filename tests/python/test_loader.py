@@ -237,6 +237,116 @@ def test_resume_equals_uninterrupted(jpeg_folder):
         l.load_state_dict(state)
 
 
+
+def test_state_dict_fields_checked(jpeg_folder):
+    """state_dict() carries its version; load_state_dict() reads the previous
+    release's (no version: the same keys) and refuses a newer version, keys it
+    does not know, fields of the wrong type (TypeError) and fields that
+    contradict each other (ValueError), each naming the field, before the
+    loader moves."""
+    with stoker.Loader(jpeg_folder, 7, seed=9, quiet=True) as l:
+        it = iter(l)
+        next(it)
+        next(it)
+        state = l.state_dict()
+        del it
+    assert state["version"] == 1
+    old = {k: v for k, v in state.items() if k != "version"}
+    type_errors = [("shuffle", "False"), ("drop_last", 0), ("seed", "9"), ("epoch", 1.0),
+                   ("batches", True), ("segments", "1,2"), ("segments", [[1, "2"]]),
+                   ("segments", [[1, 2, 3]]), ("fingerprint", 5), ("shuffle_mode", 0),
+                   ("world_size", None), ("version", "1")]
+    value_errors = [("batches", 3, "segments .* add up to 2"),
+                    ("segments", [[1, 1]], "'batches'.* add up to 1"),
+                    ("world_size", 2, "last segment was run on 1"),
+                    ("shuffle_window", 5, "shard mode"), ("version", 2, "newer"),
+                    ("fingerprint", "xyz", "hex"), ("segments", [[0, 2]], "1..")]
+    with stoker.Loader(jpeg_folder, 7, seed=9, quiet=True) as l:
+        for key, bad in type_errors:
+            with pytest.raises(TypeError, match=r"state_dict\['%s'\]" % key):
+                l.load_state_dict(dict(state, **{key: bad}))
+        for key, bad, words in value_errors:
+            with pytest.raises(ValueError, match=words) as ei:
+                l.load_state_dict(dict(state, **{key: bad}))
+            assert key in str(ei.value) or "batches" in str(ei.value)
+        with pytest.raises(ValueError, match="'resume_at'"):
+            l.load_state_dict(dict(state, resume_at=3))
+        with pytest.raises(TypeError, match="dict"):
+            l.load_state_dict([("seed", 9)])
+        assert l.state_dict()["batches"] == 0, "a refused state leaves the loader as it was"
+        l.load_state_dict(old)  # the previous release's state, without a version
+        assert l.state_dict() == state
+
+
+
+def test_batches_move_with_their_attributes(jpeg_folder):
+    """batch.to() moves its tensors and keeps indices, epoch, number: trainers
+    call the .to() of an object that has one (Lightning's move_data_to_device,
+    accelerate's send_to_device) instead of rebuilding a namedtuple from its
+    fields, which dropped them; `images, labels = batch` still unpacks."""
+    with stoker.Loader(jpeg_folder, 4, seed=1, quiet=True, image=stoker.Image(size=16)) as l:
+        it = iter(l)
+        next(it)
+        b = next(it)
+        assert b.to("cpu") is b, "nothing to move: the batch itself"
+        m = b.to(torch.float32, non_blocking=True)
+        assert m.images.dtype == torch.float32 and isinstance(m, stoker.ImageBatch)
+        assert (m.epoch, m.number, m.slot) == (b.epoch, b.number, b.slot) == (0, 1, b.slot)
+        assert torch.equal(m.indices, b.indices.float()) and m.raw is None
+        images, labels = m
+        assert images is m.images and labels.dtype == torch.float32
+    with stoker.Loader(jpeg_folder, 4, seed=1, quiet=True) as l:
+        b = next(iter(l))
+        m = b.to(torch.int32)
+        assert isinstance(m, stoker.Batch) and m.number == 0 and m.data.dtype == torch.int32
+        data, offsets, sizes, labels, indices = m
+        assert indices.tolist() == b.indices.tolist()
+    with stoker.Loader(jpeg_folder, 4, seed=1, quiet=True, sample_transform=len) as l:
+        b = next(iter(l))
+        m = b.to(torch.float32)
+        assert m.samples == b.samples and m.labels.dtype == torch.float32
+        assert (m.number, m.indices.tolist()) == (0, b.indices.tolist())
+
+
+def test_dataloader_over_batch_sampler(jpeg_folder):
+    """A torch DataLoader built from the loader's DataLoader attributes over
+    loader.dataset and loader.batch_sampler, as accelerate's
+    skip_first_batches builds one (its SkipBatchSampler drops the first n
+    lists), yields the loader's own batches from the n-th of the epoch the
+    loader runs next; the loader goes on from there."""
+    class Skip:  # accelerate's SkipBatchSampler
+        def __init__(self, batch_sampler, n):
+            self.batch_sampler, self.n = batch_sampler, n
+
+        def __iter__(self):
+            for i, names in enumerate(self.batch_sampler):
+                if i >= self.n:
+                    yield names
+
+        def __len__(self):
+            return len(self.batch_sampler) - self.n
+
+    with stoker.Loader(jpeg_folder, 7, seed=9, quiet=True) as l:
+        l.set_epoch(1)
+        want = [(b.number, b.indices.tolist()) for b in l]
+    with stoker.Loader(jpeg_folder, 7, seed=9, quiet=True) as l:
+        assert l.prefetch_factor is None  # what accelerate passes on: no worker processes
+        l.set_epoch(1)
+        dl = torch.utils.data.DataLoader(l.dataset, batch_sampler=Skip(l.batch_sampler, 3),
+                                         collate_fn=l.collate_fn)
+        assert len(dl) == len(want) - 3
+        got = []
+        for b in dl:
+            assert isinstance(b, stoker.Batch)
+            got.append((b.number, b.indices.tolist()))
+            if len(got) == 2:
+                assert l.state_dict()["batches"] == 5
+        assert got == want[3:]
+        assert l.state_dict()["epoch"] == 1
+        with pytest.raises(TypeError, match="samples"):
+            l.dataset[0]
+
+
 # --- slot lifetime ------------------------------------------------------------
 
 def test_tensors_stay_valid_while_referenced(jpeg_folder):

@@ -216,3 +216,102 @@ def test_aliases_are_the_tables():
                                text=True).stdout
     for letter, name in shorts.items():
         assert re.search(r"-%s, --%s\b" % (letter, name.replace("_", "-")), help_text), letter
+
+
+# A value of the wrong type for each kind of option: a string or a number
+# where a flag goes ('False' was true by truthiness), a bool or a float where
+# an integer goes, and so on.
+WRONG = {_lib.OPT_FLAG: ["False", "0", 0, 1, None], _lib.OPT_NOFLAG: ["false", "no", 1],
+         _lib.OPT_U32: ["4", 2.5, True], _lib.OPT_U64: ["4", 2.5, True],
+         _lib.OPT_FLOAT: ["0.5", True], _lib.OPT_FLOAT3: ["0.5", [True, 1, 1]],
+         _lib.OPT_DURATION: [2.5, True], _lib.OPT_ENUM: [1, True],
+         _lib.OPT_BITCHOICE: [1, True], _lib.OPT_STR: [5, True]}
+# Image's keywords where they are not the table's names
+IMAGE_KEYWORD = {"width": "size", "height": "size", "scale_min": "scale", "scale_max": "scale",
+                 "ratio_min": "ratio", "ratio_max": "ratio", "mean": None, "std": None,
+                 "normalize": None}
+
+
+def test_every_option_checks_its_type(folder):
+    """Every option of the table refuses a value of another type with a
+    TypeError naming the option and the value's type, in Loader's keywords
+    and Image's; a flag takes a bool or a numpy bool only."""
+    np = pytest.importorskip("numpy")
+    for name, row in ROWS.items():
+        for bad in WRONG[row.type]:
+            with pytest.raises(TypeError) as ei:
+                _lib.option_text(row, bad)
+            assert name in str(ei.value) and type(bad).__name__ in str(ei.value)
+            if row.group == _lib.OPT_LOADER:
+                kw = {"batch_size": bad} if name == "batch_size" else {name: bad}
+                with pytest.raises(TypeError) as ei:
+                    stoker.Loader(folder, *(() if name == "batch_size" else (4,)), **kw)
+            else:
+                key = IMAGE_KEYWORD.get(name, name)
+                if key is None:
+                    continue
+                value = bad
+                if key in ("scale", "ratio"):
+                    value = (bad, 1.0) if name.endswith("_min") else (0.5, bad)
+                elif key == "size":  # (height, width)
+                    value = (bad, 8) if name == "height" else (8, bad)
+                with pytest.raises(TypeError) as ei:
+                    stoker.Image(**{key: value})
+                assert key in str(ei.value)
+            assert name in str(ei.value) and type(bad).__name__ in str(ei.value), str(ei.value)
+    with stoker.Loader(folder, 4, shuffle=np.bool_(False), drop_last=np.True_) as l:
+        assert l.options["shuffle"] == "false" and l.drop_last
+    assert stoker.Image(flip=np.bool_(False)).flip is False
+
+
+def test_binding_arguments_check_their_type(folder):
+    """The binding's own arguments (not in the table) and the integers past
+    their C field's width are refused the same way, naming the argument."""
+    cases = [(dict(copy_free="False"), "copy_free"), (dict(copy_free=0), "copy_free"),
+             (dict(copy_free="yes", sample_transform=len), "copy_free"),
+             (dict(report_every="5"), "report_every"), (dict(report_every=True), "report_every"),
+             (dict(sample_transform=len, transform_threads="4"), "transform_threads"),
+             (dict(sample_transform=len, transform_threads=2.0), "transform_threads")]
+    for kw, name in cases:
+        with pytest.raises(TypeError, match=name):
+            stoker.Loader(folder, 4, **kw)
+    with pytest.raises(ValueError, match="report_every"):
+        stoker.Loader(folder, 4, report_every=0)
+    with pytest.raises(ValueError, match="transform_threads"):
+        stoker.Loader(folder, 4, sample_transform=len, transform_threads=0)
+    for seed in (2 ** 64, -1):
+        with pytest.raises(ValueError, match=r"seed.*0\.\.18446744073709551615"):
+            stoker.Loader(folder, 4, seed=seed)
+    with pytest.raises(TypeError, match="path must be .*NoneType"):
+        stoker.Loader(None, 4)
+    with stoker.Loader(folder, 4) as l:
+        with pytest.raises(TypeError, match="epoch"):
+            l.set_epoch("1")
+
+
+def test_dataloader_habits_and_misspellings(folder):
+    """A DataLoader keyword says what stoker does instead, by keywords that
+    exist; a misspelt one gets the nearest real name; neither lists every
+    option."""
+    from stoker import surface
+    loader_kw = set(inspect.signature(stoker.Loader.__init__).parameters) | set(ROWS) | \
+        {a for r in ROWS.values() for a in r.aliases}
+    image_kw = set(inspect.signature(stoker.Image.__init__).parameters)
+    for habit in ("num_workers", "pin_memory", "collate_fn", "sampler", "prefetch_factor"):
+        assert habit in surface.HABITS
+    for habit, hint in surface.HABITS.items():
+        named = re.findall(r"(\w+)=", hint)
+        assert named or habit == "persistent_workers", habit
+        for name in named:
+            assert name in loader_kw or name in image_kw, (habit, name)
+        with pytest.raises(TypeError) as ei:
+            stoker.Loader(folder, 4, **{habit: 1})
+        assert habit in str(ei.value) and hint in str(ei.value)
+        assert "affinity" not in str(ei.value), "not the list of every option"
+    for typo, want in (("shufle", "shuffle"), ("drop_lst", "drop_last"), ("thread", "threads"),
+                       ("sample_transfrom", "sample_transform"), ("batchsize", "batch_size")):
+        with pytest.raises(TypeError, match="did you mean %s=" % want):
+            stoker.Loader(folder, 4, **{typo: 1})
+    with pytest.raises(TypeError) as ei:
+        stoker.Loader(folder, 4, num_workers=8, zzqx=1)
+    assert "num_workers" in str(ei.value) and "zzqx= is not an option\n" in str(ei.value)

@@ -4,8 +4,10 @@ the index cache goes, and the user's own transforms (batch_transform;
 sample_transform on the loader's threads, its errors and its resume)."""
 
 import os
+import signal
 import subprocess
 import sys
+import threading
 
 import numpy as np
 import pytest
@@ -197,6 +199,87 @@ def test_sample_transform_state_counts_only_yielded(folder):
         m.load_state_dict(state)
         assert [b.indices.tolist() for b in m] == rest
     assert len(seen) + len(rest) == N // 4
+
+
+def test_keyboard_interrupt_in_sample_transform_stays_one(folder):
+    """KeyboardInterrupt and SystemExit raised by a sample_transform reach the
+    loop as they are, not as a TransformError blaming the sample; the loader
+    goes on with the next batch."""
+    def fn(data):
+        if len(data) == 10 + 7:      # the two files "07.jpg"
+            raise KeyboardInterrupt
+        if len(data) == 10 + 3:
+            sys.exit(3)
+        return first_byte(data)
+
+    with stoker.Loader(folder, 4, seed=0, sample_transform=fn, shuffle=False) as l:
+        it = iter(l)
+        got, raised = 0, []
+        while True:
+            try:
+                next(it)
+                got += 1
+            except StopIteration:
+                break
+            except (KeyboardInterrupt, SystemExit) as e:
+                raised.append(type(e).__name__)
+    assert sorted(raised) == ["KeyboardInterrupt"] * 2 + ["SystemExit"] * 2
+    assert got == N // 4 - 4
+
+
+def test_ctrl_c_while_waiting_for_sample_transform(folder):
+    """Ctrl-C while the loop waits for a batch's transforms is a
+    KeyboardInterrupt; the batch is not lost: state_dict() does not count it,
+    and the next next() gives it."""
+    go = threading.Event()
+
+    def fn(data):
+        go.wait(30)
+        return first_byte(data)
+
+    with stoker.Loader(folder, 4, seed=5, sample_transform=fn, transform_threads=2) as l:
+        want = [b.indices.tolist() for b in stoker.Loader(folder, 4, seed=5)]
+        it = iter(l)
+        main = threading.get_ident()
+        threading.Timer(0.3, signal.pthread_kill, (main, signal.SIGINT)).start()
+        with pytest.raises(KeyboardInterrupt):
+            next(it)
+        assert l.state_dict()["batches"] == 0
+        go.set()
+        got = [b.indices.tolist() for b in it]
+    assert got == want
+
+
+REENTRANT = """
+import sys, stoker
+folder, call = sys.argv[1], sys.argv[2]
+l = stoker.Loader(folder, 4, seed=0, sample_transform=lambda d: act(), transform_threads=2)
+it = iter(l)
+state = l.state_dict()
+calls = {"next": lambda: next(it), "iter": lambda: iter(l), "close": l.close,
+         "load_state_dict": lambda: l.load_state_dict(state)}
+def act():
+    calls[call]()
+    return 0
+try:
+    next(it)
+except stoker.TransformError as e:
+    print(type(e.__cause__).__name__, e.__cause__)
+"""
+
+
+@pytest.mark.parametrize("call", ["next", "iter", "close", "load_state_dict"])
+def test_sample_transform_calling_its_loader_is_refused(folder, call):
+    """A sample_transform that calls its own loader (the loader waits for its
+    transforms) gets a RuntimeError saying why, where it deadlocked, in the
+    loop and at exit; run in a process of its own, so that a deadlock is a
+    timeout, not a hung test run."""
+    env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python"))
+    p = subprocess.run([sys.executable, "-c", REENTRANT, folder, call], env=env,
+                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=60)
+    assert p.returncode == 0, p.stdout
+    assert "RuntimeError" in p.stdout and "inside its own sample_transform" in p.stdout, p.stdout
+    assert call in p.stdout.splitlines()[0]
 
 
 @pytest.fixture

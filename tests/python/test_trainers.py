@@ -84,6 +84,10 @@ def run(args, out, **kw):
     return p.stdout
 
 
+def records(path):
+    return [json.loads(line) for line in open(path)]
+
+
 def steps(path):
     """[(epoch, step, indices)] from a steps file, in order."""
     if not os.path.exists(path):
@@ -116,6 +120,9 @@ def test_lightning_resume_mid_epoch(raw48, tmp_path):
     run([script, raw48, str(full)], full)
     ref = steps(full / "steps.0.jsonl")
     assert [s for e, s, _ in ref] == list(range(24)) and {e for e, _, _ in ref} == {0, 1}
+    # the batch training_step gets (moved by Lightning) kept its attributes
+    assert [(d["batch_epoch"], d["number"]) for d in records(full / "steps.0.jsonl")] == \
+        [(s // 12, s % 12) for s in range(24)]
     order = {e: [i for ee, _, idx in ref if ee == e for i in idx] for e in (0, 1)}
     assert sorted(order[0]) == list(range(48)), "an epoch is every sample once"
     assert order[0] != order[1], "a new order each epoch"
@@ -167,6 +174,25 @@ def test_accelerate_save_load_state(raw48, tmp_path):
     run([script, raw48, str(cut), "--save-at", "5", "--kill-at", "8"], cut)
     run([script, raw48, str(cut), "--resume", str(cut / "ckpt")], cut)
     assert steps(cut / "steps.0.jsonl") == ref[:8] + ref[5:]
+
+
+def test_accelerate_skip_first_batches(raw48, tmp_path):
+    """accelerate's other resume recipe: the loader not checkpointed, the
+    resumed epoch's first batches skipped with
+    accelerator.skip_first_batches(loader, n): the batches are the
+    uninterrupted run's, numbered from n."""
+    script = os.path.join(HERE, "accelerate_run.py")
+    full, cut = tmp_path / "full", tmp_path / "cut"
+    for d in (full, cut):
+        d.mkdir()
+    run([script, raw48, str(full), "--skip"], full)
+    ref = steps(full / "steps.0.jsonl")
+    assert len(ref) == 24
+    run([script, raw48, str(cut), "--skip", "--save-at", "5", "--kill-at", "8"], cut)
+    run([script, raw48, str(cut), "--skip", "--resume", str(cut / "ckpt")], cut)
+    assert steps(cut / "steps.0.jsonl") == ref[:8] + ref[5:]
+    assert [d["number"] for d in records(cut / "steps.0.jsonl")][8:] == \
+        list(range(5, 12)) + list(range(12))
 
 
 @pytest.fixture(scope="module")

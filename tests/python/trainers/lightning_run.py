@@ -4,7 +4,8 @@ trainers' virtual environment: `lightning` from PyPI, torch 2.x).
     lightning_run.py DATA OUT --devices N [--kill-at STEP] [--resume CKPT]
 
 Each rank appends one JSON line per training step to OUT/steps.<rank>.jsonl:
-{"epoch", "step", "indices"}.  --kill-at: the process ends (os._exit, as a
+{"epoch", "step", "indices", "number", "batch_epoch"} (the last two are the
+batch's attributes, as training_step gets the batch after Lightning moved it).  --kill-at: the process ends (os._exit, as a
 killed job does) at the start of that global step, after the checkpoint of
 the step before was written (ModelCheckpoint every 3 steps into OUT/ckpt).
 --resume: Trainer.fit(..., ckpt_path=CKPT).
@@ -44,7 +45,8 @@ class Model(L.LightningModule):
         data, offsets, sizes, labels, indices = batch
         with open(os.path.join(self.out, "steps.%d.jsonl" % self.global_rank), "a") as f:
             f.write(json.dumps({"epoch": self.current_epoch, "step": self.global_step,
-                                "indices": indices.tolist()}) + "\n")
+                                "indices": indices.tolist(), "number": batch.number,
+                                "batch_epoch": batch.epoch}) + "\n")
         x = sizes.float().view(-1, 1) / 1e4
         return torch.nn.functional.mse_loss(self.w(x).view(-1), labels.float())
 
