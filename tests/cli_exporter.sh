@@ -200,6 +200,26 @@ f=$(sed -n 's/^published //p' "$tmp/c.out")
 [ -n "$f" ] || fail "examples/metrics did not say where it published"
 [ -e "$f" ] && fail "$f is left after its loader ended"
 
+# a running `stoker bench` publishes its loader where the exporter looks
+mkdir "$tmp/pub-bench"
+STOKER_METRICS_DIR="$tmp/pub-bench" "$S" bench "$tmp/data" --runtime 4 --repeat 1 --no-baseline \
+	>"$tmp/bench.out" 2>&1 &
+bench=$!
+pids="$pids $bench"
+i=0
+until ls "$tmp/pub-bench" | grep -q "^$bench-bench\.prom$"; do
+	i=$((i + 1))
+	[ $i -lt 150 ] || { cat "$tmp/bench.out"; fail "stoker bench did not publish within 15 s"; }
+	sleep 0.1
+done
+"$S" exporter --once --root "$root" --dir "$tmp/pub-bench" >"$tmp/out" 2>"$tmp/err" ||
+	fail "--once beside a running bench"
+grep -qx 'stoker_exporter_loaders 1' "$tmp/out" || fail "the running bench is not counted"
+grep -q "^stoker_loader_samples_total{loader=\"bench\",pid=\"$bench\"} " "$tmp/out" ||
+	fail "the running bench's loader is not served"
+wait "$bench" || { cat "$tmp/bench.out"; fail "stoker bench exit $?"; }
+[ -z "$(ls "$tmp/pub-bench")" ] || fail "stoker bench left $(ls "$tmp/pub-bench")"
+
 # --- 4. the server -------------------------------------------------------------------------
 "$S" exporter --listen 127.0.0.1:0 --root "$root" --dir "$tmp/pub" >"$tmp/srv.out" 2>"$tmp/srv.err" &
 srv=$!

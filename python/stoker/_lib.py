@@ -495,6 +495,11 @@ stk_metrics_serve = _proto("stk_metrics_serve", ctypes.c_int, ctypes.POINTER(_vp
                               ctypes.c_char_p, _vp, ctypes.c_char_p)
 stk_metrics_server_port = _proto("stk_metrics_server_port", ctypes.c_int, _vp)
 stk_metrics_server_destroy = _proto("stk_metrics_server_destroy", None, _vp)
+# Where `stoker exporter` finds the loaders of this machine.
+stk_loader_publish = _proto("stk_loader_publish", ctypes.c_int, ctypes.POINTER(_vp), _vp,
+                            ctypes.c_char_p, ctypes.c_char_p, ctypes.c_double)
+stk_publisher_path = _proto("stk_publisher_path", ctypes.c_char_p, _vp)
+stk_publisher_destroy = _proto("stk_publisher_destroy", None, _vp)
 # Where a sample's bytes lie (a tar member's offset in its shard).
 stk_loader_sample_extent = _proto("stk_loader_sample_extent", ctypes.c_int, _vp, c_i64,
                                   ctypes.c_char_p, ctypes.c_size_t, ctypes.POINTER(c_u64),

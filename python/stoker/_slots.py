@@ -38,6 +38,8 @@ class _Core:
         self._release = _lib.stk_batch_release
         self._destroy_fn = _lib.stk_loader_destroy
         self._stop_fn = _lib.stk_loader_stop
+        self.pub = None          # the loader's metrics file for `stoker exporter`
+        self._unpublish_fn = _lib.stk_publisher_destroy
 
     def release(self, addr, token):
         """Releases the batch at addr if the lease with id `token` (or, with
@@ -59,12 +61,19 @@ class _Core:
         destroys it with the last lease."""
         with self.lock:
             self.closing = True
+            self._unpublish()  # its thread reads the loader: first
             if not self.owned:
                 self._destroy()
             elif self.h is not None and self._stop_fn is not None:
                 self._stop_fn(self.h)
 
+    def _unpublish(self):
+        pub, self.pub = self.pub, None
+        if pub and self._unpublish_fn is not None:
+            self._unpublish_fn(pub)
+
     def _destroy(self):
+        self._unpublish()
         h, self.h = self.h, None
         if h is not None:
             self._destroy_fn(h)
@@ -78,6 +87,7 @@ _cores = weakref.WeakSet()
 def _after_fork_in_child():
     for core in list(_cores):
         core.h = None
+        core.pub = None  # its thread is the parent's
         core.forked = True
         core.owned = {}
         core.lock = threading.RLock()

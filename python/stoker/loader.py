@@ -20,6 +20,7 @@ import ctypes
 import errno
 import gc
 import inspect
+import itertools
 import logging
 import numbers
 import os
@@ -144,10 +145,12 @@ class Loader:
 
     def __init__(self, path, batch_size=_LOADER_DEFAULTS["batch_size"], *, image=None,
                  device=None, copy_free=False, report_every=None, batch_transform=None,
-                 sample_transform=None, transform_threads=None, **options):
+                 sample_transform=None, transform_threads=None, publish_metrics=True,
+                 **options):
         self._core = None
         self._pool = None
         copy_free = _lib.check_bool("copy_free", copy_free)
+        publish_metrics = _lib.check_bool("publish_metrics", publish_metrics)
         if report_every is not None:
             if _lib.is_bool(report_every) or not isinstance(report_every, numbers.Real):
                 raise TypeError("report_every must be a number of seconds or None, not %s"
@@ -218,6 +221,8 @@ class Loader:
         self._o = o                # kept (with _keep): a default seed may be replaced
         h = self._create(o)
         self._core = _Core(h)
+        self._pub_name = _pub_name() if publish_metrics else None
+        self._core.pub = _publish(h, self._pub_name)
         eff = self._options
         self.batch_size = eff.batch_size
         self.rank = eff.rank
@@ -278,6 +283,7 @@ class Loader:
         old, self._core = self._core, _Core(h)
         self._views = {}
         old.close()
+        self._core.pub = _publish(h, self._pub_name)  # the name the old one had
         self._len = self._whole_len = _lib.stk_loader_len(h)
         self._pos, self._fresh = (0, 0), True
 
@@ -909,5 +915,27 @@ class Loader:
 
 
 # Loader's own keyword arguments (not options): for the nearest-name hint
+_published = itertools.count(1)
+
+
+def _pub_name():
+    """loader="python", then "python-2", ... in this process."""
+    n = next(_published)
+    return b"python" if n == 1 else b"python-%d" % n
+
+
+def _publish(h, name):
+    """Publishes loader h for `stoker exporter` (stk_metrics_dir(): /run/stoker
+    or the user's cache folder; $STOKER_METRICS_DIR) under name, rewritten
+    every 5 s until close().  None when name is None, or where no such folder
+    can be written: nothing to show, nothing said."""
+    if name is None:
+        return None
+    pub = ctypes.c_void_p()
+    if _lib.stk_loader_publish(ctypes.byref(pub), h, None, name, 0.0) < 0:
+        return None
+    return pub
+
+
 _KEYWORDS = [p for p in inspect.signature(Loader.__init__).parameters
              if p not in ("self", "options")]

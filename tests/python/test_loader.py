@@ -745,6 +745,39 @@ def test_serve_metrics(tmp_path):
             loader.serve_metrics(0)
 
 
+def test_loader_publishes_for_the_exporter(tmp_path, monkeypatch):
+    """A Loader is seen by `stoker exporter` while it lives (loader="python",
+    "python-2", ...: its <pid>-<name>.prom in the metrics folder), its file
+    gone at close(); publish_metrics=False publishes nothing."""
+    d = tmp_path / "d"
+    d.mkdir()
+    for i in range(10):
+        (d / ("%02d.jpg" % i)).write_bytes(b"x" * (100 + i))
+    pub = tmp_path / "pub"
+    pub.mkdir()
+    monkeypatch.setenv("STOKER_METRICS_DIR", str(pub))
+    with stoker.Loader(str(d), batch_size=4, quiet=True) as a, \
+            stoker.Loader(str(d), batch_size=4, quiet=True) as b:
+        for _ in a:
+            pass
+        names = sorted(os.listdir(pub))
+        assert len(names) == 2, names
+        assert all(n.startswith("%d-python" % os.getpid()) for n in names), names
+        p = subprocess.run([os.environ.get("STOKER", os.path.join(ROOT, "build", "stoker")),
+                            "exporter", "--once", "--dir", str(pub)],
+                           capture_output=True, text=True, timeout=60)
+        assert p.returncode == 0, p.stderr
+        assert "stoker_exporter_loaders 2" in p.stdout.splitlines()
+        for n in ("python", "python-2"):  # written at create, then every 5 s
+            assert 'stoker_loader_samples_total{loader="%s",pid="%d"} ' % (n, os.getpid()) \
+                in p.stdout, p.stdout
+    assert os.listdir(pub) == []
+    with stoker.Loader(str(d), batch_size=4, quiet=True, publish_metrics=False):
+        assert os.listdir(pub) == []
+    with pytest.raises(TypeError, match="publish_metrics"):
+        stoker.Loader(str(d), batch_size=4, publish_metrics="no")
+
+
 def test_memory_is_the_librarys(folder):
     """Loader.memory() is stk_loader_memory: the pool is what stats() maps,
     and the parts add up to the total."""

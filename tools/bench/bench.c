@@ -23,6 +23,8 @@
 #include <sys/utsname.h>
 #include <unistd.h>
 
+#include "stoker/metrics.h"
+
 #include "bench/bench.h"
 #include "common/cli.h"
 #include "common/mpi.h"
@@ -551,8 +553,14 @@ int cmd_bench(int argc, char **argv)
 							      .size = sizeof(struct stk_remote_stats)}) < 0;
 	int64_t *order = NULL;
 	uint64_t norder = 0;
+	/* `stoker exporter` shows the running bench (loader="bench"); where no
+	 * metrics folder can be written, nothing to show and nothing said */
+	struct stk_publisher *pub = NULL;
+	if (stk_loader_publish(&pub, l, NULL, "bench", 0) < 0)
+		pub = NULL;
 	rc = run_repeats(l, &o, S, base ? B : NULL, V, o.image ? &effimg : NULL, &cache, &cached,
 			 &order, &norder);
+	stk_publisher_destroy(pub); /* before the loader it reads */
 	int n = (int)o.repeat;
 	while (n > 1 && !S[n - 1].wall) /* interrupted: the runs that ran */
 		n--;
