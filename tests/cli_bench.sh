@@ -77,7 +77,7 @@ err=$(STOKER_PYTHON=/nonexistent/python3 "$STOKER" bench $QUICK data -E 1 --no-b
 echo "$err" | grep -q "DataLoader: not run: cannot start /nonexistent/python3" || fail "no-python: $err"
 case "${BUILD:-build}" in
 build)
-	out=$("$STOKER" bench --runtime 0.3 --ramp 0.1 --repeat 1 data -b 8 -E 1 --no-baseline \
+	out=$("$STOKER" bench --runtime 0.3 --ramp 0.1 --repeat 2 data -b 8 -E 1 --no-baseline \
 		--vs torch --prefetch 3 --io-threads 1 --json) || fail "--vs torch exit $?"
 	echo "$out" > vt.json
 	/usr/bin/python3 - vt.json <<'PY' || fail "--vs torch JSON"
@@ -88,14 +88,21 @@ cpus = len(os.sched_getaffinity(0))
 ws = [r["workers"] for r in vt["runs"]]
 assert ws == sorted({0, 2, cpus}), ws
 # the window is --runtime's (at least 1 s), after the same ramp, for every side
-assert vt["timing"] == {"ramp_s": 0.1, "window_s": 1.0, "window_samples": None}, vt["timing"]
+# as many rounds of every side as stoker's runs (--repeat), each side's medians
+assert vt["timing"] == {"ramp_s": 0.1, "window_s": 1.0, "rounds": 2, "window_samples": None}, vt["timing"]
 sides = [vt["stoker"]] + vt["runs"]
-for r in sides:
-    assert r["startup_s"] > 0 and r["samples_per_s"] > 0, r
-    assert r["ramp_s"] >= 0.1 and r["ramp_samples"] > 0, r  # batches taken, not measured
-    assert r["seconds"] >= 1.0 and r["samples"] > 0, r
-    assert abs(r["samples_per_s"] - r["samples"] / r["seconds"]) < 1e-6 * r["samples_per_s"], r
-# the start-up is not in the steady rate: samples over the window's seconds alone
+for s in sides:
+    assert len(s["rounds"]) == 2, s
+    for r in s["rounds"]:
+        assert r["startup_s"] > 0 and r["samples_per_s"] > 0, r
+        assert r["ramp_s"] >= 0.1 and r["ramp_samples"] > 0, r  # batches taken, not measured
+        assert r["seconds"] >= 1.0 and r["samples"] > 0, r
+        # the start-up is not in the steady rate: the window's samples over its seconds alone
+        assert abs(r["samples_per_s"] - r["samples"] / r["seconds"]) < 1e-6 * r["samples_per_s"], r
+    sps = sorted(r["samples_per_s"] for r in s["rounds"])
+    assert abs(s["samples_per_s"] - (sps[0] + sps[1]) / 2) < 1e-6 * s["samples_per_s"], s
+    st = sorted(r["startup_s"] for r in s["rounds"])
+    assert abs(s["startup_s"] - (st[0] + st[1]) / 2) < 1e-9 + 1e-6 * s["startup_s"], s
 assert vt["best"] == max(vt["runs"], key=lambda r: r["samples_per_s"]), vt
 assert abs(vt["ratio"] - vt["stoker"]["samples_per_s"] / vt["best"]["samples_per_s"]) < 1e-9 * vt["ratio"]
 # stoker's side ran with the options this run was given (the changed ones)

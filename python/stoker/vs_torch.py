@@ -19,8 +19,9 @@ as stoker.Loader with the same batch, seed and image options (and the loader
 options --option passes), copy_free.  Every side, stoker first: start-up
 (create until the first batch), a --ramp not measured, then a window of
 --seconds (or --samples), from the same page-cache state (--cache cold drops
-it before each, as root, and ends the window with the first epoch).  The
-ratio is stoker's steady rate over the best DataLoader's.  Exit 3 when torch
+it before each, as root, and ends the window with the first epoch); --rounds
+of every side, the order rotated each round, and each side's medians.  The
+ratio is stoker's median steady rate over the best DataLoader's.  Exit 3 when torch
 (or torchvision, in image mode) cannot be imported, saying why.
 """
 
@@ -184,6 +185,22 @@ def _side(make, a, cold_window):
     return r
 
 
+def _medians(rounds):
+    """A side's figures: the medians of its rounds (start-up, steady rate,
+    ...), the spread of its steady rate, and the rounds themselves."""
+    import statistics
+    ok = [r for r in rounds if "error" not in r]
+    if not ok:
+        return {"error": rounds[0]["error"], "rounds": rounds}
+    out = {k: statistics.median(r[k] for r in ok)
+           for k in ("startup_s", "ramp_s", "ramp_samples", "samples", "seconds", "samples_per_s",
+                     "mb_per_s")}
+    sps = [r["samples_per_s"] for r in ok]
+    out.update(samples_per_s_min=min(sps), samples_per_s_max=max(sps), cache=ok[0]["cache"],
+               rounds=rounds)
+    return out
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(prog="python3 -m stoker.vs_torch",
                                  description=__doc__.split("\n\n")[0])
@@ -196,6 +213,8 @@ def main(argv=None):
     ap.add_argument("--ramp", type=float, default=0.25,
                     help="seconds of batches after the first, not measured (--cache cold: none, "
                          "the epoch is read once)")
+    ap.add_argument("--rounds", type=int, default=1,
+                    help="rounds of every side, the order rotated each round; medians reported")
     ap.add_argument("--workers", default="",
                     help="worker counts to try, e.g. 0,2,4 (default: 0, 2 and the CPUs)")
     ap.add_argument("--option", action="append", default=[], metavar="NAME=TEXT",
@@ -233,18 +252,26 @@ def main(argv=None):
     collate = None if a.image else _collate_raw
     counts = ([int(w) for w in a.workers.split(",")] if a.workers
               else worker_counts(_cpus()))
-    try:
-        mine = _side(stoker_loader(a), a, cold_window)
-    except Exception as e:  # the DataLoader's figures stand; no ratio
-        mine = {"error": "%s: %s" % (type(e).__name__, e)}
-    runs = []
-    for w in counts:
-        r = _side(dataloader(ds, w, a, collate), a, cold_window)
-        r["workers"] = w
-        runs.append(r)
+    # the sides in rounds, the order rotated each round (a machine's load
+    # then falls on every side alike); each side's medians over its rounds
+    sides = [("stoker", stoker_loader(a))] + [(w, dataloader(ds, w, a, collate)) for w in counts]
+    got = {name: [] for name, _ in sides}
+    for rnd in range(max(1, a.rounds)):
+        k = rnd % len(sides)
+        for name, make in sides[k:] + sides[:k]:
+            if name == "stoker" and got[name] and "error" in got[name][-1]:
+                continue
+            try:
+                got[name].append(_side(make, a, cold_window))
+            except Exception as e:  # stoker's side only: the DataLoader's figures stand
+                if name != "stoker":
+                    raise
+                got[name].append({"error": "%s: %s" % (type(e).__name__, e)})
+    mine = _medians(got["stoker"])
+    runs = [dict(_medians(got[w]), workers=w) for w in counts]
     best = max(runs, key=lambda r: r["samples_per_s"])
     out = {"torch": torch.__version__, "cpus": _cpus(), "mode": "image" if a.image else "raw",
-           "timing": {"ramp_s": a.ramp, "window_s": a.seconds,
+           "timing": {"ramp_s": a.ramp, "window_s": a.seconds, "rounds": max(1, a.rounds),
                       "window_samples": a.samples or (cold_window if a.cache == "cold" else None)},
            "stoker": mine, "stoker_options": a.option, "runs": runs, "best": best}
     if mine.get("samples_per_s") and best["samples_per_s"] > 0:
@@ -256,9 +283,9 @@ def main(argv=None):
         for name, r in [("stoker", mine)] + [("DataLoader num_workers=%d" % r["workers"], r)
                                              for r in runs]:
             print("%-26s %s" % (name, r["error"] if "error" in r else
-                                "start-up %.2f s, steady %.0f samples/s (%d samples, %.2f s)" % (
-                                    r["startup_s"], r["samples_per_s"], r["samples"],
-                                    r["seconds"])))
+                                "start-up %.2f s, steady %.0f samples/s (%.0f-%.0f)" % (
+                                    r["startup_s"], r["samples_per_s"], r["samples_per_s_min"],
+                                    r["samples_per_s_max"])))
         print("best DataLoader: num_workers=%d; stoker / it %s" % (
             best["workers"], "%.2fx" % out["ratio"] if "ratio" in out else "-"))
     return 0

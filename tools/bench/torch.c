@@ -174,20 +174,22 @@ json_t *bench_vs_torch(const struct bench_opts *o, const struct stk_loader_opts 
 		       const struct stk_image_opts *img, uint64_t samples, char *why, size_t len)
 {
 	static const char *const caches[] = {"warm", "cold", "as-is"};
-	char bs[32], n[32], seed[32], mean[3][32], sd[3][32], secs[32], ramp[32];
+	char bs[32], n[32], seed[32], mean[3][32], sd[3][32], secs[32], ramp[32], rounds[32];
 	static char opts[64][320]; /* argv points into it */
 	struct py_crop_args ca;
 	/* each side's window as long as one of stoker's runs (at least a second),
 	 * after the same ramp */
 	snprintf(secs, sizeof(secs), "%g", o->runtime > 1 ? o->runtime : 1);
 	snprintf(ramp, sizeof(ramp), "%g", o->ramp);
+	/* as many rounds of every side as stoker's own runs (--repeat), in turns */
+	snprintf(rounds, sizeof(rounds), "%lld", (long long)(o->repeat > 0 ? o->repeat : 1));
 	snprintf(bs, sizeof(bs), "%u", lo->batch_size);
 	snprintf(n, sizeof(n), "%llu", (unsigned long long)samples);
 	snprintf(seed, sizeof(seed), "%llu", (unsigned long long)lo->seed);
 	const char *argv[200] = {python(), "-c", BENCH_PY_BOOT("vs_torch"), o->path, "--json",
 				 "--batch-size", bs, "--samples", n, "--seconds", secs, "--ramp", ramp,
-				 "--cache", caches[o->cache], "--seed", seed};
-	int k = 17;
+				 "--cache", caches[o->cache], "--seed", seed, "--rounds", rounds};
+	int k = 19;
 	k = changed_options(o, argv, k, 64 * 2, opts);
 	if (o->image) {
 		char dt[16], crop[32];
@@ -281,9 +283,14 @@ static void side_print(const char *name, const json_t *r, bool best)
 		printf("    %-26s failed: %s\n", name, err);
 		return;
 	}
-	printf("    %-26s %8.2f s %12.0f samples/s%s\n", name,
+	char sps[96];
+	struct spread sp = {.median = json_real_value(json_object_get(r, "samples_per_s")),
+			    .min = json_real_value(json_object_get(r, "samples_per_s_min")),
+			    .max = json_real_value(json_object_get(r, "samples_per_s_max")),
+			    .n = (int)json_array_size(json_object_get(r, "rounds"))};
+	printf("    %-26s %8.2f s %24s samples/s%s\n", name,
 	       json_real_value(json_object_get(r, "startup_s")),
-	       json_real_value(json_object_get(r, "samples_per_s")), best ? "  (best)" : "");
+	       fmt_spread(sps, sizeof(sps), &sp, "%.0f"), best ? "  (best)" : "");
 }
 
 void vs_torch_print(const json_t *vt)
@@ -291,14 +298,15 @@ void vs_torch_print(const json_t *vt)
 	const json_t *runs = json_object_get(vt, "runs");
 	const json_t *best = json_object_get(vt, "best");
 	const json_t *tm = json_object_get(vt, "timing");
+	json_int_t nr = json_integer_value(json_object_get(tm, "rounds"));
 	printf("\n  vs PyTorch's DataLoader (torch %s, the same samples, %lld CPUs); each side timed "
 	       "alike:\n  start-up = create until the first batch, then a %.2f s ramp, then a "
-	       "%.2f s window:\n",
+	       "%.2f s window;\n  %lld round%s of every side, in turns (medians):\n",
 	       json_string_value(json_object_get(vt, "torch")),
 	       (long long)json_integer_value(json_object_get(vt, "cpus")),
 	       json_real_value(json_object_get(tm, "ramp_s")),
-	       json_real_value(json_object_get(tm, "window_s")));
-	printf("    %-26s %10s %22s\n", "", "start-up", "steady");
+	       json_real_value(json_object_get(tm, "window_s")), (long long)nr, nr == 1 ? "" : "s");
+	printf("    %-26s %10s %34s\n", "", "start-up", "steady (min-max)");
 	side_print("stoker (Python binding)", json_object_get(vt, "stoker"), false);
 	json_int_t bw = json_integer_value(json_object_get(best, "workers"));
 	size_t i;
