@@ -16,12 +16,12 @@ RandomResizedCrop(size, scale, ratio) and RandomHorizontalFlip, or
 Resize(size / crop_frac) + CenterCrop(size); PILToTensor; for a float dtype
 ConvertImageDtype and, with --normalize, Normalize(mean, std).  stoker runs
 as stoker.Loader with the same batch, seed and image options (and the loader
-options --option passes), copy_free.  Every side, stoker first: start-up
-(create until the first batch), a --ramp not measured, then a window of
---seconds (or --samples), from the same page-cache state (--cache cold drops
-it before each, as root, and ends the window with the first epoch); --rounds
-of every side, the order rotated each round, and each side's medians.  The
-ratio is stoker's median steady rate over the best DataLoader's.  Exit 3 when torch
+options --option passes), copy_free.  Every side alike: start-up (create
+until the first batch), a --ramp not measured, then a window of --seconds (or
+--samples), from the same page-cache state (--cache cold drops it before
+each, as root, and ends the window with the first epoch); --rounds of every
+side, the order rotated each round, and each side's medians.  The ratio is
+stoker's median steady rate over the best DataLoader's.  Exit 3 when torch
 (or torchvision, in image mode) cannot be imported, saying why.
 """
 
