@@ -65,30 +65,54 @@ out=$("$STOKER" bench $QUICK data -q 0 --no-baseline) || fail "-q 0 (auto) exit 
 echo "$out" | grep -q "queue depth [0-9]* (auto)" || fail "-q 0 is not auto: $out"
 "$STOKER" bench $QUICK --help | grep -q "usage: stoker bench" || fail "--help"
 
-# --vs torch: PyTorch's DataLoader on the same samples, every worker count
-# tried, stoker's ratio to the best.  The DataLoader side is Python over this
-# build's library: a sanitizer build's library cannot be loaded into Python
-# without its runtime preloaded, so that build checks only the usage errors.
+# --vs torch: PyTorch's DataLoader on the same samples at num_workers 0, 2
+# and the CPUs, and stoker's Python binding, each side timed alike (start-up
+# = create until the first batch, then the ramp, then the window), the ratio
+# of the steady rates.  The DataLoader side is Python over this build's
+# library: a sanitizer build's library cannot be loaded into Python without
+# its runtime preloaded, so that build checks only the usage errors.
 "$STOKER" bench $QUICK data --vs tensorflow 2>/dev/null; [ $? = 2 ] || fail "--vs other not exit 2"
 err=$(STOKER_PYTHON=/nonexistent/python3 "$STOKER" bench $QUICK data -E 1 --no-baseline --vs torch 2>&1) ||
 	fail "--vs torch without an interpreter must still succeed: $err"
 echo "$err" | grep -q "DataLoader: not run: cannot start /nonexistent/python3" || fail "no-python: $err"
 case "${BUILD:-build}" in
 build)
-	out=$("$STOKER" bench $QUICK data -b 8 -E 1 --no-baseline --vs torch --json) || fail "--vs torch exit $?"
+	out=$("$STOKER" bench --runtime 0.3 --ramp 0.1 --repeat 2 data -b 8 -E 1 --no-baseline \
+		--vs torch --prefetch 3 --io-threads 1 --json) || fail "--vs torch exit $?"
 	echo "$out" > vt.json
 	/usr/bin/python3 - vt.json <<'PY' || fail "--vs torch JSON"
-import json, sys
+import json, os, sys
 j = json.load(open(sys.argv[1]))
 vt = j["vs_torch"]
+cpus = len(os.sched_getaffinity(0))
 ws = [r["workers"] for r in vt["runs"]]
-assert ws[:2] == [0, 1], ws
-assert all(r["samples"] > 0 and r["samples_per_s"] > 0 for r in vt["runs"]), vt
-assert vt["best"]["samples_per_s"] == max(r["samples_per_s"] for r in vt["runs"])
-assert abs(vt["ratio"] - j["stoker"]["samples_per_s"] / vt["best"]["samples_per_s"]) < 1e-6 * vt["ratio"]
+assert ws == sorted({0, 2, cpus}), ws
+# the window is --runtime's (at least 1 s), after the same ramp, for every side
+# as many rounds of every side as stoker's runs (--repeat), each side's medians
+assert vt["timing"] == {"ramp_s": 0.1, "window_s": 1.0, "rounds": 2, "window_samples": None}, vt["timing"]
+sides = [vt["stoker"]] + vt["runs"]
+for s in sides:
+    assert len(s["rounds"]) == 2, s
+    for r in s["rounds"]:
+        assert r["startup_s"] > 0 and r["samples_per_s"] > 0, r
+        assert r["ramp_s"] >= 0.1 and r["ramp_samples"] > 0, r  # batches taken, not measured
+        assert r["seconds"] >= 1.0 and r["samples"] > 0, r
+        # the start-up is not in the steady rate: the window's samples over its seconds alone
+        assert abs(r["samples_per_s"] - r["samples"] / r["seconds"]) < 1e-6 * r["samples_per_s"], r
+    sps = sorted(r["samples_per_s"] for r in s["rounds"])
+    assert abs(s["samples_per_s"] - (sps[0] + sps[1]) / 2) < 1e-6 * s["samples_per_s"], s
+    st = sorted(r["startup_s"] for r in s["rounds"])
+    assert abs(s["startup_s"] - (st[0] + st[1]) / 2) < 1e-9 + 1e-6 * s["startup_s"], s
+assert vt["best"] == max(vt["runs"], key=lambda r: r["samples_per_s"]), vt
+assert abs(vt["ratio"] - vt["stoker"]["samples_per_s"] / vt["best"]["samples_per_s"]) < 1e-9 * vt["ratio"]
+# stoker's side ran with the options this run was given (the changed ones)
+assert sorted(vt["stoker_options"]) == ["io_threads=1", "prefetch=3"], vt["stoker_options"]
 PY
 	out=$("$STOKER" bench $QUICK data -b 8 -E 1 --no-baseline --vs torch --image --size 32) || fail "--vs torch --image"
-	echo "$out" | grep -q "stoker / best DataLoader" || fail "--vs torch human: $out"
+	for want in "stoker (Python binding)" "DataLoader num_workers=0" "DataLoader num_workers=2" \
+		"stoker / best DataLoader" "start-up = create until the first batch"; do
+		echo "$out" | grep -qF "$want" || fail "--vs torch human, no '$want': $out"
+	done
 	;;
 esac
 

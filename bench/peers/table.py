@@ -20,7 +20,7 @@ for w in ("train", "raw-warm", "raw-cold", "val"):
           % (w, j["mode"], j["cache"], j["batch_size"], j.get("prefetch", "-"), j["cpus"], j["rounds"],
              j["seconds"], " ".join(j["load"])))
     print("| loader | workers / threads | samples/s median (min–max) | CPU s / 1,000 | peak PSS MB | "
-          "loader MB (above its imports) | first batch s | stoker (best source) / it | stoker's loader MB / it |")
+          "loader MB (above its imports) | start-up s | stoker (best source) / it | stoker's loader MB / it |")
     print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
     for label, e in j["results"].items():
         if "samples_per_s" not in e:
@@ -32,7 +32,7 @@ for w in ("train", "raw-warm", "raw-cold", "val"):
         m = "%.2f" % e["memory_ratio"] if "memory_ratio" in e else ""
         print("| %s | %d | %.0f (%.0f–%.0f) | %.2f | %.0f | %.0f | %.2f | %s | %s |" % (
             label, e["workers"], s["median"], s["min"], s["max"], e["cpu_s_per_1000"],
-            e["pss_peak_mb"], e.get("loader_mb", 0), e["ttfb_s"], r, m))
+            e["pss_peak_mb"], e.get("loader_mb", 0), e.get("startup_s", e.get("ttfb_s", 0)), r, m))
     for name, m in j["conversions"].items():
         if "error" not in m:
             print("\nformat for %s: %.0f s, %.0f MB" % (name, m["seconds"], m["bytes"] / 1e6), end="")

@@ -2,13 +2,15 @@
 (python3 -m stoker._peers SPEC_JSON): what `stoker bench --vs dali,spdl,...`
 (stoker.vs_peers) starts, times and samples.
 
-A run builds one loader the way its documentation says is fastest, takes
-batches for --seconds (or --samples), and prints one JSON line: samples and
-bytes after the first batch, the time to that first batch, the steady
-window's seconds and the CPU seconds every process of the run spent in it
-(this process and its workers: /proc utime + stime, reaped children's
-included), and what the first batch held (shape, dtype), so a peer that
-resized to another size or decoded to another dtype is flagged, not ranked.
+A run builds one loader the way its documentation says is fastest and is
+timed by the rule every side of --vs follows (stoker._timing: start-up =
+creating the loader until its first batch, then the ramp, not measured,
+then the window of --seconds or --samples); it prints one JSON line: the
+start-up, the window's samples, bytes and seconds and the CPU seconds every
+process of the run spent in it (this process and its workers: /proc utime +
+stime, reaped children's included), and what the first batch held (shape,
+dtype), so a peer that resized to another size or decoded to another dtype
+is flagged, not ranked.
 
 Workloads: raw (each sample's bytes), train (decode + RandomResizedCrop 224 +
 horizontal flip, uint8), val (Resize 256 + CenterCrop 224, uint8).  Every
@@ -442,32 +444,19 @@ RUN = {"stoker": run_stoker, "torch": run_torch, "torch-pil": lambda s: run_torc
 
 
 def measure(s):
-    """One run as the spec says; the result dict."""
+    """One run as the spec says, timed by the rule every side follows
+    (stoker._timing: start-up, the ramp, the window); the result dict."""
     import torch
+    from ._timing import timed
     torch.set_num_threads(1)  # intra-op threads in this process: the peers' own threads count
     base = baseline_kb(s["peer"], s["mode"])
-    t_start = time.monotonic()
-    gen = RUN[s["peer"]](s)
-    c, nb, img = next(gen)
-    ttfb = time.monotonic() - t_start
-    first = {}
-    if img is not None:
-        first = {"shape": list(img.shape), "dtype": str(img.dtype).replace("torch.", "")}
-    cpu0, t0 = tree_cpu_s(), time.monotonic()
-    n = nbytes = 0
-    ended = False
-    while n < s["samples"] and time.monotonic() - t0 < s["seconds"]:
-        try:
-            c, nb, _ = next(gen)
-        except StopIteration:  # a peer that stops short of what was asked
-            ended = True
-            break
-        n += c
-        nbytes += nb
-    dt = time.monotonic() - t0
-    cpu = tree_cpu_s() - cpu0
-    return {"samples": n, "bytes": nbytes, "seconds": dt, "ttfb_s": ttfb, "cpu_s": cpu,
-            "first": first, "ended": ended, "base_kb": base}
+    r = timed(lambda: RUN[s["peer"]](s), s.get("ramp", 0.0), s["seconds"], s["samples"],
+              cpu=tree_cpu_s)
+    img = r.pop("first")[2]
+    r["first"] = {} if img is None else {"shape": list(img.shape),
+                                         "dtype": str(img.dtype).replace("torch.", "")}
+    r["base_kb"] = base
+    return r
 
 
 # ---- conversions to each peer's own format ----

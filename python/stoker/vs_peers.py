@@ -7,10 +7,13 @@ Streaming, LitData, WebDataset, FFCV) on the same samples: what `stoker bench
 
 Each run is a process of its own (python3 -m stoker._peers), sampled here
 every 50 ms: peak PSS summed over the run's process tree (its workers and
-their shared memory included), and its CPU seconds over the steady window
-(after the first batch), its samples/s there, and its time to the first
-batch.  Worker/thread counts are searched first (0, 1, 2, ... up to the CPUs
-for DataLoader-based peers; 1 ... CPUs threads for DALI and SPDL), then
+their shared memory included).  Every run, stoker's and each peer's, is timed
+by one rule (stoker._timing): its start-up (creating the loader until its
+first batch), then --ramp seconds not measured, then the window of --seconds,
+whose samples/s (the steady rate) and CPU seconds are its figures; ratios
+are of steady rates.  Worker/thread counts are searched first (0, 1, 2, ...
+up to the CPUs for DataLoader-based peers; 1 ... CPUs threads for DALI, SPDL,
+FFCV and stoker's decode threads), then
 --rounds alternating rounds (stoker, peer, peer, ..., the order rotated each
 round) at each peer's best count; medians and the spread are reported, and
 stoker's ratio to each.  Peers that read their own format get it converted
@@ -35,6 +38,7 @@ import threading
 import time
 
 from ._peers import PEERS, DATALOADER, proc_tree, pss_kb
+from ._timing import worker_counts
 
 # peer -> (module to find, pip package, format it reads)
 INFO = {"stoker": (None, None, "folder"), "torch": ("torchvision", "torch==2.14.1 torchvision==0.29.1", "folder"),
@@ -255,6 +259,8 @@ def main(argv=None):
     ap.add_argument("--cache", choices=("warm", "cold"), default="warm")
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--seconds", type=float, default=4.0, help="steady window of each run")
+    ap.add_argument("--ramp", type=float, default=0.25,
+                    help="seconds of batches after the first, not measured (cold: none)")
     ap.add_argument("--batch-size", type=int, default=256)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--size", type=int, default=224)
@@ -289,7 +295,7 @@ def main(argv=None):
     base = {"mode": a.mode, "batch": a.batch_size, "seed": a.seed, "size": a.size,
             "scale": list(a.scale), "ratio": list(a.ratio), "crop_frac": a.crop_frac,
             "samples": cold_epoch if a.cache == "cold" else 1 << 62, "seconds": a.seconds,
-            "prefetch": a.prefetch}
+            "ramp": 0.0 if a.cache == "cold" else a.ramp, "prefetch": a.prefetch}
     # the rows: (label, peer, source dir); conversions first.  stoker's
     # sources: folder, shards (global shuffle: any sample after any other),
     # shards-window (shuffle_mode shard: shards in random order, samples
@@ -349,9 +355,11 @@ def main(argv=None):
         if peer == "stoker" and a.mode == "raw":
             best_w[label] = 0  # its own I/O threads
             continue
-        # stoker: decode threads (its default leaves a core to the trainer: 1 of 2)
-        # (0 workers, decoding in the main process, only for raw bytes)
-        cands = list(range(0 if peer in DATALOADER and a.mode == "raw" else 1, cpus + 1))
+        # stoker: decode threads (its default leaves a core to the trainer: 1 of 2);
+        # a DataLoader: what a user tries (0: the main process, 2, the CPUs) and 1 ...
+        cands = list(range(1, cpus + 1))
+        if peer in DATALOADER and peer != "ffcv":
+            cands = sorted(set(cands) | set(worker_counts(cpus)))
         if a.no_search:
             cands = [cpus]
         if len(cands) == 1:
@@ -387,7 +395,7 @@ def main(argv=None):
             e["cpu_s_per_1000"] = statistics.median(r["cpu_s_per_1000"] for r in good)
             e["pss_peak_mb"] = statistics.median(r["pss_mb"] for r in good)
             e["loader_mb"] = statistics.median(r["loader_mb"] for r in good)
-            e["ttfb_s"] = statistics.median(r["ttfb_s"] for r in good)
+            e["startup_s"] = statistics.median(r["startup_s"] for r in good)
         result[label] = e
     ref = {}
     for label, e in result.items():
@@ -416,7 +424,7 @@ def main(argv=None):
         pass
     out = {"path": path, "mode": a.mode, "cache": a.cache, "cpus": cpus, "batch_size": a.batch_size,
            "prefetch": a.prefetch,
-           "rounds": a.rounds, "seconds": a.seconds, "mean_bytes": mean_bytes, "versions": versions,
+           "rounds": a.rounds, "seconds": a.seconds, "ramp": base["ramp"], "mean_bytes": mean_bytes, "versions": versions,
            "conversions": conversions, "results": result,
            "skipped": [{"peer": p, "why": w} for p, w in skipped],
            "failed": [{"peer": p, "why": w} for p, w in failed.items()],
@@ -435,9 +443,11 @@ def table(out):
     L = ["vs the peers: %s, %s cache, batch %d, prefetch %d, %d CPUs, %d rounds of %.0f s (load %s)" % (
         out["mode"], out["cache"], out["batch_size"], out.get("prefetch", 0), out["cpus"], out["rounds"],
         out["seconds"],
-        " ".join(out["load"]))]
+        " ".join(out["load"])),
+         "  every side timed alike: start-up = create until the first batch, then a %.2f s ramp, "
+         "then the %.0f s window (samples/s: its steady rate)" % (out.get("ramp", 0), out["seconds"])]
     L.append("  %-20s %7s %10s %15s %10s %9s %9s %7s %9s %9s" % (
-        "", "workers", "samples/s", "(min-max)", "CPU s/1k", "PSS MB", "loader MB", "1st s",
+        "", "workers", "samples/s", "(min-max)", "CPU s/1k", "PSS MB", "loader MB", "start s",
         "stoker/x", "mem s/x"))
     for label, e in out["results"].items():
         if "samples_per_s" not in e:
@@ -449,7 +459,7 @@ def table(out):
         mr = "%.2fx" % e["memory_ratio"] if "memory_ratio" in e else ""
         L.append("  %-20s %7d %10.0f %15s %10.2f %9.0f %9.0f %7.2f %9s %9s" % (
             label, e["workers"], s["median"], "(%.0f-%.0f)" % (s["min"], s["max"]),
-            e["cpu_s_per_1000"], e["pss_peak_mb"], e.get("loader_mb", 0), e["ttfb_s"], r, mr))
+            e["cpu_s_per_1000"], e["pss_peak_mb"], e.get("loader_mb", 0), e["startup_s"], r, mr))
     for name, m in out["conversions"].items():
         L.append("  format for %-12s %s" % (name, m["error"] if "error" in m else
                  "%.1f s, %.0f MB%s" % (m["seconds"], m["bytes"] / 1e6,

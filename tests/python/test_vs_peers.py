@@ -23,7 +23,7 @@ def spec(source, mode="raw", seconds=0.3, **kw):
 def test_stoker_run_measured(jpeg_folder):
     res, why, pss_mb, wall = vs_peers.child(spec(jpeg_folder), timeout=300)
     assert why is None and res is not None
-    assert res["samples"] > 0 and res["seconds"] > 0 and res["ttfb_s"] > 0
+    assert res["samples"] > 0 and res["seconds"] > 0 and res["startup_s"] > 0
     assert res["cpu_s"] >= 0
     sizes = [os.path.getsize(os.path.join(dp, f)) for dp, _, fs in os.walk(jpeg_folder) for f in fs]
     mean = sum(sizes) / len(sizes)
@@ -53,6 +53,15 @@ def test_loader_memory_follows_its_prefetch(image_folder):
         assert why is None, why
         got[pf] = pss_mb[1] - res["base_kb"] / 1024.0
     assert got[8] - got[2] > 6 * 3 * 0.8, got
+
+
+def test_run_timed_by_the_rule(jpeg_folder):
+    # start-up, then the ramp (batches taken, not measured), then the window
+    res, why, _, _ = vs_peers.child(spec(jpeg_folder, ramp=0.2, seconds=0.5), timeout=300)
+    assert why is None, why
+    assert res["startup_s"] > 0 and res["ramp_s"] >= 0.2 and res["ramp_samples"] > 0
+    assert res["seconds"] >= 0.5
+    assert abs(res["samples_per_s"] - res["samples"] / res["seconds"]) < 1e-6 * res["samples_per_s"]
 
 
 def test_stoker_image_run_gives_the_size_asked(image_folder):

@@ -658,10 +658,7 @@ int cmd_bench(int argc, char **argv)
 			json_object_set_new(j, "ratio", bad ? json_null() : json_real(rs.median));
 			json_object_set_new(j, "ratio_spread", bad ? json_null() : spread_json(&rs));
 		}
-		if (vt) {
-			double bsps = json_real_value(
-				json_object_get(json_object_get(vt, "best"), "samples_per_s"));
-			json_object_set_new(vt, "ratio", json_real(bsps > 0 ? ss.median / bsps : 0));
+		if (vt) { /* its ratio: the steady rates of both sides, timed alike */
 			json_object_set_new(j, "vs_torch", vt);
 			vt = NULL;
 		} else if (vp) {
@@ -680,7 +677,7 @@ int cmd_bench(int argc, char **argv)
 		print_human(l, &o, S, base ? B : NULL, n, cache, cached, create_s);
 		device_print(&V[pick]);
 		if (vt)
-			vs_torch_print(vt, ss.median);
+			vs_torch_print(vt);
 		else if (vp)
 			vs_peers_print(vp);
 		else if (o.vs)

@@ -148,8 +148,10 @@ void device_print(const struct stk_verdict *v);
 void verdict_print(const struct stk_verdict *v);
 
 /* --vs torch: PyTorch's DataLoader over the same samples (python3 -m
- * stoker.vs_torch) at each worker count: its JSON, or NULL with the reason
- * in why (no interpreter, torch not importable, ...). */
+ * stoker.vs_torch) at num_workers 0, 2 and the CPUs, and stoker's Python
+ * binding, every side timed by one rule (start-up, --ramp, a window of
+ * --runtime): its JSON, or NULL with the reason in why (no interpreter,
+ * torch not importable, ...). */
 json_t *bench_vs_torch(const struct bench_opts *o, const struct stk_loader_opts *lo,
 		       const struct stk_image_opts *img, uint64_t samples, char *why, size_t len);
 /* Runs a Python helper (argv[0] an interpreter) with this tree's python/ on
@@ -189,7 +191,8 @@ json_t *bench_vs_peers(const struct bench_opts *o, const struct stk_loader_opts 
 void vs_peers_print(const json_t *vp);
 /* stoker bench PATH1 PATH2 ...: the paths side by side (bench/paths.c). */
 int bench_paths(struct bench_opts *o, char **paths, int n);
-/* Its lines in bench's human report, with stoker's ratio to the best. */
-void vs_torch_print(const json_t *vt, double stoker_sps);
+/* Its lines in bench's human report: each side's start-up and steady rate,
+ * and stoker's ratio to the best DataLoader's (the steady rates). */
+void vs_torch_print(const json_t *vt);
 
 #endif

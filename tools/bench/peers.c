@@ -2,7 +2,8 @@
  * 2.x's DataLoader, DALI, SPDL, Mosaic Streaming, LitData, WebDataset, FFCV)
  * beside stoker on the same samples.  The measuring is Python's (python3 -m
  * stoker.vs_peers, in the package): each run a process of its own, sampled
- * for peak PSS and CPU, stoker and the peers in alternating rounds.  It runs
+ * for peak PSS and CPU, stoker and the peers in alternating rounds, every run
+ * timed by the rule --vs torch follows (start-up, --ramp, the window).  It runs
  * in the peers' virtual environment that bench/peers/setup.sh makes
  * ($STOKER_PEERS_PYTHON, else $STOKER_PEERS/bin/python, else
  * <cache>/stoker/peers/bin/python); without one, one line says what was
@@ -80,21 +81,22 @@ json_t *bench_vs_peers(const struct bench_opts *o, const struct stk_loader_opts 
 				   "(sh bench/peers/setup.sh)", o->vs, dir);
 		return NULL;
 	}
-	char bs[32], seed[32], secs[32], rounds[32], self[PATH_MAX];
+	char bs[32], seed[32], secs[32], ramp[32], rounds[32], self[PATH_MAX];
 	struct py_crop_args ca;
 	snprintf(bs, sizeof(bs), "%u", lo->batch_size);
 	snprintf(seed, sizeof(seed), "%llu", (unsigned long long)lo->seed);
 	/* each run at least 3 s after its first batch; 5 rounds at least (medians) */
 	snprintf(secs, sizeof(secs), "%g", o->runtime > 3 ? o->runtime : 3);
+	snprintf(ramp, sizeof(ramp), "%g", o->ramp); /* every side's, as stoker's runs */
 	snprintf(rounds, sizeof(rounds), "%lld", (long long)(o->repeat > 5 ? o->repeat : 5));
 	ssize_t sl = readlink("/proc/self/exe", self, sizeof(self) - 1);
 	self[sl > 0 ? sl : 0] = 0;
 	const char *mode = !o->image ? "raw" : img->crop ? "val" : "train";
 	const char *argv[48] = {py, "-c", BENCH_PY_BOOT("vs_peers"), o->path, "--json", "--peers", o->vs,
 				"--mode", mode, "--cache", o->cache == CACHE_COLD ? "cold" : "warm",
-				"--batch-size", bs, "--seed", seed, "--seconds", secs, "--rounds",
-				rounds, "--stoker", self};
-	int k = 21;
+				"--batch-size", bs, "--seed", seed, "--seconds", secs, "--ramp", ramp,
+				"--rounds", rounds, "--stoker", self};
+	int k = 23;
 	if (o->image) {
 		char dt[16];
 		stk_option_get(stk_option_find("dtype"), img, dt, sizeof(dt));

@@ -1,6 +1,9 @@
 /* bench/torch.c — `stoker bench --vs torch`: PyTorch's DataLoader over the
- * same samples, at its best worker count, beside the loader.  The DataLoader
- * side is Python (python3 -m stoker.vs_torch, in the package), started here
+ * same samples at num_workers 0, 2 and the CPUs, and stoker's Python binding
+ * with the options this run was given, each timed by one rule (start-up =
+ * create until the first batch, then --ramp, then a window of --runtime;
+ * the ratio of the steady rates).  Both sides are Python (python3 -m
+ * stoker.vs_torch, in the package), started here
  * with posix_spawn: the interpreter from $STOKER_PYTHON, else Debian's
  * /usr/bin/python3 (where python3-torch lives), else python3 on PATH; the
  * package beside this binary's source tree when there is one, and the very
@@ -128,21 +131,66 @@ int bench_run_capture(char *const argv[], char **out)
 	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + (WIFSIGNALED(st) ? WTERMSIG(st) : 0);
 }
 
+/* The options the user changed (their text differs from the default's),
+ * as "--option NAME=TEXT" pairs at argv[k]: the loader's, and the image
+ * options stoker.Image takes that the crop's arguments do not carry; batch
+ * size and seed travel as their own flags.  The new k. */
+static int changed_options(const struct bench_opts *o, const char **argv, int k, int max,
+			   char (*text)[320])
+{
+	static const char *const image_kw[] = {"decode_threads", "layout", "max_pixels", "max_scans",
+					       "max_decode_time", NULL};
+	struct stk_loader_opts zl = {.size = sizeof(zl)}, dl = {.size = sizeof(dl)};
+	struct stk_image_opts zi = {.size = sizeof(zi)}, di = {.size = sizeof(di)};
+	const struct stk_option *r;
+	int n = 0;
+	for (int i = 0; (r = stk_option_at(i)) && k + 2 < max; i++) {
+		bool img = r->group == STK_OPT_IMAGE;
+		if (img) {
+			int j = 0;
+			while (image_kw[j] && strcmp(image_kw[j], r->name))
+				j++;
+			if (!o->image || !image_kw[j])
+				continue;
+		} else if (!strcmp(r->name, "batch_size") || !strcmp(r->name, "seed")) {
+			continue;
+		}
+		const void *cur = img ? (const void *)&o->img : (const void *)&o->lo;
+		void *def = img ? (void *)&di : (void *)&dl;
+		char v[256], z[256], d[256];
+		stk_option_set(r, def, NULL, NULL, 0);
+		if (stk_option_get(r, cur, v, sizeof(v)) < 0 ||
+		    stk_option_get(r, img ? (const void *)&zi : (const void *)&zl, z, sizeof(z)) < 0 ||
+		    stk_option_get(r, def, d, sizeof(d)) < 0 || !strcmp(v, z) || !strcmp(v, d))
+			continue;
+		snprintf(text[n], sizeof(text[n]), "%s=%s", r->name, v);
+		argv[k++] = "--option";
+		argv[k++] = text[n++];
+	}
+	return k;
+}
+
 json_t *bench_vs_torch(const struct bench_opts *o, const struct stk_loader_opts *lo,
 		       const struct stk_image_opts *img, uint64_t samples, char *why, size_t len)
 {
 	static const char *const caches[] = {"warm", "cold", "as-is"};
-	char bs[32], n[32], seed[32], mean[3][32], sd[3][32], secs[32];
+	char bs[32], n[32], seed[32], mean[3][32], sd[3][32], secs[32], ramp[32], rounds[32];
+	static char opts[64][320]; /* argv points into it */
 	struct py_crop_args ca;
-	/* each worker count as long as one of stoker's runs (at least a second) */
+	/* each side's window as long as one of stoker's runs (at least a second),
+	 * after the same ramp */
 	snprintf(secs, sizeof(secs), "%g", o->runtime > 1 ? o->runtime : 1);
+	snprintf(ramp, sizeof(ramp), "%g", o->ramp);
+	/* as many rounds of every side as stoker's own runs (--repeat), in turns */
+	snprintf(rounds, sizeof(rounds), "%lld", (long long)(o->repeat > 0 ? o->repeat : 1));
 	snprintf(bs, sizeof(bs), "%u", lo->batch_size);
 	snprintf(n, sizeof(n), "%llu", (unsigned long long)samples);
 	snprintf(seed, sizeof(seed), "%llu", (unsigned long long)lo->seed);
-	const char *argv[64] = {python(), "-c", BENCH_PY_BOOT("vs_torch"), o->path, "--json",
-				"--batch-size", bs, "--samples", n, "--seconds", secs,
-				"--cache", caches[o->cache], "--seed", seed};
-	int k = 15;
+	const char *argv[200] = {python(), "-c", BENCH_PY_BOOT("vs_torch"), o->path, "--json",
+				 "--batch-size", bs, "--samples", n, "--seconds", secs, "--ramp", ramp,
+				 "--cache", caches[o->cache], "--seed", seed, "--rounds", rounds};
+	int k = 19;
+	k = changed_options(o, argv, k, 64 * 2, opts);
 	if (o->image) {
 		char dt[16], crop[32];
 		stk_option_get(stk_option_find("dtype"), img, dt, sizeof(dt));
@@ -227,22 +275,49 @@ json_t *bench_run_py(char *const argv[], const char *module, const char *key, in
 	return j;
 }
 
-void vs_torch_print(const json_t *vt, double stoker_sps)
+/* One side's line: its start-up and steady rate, or why it has none. */
+static void side_print(const char *name, const json_t *r, bool best)
+{
+	const char *err = json_string_value(json_object_get(r, "error"));
+	if (err) {
+		printf("    %-26s failed: %s\n", name, err);
+		return;
+	}
+	char sps[96];
+	struct spread sp = {.median = json_real_value(json_object_get(r, "samples_per_s")),
+			    .min = json_real_value(json_object_get(r, "samples_per_s_min")),
+			    .max = json_real_value(json_object_get(r, "samples_per_s_max")),
+			    .n = (int)json_array_size(json_object_get(r, "rounds"))};
+	printf("    %-26s %8.2f s %24s samples/s%s\n", name,
+	       json_real_value(json_object_get(r, "startup_s")),
+	       fmt_spread(sps, sizeof(sps), &sp, "%.0f"), best ? "  (best)" : "");
+}
+
+void vs_torch_print(const json_t *vt)
 {
 	const json_t *runs = json_object_get(vt, "runs");
 	const json_t *best = json_object_get(vt, "best");
-	double bsps = json_real_value(json_object_get(best, "samples_per_s"));
-	printf("\n  vs PyTorch's DataLoader (torch %s, the same samples, num_workers 0..%lld):\n",
+	const json_t *tm = json_object_get(vt, "timing");
+	json_int_t nr = json_integer_value(json_object_get(tm, "rounds"));
+	printf("\n  vs PyTorch's DataLoader (torch %s, the same samples, %lld CPUs); each side timed "
+	       "alike:\n  start-up = create until the first batch, then a %.2f s ramp, then a "
+	       "%.2f s window;\n  %lld round%s of every side, in turns (medians):\n",
 	       json_string_value(json_object_get(vt, "torch")),
-	       (long long)json_integer_value(json_object_get(vt, "cpus")));
+	       (long long)json_integer_value(json_object_get(vt, "cpus")),
+	       json_real_value(json_object_get(tm, "ramp_s")),
+	       json_real_value(json_object_get(tm, "window_s")), (long long)nr, nr == 1 ? "" : "s");
+	printf("    %-26s %10s %34s\n", "", "start-up", "steady (min-max)");
+	side_print("stoker (Python binding)", json_object_get(vt, "stoker"), false);
 	json_int_t bw = json_integer_value(json_object_get(best, "workers"));
 	size_t i;
 	const json_t *r;
 	json_array_foreach(runs, i, r) {
 		json_int_t w = json_integer_value(json_object_get(r, "workers"));
-		printf("    num_workers=%-3lld %12.0f samples/s%s\n", (long long)w,
-		       json_real_value(json_object_get(r, "samples_per_s")), w == bw ? "  (best)" : "");
+		char name[64];
+		snprintf(name, sizeof(name), "DataLoader num_workers=%lld", (long long)w);
+		side_print(name, r, w == bw);
 	}
-	if (bsps > 0)
-		printf("    stoker / best DataLoader %10.2fx\n", stoker_sps / bsps);
+	const json_t *ratio = json_object_get(vt, "ratio");
+	if (ratio)
+		printf("    stoker / best DataLoader %10.2fx (steady rates)\n", json_real_value(ratio));
 }
