@@ -56,6 +56,8 @@ def test_cli_help_comes_from_the_table():
             assert "[%s]" % r.default in line, (flag, line)
         if r.min != r.max and r.type == _lib.OPT_DURATION:  # as durations are written
             assert "(%s..%s)" % (options_doc._duration(int(r.min)), options_doc._duration(int(r.max))) in line, line
+        elif options_doc._is_size(r):  # sizes as sizes are written: "1..1 TiB"
+            assert "(%s..%s" % (options_doc._size(r.min), options_doc._size(r.max)) in line, line
         elif r.min != r.max and r.type != _lib.OPT_ENUM:
             assert "%.17g..%.17g" % (r.min, r.max) in line, (flag, line)
 

@@ -416,10 +416,10 @@ int cmd_bench(int argc, char **argv)
 		"default dataset is generated once in the cache folder (~/.cache/stoker).  The\n"
 		"loader's options, their defaults and ranges are the library's (docs/options.md)."};
 	struct opt opts[128] = {
-		{"runtime", 0, OPT_DOUBLE, &o.runtime, MIN_RUNTIME, 0, 1e6, NULL, "S",
+		{"runtime", 0, OPT_SECONDS, &o.runtime, MIN_RUNTIME, 0, 1e6, NULL, "S",
 		 "measure each run at least S seconds: epochs repeat (or the run stops at the time "
 		 "mid-epoch, without --epochs) until then; 0: exactly --epochs (1 by default)"},
-		{"ramp", 0, OPT_DOUBLE, &o.ramp, "0.25", 0, 1e6, NULL, "S",
+		{"ramp", 0, OPT_SECONDS, &o.ramp, "0.25", 0, 1e6, NULL, "S",
 		 "a warm-up of S seconds before each run's measured part, which then starts at its "
 		 "epoch's first batch (queues filled, the queue depth probed; its errors reported)"},
 		{"repeat", 'r', OPT_INT, &o.repeat, "0", 0, BENCH_MAX_REPEAT, NULL, "N",
@@ -427,13 +427,13 @@ int cmd_bench(int argc, char **argv)
 		 "baseline or --sweep, else 1)"},
 		{"epochs", 'E', OPT_INT, &o.epochs, "0", 0, 1000000, NULL, "N",
 		 "whole epochs a run reads at least (0: as many as --runtime takes, ending mid-epoch)"},
-		{"seconds", 's', OPT_DOUBLE, &o.seconds, "0", 0, 1e9, NULL, "S",
+		{"seconds", 's', OPT_SECONDS, &o.seconds, "0", 0, 1e9, NULL, "S",
 		 "stop a run after S seconds (0 = no limit)"},
 		{"max-samples", 0, OPT_INT, &o.max_samples, "0", 0, 1e15, NULL, "N",
 		 "stop a run after N samples (0 = no limit)"},
 		{"max-batches", 0, OPT_INT, &o.max_batches, "0", 0, 1e15, NULL, "N",
 		 "stop a run after N batches (0 = no limit)"},
-		{"compute-ms", 'c', OPT_DOUBLE, &o.compute_ms, "0", 0, 1e6, NULL, "MS",
+		{"compute-ms", 'c', OPT_MILLIS, &o.compute_ms, "0", 0, 1e6, NULL, "MS",
 		 "hold each batch MS ms (an emulated accelerator); prints AU %"},
 		{"cache", 0, OPT_CHOICE, &o.cache, "warm", 0, 0, "warm,cold,as-is", "C",
 		 "page cache before each run: warmed by one untimed pass, cold (dropped, root; every "

@@ -20,46 +20,6 @@
 #include <time.h>
 #include <unistd.h>
 
-int parse_size(const char *s, uint64_t *out)
-{
-	char *end;
-	errno = 0;
-	double v = strtod(s, &end);
-	if (end == s || errno || v < 0 || !isfinite(v))
-		return -EINVAL;
-	while (*end == ' ')
-		end++;
-	static const struct {
-		const char *suffix;
-		double mul;
-	} units[] = {
-		{"", 1},
-		{"b", 1},
-		{"k", 1024.0},
-		{"kib", 1024.0},
-		{"kb", 1e3},
-		{"m", 1048576.0},
-		{"mib", 1048576.0},
-		{"mb", 1e6},
-		{"g", 1073741824.0},
-		{"gib", 1073741824.0},
-		{"gb", 1e9},
-		{"t", 1099511627776.0},
-		{"tib", 1099511627776.0},
-		{"tb", 1e12},
-	};
-	for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
-		if (!strcasecmp(end, units[i].suffix)) {
-			double r = v * units[i].mul;
-			if (r >= 18446744073709551615.0)
-				return -EINVAL;
-			*out = (uint64_t)r;
-			return 0;
-		}
-	}
-	return -EINVAL;
-}
-
 /* OPT_LIB entries: their CLI names live here, beside the rows they stand
  * for, for the process's life (an entry's name says which row it is). */
 static char lib_names[64][40];
@@ -161,13 +121,28 @@ static int set_value(const struct opt *o, const char *val, const char *cmd)
 		break;
 	case OPT_SIZE: {
 		uint64_t v;
-		if (parse_size(val, &v)) {
-			fprintf(stderr, "stoker %s: --%s: '%s' is not a size (e.g. 4096, 64k, 1GiB)\n",
-				cmd, o->name, val);
+		if (stk_parse_size(val, &v)) {
+			fprintf(stderr, "stoker %s: --%s: '%s' is not a size (e.g. 4096, 64k, 1GiB, "
+				"64MB)\n", cmd, o->name, val);
 			return -1;
 		}
 		num = (double)v;
 		*(uint64_t *)o->dst = v;
+		break;
+	}
+	case OPT_SECONDS:
+	case OPT_MILLIS: {
+		uint64_t ns;
+		double unit = o->type == OPT_SECONDS ? 1e9 : 1e6;
+		if (stk_parse_duration(val, (uint64_t)unit, &ns)) {
+			fprintf(stderr, "stoker %s: --%s: '%s' is not a duration (e.g. %s; a bare "
+				"number is %s)\n", cmd, o->name, val,
+				o->type == OPT_SECONDS ? "30, 30s, 500ms, 2m" : "20, 20ms, 1.5s, 500us",
+				o->type == OPT_SECONDS ? "seconds" : "milliseconds");
+			return -1;
+		}
+		num = (double)ns / unit;
+		*(double *)o->dst = num;
 		break;
 	}
 	}
@@ -211,6 +186,11 @@ static void lib_usage(FILE *f, const struct opt *o)
 		char lo[32], hi[32];
 		fprintf(f, " (%s..%s)", duration_text(r, lo, sizeof(lo), r->min),
 			duration_text(r, hi, sizeof(hi), r->max));
+	} else if (r->min != r->max && r->type == STK_OPT_U64 && (r->bit & STK_OPT_BYTES)) {
+		char lo[32], hi[32];
+		fprintf(f, " (%s..%s%s%s%s)", size_text(lo, sizeof(lo), r->min),
+			size_text(hi, sizeof(hi), r->max), r->choices ? ", or " : "",
+			r->choices ? r->choices : "", r->choices ? " (0)" : "");
 	} else if (r->min != r->max && r->type != STK_OPT_ENUM)
 		fprintf(f, " (%.17g..%.17g%s%s%s)", r->min, r->max, r->choices ? ", or " : "",
 			r->choices ? r->choices : "", r->choices ? " (0)" : "");
@@ -241,11 +221,29 @@ void opt_usage(FILE *f, const struct cmd_help *h, const struct opt *opts)
 		if (o->min != o->max && o->type == OPT_SIZE)
 			fprintf(f, " (%s..%s)", size_text(lo, sizeof(lo), o->min),
 				size_text(hi, sizeof(hi), o->max));
+		else if (o->min != o->max && (o->type == OPT_SECONDS || o->type == OPT_MILLIS))
+			fprintf(f, " (%g..%g %s)", o->min, o->max, o->type == OPT_SECONDS ? "s" : "ms");
 		else if (o->min != o->max && o->type != OPT_CHOICE)
 			fprintf(f, " (%g..%g)", o->min, o->max);
 		fputc('\n', f);
 	}
 	fprintf(f, "  %-28s %s\n", "-h, --help", "show this help");
+	bool sizes = false, durations = false;
+	for (const struct opt *o = opts; o->name; o++) {
+		const struct stk_option *r = o->type == OPT_LIB ? lib_row(o) : NULL;
+		sizes |= o->type == OPT_SIZE || (r && r->type == STK_OPT_U64 &&
+						 (r->bit & STK_OPT_BYTES));
+		durations |= o->type == OPT_SECONDS || o->type == OPT_MILLIS ||
+			     (r && r->type == STK_OPT_DURATION);
+	}
+	if (sizes)
+		fprintf(f, "\nSizes take K, M, G, T or KiB, MiB, GiB, TiB (powers of 1024: 64k = 64KiB = "
+			"65536)\nand KB, MB, GB, TB (powers of 1000: 64KB = 64000); a bare number is "
+			"bytes.\n");
+	if (durations)
+		fprintf(f, "%sDurations take ns, us, ms, s, m (minutes) or h: 500ms, 30s, 1.5m; a bare "
+			"number is\nseconds (milliseconds for a -ms option; ns for the library's "
+			"durations).\n", sizes ? "" : "\n");
 }
 
 int opt_parse(const struct cmd_help *h, const struct opt *opts, int argc, char **argv)
@@ -362,6 +360,7 @@ size_t opt_add_library(struct opt *opts, size_t n, size_t cap, enum stk_opt_grou
 		o.arg = r->type == STK_OPT_ENUM || r->type == STK_OPT_BITCHOICE ? "X"
 			: r->type == STK_OPT_STR				 ? "S"
 			: r->type == STK_OPT_DURATION				 ? "T"
+			: r->type == STK_OPT_U64 && (r->bit & STK_OPT_BYTES) ? "SIZE"
 			: r->type == STK_OPT_FLOAT3				 ? "A,B,C"
 										 : "N";
 		opts[n++] = o;

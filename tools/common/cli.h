@@ -16,7 +16,11 @@ enum opt_type {
 	OPT_BOOL,   /* bool; takes no argument */
 	OPT_INT,    /* int64_t */
 	OPT_DOUBLE, /* double */
-	OPT_SIZE,   /* uint64_t, with k/M/G/T (×1024) and KiB/MiB/GiB/TiB, KB/MB/GB (×1000) */
+	OPT_SIZE,   /* uint64_t bytes, as stk_parse_size reads them: K/M/G/T and KiB/MiB/GiB/TiB
+		       (×1024), KB/MB/GB/TB (×1000) */
+	OPT_SECONDS, /* double seconds, as stk_parse_duration reads them ("2s", "500ms", "1m");
+			a bare number is seconds; min and max in seconds */
+	OPT_MILLIS, /* the same in milliseconds: a bare number is ms */
 	OPT_STR,    /* const char * */
 	OPT_CHOICE, /* int: index into the comma-separated `choices` */
 	OPT_LIB,    /* a row of the library's option table (opt_add_library), writing into the
@@ -68,8 +72,6 @@ void opt_usage(FILE *f, const struct cmd_help *h, const struct opt *opts);
 /* msg with the option names it holds as the CLI's flags (--world-size for
  * world_size), into buf; returns buf. */
 const char *cli_flag_words(const char *msg, char *buf, size_t len);
-/* Parses "64k", "1.5GiB", "4096" into bytes.  0 or -EINVAL. */
-int parse_size(const char *s, uint64_t *out);
 
 /* A progress line on stderr, redrawn in place, only when stderr is a terminal. */
 bool progress_enabled(void);
