@@ -21,6 +21,16 @@ grep -q '"compute_ms": 0.5[0,]' "$tmp/out" || fail "--compute-ms 0.5 (bare: ms)"
 	--max-decode-time 1.5s --json "$tmp/d" >"$tmp/out" 2>"$tmp/err" || fail "durations in minutes"
 grep -q '"remote_timeout": "60s"' "$tmp/out" || fail "--remote-timeout 1m is not 60s"
 
+# --sweep's values of a size option read as sizes (the chart's x as bytes)
+"$S" bench --no-baseline --runtime 0.05s --ramp 0 --repeat 1 --sweep slot_bytes=1MiB,4MiB \
+	--plot "$tmp/p.svg" --json "$tmp/d" >"$tmp/out" 2>"$tmp/err" ||
+	fail "--sweep slot_bytes=1MiB,4MiB"
+grep -q '"value": 4194304' "$tmp/out" || fail "--sweep slot_bytes=4MiB is not 4 << 20"
+
+# iostat's INTERVAL operand is a duration too
+timeout 20 "$S" iostat --json 200ms 2 >"$tmp/out" 2>"$tmp/err" || fail "iostat 200ms 2"
+grep -q '"interval_s":0.2[0-9]*[,}]' "$tmp/out" || fail "iostat 200ms: no 0.2 s interval"
+
 # disk: its own sizes and durations
 mkdir "$tmp/dk"
 "$S" disk --pattern seqread --size 1MiB --bs 64KiB --runtime 100ms --ramp 0s --no-drop --json \

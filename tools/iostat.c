@@ -314,7 +314,10 @@ int cmd_iostat(int argc, char **argv)
 	int nnum = 0;
 	for (int i = first; i < nargs; i++) {
 		double v;
-		if (parse_num(args[i], &v)) {
+		uint64_t ns;
+		if (nnum == 0 && !stk_parse_duration(args[i], 1000000000ull, &ns))
+			v = (double)ns / 1e9; /* INTERVAL: "2", "500ms", "1m" */
+		else if (parse_num(args[i], &v)) {
 			o.devs[o.ndevs++] = args[i]; /* like iostat: a device operand */
 			continue;
 		}
@@ -324,7 +327,7 @@ int cmd_iostat(int argc, char **argv)
 			count = v;
 		} else {
 			fprintf(stderr, "stoker iostat: '%s' is not a valid %s\n", args[i],
-				nnum == 0 ? "INTERVAL (seconds, > 0)" : nnum == 1 ? "COUNT (>= 1)" : "operand");
+				nnum == 0 ? "INTERVAL (seconds or 500ms, 1m; > 0)" : nnum == 1 ? "COUNT (>= 1)" : "operand");
 			goto out;
 		}
 		nnum++;

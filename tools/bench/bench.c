@@ -274,7 +274,13 @@ static int run_sweep(struct bench_opts o)
 		struct bench_opts probe = o;
 		void *pb = (char *)&probe + ((char *)base - (char *)&o);
 		char *end;
+		uint64_t bytes;
 		xs[n] = strtod(vals[n], &end);
+		if (row->type == STK_OPT_U64 && (row->bit & STK_OPT_BYTES) &&
+		    !stk_parse_size(vals[n], &bytes)) {
+			xs[n] = (double)bytes; /* slot_bytes=32MiB,64MiB */
+			end = vals[n] + l;
+		}
 		if (stk_option_set(row, pb, vals[n], why, sizeof(why)) < 0 || *end) {
 			if (!why[0])
 				snprintf(why, sizeof(why), "'%.23s' is not a number", vals[n]);
