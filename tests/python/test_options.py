@@ -218,3 +218,16 @@ def test_aliases_are_the_tables():
                                text=True).stdout
     for letter, name in shorts.items():
         assert re.search(r"-%s, --%s\b" % (letter, name.replace("_", "-")), help_text), letter
+
+
+def test_duration_keywords_take_units():
+    """A duration keyword's text goes to the library's one reader of
+    durations (stk_parse_duration): "1m" is 60 s, as on the command line."""
+    o = _lib.LoaderOpts()
+    for name, text, want in (("remote_timeout", "1m", "60s"), ("remote_timeout", "1.5s", "1500ms"),
+                             ("remote_connect_timeout", "250ms", "250ms")):
+        row = ROWS[name]
+        row.set(o, _lib.option_text(row, text), [])
+        assert row.get(o) == want, (name, text)
+    with pytest.raises(ValueError, match="remote_timeout.*is not a duration"):
+        ROWS["remote_timeout"].set(o, _lib.option_text(ROWS["remote_timeout"], "30 sec"), [])
