@@ -362,7 +362,7 @@ int cmd_transcode(int argc, char **argv)
 	int64_t threads;
 	bool json = false, force = false, replace = false;
 	const struct opt opts[] = {
-		{"threads", 'j', OPT_INT, &threads, "0", 0, 1024, NULL, "T",
+		{"threads", 'T', OPT_INT, &threads, "0", 0, 1024, NULL, "T",
 		 "worker threads (0 = online CPUs)"},
 		{"replace", 0, OPT_BOOL, &replace, NULL, 0, 0, NULL, NULL,
 		 "DST is a folder with files in it: replace it whole (what it holds is removed "

@@ -433,7 +433,7 @@ int cmd_bench(int argc, char **argv)
 		 "baseline or --sweep, else 1)"},
 		{"epochs", 'E', OPT_INT, &o.epochs, "0", 0, 1000000, NULL, "N",
 		 "whole epochs a run reads at least (0: as many as --runtime takes, ending mid-epoch)"},
-		{"seconds", 's', OPT_SECONDS, &o.seconds, "0", 0, 1e9, NULL, "S",
+		{"seconds", 0, OPT_SECONDS, &o.seconds, "0", 0, 1e9, NULL, "S",
 		 "stop a run after S seconds (0 = no limit)"},
 		{"max-samples", 0, OPT_INT, &o.max_samples, "0", 0, 1e15, NULL, "N",
 		 "stop a run after N samples (0 = no limit)"},

@@ -196,6 +196,78 @@ static void lib_usage(FILE *f, const struct opt *o)
 			r->choices ? r->choices : "", r->choices ? " (0)" : "");
 }
 
+static const struct opt *opt_named(const struct opt *opts, const char *name)
+{
+	for (const struct opt *o = opts; o->name; o++)
+		if (!strcmp(o->name, name))
+			return o;
+	return NULL;
+}
+
+/* Short flags have one meaning in every command (-j --json, -s --seed, -q
+ * --queue-depth, -T --threads).  A letter that meant another option in some
+ * command before is refused there, naming both, rather than silently taken
+ * for the other (bench -s 30 was 30 seconds); one that clashes with nothing
+ * there is still taken (gen -q, --quality, as gen has no queue depth). */
+static const struct {
+	int c;
+	const char *now, *before[2];
+} moved[] = {
+	{'j', "json", {"threads", NULL}},
+	{'s', "seed", {"seconds", "size"}},
+	{'q', "queue-depth", {"quality", NULL}},
+};
+static const struct {
+	const char *cmd;
+	int c;
+	const char *name;
+} kept[] = {{"gen", 'q', "quality"}};
+
+/* The option letter c meant in this command before, when it is refused now. */
+static const struct opt *moved_from(const struct opt *opts, int c, const char **now)
+{
+	for (const struct opt *o = opts; o->name; o++)
+		if (o->short_name == c)
+			return NULL;
+	for (size_t i = 0; i < sizeof(moved) / sizeof(moved[0]); i++)
+		for (int k = 0; k < 2 && moved[i].c == c && moved[i].before[k]; k++) {
+			const struct opt *was = opt_named(opts, moved[i].before[k]);
+			if (was) {
+				*now = moved[i].now;
+				return was;
+			}
+		}
+	return NULL;
+}
+
+/* Says why -c is refused here and returns true, or false when it never
+ * meant anything here. */
+static bool moved_short(const struct cmd_help *h, const struct opt *opts, int c)
+{
+	const char *now;
+	const struct opt *was = moved_from(opts, c, &now);
+	if (!was)
+		return false;
+	bool has_now = opt_named(opts, now) != NULL;
+	char alt[8] = "";
+	if (was->short_name)
+		snprintf(alt, sizeof(alt), " (-%c)", was->short_name);
+	fprintf(stderr,
+		"stoker %s: -%c is refused here: it meant --%s, and -%c now means --%s in every "
+		"command; write --%s%s%s%s\n",
+		h->name, c, was->name, c, now, was->name, alt, has_now ? " or --" : "",
+		has_now ? now : "");
+	return true;
+}
+
+int kept_short(const char *cmd, const struct opt *o)
+{
+	for (size_t i = 0; i < sizeof(kept) / sizeof(kept[0]); i++)
+		if (!strcmp(kept[i].cmd, cmd) && !strcmp(kept[i].name, o->name))
+			return kept[i].c;
+	return 0;
+}
+
 void opt_usage(FILE *f, const struct cmd_help *h, const struct opt *opts)
 {
 	fprintf(f, "usage: stoker %s %s\n\n%s\n\noptions:\n", h->name, h->synopsis, h->summary);
@@ -236,6 +308,18 @@ void opt_usage(FILE *f, const struct cmd_help *h, const struct opt *opts)
 		durations |= o->type == OPT_SECONDS || o->type == OPT_MILLIS ||
 			     (r && r->type == STK_OPT_DURATION);
 	}
+	fprintf(f, "\nShort flags mean one thing in every command: -j --json, -s --seed, -q "
+		"--queue-depth,\n-T --threads.");
+	for (size_t i = 0; i < sizeof(moved) / sizeof(moved[0]); i++) {
+		const char *now;
+		const struct opt *was = moved_from(opts, moved[i].c, &now);
+		if (was)
+			fprintf(f, "  Refused here: -%c, which meant --%s before.", moved[i].c, was->name);
+	}
+	for (const struct opt *o = opts; o->name; o++)
+		if (kept_short(h->name, o))
+			fprintf(f, "  Still taken here: -%c for --%s.", kept_short(h->name, o), o->name);
+	fputc('\n', f);
 	if (sizes)
 		fprintf(f, "\nSizes take K, M, G, T or KiB, MiB, GiB, TiB (powers of 1024: 64k = 64KiB = "
 			"65536)\nand KB, MB, GB, TB (powers of 1000: 64KB = 64000); a bare number is "
@@ -267,10 +351,13 @@ int opt_parse(const struct cmd_help *h, const struct opt *opts, int argc, char *
 		lo[i].name = o->name;
 		lo[i].has_arg = is_bool(o) ? no_argument : required_argument;
 		lo[i].val = 256 + (int)i;
-		if (o->short_name && sl + 2 < sizeof(shorts) - 1) {
-			shorts[sl++] = (char)o->short_name;
-			if (!is_bool(o))
-				shorts[sl++] = ':';
+		for (int k = 0; k < 2; k++) {
+			int c = k ? kept_short(h->name, o) : o->short_name;
+			if (c && sl + 2 < sizeof(shorts) - 1) {
+				shorts[sl++] = (char)c;
+				if (!is_bool(o))
+					shorts[sl++] = ':';
+			}
 		}
 	}
 	shorts[sl] = 0;
@@ -288,10 +375,10 @@ int opt_parse(const struct cmd_help *h, const struct opt *opts, int argc, char *
 			exit(EXIT_OK);
 		}
 		if (c == '?' || c == ':') {
-			if (optopt && optopt < 256)
+			if (optopt && optopt < 256 && !moved_short(h, opts, optopt))
 				fprintf(stderr, "stoker %s: bad or incomplete option '-%c'\n", h->name,
 					optopt);
-			else
+			else if (!(optopt && optopt < 256))
 				fprintf(stderr, "stoker %s: bad or incomplete option '%s'\n", h->name,
 					argv[optind - 1]);
 			fprintf(stderr, "try 'stoker %s --help'\n", h->name);
@@ -302,7 +389,7 @@ int opt_parse(const struct cmd_help *h, const struct opt *opts, int argc, char *
 			o = &opts[c - 256];
 		else
 			for (size_t i = 0; i < n; i++)
-				if (opts[i].short_name == c)
+				if (opts[i].short_name == c || kept_short(h->name, &opts[i]) == c)
 					o = &opts[i];
 		if (!o || set_value(o, is_bool(o) ? NULL : optarg, h->name)) {
 			ret = -EXIT_USAGE;

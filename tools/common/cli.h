@@ -69,6 +69,9 @@ uint64_t opt_lib_u64(const void *base, const char *name);
  * the usage and exits 0. */
 int opt_parse(const struct cmd_help *h, const struct opt *opts, int argc, char **argv);
 void opt_usage(FILE *f, const struct cmd_help *h, const struct opt *opts);
+/* The letter option o of command cmd had before short flags got one meaning
+ * in every command, still taken there (gen -q for --quality), or 0. */
+int kept_short(const char *cmd, const struct opt *o);
 /* msg with the option names it holds as the CLI's flags (--world-size for
  * world_size), into buf; returns buf. */
 const char *cli_flag_words(const char *msg, char *buf, size_t len);

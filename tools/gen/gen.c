@@ -177,7 +177,8 @@ static int options_first(const struct opt *opts, int argc, char **argv, char **o
 			for (const struct opt *o = opts; o->name; o++)
 				if (o->type != OPT_BOOL &&
 				    (s[1] == '-' ? !strncmp(s + 2, o->name, l) && !strchr(s, '=')
-						 : o->short_name == s[1] && !s[2]))
+						 : (o->short_name == s[1] || kept_short("gen", o) == s[1]) &&
+						       !s[2]))
 					takes = true;
 			if (pass == 0)
 				out[k++] = argv[a];
@@ -336,9 +337,9 @@ int cmd_gen(int argc, char **argv)
 		{"classes", 'c', OPT_INT, &classes, "100", 1, 1e6, NULL, "K",
 		 "class folders c0000..., images dealt round-robin (K <= N)"},
 		OPT_SEED('s', &seed, "0", "image i depends only on (seed, i)"),
-		{"threads", 'j', OPT_INT, &threads, "0", 0, 256, NULL, "T",
+		{"threads", 'T', OPT_INT, &threads, "0", 0, 256, NULL, "T",
 		 "encoder threads (0 = online CPUs)"},
-		{"quality", 'q', OPT_INT, &quality, "90", 1, 100, NULL, "Q", "JPEG and WebP quality"},
+		{"quality", 0, OPT_INT, &quality, "90", 1, 100, NULL, "Q", "JPEG and WebP quality"},
 		{"format", 0, OPT_CHOICE, &format, "jpeg", 0, 0, "jpeg,png,webp,mixed", "F",
 		 "file format (PNG: 8-bit RGB; WebP: lossy; mixed: the three in turn in each "
 		 "class)"},
