@@ -131,6 +131,14 @@ static int add_entry(struct tc *t, const char *rel, uint64_t size)
 	return t->e[t->n++].rel ? 0 : -1;
 }
 
+/* nftw: stops at SRC's first file (a link counts), so an empty SRC fails
+ * before DST is made. */
+static int any_file(const char *path, const struct stat *st, int type, struct FTW *ftw)
+{
+	(void)path, (void)st, (void)ftw;
+	return type == FTW_D || type == FTW_DP ? FTW_CONTINUE : FTW_STOP;
+}
+
 static int walk_one(const char *path, const struct stat *st, int type, struct FTW *ftw)
 {
 	struct tc *t = walking;
@@ -404,6 +412,11 @@ int cmd_transcode(int argc, char **argv)
 	if (stat(t.src, &st) || !S_ISDIR(st.st_mode)) {
 		fprintf(stderr, "stoker transcode: %s: %s\n", t.src,
 			errno ? strerror(errno) : "not a folder");
+		return EXIT_FAIL;
+	}
+	if (nftw(t.src, any_file, 32, FTW_PHYS | FTW_ACTIONRETVAL) != FTW_STOP) {
+		fprintf(stderr, "stoker transcode: %s: the folder is empty: no file to transcode "
+			"(DST not made)\n", t.src);
 		return EXIT_FAIL;
 	}
 	if (replace && outdir_real(t.dst, link_dst) == 0) {

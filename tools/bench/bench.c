@@ -480,6 +480,12 @@ int cmd_bench(int argc, char **argv)
 	 * dataset's pages are evicted before each epoch) */
 	if (o.cache == CACHE_COLD && !(o.lo.flags & (STK_F_DIRECT | STK_F_BUFFERED)))
 		o.lo.flags |= STK_F_DIRECT;
+	if (o.plot && !o.sweep) { /* refused before a run whose chart nothing would write */
+		fprintf(stderr, "stoker bench: --plot %s: nothing would be written: the chart is "
+				"--sweep's (a figure per value of one option); add --sweep KNOB=V1,V2,...\n",
+			o.plot);
+		return EXIT_USAGE;
+	}
 	if (argc - first > 1 && (o.sweep || o.vs)) {
 		fprintf(stderr, "stoker bench: --%s takes one PATH (got %d); several PATHs are "
 				"compared with each other\n", o.sweep ? "sweep" : "vs", argc - first);

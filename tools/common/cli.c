@@ -196,6 +196,82 @@ static void lib_usage(FILE *f, const struct opt *o)
 			r->choices ? r->choices : "", r->choices ? " (0)" : "");
 }
 
+/* Optimal string alignment distance (a swap of two neighbours is one edit),
+ * '_' taken for '-'; words past 63 characters are far from everything. */
+static size_t edit_distance(const char *a, size_t la, const char *b)
+{
+	size_t lb = strlen(b);
+	if (la > 63 || lb > 63)
+		return SIZE_MAX;
+	size_t d[64][64];
+	for (size_t i = 0; i <= la; i++)
+		d[i][0] = i;
+	for (size_t j = 0; j <= lb; j++)
+		d[0][j] = j;
+	for (size_t i = 1; i <= la; i++)
+		for (size_t j = 1; j <= lb; j++) {
+			char x = a[i - 1] == '_' ? '-' : a[i - 1], y = b[j - 1];
+			size_t v = d[i - 1][j - 1] + (x != y);
+			if (d[i - 1][j] + 1 < v)
+				v = d[i - 1][j] + 1;
+			if (d[i][j - 1] + 1 < v)
+				v = d[i][j - 1] + 1;
+			if (i > 1 && j > 1 && x == b[j - 2] && a[i - 2] == y && d[i - 2][j - 2] + 1 < v)
+				v = d[i - 2][j - 2] + 1;
+			d[i][j] = v;
+		}
+	return d[la][lb];
+}
+
+const char *did_you_mean(const char *word, size_t len, const char *const *names, size_t n)
+{
+	const char *best = NULL;
+	size_t bd = SIZE_MAX;
+	for (size_t i = 0; i < n; i++) {
+		size_t dd = edit_distance(word, len, names[i]);
+		if (dd < bd) {
+			bd = dd;
+			best = names[i];
+		}
+	}
+	/* one edit in a short word, a third of a long one ("bnech", "--batchsize") */
+	return best && bd <= (len / 3 > 1 ? len / 3 : 1) ? best : NULL;
+}
+
+/* Why --NAME (argv's word) was refused: a value missing, an abbreviation of
+ * several options, or a misspelling of one. */
+static void long_refused(const struct cmd_help *h, const struct opt *opts, const char *word)
+{
+	const char *name = word + 2;
+	size_t len = strcspn(name, "=");
+	const char *names[160];
+	size_t n = 0, nprefix = 0;
+	for (const struct opt *o = opts; o->name && n + 1 < sizeof(names) / sizeof(names[0]); o++)
+		names[n++] = o->name;
+	names[n++] = "help";
+	for (size_t i = 0; i < n; i++) {
+		if (strlen(names[i]) == len && !strncmp(names[i], name, len)) {
+			fprintf(stderr, "stoker %s: --%s needs a value\n", h->name, names[i]);
+			return;
+		}
+		nprefix += !strncmp(names[i], name, len);
+	}
+	if (nprefix > 1) {
+		fprintf(stderr, "stoker %s: '--%.*s' is short for more than one option:", h->name,
+			(int)len, name);
+		for (size_t i = 0; i < n; i++)
+			if (!strncmp(names[i], name, len))
+				fprintf(stderr, " --%s", names[i]);
+		fputc('\n', stderr);
+		return;
+	}
+	const char *near = did_you_mean(name, len, names, n);
+	fprintf(stderr, "stoker %s: unknown option '--%.*s'", h->name, (int)len, name);
+	if (near)
+		fprintf(stderr, "; did you mean --%s?", near);
+	fputc('\n', stderr);
+}
+
 static const struct opt *opt_named(const struct opt *opts, const char *name)
 {
 	for (const struct opt *o = opts; o->name; o++)
@@ -378,6 +454,8 @@ int opt_parse(const struct cmd_help *h, const struct opt *opts, int argc, char *
 			if (optopt && optopt < 256 && !moved_short(h, opts, optopt))
 				fprintf(stderr, "stoker %s: bad or incomplete option '-%c'\n", h->name,
 					optopt);
+			else if (!(optopt && optopt < 256) && !strncmp(argv[optind - 1], "--", 2))
+				long_refused(h, opts, argv[optind - 1]);
 			else if (!(optopt && optopt < 256))
 				fprintf(stderr, "stoker %s: bad or incomplete option '%s'\n", h->name,
 					argv[optind - 1]);

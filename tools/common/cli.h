@@ -69,6 +69,9 @@ uint64_t opt_lib_u64(const void *base, const char *name);
  * the usage and exits 0. */
 int opt_parse(const struct cmd_help *h, const struct opt *opts, int argc, char **argv);
 void opt_usage(FILE *f, const struct cmd_help *h, const struct opt *opts);
+/* The one of names[0..n) nearest to the len characters at word, when it is
+ * near enough to be what was meant ("bnech": "bench"), else NULL. */
+const char *did_you_mean(const char *word, size_t len, const char *const *names, size_t n);
 /* The letter option o of command cmd had before short flags got one meaning
  * in every command, still taken there (gen -q for --quality), or 0. */
 int kept_short(const char *cmd, const struct opt *o);
