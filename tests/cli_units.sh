@@ -50,7 +50,7 @@ for bad in "bench --slot-bytes 64XiB" "bench --read-bytes -1k" "bench --runtime 
 done
 grep -q "e.g. 4096, 64k, 1GiB" "$tmp/err" || fail "a bad size does not show the forms"
 # --help says which unit is which
-"$S" bench --help >"$tmp/out"
+"$S" bench --help | tr '\n' ' ' >"$tmp/out" # wrapped at 100 columns
 grep -q "KiB.*powers of 1024" "$tmp/out" && grep -q "KB.*powers of 1000" "$tmp/out" ||
 	fail "bench --help does not say which of KiB and KB is which"
 exit 0

@@ -23,7 +23,7 @@ static void usage(FILE *f)
 {
 	fprintf(f, "usage: stoker COMMAND [options] [args]\n\ncommands:\n");
 	for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++)
-		fprintf(f, "  %-9s %s\n", cmds[i].name, cmds[i].summary);
+		fprintf(f, "  %-11s%s\n", cmds[i].name, cmds[i].summary);
 	fprintf(f, "\n`stoker COMMAND --help` describes each.  stoker %s\n", stk_version());
 }
 

@@ -370,8 +370,10 @@ int cmd_transcode(int argc, char **argv)
 	int64_t threads;
 	bool json = false, force = false, replace = false;
 	const struct opt opts[] = {
+		OPT_GROUP("run"),
 		{"threads", 'T', OPT_INT, &threads, "0", 0, 1024, NULL, "T",
 		 "worker threads (0 = online CPUs)"},
+		OPT_GROUP("output"),
 		{"replace", 0, OPT_BOOL, &replace, NULL, 0, 0, NULL, NULL,
 		 "DST is a folder with files in it: replace it whole (what it holds is removed "
 		 "first; never a folder that is or holds SRC) [refused]"},
@@ -390,6 +392,9 @@ int cmd_transcode(int argc, char **argv)
 		"copied as they are and listed with the reason; hidden files and folders\n"
 		"(.stoker-index, .git) are left out.  DST must be new or empty (--replace)\n"
 		"and apart from SRC: neither inside it nor holding it.",
+		"stoker transcode /data/train /data/train-rst      # every JPEG rewritten, same layout\n"
+		"stoker transcode -T 8 --json /data/val /data/val-rst  # 8 threads, a JSON summary\n"
+		"stoker transcode --replace /data/train /data/train-rst  # made again from scratch",
 	};
 	int first = opt_parse(&help, opts, argc, argv);
 	if (first < 0)

@@ -420,8 +420,12 @@ int cmd_bench(int argc, char **argv)
 		"(--repeat, the two sides alternating): medians and spreads.  With several PATHs,\n"
 		"the same options on each in turn, side by side (no baseline).  Without PATH, a\n"
 		"default dataset is generated once in the cache folder (~/.cache/stoker).  The\n"
-		"loader's options, their defaults and ranges are the library's (docs/options.md)."};
+		"loader's options, their defaults and ranges are the library's (docs/options.md).",
+		"stoker bench /data/imagenet/train          # the loader against the baseline\n"
+		"stoker bench --image -b 128 /data/train    # decode and crop too, as training does\n"
+		"stoker bench --sweep qd=16,64,256 --plot qd.svg /data/train  # queue depths charted"};
 	struct opt opts[128] = {
+		OPT_GROUP("run"),
 		{"runtime", 0, OPT_SECONDS, &o.runtime, MIN_RUNTIME, 0, 1e6, NULL, "S",
 		 "measure each run at least S seconds: epochs repeat (or the run stops at the time "
 		 "mid-epoch, without --epochs) until then; 0: exactly --epochs (1 by default)"},
@@ -448,20 +452,25 @@ int cmd_bench(int argc, char **argv)
 		{"cold", 0, OPT_BOOL, &o.cold, NULL, 0, 0, NULL, NULL, "same as --cache cold"},
 		{"no-baseline", 0, OPT_BOOL, &o.no_baseline, NULL, 0, 0, NULL, NULL,
 		 "skip the synchronous baseline"},
+		OPT_GROUP("image"),
 		{"image", 'i', OPT_BOOL, &o.image, NULL, 0, 0, NULL, NULL,
 		 "decode and crop every sample (JPEG, PNG, WebP) into the batch, as training does"},
 		{"size", 0, OPT_STR, &o.size, NULL, 0, 0, NULL, "N",
 		 "--image: output N x N pixels (sets --width and --height)"},
+		OPT_GROUP("run"),
 		{"sweep", 0, OPT_STR, &o.sweep, NULL, 0, 0, NULL, "K=V,..",
 		 "--repeat runs per value of a numeric option (threads, qd, prefetch, batch, "
 		 "decode-threads, ...); a table and a chart"},
+		OPT_GROUP("output"),
 		{"plot", 0, OPT_STR, &o.plot, NULL, 0, 0, NULL, "FILE",
 		 "--sweep: SVG chart file, and FILE.png beside it with rsvg-convert "
 		 "[stoker-sweep-KNOB.svg]"},
+		OPT_GROUP("run"),
 		{"vs", 0, OPT_STR, &o.vs, NULL, 0, 0, NULL, "PEER,..",
 		 "also the peers on the same samples, and stoker's ratio to each: torch (Debian's "
 		 "DataLoader, python3 -m stoker.vs_torch); dali, dali-wds, spdl, ffcv, streaming, litdata, wds, "
 		 "torch-pil or all (the venv of `make peers`, python3 -m stoker.vs_peers)"},
+		OPT_GROUP("output"),
 		{"json", 'j', OPT_BOOL, &o.json, NULL, 0, 0, NULL, NULL, "print JSON"},
 		OPT_END,
 	};

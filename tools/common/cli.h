@@ -23,6 +23,8 @@ enum opt_type {
 	OPT_MILLIS, /* the same in milliseconds: a bare number is ms */
 	OPT_STR,    /* const char * */
 	OPT_CHOICE, /* int: index into the comma-separated `choices` */
+	OPT_SECTION, /* not an option: the entries below it, to the next, are this group in
+			--help (OPT_GROUP) */
 	OPT_LIB,    /* a row of the library's option table (opt_add_library), writing into the
 		       struct at dst; its default, range and help are the row's */
 };
@@ -41,6 +43,9 @@ struct opt {
 	const char *help;
 };
 #define OPT_END {0}
+/* A heading in --help: "data", "reading", "image", "output", "remote" (the
+ * groups the library's rows fall in, opt_lib_group) or a command's own. */
+#define OPT_GROUP(title) {(title), 0, OPT_SECTION, NULL, NULL, 0, 0, NULL, NULL, NULL}
 /* --seed of a command's own table (gen, pack, disk; bench's is the library's
  * row): one range for all, so that a negative seed is refused everywhere
  * rather than taken as 2^64 - 1 by some. */
@@ -51,6 +56,8 @@ struct cmd_help {
 	const char *name;     /* "bench" */
 	const char *synopsis; /* "[options] [PATH]" */
 	const char *summary;  /* one paragraph */
+	const char *examples; /* lines "stoker CMD ...  # what it does", under 96 columns
+				 (--help puts "  $ " before each: help2man keeps them verbatim) */
 };
 
 /* Appends an OPT_LIB entry for every row of the library's option table in

@@ -26,6 +26,8 @@ static int set_value(const struct opt *o, const char *val, const char *cmd)
 	char *end;
 	double num = 0;
 	switch (o->type) {
+	case OPT_SECTION:
+		return 0;
 	case OPT_LIB: {
 		char err[512];
 		const struct stk_option *r = opt_lib_row(o);
@@ -169,7 +171,8 @@ static void long_refused(const struct cmd_help *h, const struct opt *opts, const
 	const char *names[160];
 	size_t n = 0, nprefix = 0;
 	for (const struct opt *o = opts; o->name && n + 1 < sizeof(names) / sizeof(names[0]); o++)
-		names[n++] = o->name;
+		if (o->type != OPT_SECTION)
+			names[n++] = o->name;
 	names[n++] = "help";
 	for (size_t i = 0; i < n; i++) {
 		if (strlen(names[i]) == len && !strncmp(names[i], name, len)) {
@@ -226,15 +229,18 @@ int opt_parse(const struct cmd_help *h, const struct opt *opts, int argc, char *
 		fprintf(stderr, "stoker %s: out of memory\n", h->name);
 		return -EXIT_FAIL;
 	}
+	size_t nlo = 0;
 	for (size_t i = 0; i < n; i++) {
 		const struct opt *o = &opts[i];
+		if (o->type == OPT_SECTION)
+			continue;
 		if (o->def && set_value(o, o->def, h->name)) {
 			free(lo);
 			return -EXIT_FAIL; /* a bad default is a bug */
 		}
-		lo[i].name = o->name;
-		lo[i].has_arg = opt_is_bool(o) ? no_argument : required_argument;
-		lo[i].val = 256 + (int)i;
+		lo[nlo].name = o->name;
+		lo[nlo].has_arg = opt_is_bool(o) ? no_argument : required_argument;
+		lo[nlo++].val = 256 + (int)i;
 		for (int k = 0; k < 2; k++) {
 			int c = k ? kept_short(h->name, o) : o->short_name;
 			if (c && sl + 2 < sizeof(shorts) - 1) {
@@ -245,8 +251,8 @@ int opt_parse(const struct cmd_help *h, const struct opt *opts, int argc, char *
 		}
 	}
 	shorts[sl] = 0;
-	lo[n].name = "help";
-	lo[n].val = 'h';
+	lo[nlo].name = "help";
+	lo[nlo].val = 'h';
 	optind = 1;
 	opterr = 0;
 	int c, ret = 0;
@@ -275,7 +281,8 @@ int opt_parse(const struct cmd_help *h, const struct opt *opts, int argc, char *
 			o = &opts[c - 256];
 		else
 			for (size_t i = 0; i < n; i++)
-				if (opts[i].short_name == c || kept_short(h->name, &opts[i]) == c)
+				if (opts[i].type != OPT_SECTION &&
+				    (opts[i].short_name == c || kept_short(h->name, &opts[i]) == c))
 					o = &opts[i];
 		if (!o || set_value(o, opt_is_bool(o) ? NULL : optarg, h->name)) {
 			ret = -EXIT_USAGE;

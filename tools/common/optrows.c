@@ -34,7 +34,7 @@ bool opt_is_bool(const struct opt *o)
 const struct opt *opt_named(const struct opt *opts, const char *name)
 {
 	for (const struct opt *o = opts; o->name; o++)
-		if (!strcmp(o->name, name))
+		if (o->type != OPT_SECTION && !strcmp(o->name, name))
 			return o;
 	return NULL;
 }
@@ -73,6 +73,26 @@ const struct opt *opt_moved_from(const struct opt *opts, int c, const char **now
 			}
 		}
 	return NULL;
+}
+
+const char *opt_lib_group(const struct stk_option *r)
+{
+	static const char *const data[] = {"batch_size", "seed", "rank", "world_size", "shuffle",
+					   "shuffle_mode", "shuffle_window", "drop_last",
+					   "on_error", "extensions", "cache_dir", "index_cache",
+					   "index_beside"};
+	if (!r)
+		return "options";
+	if (r->group == STK_OPT_IMAGE)
+		return "image";
+	if (!strncmp(r->name, "remote", 6) || !strcmp(r->name, "cache_limit"))
+		return "remote";
+	if (!strcmp(r->name, "quiet"))
+		return "output";
+	for (size_t i = 0; i < sizeof(data) / sizeof(data[0]); i++)
+		if (!strcmp(r->name, data[i]))
+			return "data";
+	return "reading";
 }
 
 int opt_moved_letter(size_t nth)
