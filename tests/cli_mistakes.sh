@@ -23,6 +23,7 @@ usage_err "did you mean --images?" gen --imagse 4 "$tmp/g"
 usage_err "did you mean --shard-size?" pack --shard-szie 1G "$tmp" "$tmp/o"
 usage_err "'--no' is short for more than one option: --no-baseline" bench --no "$tmp"
 usage_err "--batch-size needs a value" bench --batch-size
+usage_err "--json takes no value" bench --json=1 "$tmp"
 "$S" bench --frobnicate "$tmp" 2>"$tmp/err"
 grep -q "did you mean" "$tmp/err" && fail "--frobnicate: a guess for a word near nothing"
 "$S" frobnicate 2>"$tmp/err"

@@ -176,7 +176,8 @@ static void long_refused(const struct cmd_help *h, const struct opt *opts, const
 	names[n++] = "help";
 	for (size_t i = 0; i < n; i++) {
 		if (strlen(names[i]) == len && !strncmp(names[i], name, len)) {
-			fprintf(stderr, "stoker %s: --%s needs a value\n", h->name, names[i]);
+			fprintf(stderr, "stoker %s: --%s %s\n", h->name, names[i],
+				name[len] == '=' ? "takes no value" : "needs a value");
 			return;
 		}
 		nprefix += !strncmp(names[i], name, len);
