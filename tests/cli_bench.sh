@@ -59,7 +59,7 @@ err=$("$STOKER" bench $QUICK data --rank 3 --world-size 2 2>&1); [ $? = 2 ] || f
 # the CLI's message names its flags, not the library's field names
 echo "$err" | grep -q -- "--rank: 3 must be below --world-size 2" || fail "bad rank message: $err"
 # 0 is what --help says it is: auto (the option table's one meaning)
-"$STOKER" bench $QUICK --help | grep -q -- "--queue-depth.*(1\.\.32768, or auto (0))" ||
+"$STOKER" bench $QUICK --help | tr "\n" " " | tr -s " " | grep -q -- "--queue-depth.*(1\.\.32768, or auto (0))" ||
 	fail "--help: queue depth range"
 out=$("$STOKER" bench $QUICK data -q 0 --no-baseline) || fail "-q 0 (auto) exit $?"
 echo "$out" | grep -q "queue depth [0-9]* (auto)" || fail "-q 0 is not auto: $out"

@@ -15,7 +15,7 @@ fail() {
 	exit 1
 }
 # small and short, and never drop the caches of a shared machine
-tiny="--no-drop -s 4M -c 4M -n 40 -t 0.2 --ramp 0"
+tiny="--no-drop --size 4M -c 4M -n 40 -t 0.2 --ramp 0"
 ours() { ls -A "$1" | grep '^\.stoker-disk-' ; }
 
 # --- 1. bad usage exits 2, with the reason -------------------------------------
@@ -152,7 +152,7 @@ interrupt() { # signal, options...
 	grep -q interrupted "$tmp/err" || fail "no 'interrupted' message after SIG$sig"
 	[ -z "$(ls -A "$tmp/d")" ] || fail "files left after SIG$sig: $(ls -A "$tmp/d" | head -3)"
 }
-interrupt INT -s 64M -t 30 -p seqread
+interrupt INT --size 64M -t 30 -p seqread
 interrupt TERM -p smallfiles -n 200000 --file-size 4k
 
 # --- 5. refusals: an existing file, a block device ---------------------------------
@@ -199,7 +199,7 @@ fi
 mkdir "$tmp/small"
 if mount -t tmpfs -o size=8m,nr_inodes=64 tmpfs "$tmp/small" 2>/dev/null; then
 	mnt=$tmp/small
-	"$S" disk $tiny -s 32M -p seqread "$mnt" >/dev/null 2>"$tmp/err"
+	"$S" disk $tiny --size 32M -p seqread "$mnt" >/dev/null 2>"$tmp/err"
 	[ $? = 1 ] || fail "a data file larger than the disk did not fail"
 	grep -q ENOSPC "$tmp/err" || fail "no ENOSPC message for the data file"
 	"$S" disk $tiny -c 32M -p checkpoint "$mnt" >/dev/null 2>"$tmp/err"

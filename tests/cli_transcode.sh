@@ -51,7 +51,7 @@ assert n == int(sys.argv[3]), n
 PYEOF
 "$PY" "$T/check.py" "$T/data" "$T/out" 13 || fail "PIL check"
 
-"$STOKER" transcode --json -j 1 "$T/data" "$T/out2" >"$T/json" || fail "--json exited $?"
+"$STOKER" transcode --json -T 1 "$T/data" "$T/out2" >"$T/json" || fail "--json exited $?"
 for key in files transcoded kept bytes_in bytes_out threads files_per_s_per_thread files_per_cpu_s; do
 	grep -q "\"$key\"" "$T/json" || fail "--json lacks $key: $(cat "$T/json")"
 done

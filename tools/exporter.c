@@ -46,15 +46,21 @@ int cmd_exporter(int argc, char **argv)
 		"which publish themselves in DIR (stk_loader_publish; files of processes that\n"
 		"are gone are ignored).  It listens on loopback unless told otherwise: ADDR is\n"
 		"HOST:PORT (numeric IPv4 or localhost), [IPv6]:PORT, or :PORT for every\n"
-		"interface.  --once prints the exposition instead.  Ctrl-C stops it."};
+		"interface.  --once prints the exposition instead.  Ctrl-C stops it.",
+		"stoker exporter                       # http://127.0.0.1:9464/metrics\n"
+		"stoker exporter --listen :9464        # on every interface, for a Prometheus elsewhere\n"
+		"stoker exporter --once | promtool check metrics  # one exposition, checked"};
 	const struct opt opts[] = {
+		OPT_GROUP("serving"),
 		{"listen", 'l', OPT_STR, &listen_at, "127.0.0.1:9464", 0, 0, NULL, "ADDR",
 		 "where to serve /metrics (port 0: any free port, printed at start)"},
 		{"dir", 'd', OPT_STR, &dir, NULL, 0, 0, NULL, "DIR",
 		 "where loaders publish [$STOKER_METRICS_DIR, else /run/stoker when writable, "
 		 "else ~/.cache/stoker/metrics]"},
+		OPT_GROUP("output"),
 		{"once", 0, OPT_BOOL, &once, NULL, 0, 0, NULL, NULL,
 		 "print the exposition on stdout and exit (no server)"},
+		OPT_GROUP("testing"),
 		{"root", 0, OPT_STR, &root, NULL, 0, 0, NULL, "DIR",
 		 "read /proc and /sys under DIR for the disks (a fake tree, for tests)"},
 		OPT_END,

@@ -263,20 +263,26 @@ int cmd_iostat(int argc, char **argv)
 		"flushes, aqu-sz and %util.  The first report covers the time since boot (unless\n"
 		"-y); then one every INTERVAL seconds, COUNT in all.  Whole disks that have done I/O\n"
 		"are shown, without loop and ram devices, unless devices are named (-d, or as\n"
-		"operands like iostat) or --all is given."};
+		"operands like iostat) or --all is given.",
+		"stoker iostat 1                 # every second, since-boot report first\n"
+		"stoker iostat -y -z 500ms 10    # ten reports, half a second each, busy devices only\n"
+		"stoker iostat -j -d nvme0n1 5 3 # one device as JSON lines"};
 	const struct opt opts[] = {
+		OPT_GROUP("devices"),
 		{"device", 'd', OPT_STR, &devopt, NULL, 0, 0, NULL, "DEV",
 		 "show DEV (repeat, or a comma list; partitions too)"},
 		{"all", 'a', OPT_BOOL, &o.all, NULL, 0, 0, NULL, NULL,
 		 "every device: partitions, loop, ram and idle ones too"},
 		{"omit-idle", 'z', OPT_BOOL, &o.omit_idle, NULL, 0, 0, NULL, NULL,
 		 "leave out devices with no I/O in the interval"},
+		OPT_GROUP("output"),
 		{"skip-first", 'y', OPT_BOOL, &skip_first, NULL, 0, 0, NULL, NULL,
 		 "no since-boot report: the first covers INTERVAL"},
 		{"extended", 'x', OPT_BOOL, &compat_x, NULL, 0, 0, NULL, NULL,
 		 "accepted for iostat's habit (the report is always extended)"},
 		{"json", 'j', OPT_BOOL, &o.json, NULL, 0, 0, NULL, NULL,
 		 "one JSON object per report and line (sysstat's field names)"},
+		OPT_GROUP("testing"),
 		{"root", 0, OPT_STR, &o.root, NULL, 0, 0, NULL, "DIR",
 		 "read /proc and /sys under DIR (a fake tree, for tests)"},
 		OPT_END,
@@ -314,7 +320,10 @@ int cmd_iostat(int argc, char **argv)
 	int nnum = 0;
 	for (int i = first; i < nargs; i++) {
 		double v;
-		if (parse_num(args[i], &v)) {
+		uint64_t ns;
+		if (nnum == 0 && !stk_parse_duration(args[i], 1000000000ull, &ns))
+			v = (double)ns / 1e9; /* INTERVAL: "2", "500ms", "1m" */
+		else if (parse_num(args[i], &v)) {
 			o.devs[o.ndevs++] = args[i]; /* like iostat: a device operand */
 			continue;
 		}
@@ -324,7 +333,7 @@ int cmd_iostat(int argc, char **argv)
 			count = v;
 		} else {
 			fprintf(stderr, "stoker iostat: '%s' is not a valid %s\n", args[i],
-				nnum == 0 ? "INTERVAL (seconds, > 0)" : nnum == 1 ? "COUNT (>= 1)" : "operand");
+				nnum == 0 ? "INTERVAL (seconds or 500ms, 1m; > 0)" : nnum == 1 ? "COUNT (>= 1)" : "operand");
 			goto out;
 		}
 		nnum++;

@@ -23,7 +23,7 @@ static void usage(FILE *f)
 {
 	fprintf(f, "usage: stoker COMMAND [options] [args]\n\ncommands:\n");
 	for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++)
-		fprintf(f, "  %-9s %s\n", cmds[i].name, cmds[i].summary);
+		fprintf(f, "  %-11s%s\n", cmds[i].name, cmds[i].summary);
 	fprintf(f, "\n`stoker COMMAND --help` describes each.  stoker %s\n", stk_version());
 }
 
@@ -44,6 +44,15 @@ int main(int argc, char **argv)
 	for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++)
 		if (!strcmp(argv[1], cmds[i].name))
 			return cmds[i].fn(argc - 1, argv + 1);
+	const char *names[sizeof(cmds) / sizeof(cmds[0])];
+	for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++)
+		names[i] = cmds[i].name;
+	const char *near = did_you_mean(argv[1], strlen(argv[1]), names, sizeof(cmds) / sizeof(cmds[0]));
+	if (near) {
+		fprintf(stderr, "stoker: unknown command '%s'; did you mean 'stoker %s'?\n", argv[1],
+			near);
+		return EXIT_USAGE;
+	}
 	fprintf(stderr, "stoker: unknown command '%s'\n\n", argv[1]);
 	usage(stderr);
 	return EXIT_USAGE;

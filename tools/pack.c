@@ -476,6 +476,7 @@ int cmd_pack(int argc, char **argv)
 	const char *stage;
 	const char *tmpdir = getenv("TMPDIR");
 	const struct opt opts[] = {
+		OPT_GROUP("shards"),
 		{"shard-size", 0, OPT_SIZE, &shard_size, "1GiB", 4096, 1099511627776.0, NULL, "BYTES",
 		 "largest shard (a sample larger than this gets a shard of its own)"},
 		{"prefix", 0, OPT_STR, &prefix, "train", 0, 0, NULL, "NAME",
@@ -489,9 +490,11 @@ int cmd_pack(int argc, char **argv)
 		 "start each sample's bytes at a multiple of BYTES (a power of two, 512 or more; "
 		 "4096 lets O_DIRECT read a member alone), padding with PAX comment headers every "
 		 "tar reader skips [0: none]"},
+		OPT_GROUP("remote"),
 		{"stage", 0, OPT_STR, &stage, tmpdir && *tmpdir ? tmpdir : "/var/tmp", 0, 0, NULL,
 		 "DIR", "OUT s3://...: where each shard is written before it is uploaded (one "
 		 "shard's space; $TMPDIR, else /var/tmp)"},
+		OPT_GROUP("output"),
 		{"replace", 0, OPT_BOOL, &replace, NULL, 0, 0, NULL, NULL,
 		 "OUT is a folder with files in it: replace it whole (what it holds is removed "
 		 "first; never a folder that is or holds DIR) [refused]"},
@@ -509,6 +512,9 @@ int cmd_pack(int argc, char **argv)
 		"DIR may also be shards (a repack: members keep their extension, classes.txt\n"
 		"is carried over).  A local OUT must be new or empty (--replace) and apart from\n"
 		"DIR: neither inside it nor holding it.",
+		"stoker pack /data/train /data/train-tar          # 1 GiB shards, ImageFolder order\n"
+		"stoker pack -s 0 --shard-size 256MiB /data/train /data/shards  # shuffled, smaller\n"
+		"stoker pack --transcode /data/train s3://bucket/train  # crop-friendly JPEGs, uploaded",
 	};
 	int first = opt_parse(&help, opts, argc, argv);
 	if (first < 0)

@@ -131,6 +131,14 @@ static int add_entry(struct tc *t, const char *rel, uint64_t size)
 	return t->e[t->n++].rel ? 0 : -1;
 }
 
+/* nftw: stops at SRC's first file (a link counts), so an empty SRC fails
+ * before DST is made. */
+static int any_file(const char *path, const struct stat *st, int type, struct FTW *ftw)
+{
+	(void)path, (void)st, (void)ftw;
+	return type == FTW_D || type == FTW_DP ? FTW_CONTINUE : FTW_STOP;
+}
+
 static int walk_one(const char *path, const struct stat *st, int type, struct FTW *ftw)
 {
 	struct tc *t = walking;
@@ -362,8 +370,10 @@ int cmd_transcode(int argc, char **argv)
 	int64_t threads;
 	bool json = false, force = false, replace = false;
 	const struct opt opts[] = {
-		{"threads", 'j', OPT_INT, &threads, "0", 0, 1024, NULL, "T",
+		OPT_GROUP("run"),
+		{"threads", 'T', OPT_INT, &threads, "0", 0, 1024, NULL, "T",
 		 "worker threads (0 = online CPUs)"},
+		OPT_GROUP("output"),
 		{"replace", 0, OPT_BOOL, &replace, NULL, 0, 0, NULL, NULL,
 		 "DST is a folder with files in it: replace it whole (what it holds is removed "
 		 "first; never a folder that is or holds SRC) [refused]"},
@@ -382,6 +392,9 @@ int cmd_transcode(int argc, char **argv)
 		"copied as they are and listed with the reason; hidden files and folders\n"
 		"(.stoker-index, .git) are left out.  DST must be new or empty (--replace)\n"
 		"and apart from SRC: neither inside it nor holding it.",
+		"stoker transcode /data/train /data/train-rst      # every JPEG rewritten, same layout\n"
+		"stoker transcode -T 8 --json /data/val /data/val-rst  # 8 threads, a JSON summary\n"
+		"stoker transcode --replace /data/train /data/train-rst  # made again from scratch",
 	};
 	int first = opt_parse(&help, opts, argc, argv);
 	if (first < 0)
@@ -404,6 +417,11 @@ int cmd_transcode(int argc, char **argv)
 	if (stat(t.src, &st) || !S_ISDIR(st.st_mode)) {
 		fprintf(stderr, "stoker transcode: %s: %s\n", t.src,
 			errno ? strerror(errno) : "not a folder");
+		return EXIT_FAIL;
+	}
+	if (nftw(t.src, any_file, 32, FTW_PHYS | FTW_ACTIONRETVAL) != FTW_STOP) {
+		fprintf(stderr, "stoker transcode: %s: the folder is empty: no file to transcode "
+			"(DST not made)\n", t.src);
 		return EXIT_FAIL;
 	}
 	if (replace && outdir_real(t.dst, link_dst) == 0) {

@@ -253,8 +253,10 @@ struct stk_loader_opts {
  *   alias    NULL, or other names, comma-separated: a letter is the CLI's
  *            short flag (-q); a word is taken for the name by stk_option_find,
  *            Python's keywords and `stoker bench --sweep` (qd, threads)
- *   type     U32, U64, FLOAT, FLOAT3 ("a,b,c"), DURATION (a field in ns:
- *            "5ms", "200us", "2s" or a bare count of ns), STR, ENUM (index of
+ *   type     U32, U64 (with bit STK_OPT_BYTES: a size in bytes, which takes
+ *            units: "64MiB", "1.5G", as stk_parse_size reads them), FLOAT,
+ *            FLOAT3 ("a,b,c"), DURATION (a field in ns: "5ms", "200us", "2s",
+ *            "1m", or a bare count of ns; stk_parse_duration), STR, ENUM (index of
  *            one of `choices`; a unique prefix is accepted), FLAG (`bit` of
  *            the flags field set = on), NOFLAG (bit set = off), BITCHOICE
  *            (`choices` "a,b": b sets `bit`, a clears it)
@@ -313,10 +315,12 @@ struct stk_loader_opts {
 	  "folder mode: extensions to index, \".jpg,.png\" or \"*\" (default: ImageFolder's)")   \
 	X(LOADER, cache_dir, NULL, STR, cache_dir, 0, "", 0, 0, NULL,                            \
 	  "where index caches go (default: ~/.cache/stoker), unless index_beside")               \
-	X(LOADER, slot_bytes, NULL, U64, slot_bytes, 0, "auto", 1, 1099511627776.0, "auto",      \
+	X(LOADER, slot_bytes, NULL, U64, slot_bytes, STK_OPT_BYTES, "auto", 1, 1099511627776.0,  \
+	  "auto",                                                                                \
 	  "bytes per batch slot (auto: from the dataset's sample sizes, the pool within half "   \
 	  "of the memory; a sample larger than that is an error of its own, named)")             \
-	X(LOADER, read_bytes, NULL, U64, read_bytes, 0, "0", 0, 1099511627776.0, NULL,           \
+	X(LOADER, read_bytes, NULL, U64, read_bytes, STK_OPT_BYTES, "0", 0, 1099511627776.0,     \
+	  NULL,                                                                                  \
 	  "raw mode: read only the first N bytes of each sample (0: whole samples), as a "       \
 	  "storage test that reads 1 KiB of each file does")                                     \
 	X(LOADER, null_latency, "null_latency_ns", DURATION, null_latency_ns, 0, "0", 0, 3.6e12, NULL, \
@@ -332,7 +336,8 @@ struct stk_loader_opts {
 	X(LOADER, remote_cache, NULL, NOFLAG, flags, STK_F_NO_REMOTE_CACHE, "true", 0, 0, NULL,  \
 	  "s3:// and http(s):// data: keep the bytes read in a local cache (cache_dir/remote), " \
 	  "shared by the host's processes, so later epochs read from local disk")               \
-	X(LOADER, cache_limit, NULL, U64, cache_limit, 0, "auto", 1, 1125899906842624.0, "auto", \
+	X(LOADER, cache_limit, NULL, U64, cache_limit, STK_OPT_BYTES, "auto", 1,                 \
+	  1125899906842624.0, "auto",                                                            \
 	  "remote data: the local cache's size bound, least recently used out first (auto: a " \
 	  "quarter of the free space where it lives, at most 100 GiB)")                          \
 	X(LOADER, remote_timeout, "remote_timeout_ns", DURATION, remote_timeout_ns, 0, "30s", 1e6, \
@@ -387,6 +392,8 @@ struct stk_loader_opts {
 	  "and the sample refused")
 
 enum stk_opt_group { STK_OPT_LOADER = 0, STK_OPT_IMAGE };
+/* In the bit column of a U64 row: the value is a size in bytes (takes units). */
+#define STK_OPT_BYTES 1u
 enum stk_opt_type {
 	STK_OPT_U32 = 0, STK_OPT_U64, STK_OPT_FLOAT, STK_OPT_FLOAT3, STK_OPT_DURATION,
 	STK_OPT_STR, STK_OPT_ENUM, STK_OPT_FLAG, STK_OPT_NOFLAG, STK_OPT_BITCHOICE,
@@ -422,6 +429,17 @@ STK_API int stk_option_set(const struct stk_option *opt, void *opts, const char 
  * Returns the length (snprintf's rule) or <0. */
 STK_API int stk_option_get(const struct stk_option *opt, const void *opts, char *buf,
 			   size_t len);
+/* The one reader of sizes for every front end: a count of bytes with an
+ * optional unit, case ignored: K, M, G, T and KiB, MiB, GiB, TiB are powers of
+ * 1024 ("64k" = "64KiB" = 65536); KB, MB, GB, TB powers of 1000 ("64KB" =
+ * 64000); B or none, bytes.  "1.5GiB" and "64 MiB" read too.  0, or -EINVAL
+ * (not a size), -ERANGE (2^64 or more); *bytes is set only on success. */
+STK_API int stk_parse_size(const char *text, uint64_t *bytes);
+/* The one reader of durations: a number with a unit, ns, us (or µs), ms, s,
+ * m or min, h ("30s", "1.5m", "200us"); a bare number counts `unit_ns`
+ * nanoseconds (1: the option table's bare ns; 1000000000: the CLI's seconds).
+ * 0, or -EINVAL / -ERANGE; *ns is set only on success. */
+STK_API int stk_parse_duration(const char *text, uint64_t unit_ns, uint64_t *ns);
 
 /* A rank's share of its host's CPUs.  The ranks on a host divide the CPUs
  * of its cgroup's cpuset (else the online ones) that this process's affinity

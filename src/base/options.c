@@ -162,30 +162,72 @@ static int parse_float(const char *v, double *out)
 	return 0;
 }
 
-/* "20ms", "200us", "1.5s", "100ns" or a bare count of ns. */
-static int parse_duration(const char *v, uint64_t *out)
+/* A number and what follows it (spaces skipped), or -EINVAL; the caller's
+ * errno kept. */
+static int number_unit(const char *v, double *x, const char **unit)
 {
 	char *end;
 	int saved = errno;
 	errno = 0;
-	double x = strtod(v, &end);
+	*x = strtod(v, &end);
 	int e = errno;
 	errno = saved;
-	if (e || end == v || !isfinite(x) || x < 0)
+	if (!v[0] || e || end == v || !isfinite(*x) || *x < 0 || signbit(*x))
 		return -EINVAL;
+	while (*end == ' ')
+		end++;
+	*unit = end;
+	return 0;
+}
+
+int stk_parse_size(const char *text, uint64_t *bytes)
+{
 	static const struct {
 		const char *unit;
-		double ns;
-	} units[] = {{"", 1}, {"ns", 1}, {"us", 1e3}, {"\xc2\xb5s", 1e3}, {"ms", 1e6}, {"s", 1e9}};
-	for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++)
-		if (!strcmp(end, units[i].unit)) {
-			double ns = x * units[i].ns;
-			if (ns >= 1.8e19)
+		double mul;
+	} units[] = {
+		{"", 1},	 {"b", 1},	   {"k", 1024.0},	  {"kib", 1024.0},
+		{"kb", 1e3},	 {"m", 1048576.0}, {"mib", 1048576.0},	  {"mb", 1e6},
+		{"g", 1073741824.0}, {"gib", 1073741824.0}, {"gb", 1e9}, {"t", 1099511627776.0},
+		{"tib", 1099511627776.0}, {"tb", 1e12},
+	};
+	double x;
+	const char *unit;
+	if (!text || !bytes || number_unit(text, &x, &unit) < 0)
+		return -EINVAL;
+	for (size_t i = 0; i < STK_ARRAY_SIZE(units); i++)
+		if (!strcasecmp(unit, units[i].unit)) {
+			double r = x * units[i].mul;
+			if (r >= 18446744073709551616.0)
 				return -ERANGE;
-			*out = (uint64_t)llround(ns);
+			*bytes = (uint64_t)r;
 			return 0;
 		}
 	return -EINVAL;
+}
+
+int stk_parse_duration(const char *text, uint64_t unit_ns, uint64_t *ns)
+{
+	static const struct {
+		const char *unit;
+		double ns;
+	} units[] = {{"ns", 1},	   {"us", 1e3},	 {"\xc2\xb5s", 1e3}, {"ms", 1e6},
+		     {"s", 1e9},   {"m", 60e9},	 {"min", 60e9},	     {"h", 3600e9}};
+	double x;
+	const char *unit;
+	if (!text || !ns || !unit_ns || number_unit(text, &x, &unit) < 0)
+		return -EINVAL;
+	double mul = unit[0] ? 0 : (double)unit_ns;
+	for (size_t i = 0; !mul && i < STK_ARRAY_SIZE(units); i++)
+		if (!strcmp(unit, units[i].unit))
+			mul = units[i].ns;
+	if (!mul)
+		return -EINVAL;
+	double r = x * mul;
+	if (r >= 18446744073709551616.0)
+		return -ERANGE;
+	*ns = (uint64_t)llround(r);
+	return 0;
 }
 
 static void *field(const struct stk_option *o, void *opts)
@@ -199,7 +241,7 @@ static bool has_range(const struct stk_option *o)
 }
 
 /* ns as the largest unit that divides it: "30s", "5ms", "200us", "7" (what
- * parse_duration reads back). */
+ * stk_parse_duration reads back). */
 static int fmt_duration(uint64_t v, char *buf, size_t len)
 {
 	static const struct {
@@ -257,7 +299,7 @@ static const char *type_word(enum stk_opt_type t)
 	case STK_OPT_FLOAT3:
 		return "one number or three (\"a,b,c\")";
 	case STK_OPT_DURATION:
-		return "a duration (\"5ms\", \"200us\", \"2s\", or ns)";
+		return "a duration (\"5ms\", \"200us\", \"2s\", \"1m\", or ns)";
 	case STK_OPT_FLAG:
 	case STK_OPT_NOFLAG:
 		return "true or false";
@@ -289,11 +331,15 @@ int stk_option_set(const struct stk_option *o, void *opts, const char *value, ch
 	case STK_OPT_U64:
 		if (o->choices && choice_index(o->choices, value) == 0) {
 			u = 0; /* "auto" */
-		} else if ((rc = parse_u64(value, &u)) < 0) {
+		} else if ((rc = (o->bit & STK_OPT_BYTES) ? stk_parse_size(value, &u)
+							  : parse_u64(value, &u)) < 0) {
 			if (rc == -ERANGE)
 				return range_error(o, value, err, errlen);
 			snprintf(err, errlen, "%s: '%s' is not %s%s%s", o->name, value,
-				 type_word(o->type), o->choices ? " or " : "",
+				 o->bit & STK_OPT_BYTES ? "a size (\"64MiB\", \"1.5G\", \"64KB\", "
+							  "or bytes)"
+							: type_word(o->type),
+				 o->choices ? " or " : "",
 				 o->choices ? o->choices : "");
 			return -EINVAL;
 		}
@@ -308,7 +354,9 @@ int stk_option_set(const struct stk_option *o, void *opts, const char *value, ch
 		}
 		return 0;
 	case STK_OPT_DURATION:
-		if ((rc = parse_duration(value, &u)) < 0) {
+		if ((rc = stk_parse_duration(value, 1, &u)) < 0) {
+			if (rc == -ERANGE)
+				return range_error(o, value, err, errlen);
 			snprintf(err, errlen, "%s: '%s' is not %s", o->name, value, type_word(o->type));
 			return rc;
 		}

@@ -53,6 +53,7 @@ struct builder {
 	struct buf names, class_names, dir_names;
 	struct buf bad;      /* bad records */
 	uint64_t nbad;
+	uint64_t nfiles;     /* files a folder's listings held, of any name: "is empty" */
 	struct idx_dir *dirs;
 	uint64_t ndirs, dirs_cap;
 	char *err;

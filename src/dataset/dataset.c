@@ -91,6 +91,7 @@ static int add_files(struct builder *b, const char *rel, const struct listing *l
 	}
 	int rc = 0;
 	char path[PATH_MAX];
+	b->nfiles += l->nfiles;
 	for (size_t i = 0; i < l->nfiles && !rc; i++) {
 		if (!ext_ok(b->o->extensions, l->files[i]))
 			continue;
@@ -213,6 +214,18 @@ static int build_list(struct builder *b, const char *list_path)
 			line[--len] = 0;
 		if (len == 0 || line[0] == '#')
 			continue;
+		/* PATH a file given for a folder (a JPEG, a tar without .tar): say how
+		 * it was read rather than quote its bytes as a label */
+		bool text = true;
+		for (ssize_t k = 0; k < len && text; k++)
+			text = (unsigned char)line[k] >= 0x20 || line[k] == '\t';
+		if (!text) {
+			rc = stk__build_fail(b, -EINVAL, "%s: a file, so it was read as a file list (a "
+					     "path, a TAB and a label a line), but line %llu is not "
+					     "text: a folder or .tar shards were expected?", list_path,
+					     (unsigned long long)lineno);
+			break;
+		}
 		int64_t label = -1;
 		char *tab = strchr(line, '\t');
 		if (tab) {
@@ -221,7 +234,9 @@ static int build_list(struct builder *b, const char *list_path)
 			errno = 0;
 			long long v = strtoll(tab + 1, &end, 10);
 			if (errno || end == tab + 1 || *end || v < -1) {
-				rc = stk__build_fail(b, -EINVAL, "%s:%llu: label '%s' is not an integer >= -1",
+				rc = stk__build_fail(b, -EINVAL, "%s:%llu: label '%.40s' is not an "
+						     "integer >= -1 (a file, so it was read as a file "
+						     "list: a path, a TAB and a label a line)",
 						     list_path, (unsigned long long)lineno, tab + 1);
 				break;
 			}
@@ -251,6 +266,9 @@ static int no_samples(struct builder *b, const struct stk__index_opts *o, bool n
 {
 	if (not_folder)
 		return stk__build_fail(b, STK_EEMPTY, "%s: no samples found", o->path);
+	if (!b->nfiles)
+		return stk__build_fail(b, STK_EEMPTY, "%s: no samples found: the folder is empty%s",
+				       o->path, b->ndirs > 1 ? " (no file in it or its subfolders)" : "");
 	if (o->extensions)
 		return stk__build_fail(b, STK_EEMPTY, "%s: no samples found: no file ends in one "
 				       "of the extensions \"%s\"", o->path, o->extensions);

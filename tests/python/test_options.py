@@ -46,6 +46,9 @@ def test_table_rows_are_consistent():
 def test_cli_help_comes_from_the_table():
     out = subprocess.run([STOKER, "bench", "--help"], capture_output=True, text=True,
                          check=True).stdout
+    # an entry's help wraps under 100 columns: its continuation lines (indented
+    # to the help's column) joined back
+    out = re.sub(r"\n {31}(?=\S)", " ", out)
     for r in ROWS.values():
         flag = ("--no-" if r.type == _lib.OPT_NOFLAG else "--") + r.name.replace("_", "-")
         line = next((ln for ln in out.splitlines()
@@ -56,6 +59,8 @@ def test_cli_help_comes_from_the_table():
             assert "[%s]" % r.default in line, (flag, line)
         if r.min != r.max and r.type == _lib.OPT_DURATION:  # as durations are written
             assert "(%s..%s)" % (options_doc._duration(int(r.min)), options_doc._duration(int(r.max))) in line, line
+        elif options_doc._is_size(r):  # sizes as sizes are written: "1..1 TiB"
+            assert "(%s..%s" % (options_doc._size(r.min), options_doc._size(r.max)) in line, line
         elif r.min != r.max and r.type != _lib.OPT_ENUM:
             assert "%.17g..%.17g" % (r.min, r.max) in line, (flag, line)
 
@@ -315,3 +320,16 @@ def test_dataloader_habits_and_misspellings(folder):
     with pytest.raises(TypeError) as ei:
         stoker.Loader(folder, 4, num_workers=8, zzqx=1)
     assert "num_workers" in str(ei.value) and "zzqx= is not an option\n" in str(ei.value)
+
+
+def test_duration_keywords_take_units():
+    """A duration keyword's text goes to the library's one reader of
+    durations (stk_parse_duration): "1m" is 60 s, as on the command line."""
+    o = _lib.LoaderOpts()
+    for name, text, want in (("remote_timeout", "1m", "60s"), ("remote_timeout", "1.5s", "1500ms"),
+                             ("remote_connect_timeout", "250ms", "250ms")):
+        row = ROWS[name]
+        row.set(o, _lib.option_text(row, text), [])
+        assert row.get(o) == want, (name, text)
+    with pytest.raises(ValueError, match="remote_timeout.*is not a duration"):
+        ROWS["remote_timeout"].set(o, _lib.option_text(ROWS["remote_timeout"], "30 sec"), [])

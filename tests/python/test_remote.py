@@ -27,7 +27,7 @@ def data(tmp_path_factory):
     if not cli:
         pytest.skip("the stoker CLI (stoker gen, stoker pack) is not built")
     d = tmp_path_factory.mktemp("remote")
-    subprocess.run([cli, "gen", "-n", "96", "-c", "3", "-j", "2", str(d / "img")], check=True,
+    subprocess.run([cli, "gen", "-n", "96", "-c", "3", "-T", "2", str(d / "img")], check=True,
                    stdout=subprocess.DEVNULL)
     subprocess.run([cli, "pack", str(d / "img"), str(d / "shards"), "--shard-size", "1MiB"],
                    check=True, stdout=subprocess.DEVNULL)

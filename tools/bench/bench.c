@@ -276,7 +276,13 @@ static int run_sweep(struct bench_opts o)
 		struct bench_opts probe = o;
 		void *pb = (char *)&probe + ((char *)base - (char *)&o);
 		char *end;
+		uint64_t bytes;
 		xs[n] = strtod(vals[n], &end);
+		if (row->type == STK_OPT_U64 && (row->bit & STK_OPT_BYTES) &&
+		    !stk_parse_size(vals[n], &bytes)) {
+			xs[n] = (double)bytes; /* slot_bytes=32MiB,64MiB */
+			end = vals[n] + l;
+		}
 		if (stk_option_set(row, pb, vals[n], why, sizeof(why)) < 0 || *end) {
 			if (!why[0])
 				snprintf(why, sizeof(why), "'%.23s' is not a number", vals[n]);
@@ -416,12 +422,16 @@ int cmd_bench(int argc, char **argv)
 		"(--repeat, the two sides alternating): medians and spreads.  With several PATHs,\n"
 		"the same options on each in turn, side by side (no baseline).  Without PATH, a\n"
 		"default dataset is generated once in the cache folder (~/.cache/stoker).  The\n"
-		"loader's options, their defaults and ranges are the library's (docs/options.md)."};
+		"loader's options, their defaults and ranges are the library's (docs/options.md).",
+		"stoker bench /data/imagenet/train          # the loader against the baseline\n"
+		"stoker bench --image -b 128 /data/train    # decode and crop too, as training does\n"
+		"stoker bench --sweep qd=16,64,256 --plot qd.svg /data/train  # queue depths charted"};
 	struct opt opts[128] = {
-		{"runtime", 0, OPT_DOUBLE, &o.runtime, MIN_RUNTIME, 0, 1e6, NULL, "S",
+		OPT_GROUP("run"),
+		{"runtime", 0, OPT_SECONDS, &o.runtime, MIN_RUNTIME, 0, 1e6, NULL, "S",
 		 "measure each run at least S seconds: epochs repeat (or the run stops at the time "
 		 "mid-epoch, without --epochs) until then; 0: exactly --epochs (1 by default)"},
-		{"ramp", 0, OPT_DOUBLE, &o.ramp, "0.25", 0, 1e6, NULL, "S",
+		{"ramp", 0, OPT_SECONDS, &o.ramp, "0.25", 0, 1e6, NULL, "S",
 		 "a warm-up of S seconds before each run's measured part, which then starts at its "
 		 "epoch's first batch (queues filled, the queue depth probed; its errors reported)"},
 		{"repeat", 'r', OPT_INT, &o.repeat, "0", 0, BENCH_MAX_REPEAT, NULL, "N",
@@ -429,13 +439,13 @@ int cmd_bench(int argc, char **argv)
 		 "baseline or --sweep, else 1)"},
 		{"epochs", 'E', OPT_INT, &o.epochs, "0", 0, 1000000, NULL, "N",
 		 "whole epochs a run reads at least (0: as many as --runtime takes, ending mid-epoch)"},
-		{"seconds", 's', OPT_DOUBLE, &o.seconds, "0", 0, 1e9, NULL, "S",
+		{"seconds", 0, OPT_SECONDS, &o.seconds, "0", 0, 1e9, NULL, "S",
 		 "stop a run after S seconds (0 = no limit)"},
 		{"max-samples", 0, OPT_INT, &o.max_samples, "0", 0, 1e15, NULL, "N",
 		 "stop a run after N samples (0 = no limit)"},
 		{"max-batches", 0, OPT_INT, &o.max_batches, "0", 0, 1e15, NULL, "N",
 		 "stop a run after N batches (0 = no limit)"},
-		{"compute-ms", 'c', OPT_DOUBLE, &o.compute_ms, "0", 0, 1e6, NULL, "MS",
+		{"compute-ms", 'c', OPT_MILLIS, &o.compute_ms, "0", 0, 1e6, NULL, "MS",
 		 "hold each batch MS ms (an emulated accelerator); prints AU %"},
 		{"cache", 0, OPT_CHOICE, &o.cache, "warm", 0, 0, "warm,cold,as-is", "C",
 		 "page cache before each run: warmed by one untimed pass, cold (dropped, root; every "
@@ -444,20 +454,25 @@ int cmd_bench(int argc, char **argv)
 		{"cold", 0, OPT_BOOL, &o.cold, NULL, 0, 0, NULL, NULL, "same as --cache cold"},
 		{"no-baseline", 0, OPT_BOOL, &o.no_baseline, NULL, 0, 0, NULL, NULL,
 		 "skip the synchronous baseline"},
+		OPT_GROUP("image"),
 		{"image", 'i', OPT_BOOL, &o.image, NULL, 0, 0, NULL, NULL,
 		 "decode and crop every sample (JPEG, PNG, WebP) into the batch, as training does"},
 		{"size", 0, OPT_STR, &o.size, NULL, 0, 0, NULL, "N",
 		 "--image: output N x N pixels (sets --width and --height)"},
+		OPT_GROUP("run"),
 		{"sweep", 0, OPT_STR, &o.sweep, NULL, 0, 0, NULL, "K=V,..",
 		 "--repeat runs per value of a numeric option (threads, qd, prefetch, batch, "
 		 "decode-threads, ...); a table and a chart"},
+		OPT_GROUP("output"),
 		{"plot", 0, OPT_STR, &o.plot, NULL, 0, 0, NULL, "FILE",
 		 "--sweep: SVG chart file, and FILE.png beside it with rsvg-convert "
 		 "[stoker-sweep-KNOB.svg]"},
+		OPT_GROUP("run"),
 		{"vs", 0, OPT_STR, &o.vs, NULL, 0, 0, NULL, "PEER,..",
 		 "also the peers on the same samples, and stoker's ratio to each: torch (Debian's "
 		 "DataLoader, python3 -m stoker.vs_torch); dali, dali-wds, spdl, ffcv, streaming, litdata, wds, "
 		 "torch-pil or all (the venv of `make peers`, python3 -m stoker.vs_peers)"},
+		OPT_GROUP("output"),
 		{"json", 'j', OPT_BOOL, &o.json, NULL, 0, 0, NULL, NULL, "print JSON"},
 		OPT_END,
 	};
@@ -476,6 +491,12 @@ int cmd_bench(int argc, char **argv)
 	 * dataset's pages are evicted before each epoch) */
 	if (o.cache == CACHE_COLD && !(o.lo.flags & (STK_F_DIRECT | STK_F_BUFFERED)))
 		o.lo.flags |= STK_F_DIRECT;
+	if (o.plot && !o.sweep) { /* refused before a run whose chart nothing would write */
+		fprintf(stderr, "stoker bench: --plot %s: nothing would be written: the chart is "
+				"--sweep's (a figure per value of one option); add --sweep KNOB=V1,V2,...\n",
+			o.plot);
+		return EXIT_USAGE;
+	}
 	if (argc - first > 1 && (o.sweep || o.vs)) {
 		fprintf(stderr, "stoker bench: --%s takes one PATH (got %d); several PATHs are "
 				"compared with each other\n", o.sweep ? "sweep" : "vs", argc - first);

@@ -16,9 +16,15 @@ enum opt_type {
 	OPT_BOOL,   /* bool; takes no argument */
 	OPT_INT,    /* int64_t */
 	OPT_DOUBLE, /* double */
-	OPT_SIZE,   /* uint64_t, with k/M/G/T (×1024) and KiB/MiB/GiB/TiB, KB/MB/GB (×1000) */
+	OPT_SIZE,   /* uint64_t bytes, as stk_parse_size reads them: K/M/G/T and KiB/MiB/GiB/TiB
+		       (×1024), KB/MB/GB/TB (×1000) */
+	OPT_SECONDS, /* double seconds, as stk_parse_duration reads them ("2s", "500ms", "1m");
+			a bare number is seconds; min and max in seconds */
+	OPT_MILLIS, /* the same in milliseconds: a bare number is ms */
 	OPT_STR,    /* const char * */
 	OPT_CHOICE, /* int: index into the comma-separated `choices` */
+	OPT_SECTION, /* not an option: the entries below it, to the next, are this group in
+			--help (OPT_GROUP) */
 	OPT_LIB,    /* a row of the library's option table (opt_add_library), writing into the
 		       struct at dst; its default, range and help are the row's */
 };
@@ -37,6 +43,9 @@ struct opt {
 	const char *help;
 };
 #define OPT_END {0}
+/* A heading in --help: "data", "reading", "image", "output", "remote" (the
+ * groups the library's rows fall in, opt_lib_group) or a command's own. */
+#define OPT_GROUP(title) {(title), 0, OPT_SECTION, NULL, NULL, 0, 0, NULL, NULL, NULL}
 /* --seed of a command's own table (gen, pack, disk; bench's is the library's
  * row): one range for all, so that a negative seed is refused everywhere
  * rather than taken as 2^64 - 1 by some. */
@@ -47,6 +56,8 @@ struct cmd_help {
 	const char *name;     /* "bench" */
 	const char *synopsis; /* "[options] [PATH]" */
 	const char *summary;  /* one paragraph */
+	const char *examples; /* lines "stoker CMD ...  # what it does", under 96 columns
+				 (--help puts "  $ " before each: help2man keeps them verbatim) */
 };
 
 /* Appends an OPT_LIB entry for every row of the library's option table in
@@ -65,11 +76,15 @@ uint64_t opt_lib_u64(const void *base, const char *name);
  * the usage and exits 0. */
 int opt_parse(const struct cmd_help *h, const struct opt *opts, int argc, char **argv);
 void opt_usage(FILE *f, const struct cmd_help *h, const struct opt *opts);
+/* The one of names[0..n) nearest to the len characters at word, when it is
+ * near enough to be what was meant ("bnech": "bench"), else NULL. */
+const char *did_you_mean(const char *word, size_t len, const char *const *names, size_t n);
+/* The letter option o of command cmd had before short flags got one meaning
+ * in every command, still taken there (gen -q for --quality), or 0. */
+int kept_short(const char *cmd, const struct opt *o);
 /* msg with the option names it holds as the CLI's flags (--world-size for
  * world_size), into buf; returns buf. */
 const char *cli_flag_words(const char *msg, char *buf, size_t len);
-/* Parses "64k", "1.5GiB", "4096" into bytes.  0 or -EINVAL. */
-int parse_size(const char *s, uint64_t *out);
 
 /* A progress line on stderr, redrawn in place, only when stderr is a terminal. */
 bool progress_enabled(void);

@@ -142,28 +142,32 @@ static const struct cmd_help help = {
 	"file or a block device is refused unless --readonly or --destructive=PATH names "
 	"it.  Without --all it runs a quick set (about 30 s per PATH).  Exit: 0 ok, 1 a "
 	"pattern failed, 2 bad usage or refused PATH, 130 interrupted.",
+	"stoker disk /data                      # the quick set in a folder on the data's disk\n"
+	"stoker disk --all /data /scratch       # the full set, two places side by side\n"
+	"stoker disk -p randread --bs 4k -q 1 --readonly /dev/nvme0n1  # one pattern, a device",
 };
 
 int cmd_disk(int argc, char **argv)
 {
 	struct args a = {.runtime = -1, .ramp = -1};
 	const struct opt opts[] = {
+		OPT_GROUP("patterns"),
 		{"pattern", 'p', OPT_STR, &a.pattern, NULL, 0, 0, NULL, "LIST",
 		 "patterns, comma-separated: seqread,seqwrite,randread,smallfiles,checkpoint "
 		 "[all of them]"},
 		{"all", 'a', OPT_BOOL, &a.all, NULL, 0, 0, NULL, NULL,
 		 "the full set: more cases, 15 s each, bigger files (minutes per PATH)"},
-		{"size", 's', OPT_SIZE, &a.size, NULL, 1048576, 1e15, NULL, "SIZE",
+		{"size", 0, OPT_SIZE, &a.size, NULL, 1048576, 1e15, NULL, "SIZE",
 		 "data file size in a folder; caps an existing file or device [1GiB, --all 4GiB]"},
-		{"runtime", 't', OPT_DOUBLE, &a.runtime, NULL, 0, 86400, NULL, "SECS",
+		{"runtime", 't', OPT_SECONDS, &a.runtime, NULL, 0, 86400, NULL, "SECS",
 		 "seconds per pattern after the ramp; 0 = one pass over the data [4, --all 15]"},
-		{"ramp", 0, OPT_DOUBLE, &a.ramp, NULL, 0, 3600, NULL, "SECS",
+		{"ramp", 0, OPT_SECONDS, &a.ramp, NULL, 0, 3600, NULL, "SECS",
 		 "warm-up seconds per pattern, left out of the figures [0.5, --all 1]"},
 		{"bs", 'b', OPT_SIZE, &a.bs, NULL, 512, 64 * 1048576.0, NULL, "SIZE",
 		 "block size [seq 1MiB, randread 4KiB, checkpoint 4MiB]"},
 		{"qd", 'q', OPT_INT, &a.qd, NULL, 1, 1024, NULL, "N",
 		 "I/Os in flight per thread [seq 8, randread 32, smallfiles 32, checkpoint 1]"},
-		{"threads", 'j', OPT_INT, &a.threads, NULL, 1, 256, NULL, "N",
+		{"threads", 'T', OPT_INT, &a.threads, NULL, 1, 256, NULL, "N",
 		 "threads per pattern [1]"},
 		{"engine", 'e', OPT_CHOICE, &a.engine, "io_uring", 0, 0, "io_uring,psync", "NAME",
 		 "I/O engine (psync runs qd workers per thread)"},
@@ -177,16 +181,19 @@ int cmd_disk(int argc, char **argv)
 		 "SIZE", "smallfiles: mean file size (log-normal, like ImageNet)"},
 		{"checkpoint-size", 'c', OPT_SIZE, &a.ckpt_size, NULL, 1048576, 1e15, NULL, "SIZE",
 		 "checkpoint: bytes written [1GiB, --all 4GiB]"},
+		OPT_GROUP("safety"),
 		{"readonly", 0, OPT_BOOL, &a.readonly, NULL, 0, 0, NULL, NULL,
 		 "read patterns only, on an existing file or block device"},
 		{"destructive", 0, OPT_STR, &a.destructive, NULL, 0, 0, NULL, "PATH[,PATH]",
 		 "allow writes to this existing file or block device: its data is destroyed"},
 		{"no-drop", 0, OPT_BOOL, &a.no_drop, NULL, 0, 0, NULL, NULL,
 		 "never write /proc/sys/vm/drop_caches (it slows everyone on a shared machine)"},
+		OPT_GROUP("patterns"),
 		OPT_SEED(0, &a.seed, "0", "random offsets and file sizes"),
 		{"repeat", 'r', OPT_INT, &a.repeat, "1", 1, SPREAD_MAX, NULL, "N",
 		 "rounds of every case, the PATHs alternating in each: MB/s and IOPS as the median "
 		 "(min-max), JSON every round"},
+		OPT_GROUP("output"),
 		{"plot", 0, OPT_STR, &a.plot, NULL, 0, 0, NULL, "FILE",
 		 "an SVG chart of MB/s by pattern and PATH (and FILE.png with rsvg-convert)"},
 		{"json", 0, OPT_BOOL, &a.json, NULL, 0, 0, NULL, NULL, "JSON on stdout"},

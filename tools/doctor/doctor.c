@@ -486,17 +486,24 @@ int cmd_doctor(int argc, char **argv)
 		"read-ahead, nr_requests, O_DIRECT, and the I/O plan for that storage (queue depth\n"
 		"and I/O threads, beside the DataLoader rule of thumb).  Each line is ok, warn or\n"
 		"fail, with why it matters and the command that fixes it.  Nothing on the system is\n"
-		"changed.  Exit 1 when a check fails."};
-	struct opt opts[16] = {
+		"changed.  Exit 1 when a check fails.",
+		"stoker doctor                  # the machine: memory, io_uring, limits, GPUs\n"
+		"stoker doctor /data/train      # and the storage under the data, with its I/O plan\n"
+		"stoker doctor -j -v /data      # every check as JSON, the passed ones with why"};
+	struct opt opts[24] = {
+		OPT_GROUP("data"),
 		{"sample-size", 0, OPT_SIZE, &d.sample, "0", 0, 1e12, NULL, "BYTES",
 		 "bytes per sample (0 = PATH's mean file size, else 110 kB)"},
+		OPT_GROUP("reading"),
 		{"local-world-size", 0, OPT_INT, &d.local_world, "0", 0, 1 << 20, NULL, "N",
 		 "ranks per host, for the cpu share (0 = LOCAL_WORLD_SIZE, OMPI_COMM_WORLD_LOCAL_SIZE)"},
 		{"decode-threads", 0, OPT_INT, &d.decode_threads, "0", 0, 1024, NULL, "N",
 		 "decode threads per rank, for the cpu share (0 = the share's default)"},
+		OPT_GROUP("output"),
 		{"json", 'j', OPT_BOOL, &json, NULL, 0, 0, NULL, NULL, "print JSON"},
 		{"verbose", 'v', OPT_BOOL, &verbose, NULL, 0, 0, NULL, NULL,
 		 "say why for the checks that pass too"},
+		OPT_GROUP("testing"),
 		{"root", 0, OPT_STR, &root, NULL, 0, 0, NULL, "DIR",
 		 "read /proc and /sys under DIR (a fake tree, for tests)"},
 		OPT_END,

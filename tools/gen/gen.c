@@ -175,9 +175,10 @@ static int options_first(const struct opt *opts, int argc, char **argv, char **o
 			bool takes = false;
 			size_t l = strlen(s + 2);
 			for (const struct opt *o = opts; o->name; o++)
-				if (o->type != OPT_BOOL &&
+				if (o->type != OPT_BOOL && o->type != OPT_SECTION &&
 				    (s[1] == '-' ? !strncmp(s + 2, o->name, l) && !strchr(s, '=')
-						 : o->short_name == s[1] && !s[2]))
+						 : (o->short_name == s[1] || kept_short("gen", o) == s[1]) &&
+						       !s[2]))
 					takes = true;
 			if (pass == 0)
 				out[k++] = argv[a];
@@ -332,16 +333,20 @@ int cmd_gen(int argc, char **argv)
 	int format = 0;
 	bool force = false, replace = false, json = false;
 	const struct opt opts[] = {
+		OPT_GROUP("dataset"),
 		{"images", 'n', OPT_INT, &images, "10000", 1, 1e9, NULL, "N", "number of images"},
 		{"classes", 'c', OPT_INT, &classes, "100", 1, 1e6, NULL, "K",
 		 "class folders c0000..., images dealt round-robin (K <= N)"},
 		OPT_SEED('s', &seed, "0", "image i depends only on (seed, i)"),
-		{"threads", 'j', OPT_INT, &threads, "0", 0, 256, NULL, "T",
+		OPT_GROUP("run"),
+		{"threads", 'T', OPT_INT, &threads, "0", 0, 256, NULL, "T",
 		 "encoder threads (0 = online CPUs)"},
-		{"quality", 'q', OPT_INT, &quality, "90", 1, 100, NULL, "Q", "JPEG and WebP quality"},
+		OPT_GROUP("dataset"),
+		{"quality", 0, OPT_INT, &quality, "90", 1, 100, NULL, "Q", "JPEG and WebP quality"},
 		{"format", 0, OPT_CHOICE, &format, "jpeg", 0, 0, "jpeg,png,webp,mixed", "F",
 		 "file format (PNG: 8-bit RGB; WebP: lossy; mixed: the three in turn in each "
 		 "class)"},
+		OPT_GROUP("output"),
 		{"replace", 0, OPT_BOOL, &replace, NULL, 0, 0, NULL, NULL,
 		 "DIR is a folder with files in it: replace it whole (what it holds is removed "
 		 "first) [refused]"},
@@ -356,6 +361,9 @@ int cmd_gen(int argc, char **argv)
 		"240-480 pixels, ~100 KB each at quality 90, labelled by sorted class folder;\n"
 		"or the same pictures as .png or .webp files (--format).\n"
 		"The bytes depend only on the seed, not on the thread count.",
+		"stoker gen /data/fake                   # 10,000 JPEGs in 100 classes\n"
+		"stoker gen -n 1000000 -c 1000 /data/big # ImageNet's size\n"
+		"stoker gen --format mixed -s 3 /tmp/mix # JPEG, PNG and WebP, another seed",
 	};
 	char **av = malloc((size_t)(argc + 2) * sizeof(*av));
 	if (!av) {
