@@ -583,6 +583,7 @@ _check_layout()
 OPT_LOADER, OPT_IMAGE = 0, 1
 (OPT_U32, OPT_U64, OPT_FLOAT, OPT_FLOAT3, OPT_DURATION, OPT_STR, OPT_ENUM, OPT_FLAG,
  OPT_NOFLAG, OPT_BITCHOICE) = range(10)
+OPT_BYTES = 1  # a U64 row's bit: a size in bytes (stoker.h's STK_OPT_BYTES)
 
 
 class OptionRow:
@@ -723,6 +724,8 @@ def option_text(row, value):
         if t in (OPT_U32, OPT_U64):
             if isinstance(value, str) and row.choices and value in row.choices:
                 return value
+            if isinstance(value, str) and t == OPT_U64 and row.bit & OPT_BYTES:
+                return value  # a size: "64MiB", "1.5G" (stk_parse_size reads it)
             n = integer(value)
             if not 0 <= n <= _WIDTH[t]:
                 e = ValueError("%s: %d is out of range 0..%d" % (row.name, n, _WIDTH[t]))
@@ -757,10 +760,14 @@ def option_text(row, value):
     except (TypeError, ValueError) as e:
         if getattr(e, "code", None):
             raise
-    kind = {OPT_U32: "an integer", OPT_U64: "an integer", OPT_DURATION: "ns or text like '5ms'",
-            OPT_FLOAT: "a number", OPT_FLOAT3: "one number or three", OPT_ENUM: "a string",
-            OPT_BITCHOICE: "a string", OPT_STR: "a path or string", OPT_FLAG: "True or False",
-            OPT_NOFLAG: "True or False"}.get(t, "a value")
+    if t == OPT_U64 and row.bit & OPT_BYTES:
+        kind = "a number of bytes or a size like '64MiB'"
+    else:
+        kind = {OPT_U32: "an integer", OPT_U64: "an integer",
+                OPT_DURATION: "ns or text like '5ms'", OPT_FLOAT: "a number",
+                OPT_FLOAT3: "one number or three", OPT_ENUM: "a string",
+                OPT_BITCHOICE: "a string", OPT_STR: "a path or string",
+                OPT_FLAG: "True or False", OPT_NOFLAG: "True or False"}.get(t, "a value")
     if row.choices and t in (OPT_U32, OPT_U64):
         kind += " or %r" % row.choices[0]
     raise TypeError("%s must be %s, not %s" % (row.name, kind, shown(value)))
