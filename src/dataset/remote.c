@@ -71,8 +71,8 @@ static int reader_read(void *ctx, void *dst, size_t len, uint64_t off)
 		rd->buf = b;
 	}
 	rd->blen = 0;
-	int rc = stk__remote_get(rd->r, rd->h, rd->o->rel, rd->o->etag, rd->buf, n, off, rd->err,
-				 sizeof(rd->err));
+	int rc = stk__remote_get(rd->r, rd->h, rd->o->rel, rd->o->etag, rd->o->size, rd->buf, n,
+				 off, rd->err, sizeof(rd->err));
 	if (rc) {
 		rd->rc = rc;
 		return rc;
@@ -195,7 +195,7 @@ static int beside_load(struct pool *p, struct job *j, CURL *h)
 	void *buf = size <= (1ull << 32) ? malloc(size ? size : 1) : NULL;
 	if (!buf)
 		snprintf(why, sizeof(why), "%llu bytes: too large", (unsigned long long)size);
-	else if ((rc = stk__remote_get(r, h, rel, etag, buf, size, 0, err, sizeof(err))))
+	else if ((rc = stk__remote_get(r, h, rel, etag, size, buf, size, 0, err, sizeof(err))))
 		snprintf(why, sizeof(why), "%s", err);
 	else
 		rc = stk__sidx_decode(&j->b, j->o->rel, buf, size, j->o->size, j->o->etag, why,

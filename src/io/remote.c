@@ -318,7 +318,8 @@ int stk__remote_classify(const struct stk__remote *r, CURLcode cc, long status, 
 	case 403:
 		return -EACCES;
 	case 412:
-		snprintf(why, len, "HTTP 412: the object changed since it was indexed (ETag)");
+		snprintf(why, len, "HTTP 412 to If-Match: the object changed since it was indexed "
+			 "(its ETag differs)");
 		return -ESTALE;
 	case 416:
 		return 0;
@@ -336,3 +337,81 @@ uint64_t stk__remote_backoff_ns(const struct stk__remote *r, unsigned attempt, u
 	return cap / 2 + *rng % (cap / 2 + 1); /* "equal jitter": never 0 */
 }
 
+
+bool stk__remote_answer_header(struct stk__answer *a, const char *p, size_t l)
+{
+	char line[640];
+	snprintf(line, sizeof(line), "%.*s", (int)(l < sizeof(line) - 1 ? l : sizeof(line) - 1), p);
+	stk__trim(line);
+	if (!line[0])
+		return true;
+	if (!strncmp(line, "HTTP/", 5)) { /* a new response (after a redirect or a 100) */
+		const char *sp = strchr(line, ' ');
+		memset(a, 0, sizeof(*a));
+		a->status = sp ? strtol(sp + 1, NULL, 10) : 0;
+	} else if (!strncasecmp(line, "content-range:", 14)) {
+		/* "bytes A-B/TOTAL" (TOTAL may be "*") */
+		char *q = strstr(line + 14, "bytes"), *end;
+		unsigned long long x, y;
+		if (q && (x = strtoull(q + 5, &end, 10), *end == '-') &&
+		    (y = strtoull(end + 1, &end, 10)) >= x && *end == '/') {
+			a->has_range = true;
+			a->range_start = x;
+			a->range_len = y - x + 1;
+			a->range_total = end[1] == '*' ? UINT64_MAX : strtoull(end + 1, NULL, 10);
+		}
+	} else if (!strncasecmp(line, "content-length:", 15)) {
+		a->clen = strtoull(line + 15, NULL, 10);
+		a->has_clen = true;
+	} else if (!strncasecmp(line, "etag:", 5)) {
+		snprintf(a->etag, sizeof(a->etag), "%.90s", line + 5);
+		stk__trim(a->etag);
+	} else if (!strncasecmp(line, "location:", 9)) {
+		snprintf(a->location, sizeof(a->location), "%.500s", line + 9);
+		stk__trim(a->location);
+	} else if (!strncasecmp(line, "x-amz-bucket-region:", 20)) {
+		snprintf(a->region, sizeof(a->region), "%.60s", line + 20);
+		stk__trim(a->region);
+	}
+	return false;
+}
+
+int stk__remote_verify(const struct stk__answer *a, const char *etag, uint64_t size,
+		       uint64_t off, char *why, size_t len)
+{
+	if (a->status == 206 && (!a->has_range || a->range_start != off)) {
+		snprintf(why, len, "HTTP 206 for another range than asked (from %llu: %s%llu)",
+			 (unsigned long long)off, a->has_range ? "got from " : "no Content-Range, ",
+			 (unsigned long long)a->range_start);
+		return 1;
+	}
+	if (a->status == 200 && (!a->has_clen || a->clen != size)) {
+		/* the whole object would do (a server without Range support);
+		 * anything else is someone's page, never the object's bytes */
+		snprintf(why, len, "HTTP 200 to a ranged GET with %s%llu bytes, not the object's %llu "
+			 "(a proxy's or the server's own page, or no Range support)",
+			 a->has_clen ? "" : "no Content-Length, ", (unsigned long long)a->clen,
+			 (unsigned long long)size);
+		return 1;
+	}
+	if (etag[0] && a->etag[0] && strcmp(etag, a->etag)) {
+		snprintf(why, len, "ETag %s, %s when indexed: the object changed since it was "
+			 "indexed", a->etag, etag);
+		return -ESTALE;
+	}
+	if (a->status == 206 && a->range_total != UINT64_MAX && a->range_total != size) {
+		snprintf(why, len, "the object is %llu bytes, %llu when indexed: it changed since "
+			 "it was indexed", (unsigned long long)a->range_total, (unsigned long long)size);
+		return -ESTALE;
+	}
+	if (a->status == 200 && etag[0] && !a->etag[0]) {
+		snprintf(why, len, "HTTP 200 to a ranged GET without the object's ETag");
+		return 1;
+	}
+	return 0;
+}
+
+bool stk__remote_keepable(const struct stk__answer *a, const char *etag)
+{
+	return !strcmp(a->etag, etag);
+}

@@ -95,6 +95,32 @@ const struct stk__robj *stk__remote_find(const struct stk__remote *r, const char
 /* Sets up an easy handle for rel: URL, signing, timeouts. 0 or -ENOMEM. */
 int stk__remote_easy(const struct stk__remote *r, CURL *h, const char *rel,
 		     struct curl_slist **hdrs);
+/* What an answer's headers said (the last response's: a redirect's or a
+ * 100's are replaced by the next), parsed the same way for the read engine
+ * and the blocking requests. */
+struct stk__answer {
+	long status;
+	bool has_range, has_clen;
+	uint64_t range_start, range_len, range_total; /* total UINT64_MAX: "*" */
+	uint64_t clen;
+	char etag[96];      /* "" if none */
+	char location[512]; /* a redirect's Location ("" if none) */
+	char region[64];    /* S3's x-amz-bucket-region ("" if none) */
+};
+/* Takes one header line of len bytes (curl's header callback) into a:
+ * true at the blank line that ends a response's headers. */
+bool stk__remote_answer_header(struct stk__answer *a, const char *line, size_t len);
+/* Whether a 200 or 206 answer to a GET of the object's bytes from off on
+ * is the object indexed (etag, "" for none; size): 0 yes; 1 not the bytes
+ * asked for (another range, a 200 that is not the whole object: a proxy's
+ * page, a server ignoring Range), tried again; -ESTALE another version of
+ * the object (its ETag or its size, Content-Range's total, not the
+ * index's).  why says which. */
+int stk__remote_verify(const struct stk__answer *a, const char *etag, uint64_t size,
+		       uint64_t off, char *why, size_t len);
+/* Whether bytes of the answer may be kept in the cache: verified (above)
+ * and its ETag the index's (an answer without one is delivered, never kept). */
+bool stk__remote_keepable(const struct stk__answer *a, const char *etag);
 /* What a finished request means: 0 done, 1 retry (a 5xx, SlowDown, a reset,
  * a timeout, a short body), or the -errno / STK_* to report; why says it. */
 int stk__remote_classify(const struct stk__remote *r, CURLcode cc, long status, bool short_body,
@@ -102,10 +128,12 @@ int stk__remote_classify(const struct stk__remote *r, CURLcode cc, long status, 
 /* The wait before try `attempt` (1 = the first retry): capped exponential,
  * full jitter. */
 uint64_t stk__remote_backoff_ns(const struct stk__remote *r, unsigned attempt, uint64_t *rng);
-/* Blocking ranged read of len bytes at off of rel into buf, retried; 0,
- * STK_ESHORT (the object ends first) or <0 with the reason in err. */
+/* Blocking ranged read of len bytes at off of rel (indexed with etag and
+ * size: every answer checked against them, stk__remote_verify) into buf,
+ * retried; 0, STK_ESHORT (the object ends first) or <0 with the reason in
+ * err (-ESTALE: the object changed). */
 int stk__remote_get(struct stk__remote *r, CURL *h, const char *rel, const char *etag,
-		    void *buf, size_t len, uint64_t off, char *err, size_t errlen);
+		    uint64_t size, void *buf, size_t len, uint64_t off, char *err, size_t errlen);
 /* HEAD of rel: size and ETag.  0 or <0 with the reason in err. */
 int stk__remote_head(struct stk__remote *r, CURL *h, const char *rel, uint64_t *size,
 		     char *etag, size_t etaglen, char *err, size_t errlen);

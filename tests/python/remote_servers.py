@@ -296,12 +296,21 @@ class FaultProxy:
     still match).  `plan` decides each request's fate from its number (1, 2,
     ...): "ok", "slowdown" (503 with S3's SlowDown body), "500", "reset" (RST
     before any answer), "truncate" (the headers, then half the body, then
-    the connection closes), or "drop" (hold the connection: the client's
-    timeout must end it).  latency_s is added to every request; with
-    serial=True those delays are served one at a time (a server of fixed
-    throughput: the more requests in flight, the longer each waits)."""
+    the connection closes), "drop" (hold the connection: the client's
+    timeout must end it), "html200" (a 200 whose body is a page of the
+    length the Range asked for, no ETag: a captive portal's or a
+    misconfigured proxy's) or "norange" (forwarded without its Range: the
+    whole object, as from a server without Range support).  latency_s is
+    added to every request; with serial=True those delays are served one
+    at a time (a server of fixed throughput: the more requests in flight,
+    the longer each waits).  strip names request headers dropped on the way
+    (b"if-match": a proxy that loses it) and strip_answer answer headers
+    (b"etag")."""
 
-    def __init__(self, upstream_port, plan=None, latency_s=0.0, serial=False):
+    def __init__(self, upstream_port, plan=None, latency_s=0.0, serial=False, strip=(),
+                 strip_answer=()):
+        self.strip = tuple(h.lower() for h in strip)
+        self.strip_answer = tuple(h.lower() for h in strip_answer)
         self.serial = threading.Lock() if serial else None
         self.up = upstream_port
         self.plan = plan or (lambda n, method, path: "ok")
@@ -416,6 +425,17 @@ class FaultProxy:
                     if close:
                         return
                     continue
+                if fate == "html200":
+                    a, _, b = (rng or b"bytes=0-99").partition(b"=")[2].partition(b"-")
+                    n = int(b or a) - int(a or 0) + 1
+                    page = (b"<html><body>Service unavailable</body></html>" * (n // 40 + 1))[:n]
+                    c.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\n"
+                              b"Content-Length: %d\r\n\r\n" % n + page)
+                    continue
+                drop = self.strip + ((b"range",) if fate == "norange" else ())
+                if drop:
+                    head = b"".join(line + b"\r\n" for line in head.split(b"\r\n")[:-1]
+                                    if line.split(b":")[0].strip().lower() not in drop)
                 if up is None:
                     up = socket.create_connection(("127.0.0.1", self.up))
                     up.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
@@ -431,6 +451,10 @@ class FaultProxy:
                 if rhead is None:
                     return
                 resp = self._fields(rhead)
+                if self.strip_answer:
+                    rhead = b"".join(line + b"\r\n" for line in rhead.split(b"\r\n")[:-1]
+                                     if line.split(b":")[0].strip().lower()
+                                     not in self.strip_answer)
                 if b"chunked" in resp.get(b"transfer-encoding", b"").lower():
                     raise RuntimeError("chunked answers are not supported by the proxy")
                 clen = int(resp.get(b"content-length", b"0")) if method != "HEAD" else 0
