@@ -444,7 +444,8 @@ static int remote_open(struct stk_dataset **out, const struct stk__index_opts *o
 					     : list_remote(&r, o->path, err, errlen);
 	if (rc)
 		return rc;
-	stk__remote_limits(r, o->remote_timeout_ns, o->remote_connect_timeout_ns, o->remote_tries);
+	stk__remote_limits(r, o->remote_timeout_ns, o->remote_connect_timeout_ns, o->remote_tries,
+			   o->remote_retry_ns);
 	struct stk__robj *idx = NULL;
 	size_t nidx = 0;
 	if ((rc = find_shards(r, &idx, &nidx, err, errlen))) {

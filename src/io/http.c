@@ -15,9 +15,10 @@
  * an answer with the index's ETag goes to the cache.  Every byte the
  * answer promised must have come, else it is a short body and is tried
  * again like a 5xx, a SlowDown or a reset, after a capped exponential
- * backoff with jitter (a retry waits on the engine's delayed list, not in a
- * sleep, so the other requests go on).  After the bounded tries the io fails
- * with the error, and the loader's on_error policy decides.  A request that
+ * backoff with jitter or the server's Retry-After (a retry waits on the
+ * engine's delayed list, not in a sleep, so the other requests go on).
+ * Once its retry time (remote_retry_time) is spent the io fails with the
+ * error, and the loader's on_error policy decides.  A request that
  * timed out fails with -ETIME ("timer expired"), not -ETIMEDOUT, which
  * stk_loader_next_timeout returns when no batch came in time.
  *
@@ -84,6 +85,7 @@ struct req {
 	bool over;          /* more bytes than asked for */
 	bool nokeep;        /* a window's answer without the ETag: not for the cache */
 	unsigned attempt;
+	uint64_t first;     /* when its first try started: retries have a time */
 	uint64_t due, t0;
 	struct req *next;
 };
@@ -341,6 +343,7 @@ static void fetch(struct stk_eng *e, struct stk_io *io, const struct stk__robj *
 	q->obj = o;
 	q->want = want;
 	q->attempt = 0;
+	q->first = stk__now_ns();
 	int rc = start(e, q);
 	if (rc) {
 		put_req(e, q);
@@ -350,7 +353,7 @@ static void fetch(struct stk_eng *e, struct stk_io *io, const struct stk__robj *
 
 /* --- windows ---------------------------------------------------------------- */
 
-static void retry_later(struct stk_eng *e, struct req *q);
+static bool retry_later(struct stk_eng *e, struct req *q);
 
 /* A transfer is over, whatever its outcome: out of the multi handle and
  * counted; its HTTP status (a 200 stopped at what was asked is a success). */
@@ -482,6 +485,7 @@ static void win_pump(struct stk_eng *e)
 		q->obj = w->o;
 		q->want = w->len;
 		q->attempt = 0;
+		q->first = stk__now_ns();
 		if (start(e, q)) {
 			put_req(e, q);
 			win_done(e, w, false);
@@ -572,10 +576,10 @@ static void wended(struct stk_eng *e, struct req *q, CURLcode cc)
 	/* an answer without the ETag (the server never sends one): its
 	 * members are fetched alone, delivered without being kept */
 	int rc = q->nokeep ? -EPROTO : outcome(q, cc, status, why, sizeof(why));
-	if (rc == 1 && q->attempt + 1 < r->max_attempts) {
+	if (rc == 1) {
 		flush_stage(e, q); /* the bytes that came are right: kept */
-		retry_later(e, q);
-		return;
+		if (retry_later(e, q))
+			return;
 	}
 	win_settled(e, w);
 	if (rc == 0 && status != 416) {
@@ -696,13 +700,20 @@ static int http_submit(struct stk_eng *e, struct stk_io **ios, unsigned n)
 	return 0;
 }
 
-static void retry_later(struct stk_eng *e, struct req *q)
+/* Puts q on the delayed list to be tried again (stk__remote_retry's rule):
+ * true, or false when its time or tries are spent. */
+static bool retry_later(struct stk_eng *e, struct req *q)
 {
+	uint64_t wait;
+	if (!stk__remote_retry(e->r, q->h, q->first, q->attempt + 1, &e->rng, &wait))
+		return false;
 	q->attempt++;
-	q->due = stk__now_ns() + stk__remote_backoff_ns(e->r, q->attempt, &e->rng);
+	q->due = stk__now_ns() + wait;
 	q->next = e->delayed;
 	e->delayed = q;
 	atomic_fetch_add(&e->r->c.retries, 1);
+	atomic_fetch_add(&e->r->c.retrying, 1);
+	return true;
 }
 
 /* A transfer ended: delivered, retried, or failed. */
@@ -713,10 +724,8 @@ static void ended(struct stk_eng *e, struct req *q, CURLcode cc)
 	long status = transfer_ended(e, q, &cc);
 	char why[256];
 	int rc = outcome(q, cc, status, why, sizeof(why));
-	if (rc == 1 && q->attempt + 1 < r->max_attempts) {
-		retry_later(e, q);
+	if (rc == 1 && retry_later(e, q))
 		return;
-	}
 	if (rc == 1) {
 		atomic_fetch_add(&r->c.failed, 1);
 		stk__remote_failed(r, q->obj, q->attempt + 1, why);
@@ -749,6 +758,7 @@ static long run_delayed(struct stk_eng *e)
 		struct req *q = *pp;
 		if (q->due <= now) {
 			*pp = q->next;
+			atomic_fetch_sub(&e->r->c.retrying, 1);
 			int rc = start(e, q);
 			if (rc && q->w) {
 				struct win *w = q->w;
@@ -839,6 +849,8 @@ static void http_exit(struct stk_eng *e)
 		struct req *q = e->all[i];
 		if ((q->io || q->w) && !q->due)
 			atomic_fetch_sub(&e->r->c.inflight, 1);
+		else if (q->io || q->w) /* on the delayed list */
+			atomic_fetch_sub(&e->r->c.retrying, 1);
 		curl_multi_remove_handle(e->m, q->h);
 		curl_slist_free_all(q->hdrs);
 		curl_easy_cleanup(q->h);

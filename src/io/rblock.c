@@ -114,7 +114,7 @@ static void sleep_ns(uint64_t ns)
 static int perform(struct stk__remote *r, CURL *h, struct sink *s, const char *what,
 		   uint64_t want, char *err, size_t errlen)
 {
-	uint64_t rng = stk__now_ns() ^ (uintptr_t)s;
+	uint64_t rng = stk__now_ns() ^ (uintptr_t)s, first = stk__now_ns(), wait;
 	char why[256], code[512];
 	for (unsigned attempt = 0;; attempt++) {
 		s->len = 0;
@@ -161,14 +161,17 @@ static int perform(struct stk__remote *r, CURL *h, struct sink *s, const char *w
 			return stk__errf(err, errlen, rc, "%s: %s%s (credentials: %s)", what, why, code,
 					 r->cred_source);
 		}
-		if (attempt + 1 >= r->max_attempts) {
+		if (!stk__remote_retry(r, h, first, attempt + 1, &rng, &wait)) {
 			atomic_fetch_add(&r->c.failed, 1);
 			return stk__errf(err, errlen, cc == CURLE_OPERATION_TIMEDOUT ? -ETIME
 					 : cc == CURLE_COULDNT_CONNECT ? -ECONNREFUSED : -EIO,
-					 "%s: %s, after %u tries", what, why, attempt + 1);
+					 "%s: %s, after %u tries in %.1f s", what, why, attempt + 1,
+					 (double)(stk__now_ns() - first) / 1e9);
 		}
 		atomic_fetch_add(&r->c.retries, 1);
-		sleep_ns(stk__remote_backoff_ns(r, attempt + 1, &rng));
+		atomic_fetch_add(&r->c.retrying, 1);
+		sleep_ns(wait);
+		atomic_fetch_sub(&r->c.retrying, 1);
 	}
 }
 

@@ -11,18 +11,22 @@
  *
  * Every request has a connect timeout and a total timeout; a 5xx, a 429, a
  * SlowDown, a reset or a body shorter than its Content-Length/Content-Range
- * is tried again after a capped exponential backoff with full jitter
- * (AWS's advice), up to max_attempts tries, each retry counted: the rule
- * (stk__remote_classify, stk__remote_backoff_ns) is here, for the blocking
- * requests of io/rblock.c and the read engine of io/http.c.  The
- * time-outs and tries are options (remote_timeout, remote_connect_timeout,
- * remote_tries); STOKER_REMOTE_TIMEOUT_MS, STOKER_REMOTE_CONNECT_TIMEOUT_MS
- * and STOKER_REMOTE_TRIES, when set, override them (a job whose launcher
+ * is tried again after a capped exponential backoff with jitter (AWS's
+ * advice), or the server's Retry-After when longer, for a time (60 s: an
+ * outage the AWS SDKs and rclone ride out) and up to max_attempts tries
+ * (no cap by default), each retry counted: the rule (stk__remote_classify,
+ * stk__remote_retry) is here, for the blocking requests of io/rblock.c and
+ * the read engine of io/http.c.  The time-outs, tries and retry time are
+ * options (remote_timeout, remote_connect_timeout, remote_tries,
+ * remote_retry_time); STOKER_REMOTE_TIMEOUT_MS,
+ * STOKER_REMOTE_CONNECT_TIMEOUT_MS, STOKER_REMOTE_TRIES and
+ * STOKER_REMOTE_RETRY_MS, when set, override them (a job whose launcher
  * cannot be changed).
  */
 #include "io/remote.h"
 
 #include <ctype.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -82,7 +86,8 @@ static int create(struct stk__remote **out, const char *url, bool folder_ok, cha
 	pthread_mutex_init(&r->fail_mu, NULL);
 	r->timeout_ms = env_long("STOKER_REMOTE_TIMEOUT_MS", 30000, 1);
 	r->connect_timeout_ms = env_long("STOKER_REMOTE_CONNECT_TIMEOUT_MS", 5000, 1);
-	r->max_attempts = (unsigned)env_long("STOKER_REMOTE_TRIES", 6, 1);
+	r->max_attempts = (unsigned)env_long("STOKER_REMOTE_TRIES", (long)UINT_MAX / 2, 1);
+	r->retry_ns = (uint64_t)env_long("STOKER_REMOTE_RETRY_MS", 60000, 1) * 1000000ull;
 	r->backoff_base_ns = 50 * 1000000ull;
 	r->backoff_cap_ns = 2000 * 1000000ull;
 	char dir[768], last[512];
@@ -161,8 +166,10 @@ int stk__remote_create_list(struct stk__remote **out, const char *root_url, cons
 }
 
 void stk__remote_limits(struct stk__remote *r, uint64_t timeout_ns, uint64_t connect_ns,
-			unsigned tries)
+			unsigned tries, uint64_t retry_ns)
 {
+	if (retry_ns && env_long("STOKER_REMOTE_RETRY_MS", 0, 1) == 0)
+		r->retry_ns = retry_ns;
 	/* a variable create took (set, a number in range) wins over the option */
 	if (timeout_ns && env_long("STOKER_REMOTE_TIMEOUT_MS", 0, 1) == 0)
 		r->timeout_ms = (long)((timeout_ns + 999999) / 1000000);
@@ -414,4 +421,19 @@ int stk__remote_verify(const struct stk__answer *a, const char *etag, uint64_t s
 bool stk__remote_keepable(const struct stk__answer *a, const char *etag)
 {
 	return !strcmp(a->etag, etag);
+}
+
+bool stk__remote_retry(const struct stk__remote *r, CURL *h, uint64_t t0, unsigned tries,
+		       uint64_t *rng, uint64_t *wait_ns)
+{
+	uint64_t now = stk__now_ns(), end = t0 + r->retry_ns;
+	if (tries >= r->max_attempts || now >= end)
+		return false;
+	uint64_t w = stk__remote_backoff_ns(r, tries, rng);
+	curl_off_t after = 0; /* seconds; curl reads both of its forms */
+	if (h && curl_easy_getinfo(h, CURLINFO_RETRY_AFTER, &after) == CURLE_OK && after > 0 &&
+	    (uint64_t)after * 1000000000ull > w)
+		w = (uint64_t)after * 1000000000ull;
+	*wait_ns = now + w > end ? end - now : w;
+	return true;
 }

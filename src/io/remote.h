@@ -29,6 +29,7 @@ struct stk__remote_counters {
 	_Atomic uint64_t requests, retries, failed, short_bodies, bytes;
 	_Atomic uint64_t hits, misses, hit_bytes, evictions, cache_bytes_written;
 	_Atomic uint32_t inflight, inflight_max;
+	_Atomic uint32_t retrying; /* requests waiting to be tried again */
 };
 
 struct stk__remote {
@@ -50,7 +51,8 @@ struct stk__remote {
 	char ca_file[1024], ca_dir[1024]; /* the CAs TLS trusts ("": the system's) */
 	char ca_source[1100];  /* which variable named them, for messages */
 	long timeout_ms, connect_timeout_ms;
-	unsigned max_attempts; /* tries of one request, the first included */
+	unsigned max_attempts; /* tries of one request at most, the first included */
+	uint64_t retry_ns;     /* how long a request is tried again, from its first try */
 	uint64_t backoff_base_ns, backoff_cap_ns;
 	char list[1024];        /* a list of URLs' path ("" for a URL or pattern) */
 	struct stk__robj *objs; /* sorted by rel */
@@ -75,10 +77,10 @@ int stk__remote_create(struct stk__remote **out, const char *url, char *err, siz
  * folder they share ('/' ended), list the list's path (for messages). */
 int stk__remote_create_list(struct stk__remote **out, const char *root_url, const char *list,
 			    char *err, size_t errlen);
-/* The options' time-outs and tries (0: keep the default); a STOKER_REMOTE_*
- * variable that is set overrides its option. */
+/* The options' time-outs, tries and retry time (0: keep the default); a
+ * STOKER_REMOTE_* variable that is set overrides its option. */
 void stk__remote_limits(struct stk__remote *r, uint64_t timeout_ns, uint64_t connect_ns,
-			unsigned tries);
+			unsigned tries, uint64_t retry_ns);
 void stk__remote_destroy(struct stk__remote *r);
 /* io/rcred.c: region, endpoint and credentials the AWS way into r (and
  * cred_source, where they came from); none found: anonymous. */
@@ -128,6 +130,13 @@ int stk__remote_classify(const struct stk__remote *r, CURLcode cc, long status, 
 /* The wait before try `attempt` (1 = the first retry): capped exponential,
  * full jitter. */
 uint64_t stk__remote_backoff_ns(const struct stk__remote *r, unsigned attempt, uint64_t *rng);
+/* Whether a request whose first try started at t0 (stk__now_ns) and that
+ * was tried `tries` times is tried again, and after how long (*wait_ns): the
+ * backoff, or the answer's Retry-After (h's, when longer), cut to what is
+ * left of r->retry_ns (a last try at its end); false once that time or
+ * max_attempts is spent. */
+bool stk__remote_retry(const struct stk__remote *r, CURL *h, uint64_t t0, unsigned tries,
+		       uint64_t *rng, uint64_t *wait_ns);
 /* Blocking ranged read of len bytes at off of rel (indexed with etag and
  * size: every answer checked against them, stk__remote_verify) into buf,
  * retried; 0, STK_ESHORT (the object ends first) or <0 with the reason in

@@ -305,10 +305,12 @@ class FaultProxy:
     at a time (a server of fixed throughput: the more requests in flight,
     the longer each waits).  strip names request headers dropped on the way
     (b"if-match": a proxy that loses it) and strip_answer answer headers
-    (b"etag")."""
+    (b"etag").  retry_after (seconds) goes with every 503 and 500 as
+    Retry-After."""
 
     def __init__(self, upstream_port, plan=None, latency_s=0.0, serial=False, strip=(),
-                 strip_answer=()):
+                 strip_answer=(), retry_after=None):
+        self.retry_after = retry_after
         self.strip = tuple(h.lower() for h in strip)
         self.strip_answer = tuple(h.lower() for h in strip_answer)
         self.serial = threading.Lock() if serial else None
@@ -319,6 +321,7 @@ class FaultProxy:
         self.faults = {}
         self.log = []  # (method, path, fate) of every request, in order
         self.ranges = []  # (method, path, Range header or None), in the same order
+        self.when = []  # time.monotonic() of each, in the same order
         self.waiting = self.waiting_max = 0  # requests in their latency at once (the most)
         self.lock = threading.Lock()
         self.sock = socket.socket()
@@ -396,6 +399,7 @@ class FaultProxy:
                     self.faults[fate] = self.faults.get(fate, 0) + 1
                     self.log.append((method, path, fate))
                     self.ranges.append((method, path, rng.decode("latin-1") if rng else None))
+                    self.when.append(time.monotonic())
                 if self.latency_s and self.serial:
                     with self.serial:
                         time.sleep(self.latency_s)
@@ -420,8 +424,11 @@ class FaultProxy:
                     st = b"503 Slow Down" if fate == "slowdown" else b"500 Internal Server Error"
                     # a body the client waits to send (Expect) is never sent: close after
                     close = blen > 0
-                    c.sendall(b"HTTP/1.1 " + st + b"\r\nContent-Length: %d\r\n%s\r\n"
-                              % (len(body), b"Connection: close\r\n" if close else b"") + body)
+                    ra = (b"Retry-After: %d\r\n" % self.retry_after
+                          if self.retry_after is not None else b"")
+                    c.sendall(b"HTTP/1.1 " + st + b"\r\nContent-Length: %d\r\n%s%s\r\n"
+                              % (len(body), b"Connection: close\r\n" if close else b"", ra)
+                              + body)
                     if close:
                         return
                     continue
