@@ -146,17 +146,27 @@ static void test_backoff_bounds(void **state)
 		}
 	}
 	char why[128];
-	assert_int_equal(stk__remote_classify(r, CURLE_OK, 503, false, why, sizeof(why)), 1);
-	assert_int_equal(stk__remote_classify(r, CURLE_OK, 500, false, why, sizeof(why)), 1);
-	assert_int_equal(stk__remote_classify(r, CURLE_RECV_ERROR, 0, false, why, sizeof(why)), 1);
-	assert_int_equal(stk__remote_classify(r, CURLE_OK, 206, true, why, sizeof(why)), 1);
-	assert_int_equal(stk__remote_classify(r, CURLE_OK, 206, false, why, sizeof(why)), 0);
-	assert_int_equal(stk__remote_classify(r, CURLE_OK, 403, false, why, sizeof(why)), -EACCES);
-	assert_int_equal(stk__remote_classify(r, CURLE_OK, 404, false, why, sizeof(why)), -ENOENT);
-	assert_int_equal(stk__remote_classify(r, CURLE_OK, 412, false, why, sizeof(why)), -ESTALE);
+	assert_int_equal(stk__remote_classify(r, NULL, CURLE_OK, 503, false, why, sizeof(why)), 1);
+	assert_int_equal(stk__remote_classify(r, NULL, CURLE_OK, 500, false, why, sizeof(why)), 1);
+	assert_int_equal(stk__remote_classify(r, NULL, CURLE_RECV_ERROR, 0, false, why, sizeof(why)), 1);
+	assert_int_equal(stk__remote_classify(r, NULL, CURLE_OK, 206, true, why, sizeof(why)), 1);
+	assert_int_equal(stk__remote_classify(r, NULL, CURLE_OK, 206, false, why, sizeof(why)), 0);
+	assert_int_equal(stk__remote_classify(r, NULL, CURLE_OK, 403, false, why, sizeof(why)), -EACCES);
+	assert_int_equal(stk__remote_classify(r, NULL, CURLE_OK, 404, false, why, sizeof(why)), -ENOENT);
+	assert_int_equal(stk__remote_classify(r, NULL, CURLE_OK, 412, false, why, sizeof(why)), -ESTALE);
+	/* tried again for a time, the last wait cut to its end; tries a cap */
+	uint64_t wait, now = stk__now_ns();
+	r->retry_ns = 1000000000ull;
+	assert_true(stk__remote_retry(r, NULL, now, 1, &rng, &wait));
+	assert_true(wait > 0 && wait <= r->retry_ns);
+	assert_true(stk__remote_retry(r, NULL, now - 999000000ull, 20, &rng, &wait));
+	assert_true(wait <= 1000000ull);
+	assert_false(stk__remote_retry(r, NULL, now - 2000000000ull, 1, &rng, &wait));
+	r->max_attempts = 3;
+	assert_false(stk__remote_retry(r, NULL, stk__now_ns(), 3, &rng, &wait));
 	/* an untrusted TLS certificate: refused, never tried again */
 	char tls[400];
-	assert_int_equal(stk__remote_classify(r, CURLE_PEER_FAILED_VERIFICATION, 0, false, tls,
+	assert_int_equal(stk__remote_classify(r, NULL, CURLE_PEER_FAILED_VERIFICATION, 0, false, tls,
 					      sizeof(tls)), -EACCES);
 	assert_non_null(strstr(tls, "not trusted"));
 	stk__remote_destroy(r);

@@ -84,6 +84,8 @@ struct req {
 	bool enough;        /* a 200 (the whole object): stopped at the range's end */
 	bool over;          /* more bytes than asked for */
 	bool nokeep;        /* a window's answer without the ETag: not for the cache */
+	bool fresh;         /* its next try on a new connection */
+	CURLcode cc;        /* how its last transfer ended */
 	unsigned attempt;
 	uint64_t first;     /* when its first try started: retries have a time */
 	uint64_t due, t0;
@@ -259,6 +261,8 @@ static int start(struct stk_eng *e, struct req *q)
 	int rc = stk__remote_easy(r, q->h, q->path, &q->hdrs);
 	if (rc)
 		return rc;
+	if (q->fresh) /* the last answer was garbled on a reused connection */
+		stk__remote_fresh(q->h);
 	char range[96], im[128];
 	snprintf(range, sizeof(range), "%llu-%llu", (unsigned long long)q->off,
 		 (unsigned long long)(q->off + q->want - 1));
@@ -343,6 +347,7 @@ static void fetch(struct stk_eng *e, struct stk_io *io, const struct stk__robj *
 	q->obj = o;
 	q->want = want;
 	q->attempt = 0;
+	q->fresh = false;
 	q->first = stk__now_ns();
 	int rc = start(e, q);
 	if (rc) {
@@ -368,6 +373,7 @@ static long transfer_ended(struct stk_eng *e, struct req *q, CURLcode *cc)
 	curl_easy_getinfo(q->h, CURLINFO_RESPONSE_CODE, &status);
 	if (*cc == CURLE_WRITE_ERROR && q->enough)
 		*cc = CURLE_OK;
+	q->cc = *cc;
 	return status;
 }
 
@@ -485,6 +491,7 @@ static void win_pump(struct stk_eng *e)
 		q->obj = w->o;
 		q->want = w->len;
 		q->attempt = 0;
+		q->fresh = false;
 		q->first = stk__now_ns();
 		if (start(e, q)) {
 			put_req(e, q);
@@ -562,7 +569,7 @@ static int outcome(struct req *q, CURLcode cc, long status, char *why, size_t le
 					 : status == 200 && q->got < q->want && !q->enough);
 	if (cc == CURLE_PARTIAL_FILE || short_body)
 		atomic_fetch_add(&q->e->r->c.short_bodies, 1);
-	return stk__remote_classify(q->e->r, cc, status, short_body, why, len);
+	return stk__remote_classify(q->e->r, q->h, cc, status, short_body, why, len);
 }
 
 /* A window's transfer ended: into the cache and its waiters back to the
@@ -707,6 +714,7 @@ static bool retry_later(struct stk_eng *e, struct req *q)
 	uint64_t wait;
 	if (!stk__remote_retry(e->r, q->h, q->first, q->attempt + 1, &e->rng, &wait))
 		return false;
+	q->fresh = q->fresh || stk__remote_garbled(q->h, q->cc);
 	q->attempt++;
 	q->due = stk__now_ns() + wait;
 	q->next = e->delayed;

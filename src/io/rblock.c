@@ -147,7 +147,7 @@ static int perform(struct stk__remote *r, CURL *h, struct sink *s, const char *w
 			snprintf(why, sizeof(why), "HTTP 206 with more bytes than the range asked for");
 			rc = 1;
 		} else {
-			rc = stk__remote_classify(r, cc, status, short_body, why, sizeof(why));
+			rc = stk__remote_classify(r, h, cc, status, short_body, why, sizeof(why));
 		}
 		if (rc <= 0) {
 			if (rc == 0) {
@@ -168,6 +168,8 @@ static int perform(struct stk__remote *r, CURL *h, struct sink *s, const char *w
 					 "%s: %s, after %u tries in %.1f s", what, why, attempt + 1,
 					 (double)(stk__now_ns() - first) / 1e9);
 		}
+		if (stk__remote_garbled(h, cc)) /* not on that connection again */
+			stk__remote_fresh(h);
 		atomic_fetch_add(&r->c.retries, 1);
 		atomic_fetch_add(&r->c.retrying, 1);
 		sleep_ns(wait);
@@ -306,8 +308,8 @@ void stk__remote_head_all(struct stk__remote *r, struct stk__robj *objs, size_t 
 				q->o->size = q->s.a.clen;
 				snprintf(q->o->etag, sizeof(q->o->etag), "%s", q->s.a.etag);
 				q->o->headed = true;
-			} else if (stk__remote_classify(r, msg->data.result, status, false, why,
-							sizeof(why)) > 0) {
+			} else if (stk__remote_classify(r, q->h, msg->data.result, status, false,
+							why, sizeof(why)) > 0) {
 				/* the worker's stk__remote_head is its next try */
 				atomic_fetch_add(&r->c.retries, 1);
 			}

@@ -287,9 +287,27 @@ static bool transient(CURLcode cc)
 	}
 }
 
-int stk__remote_classify(const struct stk__remote *r, CURLcode cc, long status, bool short_body,
-			 char *why, size_t len)
+bool stk__remote_garbled(CURL *h, CURLcode cc)
 {
+	long made = 1;
+	return h && (cc == CURLE_UNSUPPORTED_PROTOCOL || cc == CURLE_WEIRD_SERVER_REPLY) &&
+	       curl_easy_getinfo(h, CURLINFO_NUM_CONNECTS, &made) == CURLE_OK && made == 0;
+}
+
+void stk__remote_fresh(CURL *h)
+{
+	curl_easy_setopt(h, CURLOPT_FRESH_CONNECT, 1L);
+	curl_easy_setopt(h, CURLOPT_FORBID_REUSE, 1L);
+}
+
+int stk__remote_classify(const struct stk__remote *r, CURL *h, CURLcode cc, long status,
+			 bool short_body, char *why, size_t len)
+{
+	if (stk__remote_garbled(h, cc)) {
+		snprintf(why, len, "%s: a garbled answer on a reused connection",
+			 curl_easy_strerror(cc));
+		return 1;
+	}
 	if (cc == CURLE_PEER_FAILED_VERIFICATION) { /* never retried, never skipped */
 		snprintf(why, len, "the server's TLS certificate is not trusted, or not for this "
 			 "host (trusted: %s; name a CA file with CURL_CA_BUNDLE or SSL_CERT_FILE)",

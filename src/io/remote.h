@@ -123,10 +123,17 @@ int stk__remote_verify(const struct stk__answer *a, const char *etag, uint64_t s
 /* Whether bytes of the answer may be kept in the cache: verified (above)
  * and its ETag the index's (an answer without one is delivered, never kept). */
 bool stk__remote_keepable(const struct stk__answer *a, const char *etag);
-/* What a finished request means: 0 done, 1 retry (a 5xx, SlowDown, a reset,
- * a timeout, a short body), or the -errno / STK_* to report; why says it. */
-int stk__remote_classify(const struct stk__remote *r, CURLcode cc, long status, bool short_body,
-			 char *why, size_t len);
+/* What a finished request of h (NULL: not known) means: 0 done, 1 retry (a
+ * 5xx, SlowDown, a reset, a timeout, a short body, a garbled answer on a
+ * reused connection), or the -errno / STK_* to report; why says it. */
+int stk__remote_classify(const struct stk__remote *r, CURL *h, CURLcode cc, long status,
+			 bool short_body, char *why, size_t len);
+/* Whether the answer h got was garbled on a reused connection (the tail of
+ * an earlier body over-long, read as a status line): tried again on a new
+ * connection (stk__remote_fresh). */
+bool stk__remote_garbled(CURL *h, CURLcode cc);
+/* h's next transfer on a new connection, closed after it. */
+void stk__remote_fresh(CURL *h);
 /* The wait before try `attempt` (1 = the first retry): capped exponential,
  * full jitter. */
 uint64_t stk__remote_backoff_ns(const struct stk__remote *r, unsigned attempt, uint64_t *rng);

@@ -299,8 +299,11 @@ class FaultProxy:
     the connection closes), "drop" (hold the connection: the client's
     timeout must end it), "html200" (a 200 whose body is a page of the
     length the Range asked for, no ETag: a captive portal's or a
-    misconfigured proxy's) or "norange" (forwarded without its Range: the
-    whole object, as from a server without Range support).  latency_s is
+    misconfigured proxy's), "norange" (forwarded without its Range: the
+    whole object, as from a server without Range support) or "garble" (on
+    a connection that served a request before, a line of bytes where the
+    status line should be, then the connection closes: the tail of an
+    over-long body; on a new connection, "ok").  latency_s is
     added to every request; with serial=True those delays are served one
     at a time (a server of fixed throughput: the more requests in flight,
     the longer each waits).  strip names request headers dropped on the way
@@ -382,6 +385,7 @@ class FaultProxy:
         c.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         f = c.makefile("rb", buffering=self.BUF)
         up = None
+        served = 0
         try:
             while True:
                 head = self._read_head(f)
@@ -393,6 +397,9 @@ class FaultProxy:
                     self.count += 1
                     n = self.count
                 fate = self.plan(n, method, path)
+                if fate == "garble" and not served:
+                    fate = "ok"
+                served += 1
                 req = self._fields(head)
                 rng = req.get(b"range")
                 with self.lock:
@@ -432,6 +439,9 @@ class FaultProxy:
                     if close:
                         return
                     continue
+                if fate == "garble":
+                    c.sendall(b"e0d2 the tail of an over-long body\r\n\r\n")
+                    return
                 if fate == "html200":
                     a, _, b = (rng or b"bytes=0-99").partition(b"=")[2].partition(b"-")
                     n = int(b or a) - int(a or 0) + 1
