@@ -110,11 +110,20 @@ static int create(struct stk__remote **out, const char *url, bool folder_ok, cha
 		size_t dl = strlen(dir);
 		snprintf(r->root, sizeof(r->root), "s3://%s%s%.*s", r->bucket, dl ? "/" : "",
 			 dl ? (int)dl - 1 : 0, dir);
-		if (r->endpoint[0])
-			snprintf(r->base, sizeof(r->base), "%s/%s/%s", r->endpoint, r->bucket, dir);
-		else
-			snprintf(r->base, sizeof(r->base), "https://%s.s3.%s.amazonaws.com/%s",
-				 r->bucket, r->region, dir);
+		/* the key's path as SigV4 canonicalises it: each segment encoded to
+		 * RFC 3986's unreserved set (a space, a '+', non-ASCII), which
+		 * libcurl signs as it is given */
+		char enc[sizeof(dir) * 3];
+		stk__remote_url_encode(dir, enc, sizeof(enc), true);
+		int n = r->endpoint[0]
+				? snprintf(r->base, sizeof(r->base), "%s/%s/%s", r->endpoint, r->bucket, enc)
+				: snprintf(r->base, sizeof(r->base), "https://%s.s3.%s.amazonaws.com/%s",
+					   r->bucket, r->region, enc);
+		if (n < 0 || (size_t)n >= sizeof(r->base)) {
+			stk__remote_destroy(r);
+			return stk__errf(err, errlen, -ENAMETOOLONG, "%s: the key prefix is too long "
+					 "once encoded for the URL", url);
+		}
 		snprintf(r->sigv4, sizeof(r->sigv4), "aws:amz:%s:s3", r->region);
 		snprintf(r->token_hdr, sizeof(r->token_hdr), "x-amz-security-token: ");
 	} else {
