@@ -541,21 +541,26 @@ int stk_cache_dir(char *buf, size_t len)
 		n = snprintf(buf, len, "/tmp/stoker-cache-%d", (int)getuid());
 	if (n < 0 || (size_t)n >= len)
 		return -ENAMETOOLONG;
-	/* mkdir -p */
-	for (char *p = buf + 1; *p; p++) {
+	int rc = stk__mkdir_p(buf);
+	return rc < 0 ? rc : n;
+}
+
+int stk__mkdir_p(char *path)
+{
+	for (char *p = path + 1; *p; p++) {
 		if (*p != '/')
 			continue;
 		*p = 0;
-		if (mkdir(buf, 0755) && errno != EEXIST) {
+		if (mkdir(path, 0755) && errno != EEXIST) {
 			int e = errno;
 			*p = '/';
 			return -e;
 		}
 		*p = '/';
 	}
-	if (mkdir(buf, 0755) && errno != EEXIST)
+	if (mkdir(path, 0755) && errno != EEXIST)
 		return -errno;
-	return n;
+	return 0;
 }
 
 void stk__index_paths(const struct stk__index_opts *o, const char *abs, bool is_list,

@@ -454,12 +454,22 @@ static int remote_open(struct stk_dataset **out, const struct stk__index_opts *o
 		return rc;
 	}
 	char dir[PATH_MAX], idx_dir[PATH_MAX + 16] = "";
-	if (o->cache_dir && *o->cache_dir)
+	int mk = 0;
+	if (o->cache_dir && *o->cache_dir) {
 		snprintf(dir, sizeof(dir), "%s", o->cache_dir);
-	else if (stk_cache_dir(dir, sizeof(dir)) < 0)
+		if (!o->no_cache || !o->no_remote_cache)
+			mk = stk__mkdir_p(dir); /* a folder named is made, parents too */
+	} else if ((mk = stk_cache_dir(dir, sizeof(dir))) > 0) {
+		mk = 0;
+	}
+	if (mk < 0) { /* said, never silently off */
+		if (o->notice && o->noticelen && !o->notice[0])
+			snprintf(o->notice, o->noticelen, "%s: cannot make the cache folder: %s: the "
+				 "index and the bytes read are not cached", dir[0] ? dir : "cache_dir",
+				 strerror(-mk));
 		dir[0] = 0;
+	}
 	if (dir[0] && !o->no_cache) {
-		mkdir(dir, 0755);
 		snprintf(idx_dir, sizeof(idx_dir), "%s/remote-index", dir);
 		if (mkdir(idx_dir, 0755) && errno != EEXIST)
 			idx_dir[0] = 0;

@@ -569,7 +569,10 @@ static int outcome(struct req *q, CURLcode cc, long status, char *why, size_t le
 					 : status == 200 && q->got < q->want && !q->enough);
 	if (cc == CURLE_PARTIAL_FILE || short_body)
 		atomic_fetch_add(&q->e->r->c.short_bodies, 1);
-	return stk__remote_classify(q->e->r, q->h, cc, status, short_body, why, len);
+	int rc = stk__remote_classify(q->e->r, q->h, cc, status, short_body, why, len);
+	if (rc < 0)
+		stk__remote_region_hint(q->e->r, q->a.region, why, len);
+	return rc;
 }
 
 /* A window's transfer ended: into the cache and its waiters back to the

@@ -156,6 +156,7 @@ static int perform(struct stk__remote *r, CURL *h, struct sink *s, const char *w
 			}
 			atomic_fetch_add(&r->c.failed, 1);
 			s3_error(s, code, sizeof(code));
+			stk__remote_region_hint(r, s->a.region, code, sizeof(code));
 			if (rc == -ESTALE)
 				return stk__errf(err, errlen, rc, "%s: %s", what, why);
 			return stk__errf(err, errlen, rc, "%s: %s%s (credentials: %s)", what, why, code,

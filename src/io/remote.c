@@ -254,6 +254,10 @@ int stk__remote_easy(const struct stk__remote *r, CURL *h, const char *rel,
 		curl_easy_setopt(h, CURLOPT_CAINFO, r->ca_file);
 	if (r->ca_dir[0])
 		curl_easy_setopt(h, CURLOPT_CAPATH, r->ca_dir);
+	if (!r->s3) { /* a redirect is followed, as curl -L does; S3's signed ones are not */
+		curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 1L);
+		curl_easy_setopt(h, CURLOPT_MAXREDIRS, 8L);
+	}
 	curl_easy_setopt(h, CURLOPT_USERAGENT, "stoker/" STK__STR(STK_VERSION_MAJOR) "." STK__STR(STK_VERSION_MINOR));
 	if (r->s3 && !r->anonymous) {
 		curl_easy_setopt(h, CURLOPT_AWS_SIGV4, r->sigv4);
@@ -296,6 +300,45 @@ static bool transient(CURLcode cc)
 	}
 }
 
+/* " (to http://host:port)" of h's request, or " (host NAME)" (dns), into
+ * out; "" when not known.  Never the URL's user:password. */
+static void server_of(CURL *h, bool dns, char *out, size_t len)
+{
+	char *url = NULL, *scheme = NULL, *host = NULL, *port = NULL;
+	CURLU *u = h ? curl_url() : NULL;
+	out[0] = 0;
+	if (u && curl_easy_getinfo(h, CURLINFO_EFFECTIVE_URL, &url) == CURLE_OK && url &&
+	    curl_url_set(u, CURLUPART_URL, url, 0) == CURLUE_OK &&
+	    !curl_url_get(u, CURLUPART_SCHEME, &scheme, 0) &&
+	    !curl_url_get(u, CURLUPART_HOST, &host, 0) &&
+	    !curl_url_get(u, CURLUPART_PORT, &port, CURLU_DEFAULT_PORT)) {
+		if (dns)
+			snprintf(out, len, " (host %s)", host);
+		else
+			snprintf(out, len, " (to %s://%s:%s)", scheme, host, port);
+	}
+	curl_free(scheme);
+	curl_free(host);
+	curl_free(port);
+	curl_url_cleanup(u);
+}
+
+/* A redirect not followed: its status (0: too many of them) and where it
+ * pointed, into why. */
+static void redirect_why(CURL *h, long status, char *why, size_t len)
+{
+	char *to = NULL;
+	if (h)
+		curl_easy_getinfo(h, CURLINFO_REDIRECT_URL, &to);
+	size_t l = strlen(why);
+	if (status)
+		l = (size_t)snprintf(why, len, "HTTP %ld", status);
+	if (l < len)
+		snprintf(why + l, len - l, "%s%.400s%s", to ? " to " : " (no Location)", to ? to : "",
+			 status && to ? " (not followed: the data's URL or, s3://, its endpoint or "
+			 "region is another)" : "");
+}
+
 bool stk__remote_garbled(CURL *h, CURLcode cc)
 {
 	long made = 1;
@@ -328,9 +371,19 @@ int stk__remote_classify(const struct stk__remote *r, CURL *h, CURLcode cc, long
 		return -EINVAL;
 	}
 	if (cc != CURLE_OK) {
-		snprintf(why, len, "%s", curl_easy_strerror(cc));
+		char at[600] = "";
+		if (cc == CURLE_COULDNT_CONNECT || cc == CURLE_COULDNT_RESOLVE_HOST ||
+		    cc == CURLE_SSL_CONNECT_ERROR || cc == CURLE_OPERATION_TIMEDOUT)
+			server_of(h, cc == CURLE_COULDNT_RESOLVE_HOST, at, sizeof(at));
+		snprintf(why, len, "%s%s", curl_easy_strerror(cc), at);
+		if (cc == CURLE_TOO_MANY_REDIRECTS)
+			redirect_why(h, 0, why, len);
 		if (transient(cc))
 			return 1;
+		return -EIO;
+	}
+	if (status >= 300 && status < 400) { /* not followed (s3://), or not to be */
+		redirect_why(h, status, why, len);
 		return -EIO;
 	}
 	if (status >= 500 || status == 429) {
@@ -463,4 +516,13 @@ bool stk__remote_retry(const struct stk__remote *r, CURL *h, uint64_t t0, unsign
 		w = (uint64_t)after * 1000000000ull;
 	*wait_ns = now + w > end ? end - now : w;
 	return true;
+}
+
+void stk__remote_region_hint(const struct stk__remote *r, const char *region, char *why,
+			     size_t len)
+{
+	size_t l = strlen(why);
+	if (r->s3 && region[0] && strcmp(region, r->region) && l < len)
+		snprintf(why + l, len - l, "; the bucket is in region %s, not %s: set AWS_REGION=%s "
+			 "(or the profile's region)", region, r->region, region);
 }

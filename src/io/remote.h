@@ -128,6 +128,10 @@ bool stk__remote_keepable(const struct stk__answer *a, const char *etag);
  * reused connection), or the -errno / STK_* to report; why says it. */
 int stk__remote_classify(const struct stk__remote *r, CURL *h, CURLcode cc, long status,
 			 bool short_body, char *why, size_t len);
+/* s3://: the region an answer named (x-amz-bucket-region), when not the one
+ * signed for, appended to why with what to set. */
+void stk__remote_region_hint(const struct stk__remote *r, const char *region, char *why,
+			     size_t len);
 /* Whether the answer h got was garbled on a reused connection (the tail of
  * an earlier body over-long, read as a status line): tried again on a new
  * connection (stk__remote_fresh). */

@@ -290,6 +290,13 @@ def self_signed(workdir, name="127.0.0.1"):
     return cert, key
 
 
+class _Null:
+    """A socket that drops what it is sent (a request body not forwarded)."""
+
+    def sendall(self, b):
+        pass
+
+
 class FaultProxy:
     """An HTTP/1.1 proxy in front of one server that adds faults.  Requests
     are forwarded byte for byte (the Host header too, so SigV4 signatures
@@ -303,7 +310,9 @@ class FaultProxy:
     whole object, as from a server without Range support) or "garble" (on
     a connection that served a request before, a line of bytes where the
     status line should be, then the connection closes: the tail of an
-    over-long body; on a new connection, "ok").  latency_s is
+    over-long body; on a new connection, "ok"), "redirect" (a 307 to the
+    same path on the server itself) or "moved" (S3's 301 PermanentRedirect
+    of a bucket in region eu-west-1, x-amz-bucket-region with it).  latency_s is
     added to every request; with serial=True those delays are served one
     at a time (a server of fixed throughput: the more requests in flight,
     the longer each waits).  strip names request headers dropped on the way
@@ -442,6 +451,22 @@ class FaultProxy:
                 if fate == "garble":
                     c.sendall(b"e0d2 the tail of an over-long body\r\n\r\n")
                     return
+                if fate in ("redirect", "moved"):
+                    if fate == "redirect":
+                        c.sendall(b"HTTP/1.1 307 Temporary Redirect\r\nLocation: "
+                                  b"http://127.0.0.1:%d%s\r\nContent-Length: 0\r\n\r\n"
+                                  % (self.up, path.encode("latin-1")))
+                    else:
+                        body = (b'<?xml version="1.0" encoding="UTF-8"?><Error><Code>'
+                                b'PermanentRedirect</Code><Message>The bucket you are '
+                                b'attempting to access must be addressed using the specified '
+                                b'endpoint.</Message><Endpoint>bkt.s3.eu-west-1.amazonaws.com'
+                                b'</Endpoint></Error>')
+                        c.sendall(b"HTTP/1.1 301 Moved Permanently\r\nx-amz-bucket-region: "
+                                  b"eu-west-1\r\nContent-Length: %d\r\n\r\n" % len(body)
+                                  + body)
+                    self._pump(f, _Null(), blen)
+                    continue
                 if fate == "html200":
                     a, _, b = (rng or b"bytes=0-99").partition(b"=")[2].partition(b"-")
                     n = int(b or a) - int(a or 0) + 1
