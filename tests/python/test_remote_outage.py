@@ -1,7 +1,10 @@
-"""Remote data through an outage: a server failing for seconds, then back.
-A request is tried again for a time (remote_retry_time), not a count of
-tries, honouring the server's Retry-After; the reads waiting meanwhile are
-counted (remote stats, the verdict); no sample is lost."""
+"""Remote data through passing failures.  An outage (a server failing for
+seconds, then back): a request is tried again for a time
+(remote_retry_time), not a count of tries, honouring the server's
+Retry-After; the reads waiting meanwhile are counted (remote stats, the
+verdict); no sample is lost.  An answer garbled on a reused connection
+(bytes where the status line should be: the tail of an earlier, over-long
+body) is tried again on a new connection, in the reads and in create."""
 
 import threading
 import time
@@ -10,7 +13,7 @@ import pytest
 
 import stoker
 from remote_servers import FaultProxy
-from test_remote import aws, data, read_all, reference, s3  # noqa: F401 (fixtures)
+from test_remote import aws, data, read_all, reference, s3, web  # noqa: F401 (fixtures)
 
 
 def outage(seconds, fate="500"):
@@ -94,3 +97,39 @@ def test_retry_after_is_honoured(aws, s3, tmp_path, reference):
         again = [j for j in range(i + 1, len(fates)) if proxy.ranges[j] == proxy.ranges[i]]
         assert again, proxy.ranges[i]
         assert proxy.when[again[0]] - proxy.when[i] >= 1.9, (proxy.ranges[i], fates)
+
+
+def garble_every(k, only_get=True):
+    def plan(n, method, path):
+        if only_get and (method != "GET" or "list-type" in path):
+            return "ok"
+        return "garble" if n % k == 0 else "ok"
+    return plan
+
+
+def test_a_garbled_answer_is_tried_again_on_a_new_connection(aws, s3, tmp_path, reference):
+    read_all("s3://bkt/ds/", cache_dir=str(tmp_path), remote_cache=False)  # indexed
+    proxy = FaultProxy(s3.port, garble_every(4))
+    aws.setenv("AWS_ENDPOINT_URL", proxy.url)
+    try:
+        got, rs, _ = read_all("s3://bkt/ds/", cache_dir=str(tmp_path), remote_cache=False,
+                              on_error="fail")
+    finally:
+        proxy.close()
+    assert proxy.faults.get("garble", 0) > 0
+    assert got == reference
+    assert rs["failed"] == 0 and rs["retries"] >= proxy.faults["garble"], rs
+
+
+@pytest.mark.parametrize("cache", [False, True])
+def test_garbled_answers_during_create_are_tried_again(web, data, tmp_path, reference, cache):
+    _, names = data
+    proxy = FaultProxy(web.port, garble_every(3, only_get=False))
+    try:
+        url = "%s/train-{000000..%06d}.tar" % (proxy.url, len(names) - 1)
+        got, rs, _ = read_all(url, cache_dir=str(tmp_path), remote_cache=cache,
+                              index_cache=False, on_error="skip")
+    finally:
+        proxy.close()
+    assert proxy.faults.get("garble", 0) > 0
+    assert got == reference and rs["failed"] == 0, rs
