@@ -164,6 +164,26 @@ static void test_backoff_bounds(void **state)
 	assert_false(stk__remote_retry(r, NULL, now - 2000000000ull, 1, &rng, &wait));
 	r->max_attempts = 3;
 	assert_false(stk__remote_retry(r, NULL, stk__now_ns(), 3, &rng, &wait));
+	/* an answer checked against the index: its range, ETag and total */
+	struct stk__answer a = {0};
+	const char *hdrs[] = {"HTTP/1.1 206 Partial Content\r\n", "ETag: \"e1\"\r\n",
+			      "Content-Range: bytes 100-199/1000\r\n", "Content-Length: 100\r\n"};
+	for (size_t i = 0; i < STK_ARRAY_SIZE(hdrs); i++)
+		assert_false(stk__remote_answer_header(&a, hdrs[i], strlen(hdrs[i])));
+	assert_true(stk__remote_answer_header(&a, "\r\n", 2));
+	assert_int_equal(a.status, 206);
+	assert_int_equal(stk__remote_verify(&a, "\"e1\"", 1000, 100, why, sizeof(why)), 0);
+	assert_int_equal(stk__remote_verify(&a, "\"e1\"", 1000, 0, why, sizeof(why)), 1);
+	assert_int_equal(stk__remote_verify(&a, "\"e0\"", 1000, 100, why, sizeof(why)), -ESTALE);
+	assert_int_equal(stk__remote_verify(&a, "\"e1\"", 999, 100, why, sizeof(why)), -ESTALE);
+	assert_true(stk__remote_keepable(&a, "W/\"e1\""));
+	a.status = 200; /* a 200: the whole object or nothing */
+	assert_int_equal(stk__remote_verify(&a, "\"e1\"", 1000, 100, why, sizeof(why)), 1);
+	a.clen = 1000;
+	assert_int_equal(stk__remote_verify(&a, "\"e1\"", 1000, 100, why, sizeof(why)), 0);
+	a.etag[0] = 0;
+	assert_int_equal(stk__remote_verify(&a, "\"e1\"", 1000, 100, why, sizeof(why)), 1);
+	assert_false(stk__remote_keepable(&a, "\"e1\""));
 	/* an untrusted TLS certificate: refused, never tried again */
 	char tls[400];
 	assert_int_equal(stk__remote_classify(r, NULL, CURLE_PEER_FAILED_VERIFICATION, 0, false, tls,

@@ -3,6 +3,9 @@
  * (the index, the listing, uploads): GET of a range, HEAD, S3's listing
  * (all pages), PUT, and the bucket check, each retried by io/remote.c's rule;
  * and many shards' HEADs at once on a multi handle, one try each (create).
+ * A GET's answer is checked against the object indexed as the read
+ * engine's is (stk__remote_verify): the index never reads another
+ * version's bytes or a proxy's page.
  *
  * Uploads (stoker pack s3://..., dataset/upload.c) are PUTs through the same
  * signing and retries, the body streamed from a file with pread (rewound

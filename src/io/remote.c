@@ -463,6 +463,12 @@ bool stk__remote_answer_header(struct stk__answer *a, const char *p, size_t l)
 	return false;
 }
 
+/* ETags equal, a weak one's W/ aside (a CDN may mark a GET's weak). */
+static bool etag_eq(const char *a, const char *b)
+{
+	return !strcmp(a + (strncmp(a, "W/", 2) ? 0 : 2), b + (strncmp(b, "W/", 2) ? 0 : 2));
+}
+
 int stk__remote_verify(const struct stk__answer *a, const char *etag, uint64_t size,
 		       uint64_t off, char *why, size_t len)
 {
@@ -481,7 +487,7 @@ int stk__remote_verify(const struct stk__answer *a, const char *etag, uint64_t s
 			 (unsigned long long)size);
 		return 1;
 	}
-	if (etag[0] && a->etag[0] && strcmp(etag, a->etag)) {
+	if (etag[0] && a->etag[0] && !etag_eq(etag, a->etag)) {
 		snprintf(why, len, "ETag %s, %s when indexed: the object changed since it was "
 			 "indexed", a->etag, etag);
 		return -ESTALE;
@@ -500,7 +506,7 @@ int stk__remote_verify(const struct stk__answer *a, const char *etag, uint64_t s
 
 bool stk__remote_keepable(const struct stk__answer *a, const char *etag)
 {
-	return !strcmp(a->etag, etag);
+	return etag_eq(a->etag, etag);
 }
 
 bool stk__remote_retry(const struct stk__remote *r, CURL *h, uint64_t t0, unsigned tries,
