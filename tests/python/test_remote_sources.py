@@ -259,6 +259,7 @@ def test_exporter_publishes_remote_metrics_and_no_secret(aws, s3, web, data, tmp
     for name in srcs:
         lab = r'\{loader="%s",pid="\d+"' % name
         for fam in ("requests_total", "requests_in_flight", "requests_in_flight_max",
+                    "requests_retrying",
                     "retries_total", "failed_requests_total", "short_bodies_total",
                     "received_bytes_total", "cache_hits_total", "cache_misses_total",
                     "cache_hit_bytes_total", "cache_evictions_total",
