@@ -333,10 +333,9 @@ static void redirect_why(CURL *h, long status, char *why, size_t len)
 	size_t l = strlen(why);
 	if (status)
 		l = (size_t)snprintf(why, len, "HTTP %ld", status);
-	if (l < len)
-		snprintf(why + l, len - l, "%s%.400s%s", to ? " to " : " (no Location)", to ? to : "",
-			 status && to ? " (not followed: the data's URL or, s3://, its endpoint or "
-			 "region is another)" : "");
+	if (l < len && to)
+		snprintf(why + l, len - l, " to %.400s%s", to, status ? " (not followed: the data's "
+			 "URL or, s3://, its endpoint or region is another)" : "");
 }
 
 bool stk__remote_garbled(CURL *h, CURLcode cc)
