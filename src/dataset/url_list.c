@@ -8,10 +8,11 @@
  * from a local file list (`path[<TAB>label]`, dataset/dataset.c) by its
  * lines: a URL on any of the first 10^4 that are not blank or comments
  * makes the whole file a list of URLs, and a line that is not one (a local
- * path first, too) is an error naming the list and the line.  The URLs share one server (one bucket for s3://, one
- * scheme, host and port for HTTP), so that one set of credentials and one
- * endpoint serve them; the root is their longest common folder and each
- * shard is named relative to it, as a pattern's shards are.
+ * path first, too) is an error naming the list and the line.  The URLs
+ * share one server (one bucket for s3://, one scheme, host and port for
+ * HTTP), so that one set of credentials and one endpoint serve them; the
+ * root is their longest common folder and each shard is named relative to
+ * it, as a pattern's shards are.
  */
 #include "dataset/build.h"
 #include "io/remote.h"
