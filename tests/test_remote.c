@@ -146,17 +146,47 @@ static void test_backoff_bounds(void **state)
 		}
 	}
 	char why[128];
-	assert_int_equal(stk__remote_classify(r, CURLE_OK, 503, false, why, sizeof(why)), 1);
-	assert_int_equal(stk__remote_classify(r, CURLE_OK, 500, false, why, sizeof(why)), 1);
-	assert_int_equal(stk__remote_classify(r, CURLE_RECV_ERROR, 0, false, why, sizeof(why)), 1);
-	assert_int_equal(stk__remote_classify(r, CURLE_OK, 206, true, why, sizeof(why)), 1);
-	assert_int_equal(stk__remote_classify(r, CURLE_OK, 206, false, why, sizeof(why)), 0);
-	assert_int_equal(stk__remote_classify(r, CURLE_OK, 403, false, why, sizeof(why)), -EACCES);
-	assert_int_equal(stk__remote_classify(r, CURLE_OK, 404, false, why, sizeof(why)), -ENOENT);
-	assert_int_equal(stk__remote_classify(r, CURLE_OK, 412, false, why, sizeof(why)), -ESTALE);
+	assert_int_equal(stk__remote_classify(r, NULL, CURLE_OK, 503, false, why, sizeof(why)), 1);
+	assert_int_equal(stk__remote_classify(r, NULL, CURLE_OK, 500, false, why, sizeof(why)), 1);
+	assert_int_equal(stk__remote_classify(r, NULL, CURLE_RECV_ERROR, 0, false, why, sizeof(why)), 1);
+	assert_int_equal(stk__remote_classify(r, NULL, CURLE_OK, 206, true, why, sizeof(why)), 1);
+	assert_int_equal(stk__remote_classify(r, NULL, CURLE_OK, 206, false, why, sizeof(why)), 0);
+	assert_int_equal(stk__remote_classify(r, NULL, CURLE_OK, 403, false, why, sizeof(why)), -EACCES);
+	assert_int_equal(stk__remote_classify(r, NULL, CURLE_OK, 404, false, why, sizeof(why)), -ENOENT);
+	assert_int_equal(stk__remote_classify(r, NULL, CURLE_OK, 412, false, why, sizeof(why)), -ESTALE);
+	/* tried again for a time, the last wait cut to its end; tries a cap */
+	uint64_t wait, now = stk__now_ns();
+	r->retry_ns = 1000000000ull;
+	assert_true(stk__remote_retry(r, NULL, now, 1, &rng, &wait));
+	assert_true(wait > 0 && wait <= r->retry_ns);
+	assert_true(stk__remote_retry(r, NULL, now - 999000000ull, 20, &rng, &wait));
+	assert_true(wait <= 1000000ull);
+	assert_false(stk__remote_retry(r, NULL, now - 2000000000ull, 1, &rng, &wait));
+	r->max_attempts = 3;
+	assert_false(stk__remote_retry(r, NULL, stk__now_ns(), 3, &rng, &wait));
+	/* an answer checked against the index: its range, ETag and total */
+	struct stk__answer a = {0};
+	const char *hdrs[] = {"HTTP/1.1 206 Partial Content\r\n", "ETag: \"e1\"\r\n",
+			      "Content-Range: bytes 100-199/1000\r\n", "Content-Length: 100\r\n"};
+	for (size_t i = 0; i < STK_ARRAY_SIZE(hdrs); i++)
+		assert_false(stk__remote_answer_header(&a, hdrs[i], strlen(hdrs[i])));
+	assert_true(stk__remote_answer_header(&a, "\r\n", 2));
+	assert_int_equal(a.status, 206);
+	assert_int_equal(stk__remote_verify(&a, "\"e1\"", 1000, 100, why, sizeof(why)), 0);
+	assert_int_equal(stk__remote_verify(&a, "\"e1\"", 1000, 0, why, sizeof(why)), 1);
+	assert_int_equal(stk__remote_verify(&a, "\"e0\"", 1000, 100, why, sizeof(why)), -ESTALE);
+	assert_int_equal(stk__remote_verify(&a, "\"e1\"", 999, 100, why, sizeof(why)), -ESTALE);
+	assert_true(stk__remote_keepable(&a, "W/\"e1\""));
+	a.status = 200; /* a 200: the whole object or nothing */
+	assert_int_equal(stk__remote_verify(&a, "\"e1\"", 1000, 100, why, sizeof(why)), 1);
+	a.clen = 1000;
+	assert_int_equal(stk__remote_verify(&a, "\"e1\"", 1000, 100, why, sizeof(why)), 0);
+	a.etag[0] = 0;
+	assert_int_equal(stk__remote_verify(&a, "\"e1\"", 1000, 100, why, sizeof(why)), 1);
+	assert_false(stk__remote_keepable(&a, "\"e1\""));
 	/* an untrusted TLS certificate: refused, never tried again */
 	char tls[400];
-	assert_int_equal(stk__remote_classify(r, CURLE_PEER_FAILED_VERIFICATION, 0, false, tls,
+	assert_int_equal(stk__remote_classify(r, NULL, CURLE_PEER_FAILED_VERIFICATION, 0, false, tls,
 					      sizeof(tls)), -EACCES);
 	assert_non_null(strstr(tls, "not trusted"));
 	stk__remote_destroy(r);

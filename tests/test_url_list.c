@@ -25,8 +25,16 @@ static void test_what_is_a_list(void **state)
 	(void)state;
 	assert_true(stk__url_list_is(list("a.txt", "# shards\n\n  s3://b/k/x.tar\n")));
 	assert_true(stk__url_list_is(list("b.list", "https://h/x.tar\n")));
-	/* a local file list, and its first line decides */
-	assert_false(stk__url_list_is(list("c.txt", "img/1.jpg\t3\nhttp://h/x.tar\n")));
+	/* a URL on any line makes it a list of URLs: a local path among them
+	 * is an error naming its line, not a local list's first entry */
+	const char *mixed = list("c.txt", "img/1.jpg\t3\nhttp://h/x.tar\n");
+	assert_true(stk__url_list_is(mixed));
+	struct stk__url_list l;
+	char err[1024];
+	assert_int_equal(stk__url_list_read(mixed, &l, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "c.txt:1: 'img/1.jpg"));
+	assert_non_null(strstr(err, "is not a shard URL"));
+	assert_false(stk__url_list_is(list("f.txt", "img/1.jpg\t3\nimg/2.jpg\t4\n")));
 	assert_false(stk__url_list_is(list("d.txt", "# nothing but comments\n\n")));
 	assert_false(stk__url_list_is(tu_dir)); /* a folder */
 	assert_false(stk__url_list_is(list("e.tar", "http://h/x.tar\n"))); /* a shard */

@@ -235,7 +235,8 @@ struct stk_loader_opts {
 	uint64_t cache_limit;    /* remote data: bytes the local cache may hold (0: auto) */
 	uint64_t remote_timeout_ns;         /* remote data: a request's whole time-out */
 	uint64_t remote_connect_timeout_ns; /* remote data: its connect time-out */
-	uint32_t remote_tries;              /* remote data: tries of a request, the first included */
+	uint32_t remote_tries;              /* remote data: tries of a request at most (0: no cap) */
+	uint64_t remote_retry_time_ns;      /* remote data: how long a request is tried again */
 };
 
 /* ------------------------------------------------------------------------ */
@@ -346,10 +347,14 @@ struct stk_loader_opts {
 	X(LOADER, remote_connect_timeout, "remote_connect_timeout_ns", DURATION,                 \
 	  remote_connect_timeout_ns, 0, "5s", 1e6, 6e11, NULL,                                   \
 	  "remote data: a connection's time-out (STOKER_REMOTE_CONNECT_TIMEOUT_MS overrides it)") \
-	X(LOADER, remote_tries, NULL, U32, remote_tries, 0, "6", 1, 100, NULL,                   \
-	  "remote data: tries of a request (5xx, SlowDown, reset, time-out, short body), the "  \
-	  "first included, with capped exponential backoff between (STOKER_REMOTE_TRIES "       \
-	  "overrides it); then on_error decides")
+	X(LOADER, remote_tries, NULL, U32, remote_tries, 0, "auto", 1, 100, "auto",              \
+	  "remote data: tries of a request at most, the first included (auto: as many as "      \
+	  "remote_retry_time allows; STOKER_REMOTE_TRIES overrides it)")                         \
+	X(LOADER, remote_retry_time, "remote_retry_time_ns", DURATION, remote_retry_time_ns, 0,  \
+	  "60s", 1e6, 3.6e12, NULL, "remote data: how long a request that fails for a passing "  \
+	  "cause (5xx, SlowDown, reset, time-out, short body) is tried again, with capped "     \
+	  "exponential backoff and jitter between tries and the server's Retry-After honoured; " \
+	  "then on_error decides (STOKER_REMOTE_RETRY_MS overrides it)")
 
 #define STK_IMAGE_OPTIONS(X)                                                                     \
 	X(IMAGE, width, NULL, U32, width, 0, "224", 1, 8192, NULL, "output width in pixels")     \
@@ -725,6 +730,7 @@ struct stk_remote_stats {
 	char root[256];           /* the data's URL (no credentials) */
 	char credentials[256];    /* where they came from: "environment (...)", "profile ...",
 				     "anonymous (...)" (the key id masked, never the secret) */
+	uint32_t retrying;        /* requests waiting now to be tried again (an outage's reads) */
 };
 /* 0 and *out filled, or -ENOENT when the loader reads local data.  Any thread. */
 STK_API int stk_loader_remote_stats(const struct stk_loader *loader, struct stk_remote_stats *out);
@@ -808,6 +814,7 @@ struct stk_verdict {
 	double req_mb_per_s_each; /* MB/s received per request in flight */
 	double retries_per_s;
 	double cache_hit_ratio; /* reads the local cache served / all reads */
+	uint32_t remote_retrying; /* requests waiting to be tried again, at the window's end */
 };
 
 /* The verdict over the last window_s seconds (the history kept is a minute);

@@ -180,6 +180,7 @@ class LoaderOpts(ctypes.Structure):
         ("remote_timeout_ns", c_u64),
         ("remote_connect_timeout_ns", c_u64),
         ("remote_tries", c_u32),
+        ("remote_retry_time_ns", c_u64),
     ]
 
 
@@ -207,6 +208,7 @@ class RemoteStats(ctypes.Structure):
         ("cache_limit", c_u64),
         ("root", ctypes.c_char * 256),
         ("credentials", ctypes.c_char * 256),
+        ("retrying", c_u32),
     ]
 
 
@@ -353,6 +355,7 @@ class Verdict(ctypes.Structure):
         ("req_mb_per_s_each", ctypes.c_double),
         ("retries_per_s", ctypes.c_double),
         ("cache_hit_ratio", ctypes.c_double),
+        ("remote_retrying", c_u32),
     ]
 
 

@@ -99,9 +99,10 @@ ENVIRONMENT = [
     ("AWS_CA_BUNDLE, CURL_CA_BUNDLE, SSL_CERT_FILE, SSL_CERT_DIR", "library",
      "https:// data: the CA certificates TLS trusts instead of the system's (AWS_CA_BUNDLE for "
      "s3:// only; the first set of the three files, and the folder); TLS is always verified"),
-    ("STOKER_REMOTE_TIMEOUT_MS, STOKER_REMOTE_CONNECT_TIMEOUT_MS, STOKER_REMOTE_TRIES", "library",
-     "remote data: set, they override the options remote_timeout, remote_connect_timeout (in ms) "
-     "and remote_tries (a job whose launcher cannot be changed)"),
+    ("STOKER_REMOTE_TIMEOUT_MS, STOKER_REMOTE_CONNECT_TIMEOUT_MS, STOKER_REMOTE_TRIES, "
+     "STOKER_REMOTE_RETRY_MS", "library",
+     "remote data: set, they override the options remote_timeout, remote_connect_timeout (in ms), "
+     "remote_tries and remote_retry_time (in ms) (a job whose launcher cannot be changed)"),
     ("STOKER_CUDART", "library", "path of the CUDA runtime to pin slots with, tried first"),
     ("STOKER_NULL_CHANNELS", "library",
      "engine null models a device of K channels (the queue-depth tuner's tests)"),

@@ -129,6 +129,8 @@ int stk__index_load(const char *path, const struct stk__index_check *c, struct s
  * error naming it (its code, the message in err). */
 int stk__index_bad_report(const struct stk_dataset *ds, const struct stk__index_opts *o,
 			  const char *cache, char *err, size_t errlen);
+/* mkdir -p of path (its '/'s put back): 0 or -errno. */
+int stk__mkdir_p(char *path);
 /* The two places a cache may be: beside the data, and in the cache folder
  * (user[0] = 0 when there is none, or when it is refused: the reason in why). */
 void stk__index_paths(const struct stk__index_opts *o, const char *abs, bool is_list,

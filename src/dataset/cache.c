@@ -689,27 +689,43 @@ int stk__cache_dir(char *buf, size_t len, char *why, size_t whylen)
 		n = snprintf(buf, len, "/tmp/stoker-cache-%d", (int)geteuid());
 	if (n < 0 || (size_t)n >= len)
 		return stk__errf(why, whylen, -ENAMETOOLONG, "cache folder name too long");
-	/* mkdir -p; the last one private */
-	for (char *p = buf + 1; *p; p++) {
-		if (*p != '/')
-			continue;
-		*p = 0;
-		if (mkdir(buf, 0755) && errno != EEXIST) {
-			int e = errno;
-			*p = '/';
-			return stk__errf(why, whylen, -e, "cache folder %s: %s", buf, strerror(e));
-		}
-		*p = '/';
+	/* its parents as mkdir -p makes them; the folder itself private */
+	char *slash = strrchr(buf, '/');
+	int rc = 0;
+	if (slash && slash != buf) {
+		*slash = 0;
+		rc = stk__mkdir_p(buf);
+		*slash = '/';
 	}
+	if (rc < 0)
+		return stk__errf(why, whylen, rc, "cache folder %s: %s", buf, strerror(-rc));
 	if (mkdir(buf, 0700) && errno != EEXIST)
 		return stk__errf(why, whylen, -errno, "cache folder %s: %s", buf, strerror(errno));
-	int rc = stk__trust_dir(buf, why, whylen);
+	rc = stk__trust_dir(buf, why, whylen);
 	return rc ? rc : n;
 }
 
 int stk_cache_dir(char *buf, size_t len)
 {
 	return stk__cache_dir(buf, len, NULL, 0);
+}
+
+int stk__mkdir_p(char *path)
+{
+	for (char *p = path + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = 0;
+		if (mkdir(path, 0755) && errno != EEXIST) {
+			int e = errno;
+			*p = '/';
+			return -e;
+		}
+		*p = '/';
+	}
+	if (mkdir(path, 0755) && errno != EEXIST)
+		return -errno;
+	return 0;
 }
 
 void stk__index_paths(const struct stk__index_opts *o, const char *abs, bool is_list,

@@ -82,7 +82,8 @@ struct stk__index_opts {
 	uint64_t cache_limit;  /* remote data: the local cache's bound (0: auto) */
 	bool no_remote_cache;  /* remote data: no local cache */
 	uint64_t remote_timeout_ns, remote_connect_timeout_ns; /* 0: the transport's */
-	unsigned remote_tries;
+	unsigned remote_tries;                /* 0: no cap */
+	uint64_t remote_retry_ns;             /* 0: the transport's */
 	bool quiet;             /* remote data: the cache says nothing on stderr */
 };
 

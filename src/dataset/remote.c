@@ -71,8 +71,8 @@ static int reader_read(void *ctx, void *dst, size_t len, uint64_t off)
 		rd->buf = b;
 	}
 	rd->blen = 0;
-	int rc = stk__remote_get(rd->r, rd->h, rd->o->rel, rd->o->etag, rd->buf, n, off, rd->err,
-				 sizeof(rd->err));
+	int rc = stk__remote_get(rd->r, rd->h, rd->o->rel, rd->o->etag, rd->o->size, rd->buf, n,
+				 off, rd->err, sizeof(rd->err));
 	if (rc) {
 		rd->rc = rc;
 		return rc;
@@ -195,7 +195,7 @@ static int beside_load(struct pool *p, struct job *j, CURL *h)
 	void *buf = size <= (1ull << 32) ? malloc(size ? size : 1) : NULL;
 	if (!buf)
 		snprintf(why, sizeof(why), "%llu bytes: too large", (unsigned long long)size);
-	else if ((rc = stk__remote_get(r, h, rel, etag, buf, size, 0, err, sizeof(err))))
+	else if ((rc = stk__remote_get(r, h, rel, etag, size, buf, size, 0, err, sizeof(err))))
 		snprintf(why, sizeof(why), "%s", err);
 	else
 		rc = stk__sidx_decode(&j->b, j->o->rel, buf, size, j->o->size, j->o->etag, why,
@@ -444,7 +444,8 @@ static int remote_open(struct stk_dataset **out, const struct stk__index_opts *o
 					     : list_remote(&r, o->path, err, errlen);
 	if (rc)
 		return rc;
-	stk__remote_limits(r, o->remote_timeout_ns, o->remote_connect_timeout_ns, o->remote_tries);
+	stk__remote_limits(r, o->remote_timeout_ns, o->remote_connect_timeout_ns, o->remote_tries,
+			   o->remote_retry_ns);
 	struct stk__robj *idx = NULL;
 	size_t nidx = 0;
 	if ((rc = find_shards(r, &idx, &nidx, err, errlen))) {
@@ -452,13 +453,28 @@ static int remote_open(struct stk_dataset **out, const struct stk__index_opts *o
 		stk__remote_destroy(r);
 		return rc;
 	}
-	char dir[PATH_MAX], idx_dir[PATH_MAX + 16] = "";
-	if (o->cache_dir && *o->cache_dir)
+	char dir[PATH_MAX], idx_dir[PATH_MAX + 16] = "", why[PATH_MAX + 200] = "";
+	int mk = 0;
+	bool want = !o->no_cache || !o->no_remote_cache;
+	if (o->cache_dir && *o->cache_dir) {
 		snprintf(dir, sizeof(dir), "%s", o->cache_dir);
-	else if (stk_cache_dir(dir, sizeof(dir)) < 0)
+		if (want && !(mk = stk__mkdir_p(dir))) /* a folder named is made, parents too */
+			mk = stk__trust_dir(dir, why, sizeof(why));
+	} else if ((mk = stk__cache_dir(dir, sizeof(dir), why, sizeof(why))) > 0) {
+		mk = 0;
+	}
+	if (mk < 0 && want) { /* said, never silently off */
+		if (o->notice && o->noticelen && !o->notice[0] && mk == -EPERM)
+			/* another user's, or others may write it: its files are not ours */
+			snprintf(o->notice, o->noticelen, "%s: not used; the index and the bytes read "
+				 "are not cached", why);
+		else if (o->notice && o->noticelen && !o->notice[0])
+			snprintf(o->notice, o->noticelen, "%s: cannot make the cache folder: %s: the "
+				 "index and the bytes read are not cached", dir[0] ? dir : "cache_dir",
+				 strerror(-mk));
 		dir[0] = 0;
+	}
 	if (dir[0] && !o->no_cache) {
-		mkdir(dir, 0755);
 		snprintf(idx_dir, sizeof(idx_dir), "%s/remote-index", dir);
 		if (mkdir(idx_dir, 0755) && errno != EEXIST)
 			idx_dir[0] = 0;
@@ -540,7 +556,7 @@ static int remote_open(struct stk_dataset **out, const struct stk__index_opts *o
 		char cdir[PATH_MAX + 16];
 		snprintf(cdir, sizeof(cdir), "%s/remote", dir);
 		uint64_t limit = o->cache_limit ? o->cache_limit : auto_limit(dir);
-		char why[512] = "";
+		why[0] = 0;
 		if (stk__rcache_open(&r->cache, cdir, limit, why, sizeof(why)) && o->notice &&
 		    o->noticelen && !o->notice[0])
 			snprintf(o->notice, o->noticelen, "no remote cache: %s", why);

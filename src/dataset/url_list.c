@@ -6,12 +6,13 @@
  * aside) are shard URLs, s3://, http:// or https://, each naming one object
  * or a {A..B} pattern of them, as WebDataset's url lists do.  It is told
  * from a local file list (`path[<TAB>label]`, dataset/dataset.c) by its
- * first line that is not blank or a comment: a URL there makes the whole
- * file a list of URLs, and a line that is not one is an error naming the
- * list and the line.  The URLs share one server (one bucket for s3://, one
- * scheme, host and port for HTTP), so that one set of credentials and one
- * endpoint serve them; the root is their longest common folder and each
- * shard is named relative to it, as a pattern's shards are.
+ * lines: a URL on any of the first 10^4 that are not blank or comments
+ * makes the whole file a list of URLs, and a line that is not one (a local
+ * path first, too) is an error naming the list and the line.  The URLs
+ * share one server (one bucket for s3://, one scheme, host and port for
+ * HTTP), so that one set of credentials and one endpoint serve them; the
+ * root is their longest common folder and each shard is named relative to
+ * it, as a pattern's shards are.
  */
 #include "dataset/build.h"
 #include "io/remote.h"
@@ -69,14 +70,13 @@ bool stk__url_list_is(const char *path)
 	FILE *f = fopen(path, "re");
 	if (!f)
 		return false;
+	/* a URL on any of its first lines, not only the first: a local path
+	 * among URLs is then an error naming its line, not a local list */
 	char buf[4096];
 	bool yes = false;
-	for (int i = 0; i < 10000 && fgets(buf, sizeof(buf), f); i++) {
+	for (int i = 0; i < 10000 && !yes && fgets(buf, sizeof(buf), f); i++) {
 		const char *l = clean(buf);
-		if (l) {
-			yes = stk__remote_is_url(l);
-			break;
-		}
+		yes = l && stk__remote_is_url(l);
 	}
 	fclose(f);
 	return yes;

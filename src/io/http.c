@@ -7,13 +7,18 @@
  * and a byte range; the body lands straight in io->buf (curl's buffer is the
  * only copy before it).  The range is clamped to the object's indexed size
  * and sent with If-Match: the ETag indexed, so an object rewritten since
- * gives HTTP 412 (-ESTALE), never other bytes.  A finished transfer is
- * checked: the Content-Range must start at the offset asked for and every
- * byte it promised must have come, else it is a short body and is tried
+ * gives HTTP 412 (-ESTALE), never other bytes.  The answer's headers are
+ * checked before its body is taken (stk__remote_verify), for the proxies
+ * and servers that drop If-Match: its ETag and Content-Range's total must
+ * be the index's (else -ESTALE), the range the one asked for, and a 200 the
+ * whole object (its range is taken from it), else it is tried again.  Only
+ * an answer with the index's ETag goes to the cache.  Every byte the
+ * answer promised must have come, else it is a short body and is tried
  * again like a 5xx, a SlowDown or a reset, after a capped exponential
- * backoff with jitter (a retry waits on the engine's delayed list, not in a
- * sleep, so the other requests go on).  After the bounded tries the io fails
- * with the error, and the loader's on_error policy decides.  A request that
+ * backoff with jitter or the server's Retry-After (a retry waits on the
+ * engine's delayed list, not in a sleep, so the other requests go on).
+ * Once its retry time (remote_retry_time) is spent the io fails with the
+ * error, and the loader's on_error policy decides.  A request that
  * timed out fails with -ETIME ("timer expired"), not -ETIMEDOUT, which
  * stk_loader_next_timeout returns when no batch came in time.
  *
@@ -71,12 +76,18 @@ struct req {
 	const struct stk__robj *obj;
 	struct curl_slist *hdrs;
 	uint64_t want;      /* bytes asked for (the range, clamped to the object) */
-	uint64_t got;
-	uint64_t range_start, range_len; /* from Content-Range; len 0: none seen */
-	long status;        /* of the response being received */
-	bool enough;        /* a 200 (no range support) at offset 0: stopped at want */
+	uint64_t got;       /* bytes of the range taken */
+	uint64_t seen;      /* bytes of the body that came */
+	struct stk__answer a; /* the answer's headers */
+	int verdict;        /* stk__remote_verify's, at the end of the headers */
+	char vwhy[240];
+	bool enough;        /* a 200 (the whole object): stopped at the range's end */
 	bool over;          /* more bytes than asked for */
+	bool nokeep;        /* a window's answer without the ETag: not for the cache */
+	bool fresh;         /* its next try on a new connection */
+	CURLcode cc;        /* how its last transfer ended */
 	unsigned attempt;
+	uint64_t first;     /* when its first try started: retries have a time */
 	uint64_t due, t0;
 	struct req *next;
 };
@@ -123,51 +134,50 @@ static size_t on_header(char *ptr, size_t size, size_t n, void *arg)
 {
 	struct req *q = arg;
 	size_t l = size * n;
-	if (l > 5 && !strncmp(ptr, "HTTP/", 5)) {
-		q->range_len = 0;
-		const char *sp = memchr(ptr, ' ', l);
-		q->status = sp ? strtol(sp + 1, NULL, 10) : 0;
-	} else if (l > 14 && !strncasecmp(ptr, "content-range:", 14)) {
-		/* "bytes A-B/TOTAL" */
-		char line[128];
-		size_t k = l - 14 < sizeof(line) - 1 ? l - 14 : sizeof(line) - 1;
-		memcpy(line, ptr + 14, k);
-		line[k] = 0;
-		char *p = strstr(line, "bytes"), *end;
-		if (p) {
-			unsigned long long a = strtoull(p + 5, &end, 10), b;
-			if (*end == '-') {
-				b = strtoull(end + 1, &end, 10);
-				if (b >= a) {
-					q->range_start = a;
-					q->range_len = b - a + 1;
-				}
-			}
-		}
-	}
+	if (stk__remote_answer_header(&q->a, ptr, l) && q->obj &&
+	    (q->a.status == 200 || q->a.status == 206))
+		q->verdict = stk__remote_verify(&q->a, q->obj->etag, q->obj->size, q->off, q->vwhy,
+						sizeof(q->vwhy));
 	return l;
+}
+
+/* Of a body's next l bytes, the part within the range asked for: its start
+ * in *at and its length, or -1 to stop the transfer (not the object's
+ * bytes, more than asked; or, a 200, the range is all in). */
+static int64_t in_range(struct req *q, size_t l, size_t *at)
+{
+	if ((q->a.status != 200 && q->a.status != 206) || !l)
+		return 0; /* an error's body: dropped */
+	if (q->verdict)
+		return -1;
+	/* a 206's body starts at the offset asked (verified), a 200's at 0 */
+	uint64_t pos = (q->a.status == 206 ? q->off : 0) + q->seen;
+	q->seen += l;
+	if (pos + l <= q->off)
+		return 0; /* a 200: before the range */
+	*at = pos < q->off ? (size_t)(q->off - pos) : 0;
+	uint64_t k = l - *at;
+	if (q->got + k > q->want) {
+		if (q->a.status == 206) {
+			q->over = true;
+			return -1;
+		}
+		k = q->want - q->got; /* a 200: the range is in, the rest not needed */
+		q->enough = true;
+	}
+	return (int64_t)k;
 }
 
 static size_t on_body(char *ptr, size_t size, size_t n, void *arg)
 {
 	struct req *q = arg;
-	size_t l = size * n;
-	if (q->status != 200 && q->status != 206)
-		return l; /* an error's body: dropped */
-	if (q->got + l > q->want) {
-		if (q->status == 200 && q->io->offset == 0) {
-			/* no range support: the object's start is all we need */
-			memcpy((uint8_t *)q->io->buf + q->got, ptr, q->want - q->got);
-			q->got = q->want;
-			q->enough = true;
-		} else {
-			q->over = true;
-		}
+	size_t l = size * n, at = 0;
+	int64_t k = in_range(q, l, &at);
+	if (k < 0)
 		return 0;
-	}
-	memcpy((uint8_t *)q->io->buf + q->got, ptr, l);
-	q->got += l;
-	return l;
+	memcpy((uint8_t *)q->io->buf + q->got, ptr + at, (size_t)k);
+	q->got += (uint64_t)k;
+	return q->enough ? 0 : l;
 }
 
 static void wjob_push(struct stk_eng *e, struct wjob *j)
@@ -216,32 +226,24 @@ static void flush_stage(struct stk_eng *e, struct req *q)
 static size_t on_wbody(char *ptr, size_t size, size_t n, void *arg)
 {
 	struct req *q = arg;
-	size_t l = size * n, done = 0;
-	if (q->status != 200 && q->status != 206)
-		return l;
-	if (q->status == 200 && q->off) /* no range support: refused in wended */
+	size_t l = size * n, at = 0, done = 0;
+	int64_t k = in_range(q, l, &at);
+	if (k < 0)
 		return 0;
-	if (q->status == 206 && (q->range_len == 0 || q->range_start != q->off)) {
-		q->over = true; /* another range than asked: not one byte goes to the cache */
+	if (k && !stk__remote_keepable(&q->a, q->obj->etag)) {
+		q->nokeep = true; /* not known to be the indexed version's: never cached */
 		return 0;
 	}
-	if (q->got + l > q->want) {
-		if (q->status != 200) {
-			q->over = true;
-			return 0;
-		}
-		l = (size_t)(q->want - q->got); /* the object's start is all we asked */
-		q->enough = true;
-	}
-	while (done < l) {
-		size_t k = WIN_STAGE - q->staged < l - done ? WIN_STAGE - q->staged : l - done;
-		memcpy(q->stage + q->staged, ptr + done, k);
-		q->staged += k;
-		done += k;
+	while (done < (size_t)k) {
+		size_t c = WIN_STAGE - q->staged < (size_t)k - done ? WIN_STAGE - q->staged
+							      : (size_t)k - done;
+		memcpy(q->stage + q->staged, ptr + at + done, c);
+		q->staged += c;
+		done += c;
 		if (q->staged == WIN_STAGE)
 			flush_stage(q->e, q);
 	}
-	q->got += l;
+	q->got += (uint64_t)k;
 	return q->enough ? 0 : l;
 }
 
@@ -259,6 +261,8 @@ static int start(struct stk_eng *e, struct req *q)
 	int rc = stk__remote_easy(r, q->h, q->path, &q->hdrs);
 	if (rc)
 		return rc;
+	if (q->fresh) /* the last answer was garbled on a reused connection */
+		stk__remote_fresh(q->h);
 	char range[96], im[128];
 	snprintf(range, sizeof(range), "%llu-%llu", (unsigned long long)q->off,
 		 (unsigned long long)(q->off + q->want - 1));
@@ -280,9 +284,10 @@ static int start(struct stk_eng *e, struct req *q)
 	curl_easy_setopt(q->h, CURLOPT_HEADERFUNCTION, on_header);
 	curl_easy_setopt(q->h, CURLOPT_HEADERDATA, q);
 	curl_easy_setopt(q->h, CURLOPT_PRIVATE, q);
-	q->got = q->range_len = q->range_start = 0;
-	q->status = 0;
-	q->enough = q->over = false;
+	q->got = q->seen = 0;
+	memset(&q->a, 0, sizeof(q->a));
+	q->verdict = 0;
+	q->enough = q->over = q->nokeep = false;
 	q->due = 0;
 	q->t0 = stk__now_ns();
 	if (curl_multi_add_handle(e->m, q->h) != CURLM_OK)
@@ -342,6 +347,8 @@ static void fetch(struct stk_eng *e, struct stk_io *io, const struct stk__robj *
 	q->obj = o;
 	q->want = want;
 	q->attempt = 0;
+	q->fresh = false;
+	q->first = stk__now_ns();
 	int rc = start(e, q);
 	if (rc) {
 		put_req(e, q);
@@ -351,7 +358,7 @@ static void fetch(struct stk_eng *e, struct stk_io *io, const struct stk__robj *
 
 /* --- windows ---------------------------------------------------------------- */
 
-static void retry_later(struct stk_eng *e, struct req *q);
+static bool retry_later(struct stk_eng *e, struct req *q);
 
 /* A transfer is over, whatever its outcome: out of the multi handle and
  * counted; its HTTP status (a 200 stopped at what was asked is a success). */
@@ -366,6 +373,7 @@ static long transfer_ended(struct stk_eng *e, struct req *q, CURLcode *cc)
 	curl_easy_getinfo(q->h, CURLINFO_RESPONSE_CODE, &status);
 	if (*cc == CURLE_WRITE_ERROR && q->enough)
 		*cc = CURLE_OK;
+	q->cc = *cc;
 	return status;
 }
 
@@ -483,6 +491,8 @@ static void win_pump(struct stk_eng *e)
 		q->obj = w->o;
 		q->want = w->len;
 		q->attempt = 0;
+		q->fresh = false;
+		q->first = stk__now_ns();
 		if (start(e, q)) {
 			put_req(e, q);
 			win_done(e, w, false);
@@ -542,6 +552,29 @@ static bool win_wait(struct stk_eng *e, struct stk_io *io, const struct stk__rob
 	return true;
 }
 
+/* What a transfer's end means, the answer's checks first: 0 done, 1 try
+ * again, or the -errno to fail with; why says it. */
+static int outcome(struct req *q, CURLcode cc, long status, char *why, size_t len)
+{
+	if (q->verdict) { /* not the object's bytes (1), or another version's */
+		snprintf(why, len, "%s", q->vwhy);
+		return q->verdict;
+	}
+	if (q->over) {
+		snprintf(why, len, "HTTP 206 with more bytes than the range asked for");
+		return 1;
+	}
+	bool short_body = cc == CURLE_OK &&
+			  (status == 206 ? q->got < q->a.range_len && q->got < q->want
+					 : status == 200 && q->got < q->want && !q->enough);
+	if (cc == CURLE_PARTIAL_FILE || short_body)
+		atomic_fetch_add(&q->e->r->c.short_bodies, 1);
+	int rc = stk__remote_classify(q->e->r, q->h, cc, status, short_body, why, len);
+	if (rc < 0)
+		stk__remote_region_hint(q->e->r, q->a.region, why, len);
+	return rc;
+}
+
 /* A window's transfer ended: into the cache and its waiters back to the
  * readers, retried, or failed (its waiters fetched alone). */
 static void wended(struct stk_eng *e, struct req *q, CURLcode cc)
@@ -549,19 +582,14 @@ static void wended(struct stk_eng *e, struct req *q, CURLcode cc)
 	struct stk__remote *r = e->r;
 	struct win *w = q->w;
 	long status = transfer_ended(e, q, &cc);
-	bool bad = (cc == CURLE_WRITE_ERROR && q->over) ||
-		   (cc == CURLE_OK && status == 200 && w->off) ||
-		   (cc == CURLE_OK && status == 206 && (q->range_len == 0 || q->range_start != w->off));
-	bool short_body = !bad && cc == CURLE_OK &&
-			  (status == 206 ? q->got < q->range_len : status == 200 && q->got < q->want && !q->enough);
-	if (cc == CURLE_PARTIAL_FILE || short_body)
-		atomic_fetch_add(&r->c.short_bodies, 1);
 	char why[256];
-	int rc = bad ? -EPROTO : stk__remote_classify(r, cc, status, short_body, why, sizeof(why));
-	if (rc == 1 && q->attempt + 1 < r->max_attempts) {
+	/* an answer without the ETag (the server never sends one): its
+	 * members are fetched alone, delivered without being kept */
+	int rc = q->nokeep ? -EPROTO : outcome(q, cc, status, why, sizeof(why));
+	if (rc == 1) {
 		flush_stage(e, q); /* the bytes that came are right: kept */
-		retry_later(e, q);
-		return;
+		if (retry_later(e, q))
+			return;
 	}
 	win_settled(e, w);
 	if (rc == 0 && status != 416) {
@@ -682,13 +710,21 @@ static int http_submit(struct stk_eng *e, struct stk_io **ios, unsigned n)
 	return 0;
 }
 
-static void retry_later(struct stk_eng *e, struct req *q)
+/* Puts q on the delayed list to be tried again (stk__remote_retry's rule):
+ * true, or false when its time or tries are spent. */
+static bool retry_later(struct stk_eng *e, struct req *q)
 {
+	uint64_t wait;
+	if (!stk__remote_retry(e->r, q->h, q->first, q->attempt + 1, &e->rng, &wait))
+		return false;
+	q->fresh = q->fresh || stk__remote_garbled(q->h, q->cc);
 	q->attempt++;
-	q->due = stk__now_ns() + stk__remote_backoff_ns(e->r, q->attempt, &e->rng);
+	q->due = stk__now_ns() + wait;
 	q->next = e->delayed;
 	e->delayed = q;
 	atomic_fetch_add(&e->r->c.retries, 1);
+	atomic_fetch_add(&e->r->c.retrying, 1);
+	return true;
 }
 
 /* A transfer ended: delivered, retried, or failed. */
@@ -697,47 +733,16 @@ static void ended(struct stk_eng *e, struct req *q, CURLcode cc)
 	struct stk__remote *r = e->r;
 	struct stk_io *io = q->io;
 	long status = transfer_ended(e, q, &cc);
-	if (cc == CURLE_WRITE_ERROR && q->over) {
-		atomic_fetch_add(&r->c.failed, 1);
-		finish(e, io, -EPROTO); /* more than the range: not the bytes asked for */
-		put_req(e, q);
-		return;
-	}
-	bool short_body = false;
-	if (cc == CURLE_OK && status == 206) {
-		if (q->range_len == 0 || q->range_start != io->offset) {
-			atomic_fetch_add(&r->c.failed, 1);
-			finish(e, io, -EPROTO);
-			put_req(e, q);
-			return;
-		}
-		short_body = q->got < q->range_len;
-	} else if (cc == CURLE_OK && status == 200) {
-		if (io->offset != 0) {
-			atomic_fetch_add(&r->c.failed, 1);
-			finish(e, io, -EPROTO); /* the server ignores Range */
-			put_req(e, q);
-			return;
-		}
-		short_body = q->got < q->want && !q->enough;
-		curl_off_t cl = -1;
-		curl_easy_getinfo(q->h, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &cl);
-		if (cl >= 0 && q->got == (uint64_t)cl)
-			short_body = false; /* the whole object, shorter than asked */
-	}
-	if (cc == CURLE_PARTIAL_FILE || short_body)
-		atomic_fetch_add(&r->c.short_bodies, 1);
 	char why[256];
-	int rc = stk__remote_classify(r, cc, status, short_body, why, sizeof(why));
-	if (rc == 1 && q->attempt + 1 < r->max_attempts) {
-		retry_later(e, q);
+	int rc = outcome(q, cc, status, why, sizeof(why));
+	if (rc == 1 && retry_later(e, q))
 		return;
-	}
 	if (rc == 1) {
 		atomic_fetch_add(&r->c.failed, 1);
 		stk__remote_failed(r, q->obj, q->attempt + 1, why);
 		finish(e, io, cc == CURLE_OPERATION_TIMEDOUT ? -ETIME
-			      : cc == CURLE_COULDNT_CONNECT ? -ECONNREFUSED : -EIO);
+			      : cc == CURLE_COULDNT_CONNECT ? -ECONNREFUSED
+			      : q->verdict || q->over ? -EPROTO : -EIO);
 	} else if (rc < 0) {
 		atomic_fetch_add(&r->c.failed, 1);
 		stk__remote_failed(r, q->obj, q->attempt + 1, why);
@@ -746,7 +751,8 @@ static void ended(struct stk_eng *e, struct req *q, CURLcode cc)
 		finish(e, io, 0);
 	} else {
 		atomic_fetch_add(&r->c.bytes, q->got);
-		if (r->cache && q->obj)
+		/* only what was verified against the index's ETag and size */
+		if (r->cache && q->obj && stk__remote_keepable(&q->a, q->obj->etag))
 			stk__rcache_write(r, q->obj, io->buf, q->got, io->offset);
 		finish(e, io, (int64_t)q->got);
 	}
@@ -763,6 +769,7 @@ static long run_delayed(struct stk_eng *e)
 		struct req *q = *pp;
 		if (q->due <= now) {
 			*pp = q->next;
+			atomic_fetch_sub(&e->r->c.retrying, 1);
 			int rc = start(e, q);
 			if (rc && q->w) {
 				struct win *w = q->w;
@@ -853,6 +860,8 @@ static void http_exit(struct stk_eng *e)
 		struct req *q = e->all[i];
 		if ((q->io || q->w) && !q->due)
 			atomic_fetch_sub(&e->r->c.inflight, 1);
+		else if (q->io || q->w) /* on the delayed list */
+			atomic_fetch_sub(&e->r->c.retrying, 1);
 		curl_multi_remove_handle(e->m, q->h);
 		curl_slist_free_all(q->hdrs);
 		curl_easy_cleanup(q->h);

@@ -3,6 +3,9 @@
  * (the index, the listing, uploads): GET of a range, HEAD, S3's listing
  * (all pages), PUT, and the bucket check, each retried by io/remote.c's rule;
  * and many shards' HEADs at once on a multi handle, one try each (create).
+ * A GET's answer is checked against the object indexed as the read
+ * engine's is (stk__remote_verify): the index never reads another
+ * version's bytes or a proxy's page.
  *
  * Uploads (stoker pack s3://..., dataset/upload.c) are PUTs through the same
  * signing and retries, the body streamed from a file with pread (rewound
@@ -23,17 +26,41 @@ struct sink {
 	bool grow;   /* a growable buffer (listings, error bodies) */
 	bool nobody; /* HEAD: Content-Length without a body */
 	bool over;   /* more bytes came than fit */
-	char hdr_range[128];
-	uint64_t clen;
-	bool has_clen;
-	char etag[96];
+	struct stk__answer a;
 	struct stk__upsrc *up; /* PUT: the body's source, rewound before each try */
+	/* a ranged GET (p is the caller's buffer of cap bytes): its answer is
+	 * checked against the object indexed (etag, size) at the end of the
+	 * headers; a 200 (the whole object) gives the range from off */
+	bool ranged, enough;
+	const char *etag;
+	uint64_t size, off, seen;
+	int verdict;
+	char vwhy[240];
 };
 
 static size_t sink_write(char *ptr, size_t size, size_t n, void *arg)
 {
 	struct sink *s = arg;
-	size_t l = size * n;
+	size_t l = size * n, at = 0;
+	if (s->ranged) {
+		if (s->a.status != 200 && s->a.status != 206)
+			return l; /* an error's body: dropped */
+		if (s->verdict)
+			return 0;
+		uint64_t pos = (s->a.status == 206 ? s->off : 0) + s->seen;
+		s->seen += l;
+		if (pos + l <= s->off)
+			return l; /* a 200: before the range */
+		at = pos < s->off ? (size_t)(s->off - pos) : 0;
+		if (s->a.status == 200 && s->len + (l - at) >= s->cap) {
+			memcpy(s->p + s->len, ptr + at, s->cap - s->len);
+			s->len = s->cap;
+			s->enough = true; /* the range is in: the rest is not needed */
+			return 0;
+		}
+		ptr += at;
+		l -= at;
+	}
 	if (s->len + l > s->cap) {
 		if (!s->grow) {
 			s->over = true;
@@ -50,30 +77,17 @@ static size_t sink_write(char *ptr, size_t size, size_t n, void *arg)
 	}
 	memcpy(s->p + s->len, ptr, l);
 	s->len += l;
-	return l;
+	return l + at;
 }
 
 static size_t sink_header(char *ptr, size_t size, size_t n, void *arg)
 {
 	struct sink *s = arg;
 	size_t l = size * n;
-	char line[256];
-	snprintf(line, sizeof(line), "%.*s", (int)(l < 255 ? l : 255), ptr);
-	stk__trim(line);
-	if (!strncasecmp(line, "content-range:", 14)) {
-		snprintf(s->hdr_range, sizeof(s->hdr_range), "%.100s", line + 14);
-		stk__trim(s->hdr_range);
-	} else if (!strncasecmp(line, "content-length:", 15)) {
-		s->clen = strtoull(line + 15, NULL, 10);
-		s->has_clen = true;
-	} else if (!strncasecmp(line, "etag:", 5)) {
-		snprintf(s->etag, sizeof(s->etag), "%.90s", line + 5);
-		stk__trim(s->etag);
-	} else if (!strncmp(line, "HTTP/", 5)) {
-		s->hdr_range[0] = 0; /* a new response (after a redirect or 100) */
-		s->has_clen = false;
-		s->etag[0] = 0;
-	}
+	if (stk__remote_answer_header(&s->a, ptr, l) && s->ranged &&
+	    (s->a.status == 200 || s->a.status == 206))
+		s->verdict = stk__remote_verify(&s->a, s->etag, s->size, s->off, s->vwhy,
+						sizeof(s->vwhy));
 	return l;
 }
 
@@ -103,50 +117,67 @@ static void sleep_ns(uint64_t ns)
 static int perform(struct stk__remote *r, CURL *h, struct sink *s, const char *what,
 		   uint64_t want, char *err, size_t errlen)
 {
-	uint64_t rng = stk__now_ns() ^ (uintptr_t)s;
+	uint64_t rng = stk__now_ns() ^ (uintptr_t)s, first = stk__now_ns(), wait;
 	char why[256], code[512];
 	for (unsigned attempt = 0;; attempt++) {
 		s->len = 0;
 		if (s->up)
 			s->up->off = 0;
-		s->over = false;
-		s->has_clen = false;
-		s->hdr_range[0] = 0;
+		s->over = s->enough = false;
+		memset(&s->a, 0, sizeof(s->a));
+		s->seen = 0;
+		s->verdict = 0;
 		uint64_t t0 = stk__now_ns();
 		CURLcode cc = curl_easy_perform(h);
 		long status = 0;
 		curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
 		atomic_fetch_add(&r->c.requests, 1);
 		stk_hist_add(r->h_lat, stk__now_ns() - t0);
-		bool short_body = (status == 200 || status == 206) &&
-				  ((s->has_clen && !s->nobody && s->len < s->clen) ||
+		if (cc == CURLE_WRITE_ERROR && s->enough)
+			cc = CURLE_OK; /* a 200 stopped once the range was in */
+		bool short_body = (status == 200 || status == 206) && !s->enough &&
+				  ((s->a.has_clen && !s->nobody && !s->ranged && s->len < s->a.clen) ||
 				   (want && s->len < want));
 		if (s->over && status == 206)
 			short_body = false; /* the server sent more than asked: refused below */
 		if (short_body)
 			atomic_fetch_add(&r->c.short_bodies, 1);
-		int rc = stk__remote_classify(r, cc, status, short_body, why, sizeof(why));
+		int rc;
+		if (s->verdict) { /* not the object's bytes, or another version's */
+			snprintf(why, sizeof(why), "%s", s->vwhy);
+			rc = s->verdict;
+		} else if (s->over && status == 206) {
+			snprintf(why, sizeof(why), "HTTP 206 with more bytes than the range asked for");
+			rc = 1;
+		} else {
+			rc = stk__remote_classify(r, h, cc, status, short_body, why, sizeof(why));
+		}
 		if (rc <= 0) {
-			if (rc == 0 && s->over && status == 206)
-				return stk__errf(err, errlen, -EIO, "%s: the server sent more than the "
-						 "range asked for", what);
 			if (rc == 0) {
 				atomic_fetch_add(&r->c.bytes, s->len);
 				return 0;
 			}
 			atomic_fetch_add(&r->c.failed, 1);
 			s3_error(s, code, sizeof(code));
+			stk__remote_region_hint(r, s->a.region, code, sizeof(code));
+			if (rc == -ESTALE)
+				return stk__errf(err, errlen, rc, "%s: %s", what, why);
 			return stk__errf(err, errlen, rc, "%s: %s%s (credentials: %s)", what, why, code,
 					 r->cred_source);
 		}
-		if (attempt + 1 >= r->max_attempts) {
+		if (!stk__remote_retry(r, h, first, attempt + 1, &rng, &wait)) {
 			atomic_fetch_add(&r->c.failed, 1);
 			return stk__errf(err, errlen, cc == CURLE_OPERATION_TIMEDOUT ? -ETIME
 					 : cc == CURLE_COULDNT_CONNECT ? -ECONNREFUSED : -EIO,
-					 "%s: %s, after %u tries", what, why, attempt + 1);
+					 "%s: %s, after %u tries in %.1f s", what, why, attempt + 1,
+					 (double)(stk__now_ns() - first) / 1e9);
 		}
+		if (stk__remote_garbled(h, cc)) /* not on that connection again */
+			stk__remote_fresh(h);
 		atomic_fetch_add(&r->c.retries, 1);
-		sleep_ns(stk__remote_backoff_ns(r, attempt + 1, &rng));
+		atomic_fetch_add(&r->c.retrying, 1);
+		sleep_ns(wait);
+		atomic_fetch_sub(&r->c.retrying, 1);
 	}
 }
 
@@ -175,7 +206,7 @@ static int request(struct stk__remote *r, CURL *h, struct curl_slist *hdrs, stru
 }
 
 int stk__remote_get(struct stk__remote *r, CURL *h, const char *rel, const char *etag,
-		    void *buf, size_t len, uint64_t off, char *err, size_t errlen)
+		    uint64_t size, void *buf, size_t len, uint64_t off, char *err, size_t errlen)
 {
 	struct curl_slist *hdrs = NULL;
 	char range[96], im[128], what[2048];
@@ -192,7 +223,8 @@ int stk__remote_get(struct stk__remote *r, CURL *h, const char *rel, const char 
 		if (n)
 			hdrs = n;
 	}
-	struct sink s = {.p = buf, .cap = len};
+	struct sink s = {.p = buf, .cap = len, .ranged = true, .etag = etag ? etag : "",
+			 .size = size, .off = off};
 	rc = request(r, h, hdrs, &s, what, len, rc, err, errlen);
 	if (!rc && s.len < len)
 		rc = stk__errf(err, errlen, STK_ESHORT, "%s: %zu bytes at offset %llu asked, %zu came",
@@ -211,11 +243,11 @@ int stk__remote_head(struct stk__remote *r, CURL *h, const char *rel, uint64_t *
 	struct sink s = {.grow = true, .nobody = true};
 	rc = request(r, h, hdrs, &s, what, 0, rc, err, errlen);
 	free(s.p);
-	if (!rc && !s.has_clen)
+	if (!rc && !s.a.has_clen)
 		rc = stk__errf(err, errlen, -EPROTO, "%s: no Content-Length in the answer to HEAD", what);
 	if (!rc) {
-		*size = s.clen;
-		snprintf(etag, etaglen, "%s", s.etag);
+		*size = s.a.clen;
+		snprintf(etag, etaglen, "%s", s.a.etag);
 	}
 	return rc;
 }
@@ -276,12 +308,12 @@ void stk__remote_head_all(struct stk__remote *r, struct stk__robj *objs, size_t 
 			atomic_fetch_add(&r->c.requests, 1);
 			stk_hist_add(r->h_lat, stk__now_ns() - q->t0);
 			char why[256];
-			if (msg->data.result == CURLE_OK && status == 200 && q->s.has_clen) {
-				q->o->size = q->s.clen;
-				snprintf(q->o->etag, sizeof(q->o->etag), "%s", q->s.etag);
+			if (msg->data.result == CURLE_OK && status == 200 && q->s.a.has_clen) {
+				q->o->size = q->s.a.clen;
+				snprintf(q->o->etag, sizeof(q->o->etag), "%s", q->s.a.etag);
 				q->o->headed = true;
-			} else if (stk__remote_classify(r, msg->data.result, status, false, why,
-							sizeof(why)) > 0) {
+			} else if (stk__remote_classify(r, q->h, msg->data.result, status, false,
+							why, sizeof(why)) > 0) {
 				/* the worker's stk__remote_head is its next try */
 				atomic_fetch_add(&r->c.retries, 1);
 			}
@@ -511,10 +543,10 @@ int stk__remote_put(struct stk__remote *r, CURL *h, const char *rel, struct stk_
 	if (src->err) /* the local file failed us, not the store */
 		return stk__errf(err, errlen, -src->err, "%s: reading the file to upload: %s", what,
 				 src->err == ENODATA ? "it shrank while uploading" : strerror(src->err));
-	if (!rc && !s.etag[0])
+	if (!rc && !s.a.etag[0])
 		rc = stk__errf(err, errlen, -EPROTO, "%s: no ETag in the answer to PUT", what);
 	if (!rc)
-		snprintf(etag, etaglen, "%s", s.etag);
+		snprintf(etag, etaglen, "%s", s.a.etag);
 	return rc;
 }
 

@@ -11,18 +11,22 @@
  *
  * Every request has a connect timeout and a total timeout; a 5xx, a 429, a
  * SlowDown, a reset or a body shorter than its Content-Length/Content-Range
- * is tried again after a capped exponential backoff with full jitter
- * (AWS's advice), up to max_attempts tries, each retry counted: the rule
- * (stk__remote_classify, stk__remote_backoff_ns) is here, for the blocking
- * requests of io/rblock.c and the read engine of io/http.c.  The
- * time-outs and tries are options (remote_timeout, remote_connect_timeout,
- * remote_tries); STOKER_REMOTE_TIMEOUT_MS, STOKER_REMOTE_CONNECT_TIMEOUT_MS
- * and STOKER_REMOTE_TRIES, when set, override them (a job whose launcher
+ * is tried again after a capped exponential backoff with jitter (AWS's
+ * advice), or the server's Retry-After when longer, for a time (60 s: an
+ * outage the AWS SDKs and rclone ride out) and up to max_attempts tries
+ * (no cap by default), each retry counted: the rule (stk__remote_classify,
+ * stk__remote_retry) is here, for the blocking requests of io/rblock.c and
+ * the read engine of io/http.c.  The time-outs, tries and retry time are
+ * options (remote_timeout, remote_connect_timeout, remote_tries,
+ * remote_retry_time); STOKER_REMOTE_TIMEOUT_MS,
+ * STOKER_REMOTE_CONNECT_TIMEOUT_MS, STOKER_REMOTE_TRIES and
+ * STOKER_REMOTE_RETRY_MS, when set, override them (a job whose launcher
  * cannot be changed).
  */
 #include "io/remote.h"
 
 #include <ctype.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -82,7 +86,8 @@ static int create(struct stk__remote **out, const char *url, bool folder_ok, cha
 	pthread_mutex_init(&r->fail_mu, NULL);
 	r->timeout_ms = env_long("STOKER_REMOTE_TIMEOUT_MS", 30000, 1);
 	r->connect_timeout_ms = env_long("STOKER_REMOTE_CONNECT_TIMEOUT_MS", 5000, 1);
-	r->max_attempts = (unsigned)env_long("STOKER_REMOTE_TRIES", 6, 1);
+	r->max_attempts = (unsigned)env_long("STOKER_REMOTE_TRIES", (long)UINT_MAX / 2, 1);
+	r->retry_ns = (uint64_t)env_long("STOKER_REMOTE_RETRY_MS", 60000, 1) * 1000000ull;
 	r->backoff_base_ns = 50 * 1000000ull;
 	r->backoff_cap_ns = 2000 * 1000000ull;
 	char dir[768], last[512];
@@ -105,11 +110,20 @@ static int create(struct stk__remote **out, const char *url, bool folder_ok, cha
 		size_t dl = strlen(dir);
 		snprintf(r->root, sizeof(r->root), "s3://%s%s%.*s", r->bucket, dl ? "/" : "",
 			 dl ? (int)dl - 1 : 0, dir);
-		if (r->endpoint[0])
-			snprintf(r->base, sizeof(r->base), "%s/%s/%s", r->endpoint, r->bucket, dir);
-		else
-			snprintf(r->base, sizeof(r->base), "https://%s.s3.%s.amazonaws.com/%s",
-				 r->bucket, r->region, dir);
+		/* the key's path as SigV4 canonicalises it: each segment encoded to
+		 * RFC 3986's unreserved set (a space, a '+', non-ASCII), which
+		 * libcurl signs as it is given */
+		char enc[sizeof(dir) * 3];
+		stk__remote_url_encode(dir, enc, sizeof(enc), true);
+		int n = r->endpoint[0]
+				? snprintf(r->base, sizeof(r->base), "%s/%s/%s", r->endpoint, r->bucket, enc)
+				: snprintf(r->base, sizeof(r->base), "https://%s.s3.%s.amazonaws.com/%s",
+					   r->bucket, r->region, enc);
+		if (n < 0 || (size_t)n >= sizeof(r->base)) {
+			stk__remote_destroy(r);
+			return stk__errf(err, errlen, -ENAMETOOLONG, "%s: the key prefix is too long "
+					 "once encoded for the URL", url);
+		}
 		snprintf(r->sigv4, sizeof(r->sigv4), "aws:amz:%s:s3", r->region);
 		snprintf(r->token_hdr, sizeof(r->token_hdr), "x-amz-security-token: ");
 	} else {
@@ -161,8 +175,10 @@ int stk__remote_create_list(struct stk__remote **out, const char *root_url, cons
 }
 
 void stk__remote_limits(struct stk__remote *r, uint64_t timeout_ns, uint64_t connect_ns,
-			unsigned tries)
+			unsigned tries, uint64_t retry_ns)
 {
+	if (retry_ns && env_long("STOKER_REMOTE_RETRY_MS", 0, 1) == 0)
+		r->retry_ns = retry_ns;
 	/* a variable create took (set, a number in range) wins over the option */
 	if (timeout_ns && env_long("STOKER_REMOTE_TIMEOUT_MS", 0, 1) == 0)
 		r->timeout_ms = (long)((timeout_ns + 999999) / 1000000);
@@ -238,6 +254,10 @@ int stk__remote_easy(const struct stk__remote *r, CURL *h, const char *rel,
 		curl_easy_setopt(h, CURLOPT_CAINFO, r->ca_file);
 	if (r->ca_dir[0])
 		curl_easy_setopt(h, CURLOPT_CAPATH, r->ca_dir);
+	if (!r->s3) { /* a redirect is followed, as curl -L does; S3's signed ones are not */
+		curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 1L);
+		curl_easy_setopt(h, CURLOPT_MAXREDIRS, 8L);
+	}
 	curl_easy_setopt(h, CURLOPT_USERAGENT, "stoker/" STK__STR(STK_VERSION_MAJOR) "." STK__STR(STK_VERSION_MINOR));
 	if (r->s3 && !r->anonymous) {
 		curl_easy_setopt(h, CURLOPT_AWS_SIGV4, r->sigv4);
@@ -280,9 +300,65 @@ static bool transient(CURLcode cc)
 	}
 }
 
-int stk__remote_classify(const struct stk__remote *r, CURLcode cc, long status, bool short_body,
-			 char *why, size_t len)
+/* " (to http://host:port)" of h's request, or " (host NAME)" (dns), into
+ * out; "" when not known.  Never the URL's user:password. */
+static void server_of(CURL *h, bool dns, char *out, size_t len)
 {
+	char *url = NULL, *scheme = NULL, *host = NULL, *port = NULL;
+	CURLU *u = h ? curl_url() : NULL;
+	out[0] = 0;
+	if (u && curl_easy_getinfo(h, CURLINFO_EFFECTIVE_URL, &url) == CURLE_OK && url &&
+	    curl_url_set(u, CURLUPART_URL, url, 0) == CURLUE_OK &&
+	    !curl_url_get(u, CURLUPART_SCHEME, &scheme, 0) &&
+	    !curl_url_get(u, CURLUPART_HOST, &host, 0) &&
+	    !curl_url_get(u, CURLUPART_PORT, &port, CURLU_DEFAULT_PORT)) {
+		if (dns)
+			snprintf(out, len, " (host %s)", host);
+		else
+			snprintf(out, len, " (to %s://%s:%s)", scheme, host, port);
+	}
+	curl_free(scheme);
+	curl_free(host);
+	curl_free(port);
+	curl_url_cleanup(u);
+}
+
+/* A redirect not followed: its status (0: too many of them) and where it
+ * pointed, into why. */
+static void redirect_why(CURL *h, long status, char *why, size_t len)
+{
+	char *to = NULL;
+	if (h)
+		curl_easy_getinfo(h, CURLINFO_REDIRECT_URL, &to);
+	size_t l = strlen(why);
+	if (status)
+		l = (size_t)snprintf(why, len, "HTTP %ld", status);
+	if (l < len && to)
+		snprintf(why + l, len - l, " to %.400s%s", to, status ? " (not followed: the data's "
+			 "URL or, s3://, its endpoint or region is another)" : "");
+}
+
+bool stk__remote_garbled(CURL *h, CURLcode cc)
+{
+	long made = 1;
+	return h && (cc == CURLE_UNSUPPORTED_PROTOCOL || cc == CURLE_WEIRD_SERVER_REPLY) &&
+	       curl_easy_getinfo(h, CURLINFO_NUM_CONNECTS, &made) == CURLE_OK && made == 0;
+}
+
+void stk__remote_fresh(CURL *h)
+{
+	curl_easy_setopt(h, CURLOPT_FRESH_CONNECT, 1L);
+	curl_easy_setopt(h, CURLOPT_FORBID_REUSE, 1L);
+}
+
+int stk__remote_classify(const struct stk__remote *r, CURL *h, CURLcode cc, long status,
+			 bool short_body, char *why, size_t len)
+{
+	if (stk__remote_garbled(h, cc)) {
+		snprintf(why, len, "%s: a garbled answer on a reused connection",
+			 curl_easy_strerror(cc));
+		return 1;
+	}
 	if (cc == CURLE_PEER_FAILED_VERIFICATION) { /* never retried, never skipped */
 		snprintf(why, len, "the server's TLS certificate is not trusted, or not for this "
 			 "host (trusted: %s; name a CA file with CURL_CA_BUNDLE or SSL_CERT_FILE)",
@@ -294,9 +370,19 @@ int stk__remote_classify(const struct stk__remote *r, CURLcode cc, long status, 
 		return -EINVAL;
 	}
 	if (cc != CURLE_OK) {
-		snprintf(why, len, "%s", curl_easy_strerror(cc));
+		char at[600] = "";
+		if (cc == CURLE_COULDNT_CONNECT || cc == CURLE_COULDNT_RESOLVE_HOST ||
+		    cc == CURLE_SSL_CONNECT_ERROR || cc == CURLE_OPERATION_TIMEDOUT)
+			server_of(h, cc == CURLE_COULDNT_RESOLVE_HOST, at, sizeof(at));
+		snprintf(why, len, "%s%s", curl_easy_strerror(cc), at);
+		if (cc == CURLE_TOO_MANY_REDIRECTS)
+			redirect_why(h, 0, why, len);
 		if (transient(cc))
 			return 1;
+		return -EIO;
+	}
+	if (status >= 300 && status < 400) { /* not followed (s3://), or not to be */
+		redirect_why(h, status, why, len);
 		return -EIO;
 	}
 	if (status >= 500 || status == 429) {
@@ -318,7 +404,8 @@ int stk__remote_classify(const struct stk__remote *r, CURLcode cc, long status, 
 	case 403:
 		return -EACCES;
 	case 412:
-		snprintf(why, len, "HTTP 412: the object changed since it was indexed (ETag)");
+		snprintf(why, len, "HTTP 412 to If-Match: the object changed since it was indexed "
+			 "(its ETag differs)");
 		return -ESTALE;
 	case 416:
 		return 0;
@@ -336,3 +423,111 @@ uint64_t stk__remote_backoff_ns(const struct stk__remote *r, unsigned attempt, u
 	return cap / 2 + *rng % (cap / 2 + 1); /* "equal jitter": never 0 */
 }
 
+
+bool stk__remote_answer_header(struct stk__answer *a, const char *p, size_t l)
+{
+	char line[640];
+	snprintf(line, sizeof(line), "%.*s", (int)(l < sizeof(line) - 1 ? l : sizeof(line) - 1), p);
+	stk__trim(line);
+	if (!line[0])
+		return true;
+	if (!strncmp(line, "HTTP/", 5)) { /* a new response (after a redirect or a 100) */
+		const char *sp = strchr(line, ' ');
+		memset(a, 0, sizeof(*a));
+		a->status = sp ? strtol(sp + 1, NULL, 10) : 0;
+	} else if (!strncasecmp(line, "content-range:", 14)) {
+		/* "bytes A-B/TOTAL" (TOTAL may be "*") */
+		char *q = strstr(line + 14, "bytes"), *end;
+		unsigned long long x, y;
+		if (q && (x = strtoull(q + 5, &end, 10), *end == '-') &&
+		    (y = strtoull(end + 1, &end, 10)) >= x && *end == '/') {
+			a->has_range = true;
+			a->range_start = x;
+			a->range_len = y - x + 1;
+			a->range_total = end[1] == '*' ? UINT64_MAX : strtoull(end + 1, NULL, 10);
+		}
+	} else if (!strncasecmp(line, "content-length:", 15)) {
+		a->clen = strtoull(line + 15, NULL, 10);
+		a->has_clen = true;
+	} else if (!strncasecmp(line, "etag:", 5)) {
+		snprintf(a->etag, sizeof(a->etag), "%.90s", line + 5);
+		stk__trim(a->etag);
+	} else if (!strncasecmp(line, "location:", 9)) {
+		snprintf(a->location, sizeof(a->location), "%.500s", line + 9);
+		stk__trim(a->location);
+	} else if (!strncasecmp(line, "x-amz-bucket-region:", 20)) {
+		snprintf(a->region, sizeof(a->region), "%.60s", line + 20);
+		stk__trim(a->region);
+	}
+	return false;
+}
+
+/* ETags equal, a weak one's W/ aside (a CDN may mark a GET's weak). */
+static bool etag_eq(const char *a, const char *b)
+{
+	return !strcmp(a + (strncmp(a, "W/", 2) ? 0 : 2), b + (strncmp(b, "W/", 2) ? 0 : 2));
+}
+
+int stk__remote_verify(const struct stk__answer *a, const char *etag, uint64_t size,
+		       uint64_t off, char *why, size_t len)
+{
+	if (a->status == 206 && (!a->has_range || a->range_start != off)) {
+		snprintf(why, len, "HTTP 206 for another range than asked (from %llu: %s%llu)",
+			 (unsigned long long)off, a->has_range ? "got from " : "no Content-Range, ",
+			 (unsigned long long)a->range_start);
+		return 1;
+	}
+	if (a->status == 200 && (!a->has_clen || a->clen != size)) {
+		/* the whole object would do (a server without Range support);
+		 * anything else is someone's page, never the object's bytes */
+		snprintf(why, len, "HTTP 200 to a ranged GET with %s%llu bytes, not the object's %llu "
+			 "(a proxy's or the server's own page, or no Range support)",
+			 a->has_clen ? "" : "no Content-Length, ", (unsigned long long)a->clen,
+			 (unsigned long long)size);
+		return 1;
+	}
+	if (etag[0] && a->etag[0] && !etag_eq(etag, a->etag)) {
+		snprintf(why, len, "ETag %s, %s when indexed: the object changed since it was "
+			 "indexed", a->etag, etag);
+		return -ESTALE;
+	}
+	if (a->status == 206 && a->range_total != UINT64_MAX && a->range_total != size) {
+		snprintf(why, len, "the object is %llu bytes, %llu when indexed: it changed since "
+			 "it was indexed", (unsigned long long)a->range_total, (unsigned long long)size);
+		return -ESTALE;
+	}
+	if (a->status == 200 && etag[0] && !a->etag[0]) {
+		snprintf(why, len, "HTTP 200 to a ranged GET without the object's ETag");
+		return 1;
+	}
+	return 0;
+}
+
+bool stk__remote_keepable(const struct stk__answer *a, const char *etag)
+{
+	return etag_eq(a->etag, etag);
+}
+
+bool stk__remote_retry(const struct stk__remote *r, CURL *h, uint64_t t0, unsigned tries,
+		       uint64_t *rng, uint64_t *wait_ns)
+{
+	uint64_t now = stk__now_ns(), end = t0 + r->retry_ns;
+	if (tries >= r->max_attempts || now >= end)
+		return false;
+	uint64_t w = stk__remote_backoff_ns(r, tries, rng);
+	curl_off_t after = 0; /* seconds; curl reads both of its forms */
+	if (h && curl_easy_getinfo(h, CURLINFO_RETRY_AFTER, &after) == CURLE_OK && after > 0 &&
+	    (uint64_t)after * 1000000000ull > w)
+		w = (uint64_t)after * 1000000000ull;
+	*wait_ns = now + w > end ? end - now : w;
+	return true;
+}
+
+void stk__remote_region_hint(const struct stk__remote *r, const char *region, char *why,
+			     size_t len)
+{
+	size_t l = strlen(why);
+	if (r->s3 && region[0] && strcmp(region, r->region) && l < len)
+		snprintf(why + l, len - l, "; the bucket is in region %s, not %s: set AWS_REGION=%s "
+			 "(or the profile's region)", region, r->region, region);
+}

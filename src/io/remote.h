@@ -29,6 +29,7 @@ struct stk__remote_counters {
 	_Atomic uint64_t requests, retries, failed, short_bodies, bytes;
 	_Atomic uint64_t hits, misses, hit_bytes, evictions, cache_bytes_written;
 	_Atomic uint32_t inflight, inflight_max;
+	_Atomic uint32_t retrying; /* requests waiting to be tried again */
 };
 
 struct stk__remote {
@@ -50,7 +51,8 @@ struct stk__remote {
 	char ca_file[1024], ca_dir[1024]; /* the CAs TLS trusts ("": the system's) */
 	char ca_source[1100];  /* which variable named them, for messages */
 	long timeout_ms, connect_timeout_ms;
-	unsigned max_attempts; /* tries of one request, the first included */
+	unsigned max_attempts; /* tries of one request at most, the first included */
+	uint64_t retry_ns;     /* how long a request is tried again, from its first try */
 	uint64_t backoff_base_ns, backoff_cap_ns;
 	char list[1024];        /* a list of URLs' path ("" for a URL or pattern) */
 	struct stk__robj *objs; /* sorted by rel */
@@ -75,10 +77,10 @@ int stk__remote_create(struct stk__remote **out, const char *url, char *err, siz
  * folder they share ('/' ended), list the list's path (for messages). */
 int stk__remote_create_list(struct stk__remote **out, const char *root_url, const char *list,
 			    char *err, size_t errlen);
-/* The options' time-outs and tries (0: keep the default); a STOKER_REMOTE_*
- * variable that is set overrides its option. */
+/* The options' time-outs, tries and retry time (0: keep the default); a
+ * STOKER_REMOTE_* variable that is set overrides its option. */
 void stk__remote_limits(struct stk__remote *r, uint64_t timeout_ns, uint64_t connect_ns,
-			unsigned tries);
+			unsigned tries, uint64_t retry_ns);
 void stk__remote_destroy(struct stk__remote *r);
 /* io/rcred.c: region, endpoint and credentials the AWS way into r (and
  * cred_source, where they came from); none found: anonymous. */
@@ -95,17 +97,63 @@ const struct stk__robj *stk__remote_find(const struct stk__remote *r, const char
 /* Sets up an easy handle for rel: URL, signing, timeouts. 0 or -ENOMEM. */
 int stk__remote_easy(const struct stk__remote *r, CURL *h, const char *rel,
 		     struct curl_slist **hdrs);
-/* What a finished request means: 0 done, 1 retry (a 5xx, SlowDown, a reset,
- * a timeout, a short body), or the -errno / STK_* to report; why says it. */
-int stk__remote_classify(const struct stk__remote *r, CURLcode cc, long status, bool short_body,
-			 char *why, size_t len);
+/* What an answer's headers said (the last response's: a redirect's or a
+ * 100's are replaced by the next), parsed the same way for the read engine
+ * and the blocking requests. */
+struct stk__answer {
+	long status;
+	bool has_range, has_clen;
+	uint64_t range_start, range_len, range_total; /* total UINT64_MAX: "*" */
+	uint64_t clen;
+	char etag[96];      /* "" if none */
+	char location[512]; /* a redirect's Location ("" if none) */
+	char region[64];    /* S3's x-amz-bucket-region ("" if none) */
+};
+/* Takes one header line of len bytes (curl's header callback) into a:
+ * true at the blank line that ends a response's headers. */
+bool stk__remote_answer_header(struct stk__answer *a, const char *line, size_t len);
+/* Whether a 200 or 206 answer to a GET of the object's bytes from off on
+ * is the object indexed (etag, "" for none; size): 0 yes; 1 not the bytes
+ * asked for (another range, a 200 that is not the whole object: a proxy's
+ * page, a server ignoring Range), tried again; -ESTALE another version of
+ * the object (its ETag or its size, Content-Range's total, not the
+ * index's).  why says which. */
+int stk__remote_verify(const struct stk__answer *a, const char *etag, uint64_t size,
+		       uint64_t off, char *why, size_t len);
+/* Whether bytes of the answer may be kept in the cache: verified (above)
+ * and its ETag the index's (an answer without one is delivered, never kept). */
+bool stk__remote_keepable(const struct stk__answer *a, const char *etag);
+/* What a finished request of h (NULL: not known) means: 0 done, 1 retry (a
+ * 5xx, SlowDown, a reset, a timeout, a short body, a garbled answer on a
+ * reused connection), or the -errno / STK_* to report; why says it. */
+int stk__remote_classify(const struct stk__remote *r, CURL *h, CURLcode cc, long status,
+			 bool short_body, char *why, size_t len);
+/* s3://: the region an answer named (x-amz-bucket-region), when not the one
+ * signed for, appended to why with what to set. */
+void stk__remote_region_hint(const struct stk__remote *r, const char *region, char *why,
+			     size_t len);
+/* Whether the answer h got was garbled on a reused connection (the tail of
+ * an earlier body over-long, read as a status line): tried again on a new
+ * connection (stk__remote_fresh). */
+bool stk__remote_garbled(CURL *h, CURLcode cc);
+/* h's next transfer on a new connection, closed after it. */
+void stk__remote_fresh(CURL *h);
 /* The wait before try `attempt` (1 = the first retry): capped exponential,
  * full jitter. */
 uint64_t stk__remote_backoff_ns(const struct stk__remote *r, unsigned attempt, uint64_t *rng);
-/* Blocking ranged read of len bytes at off of rel into buf, retried; 0,
- * STK_ESHORT (the object ends first) or <0 with the reason in err. */
+/* Whether a request whose first try started at t0 (stk__now_ns) and that
+ * was tried `tries` times is tried again, and after how long (*wait_ns): the
+ * backoff, or the answer's Retry-After (h's, when longer), cut to what is
+ * left of r->retry_ns (a last try at its end); false once that time or
+ * max_attempts is spent. */
+bool stk__remote_retry(const struct stk__remote *r, CURL *h, uint64_t t0, unsigned tries,
+		       uint64_t *rng, uint64_t *wait_ns);
+/* Blocking ranged read of len bytes at off of rel (indexed with etag and
+ * size: every answer checked against them, stk__remote_verify) into buf,
+ * retried; 0, STK_ESHORT (the object ends first) or <0 with the reason in
+ * err (-ESTALE: the object changed). */
 int stk__remote_get(struct stk__remote *r, CURL *h, const char *rel, const char *etag,
-		    void *buf, size_t len, uint64_t off, char *err, size_t errlen);
+		    uint64_t size, void *buf, size_t len, uint64_t off, char *err, size_t errlen);
 /* HEAD of rel: size and ETag.  0 or <0 with the reason in err. */
 int stk__remote_head(struct stk__remote *r, CURL *h, const char *rel, uint64_t *size,
 		     char *etag, size_t etaglen, char *err, size_t errlen);

@@ -501,6 +501,7 @@ int stk_loader_create(struct stk_loader **out, const struct stk_loader_opts *opt
 				     .remote_timeout_ns = l->o.remote_timeout_ns,
 				     .remote_connect_timeout_ns = l->o.remote_connect_timeout_ns,
 				     .remote_tries = l->o.remote_tries,
+				     .remote_retry_ns = l->o.remote_retry_time_ns,
 				     .quiet = l->o.flags & STK_F_QUIET};
 	rc = stk__dataset_open_any(&l->ds, &io, errbuf, errlen);
 	if (notice[0])

@@ -196,6 +196,7 @@ int stk_loader_diagnose(const struct stk_loader *cl, double window_s, struct stk
 		v.req_p99_ms = (double)stk_hist_percentile(rm->h_lat, 99) / 1e6;
 		v.req_min_ms = (double)stk_hist_min(rm->h_lat) / 1e6;
 		v.cache_hit_ratio = reads ? (double)(now.rhits - b.rhits) / (double)reads : 0;
+		v.remote_retrying = atomic_load(&rm->c.retrying);
 		if (dt > 0) {
 			v.req_per_s = (double)(now.rreq - b.rreq) / dt;
 			v.retries_per_s = (double)(now.rretries - b.rretries) / dt;
@@ -266,13 +267,18 @@ int stk_loader_diagnose(const struct stk_loader *cl, double window_s, struct stk
 		snprintf(v.advice, sizeof(v.advice), "raise queue_depth (64-256) and prefetch (4)");
 	} else if (from_net && inflight >= 0.8 * qd) {
 		v.kind = STK_BOUND_NETWORK;
+		/* an outage: the reads waiting to be tried again are counted */
+		char waiting[64] = "";
+		if (v.remote_retrying)
+			snprintf(waiting, sizeof(waiting), " (%u waiting to be tried again)",
+				 v.remote_retrying);
 		snprintf(v.evidence, sizeof(v.evidence),
 			 "%s requests in flight (the cap: queue_depth), each %.1f ms p50, %.1f ms "
 			 "p99 (the fastest %.1f ms); %.2f MB/s per request in flight, %.1f MB/s in "
-			 "all; %.1f retries/s; %.0f %% from the local cache: every read waits on %s",
+			 "all; %.1f retries/s%s; %.0f %% from the local cache: every read waits on %s",
 			 fl, v.req_p50_ms, v.req_p99_ms, v.req_min_ms, v.req_mb_per_s_each, v.mb_per_s,
-			 v.retries_per_s, v.cache_hit_ratio * 100, rm->s3 ? "the object store"
-									  : "the HTTP server");
+			 v.retries_per_s, waiting, v.cache_hit_ratio * 100,
+			 rm->s3 ? "the object store" : "the HTTP server");
 		/* a request taking twice the fastest's time: the server queues them
 		 * (its throughput fixed, a deeper queue waits longer: Little's law) */
 		bool saturated = v.req_min_ms > 0 && v.req_p50_ms >= 2 * v.req_min_ms;

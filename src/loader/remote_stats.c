@@ -19,6 +19,7 @@ int stk_loader_remote_stats(const struct stk_loader *l, struct stk_remote_stats 
 	const struct stk__remote_counters *c = &r->c;
 	out->inflight = atomic_load(&c->inflight);
 	out->inflight_max = atomic_load(&c->inflight_max);
+	out->retrying = atomic_load(&c->retrying);
 	out->requests = atomic_load(&c->requests);
 	out->retries = atomic_load(&c->retries);
 	out->failed = atomic_load(&c->failed);

@@ -283,13 +283,16 @@ static int shard_check(struct stk_loader *l, struct sio *x, char *why, size_t le
 		/* over remote data, the transport's reason and tries: the last failed
 		 * read of this object's (io/rfail.c) */
 		char net[240] = "";
-		if (l->ds->remote && res != -ESTALE &&
-		    stk__remote_failure(l->ds->remote, x->io.path, net + 2, sizeof(net) - 2))
+		bool said = l->ds->remote &&
+			    stk__remote_failure(l->ds->remote, x->io.path, net + 2, sizeof(net) - 2);
+		if (said)
 			memcpy(net, ": ", 2);
+		/* a changed object: the transport's reason says how it was seen */
 		snprintf(why, len, "member at offset %llu (%llu bytes): %s%s", (unsigned long long)x->at,
 			 (unsigned long long)x->size,
-			 res == -ESTALE && l->ds->remote ? "the object changed since it was indexed "
-			 "(its ETag differs: HTTP 412 to If-Match)" : stk_strerror((int)res), net);
+			 res == -ESTALE && said ? "" : res == -ESTALE && l->ds->remote
+			 ? "the object changed since it was indexed (its ETag differs)"
+			 : stk_strerror((int)res), res == -ESTALE && said ? net + 2 : net);
 		return (int)res;
 	}
 	if ((uint64_t)res < (uint64_t)x->skip + x->size) {

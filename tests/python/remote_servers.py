@@ -290,18 +290,41 @@ def self_signed(workdir, name="127.0.0.1"):
     return cert, key
 
 
+class _Null:
+    """A socket that drops what it is sent (a request body not forwarded)."""
+
+    def sendall(self, b):
+        pass
+
+
 class FaultProxy:
     """An HTTP/1.1 proxy in front of one server that adds faults.  Requests
     are forwarded byte for byte (the Host header too, so SigV4 signatures
     still match).  `plan` decides each request's fate from its number (1, 2,
     ...): "ok", "slowdown" (503 with S3's SlowDown body), "500", "reset" (RST
     before any answer), "truncate" (the headers, then half the body, then
-    the connection closes), or "drop" (hold the connection: the client's
-    timeout must end it).  latency_s is added to every request; with
-    serial=True those delays are served one at a time (a server of fixed
-    throughput: the more requests in flight, the longer each waits)."""
+    the connection closes), "drop" (hold the connection: the client's
+    timeout must end it), "html200" (a 200 whose body is a page of the
+    length the Range asked for, no ETag: a captive portal's or a
+    misconfigured proxy's), "norange" (forwarded without its Range: the
+    whole object, as from a server without Range support) or "garble" (on
+    a connection that served a request before, a line of bytes where the
+    status line should be, then the connection closes: the tail of an
+    over-long body; on a new connection, "ok"), "redirect" (a 307 to the
+    same path on the server itself) or "moved" (S3's 301 PermanentRedirect
+    of a bucket in region eu-west-1, x-amz-bucket-region with it).  latency_s is
+    added to every request; with serial=True those delays are served one
+    at a time (a server of fixed throughput: the more requests in flight,
+    the longer each waits).  strip names request headers dropped on the way
+    (b"if-match": a proxy that loses it) and strip_answer answer headers
+    (b"etag").  retry_after (seconds) goes with every 503 and 500 as
+    Retry-After."""
 
-    def __init__(self, upstream_port, plan=None, latency_s=0.0, serial=False):
+    def __init__(self, upstream_port, plan=None, latency_s=0.0, serial=False, strip=(),
+                 strip_answer=(), retry_after=None):
+        self.retry_after = retry_after
+        self.strip = tuple(h.lower() for h in strip)
+        self.strip_answer = tuple(h.lower() for h in strip_answer)
         self.serial = threading.Lock() if serial else None
         self.up = upstream_port
         self.plan = plan or (lambda n, method, path: "ok")
@@ -310,6 +333,7 @@ class FaultProxy:
         self.faults = {}
         self.log = []  # (method, path, fate) of every request, in order
         self.ranges = []  # (method, path, Range header or None), in the same order
+        self.when = []  # time.monotonic() of each, in the same order
         self.waiting = self.waiting_max = 0  # requests in their latency at once (the most)
         self.lock = threading.Lock()
         self.sock = socket.socket()
@@ -370,6 +394,7 @@ class FaultProxy:
         c.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         f = c.makefile("rb", buffering=self.BUF)
         up = None
+        served = 0
         try:
             while True:
                 head = self._read_head(f)
@@ -381,12 +406,16 @@ class FaultProxy:
                     self.count += 1
                     n = self.count
                 fate = self.plan(n, method, path)
+                if fate == "garble" and not served:
+                    fate = "ok"
+                served += 1
                 req = self._fields(head)
                 rng = req.get(b"range")
                 with self.lock:
                     self.faults[fate] = self.faults.get(fate, 0) + 1
                     self.log.append((method, path, fate))
                     self.ranges.append((method, path, rng.decode("latin-1") if rng else None))
+                    self.when.append(time.monotonic())
                 if self.latency_s and self.serial:
                     with self.serial:
                         time.sleep(self.latency_s)
@@ -411,11 +440,44 @@ class FaultProxy:
                     st = b"503 Slow Down" if fate == "slowdown" else b"500 Internal Server Error"
                     # a body the client waits to send (Expect) is never sent: close after
                     close = blen > 0
-                    c.sendall(b"HTTP/1.1 " + st + b"\r\nContent-Length: %d\r\n%s\r\n"
-                              % (len(body), b"Connection: close\r\n" if close else b"") + body)
+                    ra = (b"Retry-After: %d\r\n" % self.retry_after
+                          if self.retry_after is not None else b"")
+                    c.sendall(b"HTTP/1.1 " + st + b"\r\nContent-Length: %d\r\n%s%s\r\n"
+                              % (len(body), b"Connection: close\r\n" if close else b"", ra)
+                              + body)
                     if close:
                         return
                     continue
+                if fate == "garble":
+                    c.sendall(b"e0d2 the tail of an over-long body\r\n\r\n")
+                    return
+                if fate in ("redirect", "moved"):
+                    if fate == "redirect":
+                        c.sendall(b"HTTP/1.1 307 Temporary Redirect\r\nLocation: "
+                                  b"http://127.0.0.1:%d%s\r\nContent-Length: 0\r\n\r\n"
+                                  % (self.up, path.encode("latin-1")))
+                    else:
+                        body = (b'<?xml version="1.0" encoding="UTF-8"?><Error><Code>'
+                                b'PermanentRedirect</Code><Message>The bucket you are '
+                                b'attempting to access must be addressed using the specified '
+                                b'endpoint.</Message><Endpoint>bkt.s3.eu-west-1.amazonaws.com'
+                                b'</Endpoint></Error>')
+                        c.sendall(b"HTTP/1.1 301 Moved Permanently\r\nx-amz-bucket-region: "
+                                  b"eu-west-1\r\nContent-Length: %d\r\n\r\n" % len(body)
+                                  + body)
+                    self._pump(f, _Null(), blen)
+                    continue
+                if fate == "html200":
+                    a, _, b = (rng or b"bytes=0-99").partition(b"=")[2].partition(b"-")
+                    n = int(b or a) - int(a or 0) + 1
+                    page = (b"<html><body>Service unavailable</body></html>" * (n // 40 + 1))[:n]
+                    c.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\n"
+                              b"Content-Length: %d\r\n\r\n" % n + page)
+                    continue
+                drop = self.strip + ((b"range",) if fate == "norange" else ())
+                if drop:
+                    head = b"".join(line + b"\r\n" for line in head.split(b"\r\n")[:-1]
+                                    if line.split(b":")[0].strip().lower() not in drop)
                 if up is None:
                     up = socket.create_connection(("127.0.0.1", self.up))
                     up.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
@@ -431,6 +493,10 @@ class FaultProxy:
                 if rhead is None:
                     return
                 resp = self._fields(rhead)
+                if self.strip_answer:
+                    rhead = b"".join(line + b"\r\n" for line in rhead.split(b"\r\n")[:-1]
+                                     if line.split(b":")[0].strip().lower()
+                                     not in self.strip_answer)
                 if b"chunked" in resp.get(b"transfer-encoding", b"").lower():
                     raise RuntimeError("chunked answers are not supported by the proxy")
                 clen = int(resp.get(b"content-length", b"0")) if method != "HEAD" else 0

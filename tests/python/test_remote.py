@@ -321,7 +321,9 @@ def test_a_request_that_never_answers_times_out(aws, tmp_path, s3):
         else "ok"
     err, _, _ = index_then(aws, tmp_path, s3, hang, on_error="fail")
     assert err is not None and "s3://bkt/ds/train-" in str(err)
-    assert "Timeout was reached, 3 tries" in str(err), str(err)
+    # the endpoint that did not answer, named
+    assert "Timeout was reached (to http://127.0.0.1:" in str(err), str(err)
+    assert "), 3 tries" in str(err), str(err)
 
 
 def test_an_object_changed_since_indexing_is_named(aws, tmp_path, s3, data, capfd):

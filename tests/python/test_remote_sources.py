@@ -191,7 +191,8 @@ def test_environment_overrides_the_tries_option(aws, tmp_path, s3):
     assert got == {} and rs["failed"] > 0 and rs["retries"] == 0, rs
 
 
-@pytest.mark.parametrize("kw,want", [({"remote_tries": 0}, "remote_tries: 0 is out of range 1..100"),
+@pytest.mark.parametrize("kw,want", [({"remote_retry_time": "3601s"},
+                                      "remote_retry_time: 3601s is out of range 1ms..3600s"),
                                      ({"remote_tries": 101}, "out of range 1..100"),
                                      ({"remote_timeout": "500us"}, "out of range 1ms..3600s"),
                                      ({"remote_connect_timeout": "11min"}, "remote_connect_timeout")])
@@ -258,6 +259,7 @@ def test_exporter_publishes_remote_metrics_and_no_secret(aws, s3, web, data, tmp
     for name in srcs:
         lab = r'\{loader="%s",pid="\d+"' % name
         for fam in ("requests_total", "requests_in_flight", "requests_in_flight_max",
+                    "requests_retrying",
                     "retries_total", "failed_requests_total", "short_bodies_total",
                     "received_bytes_total", "cache_hits_total", "cache_misses_total",
                     "cache_hit_bytes_total", "cache_evictions_total",
