@@ -161,7 +161,8 @@ test-py: all
 		PYTHONPATH=$(CURDIR)/python $(PYTHON) -m pytest -q tests/python; fi
 
 # The peers' virtual environment (PyTorch 2.x, DALI, SPDL, Streaming, LitData,
-# WebDataset, FFCV...) for `stoker bench --vs all` and `make test-py-venv`.
+# WebDataset, FFCV...) for `stoker bench --vs all` (in ~/.cache/stoker/peers;
+# make test has its own PyTorch 2.x in build/torch-venv).
 .PHONY: peers
 peers:
 	$(Q)sh bench/peers/setup.sh
