@@ -113,14 +113,37 @@ $(BUILD)/examples/%: examples/%.c $(BUILD)/libstoker.so
 run: all
 	STOKER_PYTHON=$(PYTHON) ./$(BUILD)/stoker bench --vs torch
 
+# Everything the tests need first: Debian's packages (mk/deps.sh: installed as
+# root, else the apt-get line), then pip's in the venvs under build/ (made once;
+# as root, else the line to run).  The binding on PyTorch 2.x (test-py-venv) in
+# the plain pass only: the sanitizer passes test our code, not pip's torch.
 test: all
 	$(Q)PYTHON=$(PYTHON) sh mk/deps.sh test
-	$(Q)$(MAKE) --no-print-directory test-c test-cli test-py
+	$(Q)$(MAKE) --no-print-directory test-venvs
+	$(Q)$(MAKE) --no-print-directory test-c test-cli test-py $(if $(SANITIZE),,test-py-venv)
 	@echo "all tests passed ($(BUILD))"
+
+# The tests' virtual environments (mk/venvs.sh), in build/ whatever BUILD is, so
+# every pass uses the same.  `make venvs` makes them as any user.
+VENVS := $(CURDIR)/build
+VENV_PYTHON ?= /usr/bin/python3
+VENV_MODE ?= auto
+VENV_STAMPS := $(VENVS)/remote-venv/.stoker-made $(VENVS)/torch-venv/.stoker-made \
+	$(VENVS)/trainers-venv/.stoker-made
+$(VENVS)/%-venv/.stoker-made: mk/venvs.sh
+	$(Q)VENV_PYTHON=$(VENV_PYTHON) sh mk/venvs.sh $(VENV_MODE) $* $(@D)
+$(VENVS)/torch-venv/.stoker-made: bench/peers/setup.sh
+$(VENVS)/trainers-venv/.stoker-made: mk/trainers.sh $(VENVS)/torch-venv/.stoker-made
+.PHONY: venvs test-venvs
+test-venvs: $(VENV_STAMPS)
+	@:
+venvs:
+	$(Q)$(MAKE) --no-print-directory VENV_MODE=make test-venvs
 
 # The tests' index caches (lists, read-only folders) go to the build folder,
 # not the user's ~/.cache/stoker.
-TEST_ENV = XDG_CACHE_HOME=$(CURDIR)/$(BUILD)/test-cache
+TEST_ENV = XDG_CACHE_HOME=$(CURDIR)/$(BUILD)/test-cache \
+	STOKER_TRAINERS_PYTHON=$(or $(STOKER_TRAINERS_PYTHON),$(VENVS)/trainers-venv/bin/python)
 
 test-c: $(TEST_BIN) $(EXAMPLE_BIN)
 	$(Q)$(TEST_ENV) sh tests/run_c.sh $(BUILD) $(TEST_BIN)
@@ -140,18 +163,20 @@ test-py: all
 		PYTHONPATH=$(CURDIR)/python $(PYTHON) -m pytest -q tests/python; fi
 
 # The peers' virtual environment (PyTorch 2.x, DALI, SPDL, Streaming, LitData,
-# WebDataset, FFCV...) for `stoker bench --vs all` and `make test-py-venv`.
+# WebDataset, FFCV...) for `stoker bench --vs all` (in ~/.cache/stoker/peers;
+# make test has its own PyTorch 2.x in build/torch-venv).
 .PHONY: peers
 peers:
 	$(Q)sh bench/peers/setup.sh
 
-# The binding's tests on PyTorch 2.x as well (pip's wheels in that venv; only
-# torch, torchvision and pytest are installed for it).
-PEERS_PYTHON ?= $(or $(STOKER_PEERS),$(or $(XDG_CACHE_HOME),$(HOME)/.cache)/stoker/peers)/bin/python
+# The binding's tests on PyTorch 2.x as well (pip's wheels in build/torch-venv:
+# torch, torchvision and pytest; made by make venvs, or make test as root).
+PEERS_PYTHON ?= $(VENVS)/torch-venv/bin/python
 .PHONY: test-py-venv
 test-py-venv: all
-	$(Q)sh bench/peers/setup.sh torch
-	$(Q)$(MAKE) --no-print-directory test-py PYTHON=$(PEERS_PYTHON)
+	$(Q)if [ -x $(PEERS_PYTHON) ]; then \
+		$(MAKE) --no-print-directory test-py PYTHON=$(PEERS_PYTHON); \
+	else echo "test-py-venv: skipped: no $(PEERS_PYTHON) (PyTorch 2.x): make it with: make venvs"; fi
 
 bench: all
 	$(Q)PYTHON=$(PYTHON) sh mk/deps.sh bench

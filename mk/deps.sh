@@ -6,10 +6,12 @@ set -e
 build="gcc make pkg-config liburing-dev libjpeg62-turbo-dev libpng-dev libwebp-dev libjansson-dev libmicrohttpd-dev libcurl4-openssl-dev"
 install="$build help2man"
 deb="$install build-essential debhelper dh-python dpkg-dev lintian python3"
-# the tests also build the .deb and pip-install the Python package into a venv;
+# the tests also build the .deb and pip-install the Python package into a venv
+# (and mk/venvs.sh pip's packages into theirs: python3-venv, ca-certificates);
 # prometheus: promtool, and a server of the test's own for the Grafana queries
 test="$deb g++ libcmocka-dev librsvg2-bin python3-pytest python3-numpy python3-torch python3-torchvision \
-	python3-venv python3-pip python3-setuptools python3-wheel libopenmpi-dev openmpi-bin prometheus nginx-light openssl"
+	python3-pil python3-venv python3-pip python3-setuptools python3-wheel ca-certificates \
+	libopenmpi-dev openmpi-bin prometheus nginx-light openssl"
 bench="$test fio sysstat"
 # make fuzz: clang's libFuzzer and sanitizer runtimes (Debian 12's clang is 14)
 fuzz="clang libclang-rt-14-dev"
@@ -33,6 +35,9 @@ if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
 	export DEBIAN_FRONTEND=noninteractive
 	apt-get update -qq || true
 	apt-get install -y -qq --no-install-recommends $missing >/dev/null
+	# cli_grafana starts a prometheus of its own: not the packaged service
+	case " $missing " in *" prometheus "*)
+		systemctl disable --now prometheus >/dev/null 2>&1 || true ;; esac
 	exit 0
 fi
 echo "stoker: missing Debian packages. Install them with:" >&2

@@ -2,7 +2,7 @@
 
     import stoker
     with stoker.Loader("/data/train", batch_size=128, seed=0) as loader:
-        for epoch in range(epochs):
+        for epoch in range(10):
             loader.set_epoch(epoch)
             for data, offsets, sizes, labels, indices in loader:
                 ...   # sample i: data[offsets[i] : offsets[i] + sizes[i]]
@@ -18,6 +18,17 @@ else the system's libstoker; it must be this package's version.
 """
 
 from . import _lib
+
+try:
+    import torch  # noqa: F401  (batches are torch tensors: every module below needs it)
+except ImportError as e:
+    import sys as _sys
+    raise ImportError(
+        "stoker needs PyTorch, and %s cannot import torch (%s).  For Debian's "
+        "/usr/bin/python3: sudo apt-get install python3-torch; in a virtual environment: "
+        "make it from /usr/bin/python3 with --system-site-packages (Debian's PyTorch), or "
+        "pip install torch in it" % (_sys.executable, e)) from e
+
 from .errors import DeviceError, Error, NoSlotError, OptionError
 from .batch import Batch, ImageBatch
 from .image import IMAGENET_MEAN, IMAGENET_STD, Image

@@ -7,9 +7,10 @@ samples the epoch had left, each once).
 
 They need lightning and accelerate with a torch 2.x, which Debian does not
 package: they run in the trainers' virtual environment that mk/trainers.sh
-makes (.ci/run calls it), $STOKER_TRAINERS_PYTHON or
-~/.cache/stoker/trainers/bin/python, and are skipped without it.  Under the
-sanitizers they are skipped too: they run once, in the plain build.
+makes, $STOKER_TRAINERS_PYTHON (make test: build/trainers-venv, made by make
+venvs or by make test as root) or ~/.cache/stoker/trainers/bin/python, and
+are skipped without it.  Under the sanitizers they are skipped too: they run
+once, in the plain build.
 """
 
 import json
@@ -32,8 +33,8 @@ def trainers_python():
 
 PY = trainers_python()
 pytestmark = [
-    pytest.mark.skipif(PY is None, reason="no trainers' virtual environment (sh mk/trainers.sh "
-                                          "makes it: lightning, accelerate, torch 2.x)"),
+    pytest.mark.skipif(PY is None, reason="no trainers' virtual environment (lightning, accelerate, "
+                                          "torch 2.x): make it with: make venvs"),
     pytest.mark.skipif("asan" in os.environ.get("LD_PRELOAD", ""),
                        reason="the trainers run once, in the plain build, not under ASan"),
 ]
