@@ -12,9 +12,14 @@ QUICK="--runtime 0 --ramp 0 --repeat 1"
 
 out=$("$STOKER" bench $QUICK data --batch-size 8 --epochs 2) || fail "bench exit $?"
 for want in "samples/s" "MB/s" "batch wait p50/p99/max" "reads in flight" \
-	"CPU s per 1000 samples" "baseline" "x" "errors                     0"; do
+	"CPU s per 1000 samples" "x" "errors                     0"; do
 	echo "$out" | grep -qF -- "$want" || fail "missing '$want' in: $out"
 done
+# every comparison names its reference, in the header and in words a user knows
+echo "$out" | grep -qE "^  +stoker +plain read loop +stoker / plain loop$" ||
+	fail "the table's header does not name the reference: $out"
+echo "$out" | grep -qF "plain read loop: one thread reading each sample in stoker's order (open/read/close per file)" ||
+	fail "the plain read loop is not explained: $out"
 
 out=$("$STOKER" bench $QUICK data --batch-size 8 --compute-ms 2 --epochs 1 --json) || fail "json exit $?"
 echo "$out" > b.json

@@ -95,7 +95,8 @@ static void print_human(struct stk_loader *l, const struct bench_opts *o, const 
 	const char *hdr = n > 1 ? "median (min-max)" : "";
 	if (bad)
 		goto latencies;
-	printf("  %-24s %-24s %-24s%s\n", hdr, "stoker", B ? "baseline" : "", B ? "ratio" : "");
+	printf("  %-24s %-24s %-24s %s\n", hdr, "stoker", B ? "plain read loop" : "",
+	       B ? "stoker / plain loop" : "");
 	spread_runs(S, n, sps_of, &a);
 	printf("  %-24s %-24s", "samples/s", fmt_spread(t1, sizeof(t1), &a, "%.0f"));
 	if (B) {
@@ -131,7 +132,12 @@ static void print_human(struct stk_loader *l, const struct bench_opts *o, const 
 			printf(" %-24s", fmt_spread(t2, sizeof(t2), &b, "%.1f"));
 		}
 	}
-	printf("\n\n");
+	printf("\n");
+	if (B) /* the reference, named once: a user knows this loop */
+		printf("\n  plain read loop: one thread reading each sample in stoker's order (%s)%s,\n"
+		       "  what PyTorch's DataLoader with num_workers=0 does\n",
+		       plain_loop_reads(l), o->image ? " and decoding it" : "");
+	printf("\n");
 latencies:
 	printf("  batch wait p50/p99/max     %s / %s / %s   (stall %.1f %% of wall time)\n",
 	       fmt_ns(t1, sizeof(t1), (double)s->st.wait_p50_ns),
@@ -155,7 +161,7 @@ latencies:
 		       fmt_ns(t1, sizeof(t1), (double)s->st.decode_p50_ns),
 		       fmt_ns(t2, sizeof(t2), (double)s->st.decode_p99_ns));
 		if (bm && bm->decode_s > 0)
-			printf(" (baseline %.0f/s)", (double)bm->samples / bm->decode_s);
+			printf(" (plain loop %.0f/s)", (double)bm->samples / bm->decode_s);
 		printf("\n");
 		if (!print_formats(&s->st)) /* JPEG only */
 			printf("  restart intervals          %.1f %% of samples decoded from their crop's "

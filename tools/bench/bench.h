@@ -107,6 +107,9 @@ void set_cache(struct stk_loader *l, const struct bench_opts *o, const int64_t *
  * delivered for the baseline.  0 or <0 (the loader's error, said). */
 int run_loader(struct stk_loader *l, const struct bench_opts *o, uint64_t epoch0, struct run *r,
 	       int64_t **order, uint64_t *norder);
+/* How the baseline (the "plain read loop") reads a sample of l, in words:
+ * open/read/close per file, or a pread per tar member. */
+const char *plain_loop_reads(struct stk_loader *l);
 /* The synchronous baseline over order[0..n) for as long as the loader's run. */
 int run_baseline(struct stk_loader *l, const struct bench_opts *o, const int64_t *order, uint64_t n,
 		 struct run *r, const struct stk_image_opts *img);

@@ -135,7 +135,9 @@ static void print_paths(const struct bench_opts *o, struct path_run *P, int n)
 							     : fmt_spread(t, sizeof(t), &s, rows[r].fmt));
 		}
 	}
-	printf("\n  %-26s", "ratio to the first");
+	char lab[PATH_MAX + 16];
+	snprintf(lab, sizeof(lab), "ratio to %s", first ? first->path : "the first");
+	printf("\n  %-26.26s", lab);
 	for (int i = 0; i < n; i++) {
 		if (runnable(&P[i]) && first && path_sps(first) > 0 && !invalid_of(&P[i]) &&
 		    !invalid_of(first))

@@ -335,6 +335,16 @@ static bool grow(char **buf, size_t *cap, size_t want)
 	return true;
 }
 
+const char *plain_loop_reads(struct stk_loader *l)
+{
+	char path[PATH_MAX];
+	uint64_t off = 0, size;
+	if (!stk_loader_num_samples(l) || stk_loader_sample_extent(l, 0, path, sizeof(path), &off,
+								  &size))
+		return "open/read/close";
+	return off > 0 ? "a pread of each member from its tar shard" : "open/read/close per file";
+}
+
 /* Reads sample i's bytes the way the loader does: a sample that is a whole
  * file with open, read to its end and close (what DataLoader does); a tar
  * member with a pread of its (offset, size) from its shard, never the whole
