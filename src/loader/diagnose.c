@@ -140,6 +140,24 @@ static struct stk__snap window_start(const struct stk_loader *l, uint64_t now, d
 	return best;
 }
 
+void stk__rings_advice(const struct stk__rings_facts *f, char *b, size_t n)
+{
+	if (f->found == STK__RINGS_NO_GAIN)
+		snprintf(b, n, "not more io_threads: the tuner measured no gain past %u (its I/O "
+			 "threads line); fewer bytes per sample (smaller images, tar shards), or "
+			 "fewer other processes on these cores", f->active);
+	else if (f->free_cpus)
+		snprintf(b, n, "more io_threads (--io-threads %u: %u CPU%s free of %u)%s",
+			 f->nrings + 1, f->free_cpus, f->free_cpus == 1 ? "" : "s", f->cpus,
+			 f->found == STK__RINGS_RISING ? "; the tuner gained with every I/O thread" : "");
+	else
+		snprintf(b, n, "more CPUs for the loader (no free one: %u CPU%s, the trainer's and "
+			 "%u I/O thread%s%s); fewer other processes on these cores", f->cpus,
+			 f->cpus == 1 ? "" : "s", f->nrings, f->nrings == 1 ? "" : "s",
+			 f->found == STK__RINGS_RISING ? ", which gained with every one the tuner "
+							 "added" : " among them");
+}
+
 int stk_loader_diagnose(const struct stk_loader *cl, double window_s, struct stk_verdict *out)
 {
 	struct stk_loader *l = (struct stk_loader *)cl;
@@ -155,6 +173,12 @@ int stk_loader_diagnose(const struct stk_loader *cl, double window_s, struct stk
 	/* the depth and rings in use now (auto: what the tuner chose) */
 	uint32_t qd = l->tune.qd, prefetch = l->o.prefetch, dthreads = l->ndthreads;
 	uint32_t iot = l->ops == &stk__engine_uring ? l->tune.active : l->o.io_threads;
+	struct stk__rings_facts rf = {.found = l->tune.rings_found, .busy = l->tune.busy,
+				 .auto_rings = l->tune.auto_rings, .uring = l->ops == &stk__engine_uring,
+				 .active = iot, .nrings = l->nrings};
+	uint32_t taken = 1 + l->nrings + dthreads; /* the trainer's CPU, the loader's threads */
+	rf.free_cpus = l->share.cpus > taken ? l->share.cpus - taken : 0;
+	rf.cpus = l->share.cpus;
 	pthread_mutex_unlock(&l->mu);
 	now.disk_ok = disk_ok;
 	now.disk = disk;
@@ -300,13 +324,29 @@ int stk_loader_diagnose(const struct stk_loader *cl, double window_s, struct stk
 				     : "the device reports under 80 % busy: latency, not bandwidth");
 		snprintf(v.advice, sizeof(v.advice),
 			 "a deeper queue_depth while the device has headroom, else faster storage");
-	} else if (sampled && !from_disk) {
+	} else if (sampled && !from_disk && rf.uring && rf.busy >= 0 && rf.busy < STK__COPY_BUSY) {
+		/* the tuner's own measure says the threads were not busy: not their copies */
 		v.kind = STK_BOUND_IO_THREAD;
 		snprintf(v.evidence, sizeof(v.evidence),
 			 "the consumer waited %.0f %% of the time while the reads came from the page "
-			 "cache, %s in flight: the I/O threads' copies are the limit",
-			 stall * 100, fl);
-		snprintf(v.advice, sizeof(v.advice), "more io_threads (one per free core)");
+			 "cache, %s in flight, the I/O threads busy %.0f %% (the tuner's last "
+			 "window): the reads wait in the kernel, not on the threads' copies",
+			 stall * 100, fl, rf.busy * 100);
+		snprintf(v.advice, sizeof(v.advice),
+			 "not more io_threads: they were idle; %s--engine pread to compare, fewer "
+			 "other processes on these cores", l->ds->shards ? "" :
+			 "tar shards (`stoker pack`: one open per shard, not per file), ");
+	} else if (sampled && !from_disk) {
+		v.kind = STK_BOUND_IO_THREAD;
+		char busy[64] = "";
+		if (rf.busy >= 0)
+			snprintf(busy, sizeof(busy), ", busy %.0f %% (the tuner's last window)",
+				 rf.busy * 100);
+		snprintf(v.evidence, sizeof(v.evidence),
+			 "the consumer waited %.0f %% of the time while the reads came from the page "
+			 "cache, %s in flight: the I/O threads' copies are the limit%s",
+			 stall * 100, fl, busy);
+		stk__rings_advice(&rf, v.advice, sizeof(v.advice));
 	} else {
 		/* the reads reached the device (or no device could be sampled): never
 		 * "page cache" for them, only that the queue was not kept full */
@@ -317,8 +357,7 @@ int stk_loader_diagnose(const struct stk_loader *cl, double window_s, struct stk
 			 stall * 100, fl,
 			 from_disk ? "the reads came from the device, under 80 % busy"
 				   : "no block device could be sampled");
-		snprintf(v.advice, sizeof(v.advice),
-			 "more io_threads (one per free core), fewer other processes on these cores");
+		stk__rings_advice(&rf, v.advice, sizeof(v.advice));
 	}
 	v.name = stk_bound_name(v.kind);
 	uint32_t keep = out->size;

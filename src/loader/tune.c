@@ -184,6 +184,8 @@ void stk__tune_init(struct stk_loader *l)
 	t->auto_qd = l->o.queue_depth == 0 && !remote;
 	t->auto_rings = uring && l->o.io_threads == 0 && l->nrings > 1;
 	t->active = uring ? l->nrings : 1;
+	t->busy = -1;
+	t->rings_found = STK__RINGS_UNTRIED;
 	/* start_rings set max_qd: all rings together, each up to its cap */
 	struct stk_io_plan plan = {.size = sizeof(plan)};
 	t->plan_qd = stk_io_plan(NULL, l->ds->root, &plan) == 0 && plan.queue_depth ? plan.queue_depth
@@ -295,6 +297,16 @@ static void points(const struct tune *t, bool rings, char *b, size_t n)
 	}
 }
 
+/* The end of the queue depth's line in why, a former I/O threads line cut
+ * off (a re-probe of the user's depth leaves the line in place). */
+static size_t why_rings_at(struct tune *t)
+{
+	char *old = strstr(t->why, "\nI/O threads");
+	if (old)
+		*old = 0;
+	return strlen(t->why);
+}
+
 static void settle_qd(struct stk_loader *l, unsigned pick, const char *reason)
 {
 	struct tune *t = &l->tune;
@@ -306,7 +318,15 @@ static void settle_qd(struct stk_loader *l, unsigned pick, const char *reason)
 		snprintf(t->why, sizeof(t->why), "queue depth %u (auto, probe %u: %s; %s)", t->qd,
 			 t->probes, pts, reason);
 	/* the I/O threads busy most of the time: page-cache copies are the limit */
-	bool copies = t->pts[pick].busy > 0.6;
+	bool copies = t->pts[pick].busy > STK__COPY_BUSY;
+	t->rings_found = t->auto_rings && !copies && !t->unsure ? STK__RINGS_NOT_BUSY
+								: STK__RINGS_UNTRIED;
+	size_t k = why_rings_at(t);
+	if (t->rings_found == STK__RINGS_NOT_BUSY)
+		snprintf(t->why + k, sizeof(t->why) - k, "\nI/O threads %u of %u (auto: busy %.0f %% "
+			 "at this depth, under %.0f %%: their copies are not the limit; all take "
+			 "batches)", t->active, l->nrings, t->pts[pick].busy * 100,
+			 STK__COPY_BUSY * 100);
 	if (t->auto_rings && copies && !t->unsure) {
 		t->phase = TUNE_RINGS;
 		t->npts = 0;
@@ -317,14 +337,15 @@ static void settle_qd(struct stk_loader *l, unsigned pick, const char *reason)
 	apply(l);
 }
 
-static void settle_rings(struct stk_loader *l, unsigned pick, const char *reason)
+static void settle_rings(struct stk_loader *l, unsigned pick, const char *reason, int found)
 {
 	struct tune *t = &l->tune;
+	t->rings_found = found;
 	char pts[256];
 	points(t, true, pts, sizeof(pts));
 	t->active = t->pts[pick].rings;
 	t->settled_rate = t->pts[pick].rate;
-	size_t k = strlen(t->why);
+	size_t k = why_rings_at(t);
 	snprintf(t->why + k, sizeof(t->why) - k, "\nI/O threads %u (auto, they were busy: %s; %s)",
 		 t->active, pts, reason);
 	t->phase = TUNE_WATCH;
@@ -451,11 +472,11 @@ static void step_rings(struct stk_loader *l, const struct tune_point *p)
 			why_flat(t, true, why, sizeof(why));
 		else
 			snprintf(why, sizeof(why), "still rising with every ring");
-		settle_rings(l, k, why);
+		settle_rings(l, k, why, flat(t) ? STK__RINGS_NO_GAIN : STK__RINGS_RISING);
 		return;
 	}
 	if (t->active >= l->nrings) {
-		settle_rings(l, t->npts - 1, "one ring");
+		settle_rings(l, t->npts - 1, "one ring", STK__RINGS_UNTRIED);
 		return;
 	}
 	t->active++;
@@ -471,6 +492,7 @@ static void start_probe(struct stk_loader *l, uint64_t now)
 	t->probe_t = now;
 	t->phase = TUNE_QD;
 	t->down = false;
+	t->rings_found = STK__RINGS_UNTRIED;
 	if (t->auto_rings)
 		t->active = l->nrings;
 	if (t->auto_qd) {
@@ -515,6 +537,7 @@ void stk__tune_tick(struct stk_loader *l, uint64_t now)
 		return;
 	}
 	t->extend = false;
+	t->busy = p.busy;
 	clear_window(t);
 	open_segment(l, now);
 	if (t->phase != TUNE_WATCH && p.fill < 0.7) {
@@ -534,7 +557,8 @@ void stk__tune_tick(struct stk_loader *l, uint64_t now)
 		} else if (t->phase == TUNE_QD)
 			settle_qd(l, t->npts - 1, "");
 		else
-			settle_rings(l, t->npts - 1, "the consumer sets the pace");
+			settle_rings(l, t->npts - 1, "the consumer sets the pace",
+				     STK__RINGS_CONSUMER);
 		return;
 	}
 	t->lowfill = 0;
@@ -567,8 +591,11 @@ int stk_loader_tuning(const struct stk_loader *cl, char *buf, size_t len)
 		snprintf(threads, sizeof(threads), "\nI/O threads %u (%s)", l->nrings,
 			 l->o.io_threads ? "asked" : "auto: one per online CPU, up to 2");
 	else if (l->ops == &stk__engine_uring && !strstr(t->why, "I/O threads"))
-		snprintf(threads, sizeof(threads), "\nI/O threads %u of %u (auto: not busy copying "
-			 "from the page cache, all take batches)", t->active, l->nrings);
+		snprintf(threads, sizeof(threads), "\nI/O threads %u of %u (auto: %s)", t->active,
+			 l->nrings, t->phase == TUNE_RINGS ? "probing"
+				    : t->phase == TUNE_QD ? "all take batches while the depth is probed"
+				    : "all take batches: the consumer set the pace while the "
+				      "depth was probed, so their copies were not measured");
 	if (l->ds->shards)
 		snprintf(shards, sizeof(shards), "\n%s (%.2f members a read so far)", l->shard_why,
 			 l->rd_reads ? (double)l->rd_members / (double)l->rd_reads : 0.0);

@@ -143,6 +143,10 @@ latencies:
 	       fmt_ns(t1, sizeof(t1), (double)s->st.wait_p50_ns),
 	       fmt_ns(t2, sizeof(t2), (double)s->st.wait_p99_ns),
 	       fmt_ns(t3, sizeof(t3), (double)s->st.wait_max_ns), s->st.stall_ratio * 100);
+	if (o->compute_ms <= 0 && s->st.stall_ratio >= 0.9) /* said once, here */
+		printf("  %-26s (a stall near 100 %% is what a loop without compute looks like: it\n"
+		       "  %-26s asks for the next batch at once; --compute-ms N holds each batch\n"
+		       "  %-26s N ms, as a training step would)\n", "", "", "");
 	printf("  read latency p50/p99/max   %s / %s / %s\n",
 	       fmt_ns(t1, sizeof(t1), (double)s->st.read_p50_ns),
 	       fmt_ns(t2, sizeof(t2), (double)s->st.read_p99_ns),
@@ -339,7 +343,7 @@ static int run_sweep(struct bench_opts o)
 		spread_runs(S, nr, sps_of, &sp);
 		spread_runs(S, nr, mbps_of, &mb);
 		char note[256];
-		int pick = pick_verdict(V, S, nr, true, note, sizeof(note));
+		int pick = pick_verdict(V, S, NULL, nr, true, note, sizeof(note));
 		bool bad = false;
 		for (int k = 0; k < nr && !bad; k++)
 			if ((bad = S[k].invalid[0])) /* a cold figure that means nothing: said */
@@ -564,7 +568,7 @@ int cmd_bench(int argc, char **argv)
 	while (n > 1 && !S[n - 1].wall) /* interrupted: the runs that ran */
 		n--;
 	char note[256];
-	int pick = pick_verdict(V, S, n, false, note, sizeof(note));
+	int pick = pick_verdict(V, S, base ? B : NULL, n, false, note, sizeof(note));
 	char warn[512];
 	short_warning(&o, S, base ? B : NULL, n, warn, sizeof(warn));
 	struct spread ss;

@@ -73,8 +73,11 @@ int median_run(const struct run *runs, int n);
 /* "63328", or with runs: "63328 (61.2k-65.0k)". */
 const char *fmt_spread(char *buf, size_t len, const struct spread *s, const char *fmt);
 /* The verdict most runs gave (its index), and a note when they disagree or
- * spread wide (terse: a table cell's, only then). */
-int pick_verdict(const struct stk_verdict *v, const struct run *runs, int n, bool terse,
+ * spread wide (terse: a table cell's, only then).  base: the plain read
+ * loop's runs, paired with runs (NULL: none): "agree" also means their
+ * ratios stay on one side of 1.0. */
+int pick_verdict(const struct stk_verdict *v, const struct run *runs, const struct run *base,
+		 int n, bool terse,
 		 char *note, size_t len);
 /* A warning for runs measured under the minimum ("" when all were long enough). */
 void short_warning(const struct bench_opts *o, const struct run *S, const struct run *B, int n,

@@ -173,7 +173,7 @@ static void print_paths(const struct bench_opts *o, struct path_run *P, int n)
 	printf("\n  %-26s", "verdict");
 	for (int i = 0; i < n; i++) {
 		char note[256];
-		int k = runnable(&P[i]) ? pick_verdict(P[i].V, P[i].S, P[i].nruns, true, note,
+		int k = runnable(&P[i]) ? pick_verdict(P[i].V, P[i].S, NULL, P[i].nruns, true, note,
 						      sizeof(note))
 					: -1;
 		printf(" %-26s", k >= 0 ? P[i].V[k].name : "-");
@@ -185,7 +185,7 @@ static void print_paths(const struct bench_opts *o, struct path_run *P, int n)
 			continue;
 		}
 		char note[256];
-		int k = pick_verdict(P[i].V, P[i].S, P[i].nruns, false, note, sizeof(note));
+		int k = pick_verdict(P[i].V, P[i].S, NULL, P[i].nruns, false, note, sizeof(note));
 		printf("  %s: %s: %s%s%s%s\n", P[i].path, P[i].V[k].name, P[i].V[k].evidence,
 		       note[0] ? " (" : "", note, note[0] ? ")" : "");
 		if (P[i].note[0])
@@ -226,7 +226,7 @@ static json_t *paths_json(const struct bench_opts *o, struct path_run *P, int n)
 		json_object_set_new(j, "cached_fraction", json_real(p->cached));
 		json_object_set_new(j, "cache", json_string(p->cache ? p->cache : "as found"));
 		char note[256];
-		int k = pick_verdict(p->V, p->S, p->nruns, false, note, sizeof(note));
+		int k = pick_verdict(p->V, p->S, NULL, p->nruns, false, note, sizeof(note));
 		json_object_set_new(j, "verdict", verdict_json(&p->V[k]));
 		json_object_set_new(j, "verdict_note", json_string(note));
 		if (p->note[0])
