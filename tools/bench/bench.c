@@ -46,8 +46,9 @@ static void print_human(struct stk_loader *l, const struct bench_opts *o, const 
 	       (long long)stk_loader_num_samples(l), (long long)count_classes(l),
 	       stk_loader_engine(l), s->st.queue_depth, eff.queue_depth ? "" : " (auto)",
 	       eff.batch_size, eff.prefetch, s->st.direct ? ", O_DIRECT" : "");
-	printf("  loader ready in %.3f s (index, pool, threads); page cache: %s (%.0f %% of sampled\n"
-	       "  file pages resident at the start)\n", create_s, cache, cached * 100);
+	char cw[160];
+	printf("  loader ready in %.3f s (index, pool, threads)\n  page cache: %s;\n  %s\n",
+	       create_s, cache, cached_words(cached, cw, sizeof(cw)));
 	char tuning[2048];
 	stk_loader_tuning(l, tuning, sizeof(tuning));
 	for (char *line = tuning, *nl; line; line = nl ? nl + 1 : NULL) {
@@ -595,6 +596,8 @@ int cmd_bench(int argc, char **argv)
 			"epochs", (json_int_t)o.epochs, "compute_ms", o.compute_ms, "cached_fraction",
 			cached, "direct", S[med].st.direct != 0, "stoker", stats_json(&S[med]));
 		json_object_set_new(j, "options", options_json(&eff, o.image ? &effimg : NULL));
+		if (cached < 0) /* not known as this user */
+			json_object_set_new(j, "cached_fraction", json_null());
 		json_object_set_new(j, "create_s", json_real(create_s));
 		json_object_set_new(j, "runtime_s", json_real(o.runtime));
 		json_object_set_new(j, "ramp_s", json_real(o.ramp));

@@ -103,6 +103,9 @@ void cold_check(struct run *r, const struct bench_opts *o, bool direct, double r
 extern volatile sig_atomic_t bench_interrupted;
 /* Fraction of a spread of samples whose pages are in the page cache. */
 double cached_fraction(struct stk_loader *l);
+/* "37 % of sampled file pages resident at the start", or why that is unknown
+ * (cached < 0). */
+const char *cached_words(double cached, char *buf, size_t len);
 /* The page cache as --cache asks, before a run; *state says what it is. */
 void set_cache(struct stk_loader *l, const struct bench_opts *o, const int64_t *order,
 	       uint64_t n, const char **state);
