@@ -48,4 +48,29 @@ echo "$out" >out
 echo "$out" | grep -q "mostly noise" && fail "the README's example warns of noise: $out"
 echo "$out" | grep -qE "each run 0\.0+ s measured" && fail "0 s measured: $out"
 echo "$out" | grep -qE "^  samples/s +[0-9]+" || fail "no figures: $out"
+# --- 3. one formatter: sizes, rates and durations read one way everywhere ---
+out=$("$STOKER" bench data --runtime 0.5 --ramp 0.2 --repeat 1 --no-baseline 2>err) ||
+	fail "bench exit $?: $(cat err)"
+echo "$out" >out
+echo "$out" | grep -nE "[0-9]e[+-][0-9]" && fail "a figure in e-notation: $out"
+# the header's depth is the chosen: line's
+hq=$(echo "$out" | sed -n 's/.*queue depth \([0-9]*\) (auto: chosen below).*/\1/p')
+cq=$(echo "$out" | sed -n 's/^ *queue depth \([0-9]*\) (auto[,:].*/\1/p' | head -1)
+[ -n "$hq" ] && [ "$hq" = "$cq" ] || fail "header's queue depth '$hq' is not the chosen '$cq': $out"
+mx=$(echo "$out" | sed -n 's/.*reads in flight *mean [0-9.]*, max \([0-9]*\).*/\1/p')
+if [ "$mx" -gt "$hq" ]; then
+	echo "$out" | grep -q "max $mx (above the depth chosen: while the tuner probed deeper)" ||
+		fail "a max in flight above the depth, unexplained: $out"
+fi
+out=$("$STOKER" bench data --runtime 0 --ramp 0 --repeat 1 -E 1 --no-baseline --image --size 32 \
+	--decode-threads 1 2>err) || fail "bench --image exit $?: $(cat err)"
+echo "$out" | grep -q "decode  *1 thread," || fail "'1 threads': $out"
+echo "$out" | grep -q "1 decode threads" && fail "'1 decode threads': $out"
+for c in bench disk; do
+	"$STOKER" $c --help | grep -E "[0-9]e\+[0-9]" && fail "$c --help in e-notation"
+done
+err=$("$STOKER" disk "$t" --bs 1T 2>&1); [ $? = 2 ] || fail "--bs 1T not exit 2"
+echo "$err" | grep -q "out of range 512 B\.\.64 MiB" || fail "a size's range not as --help writes it: $err"
+err=$("$STOKER" bench data --runtime 2e7 2>&1); [ $? = 2 ] || fail "--runtime 2e7 not exit 2"
+echo "$err" | grep -q "out of range 0\.\.1000000$" || fail "a number's range in e-notation: $err"
 exit 0

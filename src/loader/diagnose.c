@@ -234,7 +234,7 @@ int stk_loader_diagnose(const struct stk_loader *cl, double window_s, struct stk
 	double stall = v.stall_ratio, inflight = v.inflight_mean;
 	/* "12.3 of 16"; over a window that held a probe's deeper levels the mean
 	 * can pass today's depth: said so, not "148.5 of 16" */
-	char fl[96];
+	char fl[64];
 	if (inflight <= qd + 0.05)
 		snprintf(fl, sizeof(fl), "%.1f of %u", inflight, qd);
 	else
@@ -269,15 +269,17 @@ int stk_loader_diagnose(const struct stk_loader *cl, double window_s, struct stk
 	} else if (v.decode_busy >= 0.8) {
 		v.kind = STK_BOUND_DECODE;
 		snprintf(v.evidence, sizeof(v.evidence),
-			 "%u decode threads busy %.0f %% of the time; %s reads in flight",
-			 dthreads, v.decode_busy * 100, fl);
+			 "%u decode thread%s busy %.0f %% of the time; %s reads in flight",
+			 dthreads, dthreads == 1 ? "" : "s", v.decode_busy * 100, fl);
 		snprintf(v.advice, sizeof(v.advice),
 			 "more decode_threads (cores), a smaller image size, or data stored smaller");
 	} else if (disk_busy) {
 		v.kind = STK_BOUND_STORAGE;
+		char r[32];
 		snprintf(v.evidence, sizeof(v.evidence),
-			 "%s %%util %.0f, aqu-sz %.1f, r_await %.2f ms, %.0f MB/s; %s reads in flight",
-			 v.device, v.dev_util, v.dev_aqu_sz, v.dev_r_await_ms, v.dev_read_mb_s, fl);
+			 "%s %%util %.0f, aqu-sz %.1f, r_await %.2f ms, %s; %s reads in flight",
+			 v.device, v.dev_util, v.dev_aqu_sz, v.dev_r_await_ms,
+			 stk_fmt_rate(r, sizeof(r), v.dev_read_mb_s * 1e6), fl);
 		snprintf(v.advice, sizeof(v.advice),
 			 "faster storage, samples packed into shards, or memory for the page cache; "
 			 "`stoker disk PATH` measures the device");
@@ -290,11 +292,14 @@ int stk_loader_diagnose(const struct stk_loader *cl, double window_s, struct stk
 		snprintf(v.advice, sizeof(v.advice), "raise queue_depth (64-256) and prefetch (4)");
 	} else if (from_net && inflight >= 0.8 * qd) {
 		v.kind = STK_BOUND_NETWORK;
+		char each[16], all[16];
+		stk_fmt_rate(each, sizeof(each), v.req_mb_per_s_each * 1e6);
+		stk_fmt_rate(all, sizeof(all), v.mb_per_s * 1e6);
 		snprintf(v.evidence, sizeof(v.evidence),
 			 "%s requests in flight (the cap: queue_depth), each %.1f ms p50, %.1f ms "
-			 "p99 (the fastest %.1f ms); %.2f MB/s per request in flight, %.1f MB/s in "
+			 "p99 (the fastest %.1f ms); %s per request in flight, %s in "
 			 "all; %.1f retries/s; %.0f %% from the local cache: every read waits on %s",
-			 fl, v.req_p50_ms, v.req_p99_ms, v.req_min_ms, v.req_mb_per_s_each, v.mb_per_s,
+			 fl, v.req_p50_ms, v.req_p99_ms, v.req_min_ms, each, all,
 			 v.retries_per_s, v.cache_hit_ratio * 100, rm->s3 ? "the object store"
 									  : "the HTTP server");
 		/* a request taking twice the fastest's time: the server queues them

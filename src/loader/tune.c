@@ -56,11 +56,6 @@ enum { TUNE_OFF, TUNE_QD, TUNE_RINGS, TUNE_WATCH };
 #define MIN_QD 8u
 #define MAX_AUTO_QD 512u
 
-static void fmt_gb(char *b, size_t n, double bytes)
-{
-	snprintf(b, n, bytes >= 1e9 ? "%.1f GB" : "%.0f MB", bytes >= 1e9 ? bytes / 1e9 : bytes / 1e6);
-}
-
 /* Bytes of page cache this process can count on. */
 static uint64_t cache_room(void)
 {
@@ -119,8 +114,8 @@ void stk__tune_direct(struct stk_loader *l)
 		total += l->ds->entries[i].size;
 	uint64_t room = cache_room();
 	char a[32], b[32];
-	fmt_gb(a, sizeof(a), (double)total);
-	fmt_gb(b, sizeof(b), (double)room);
+	stk_fmt_bytes(a, sizeof(a), (double)total);
+	stk_fmt_bytes(b, sizeof(b), (double)room);
 	if (total <= room) {
 		snprintf(t->direct_why, sizeof(t->direct_why),
 			 "reads: buffered (auto: the dataset, %s, fits in the page cache, %s: later "
@@ -287,10 +282,12 @@ static void points(const struct tune *t, bool rings, char *b, size_t n)
 	b[0] = 0;
 	for (unsigned i = 0; i < t->npts && k < n; i++) {
 		const struct tune_point *p = &t->pts[i];
-		int w = rings ? snprintf(b + k, n - k, "%s%u: %.3g MB/s, busy %.0f %%", i ? ", " : "",
-					 p->rings, p->rate / 1e6, p->busy * 100)
-			      : snprintf(b + k, n - k, "%s%u: %.3g MB/s %.2f ms", i ? ", " : "", p->qd,
-					 p->rate / 1e6, p->lat_ns / 1e6);
+		char r[32], lat[32];
+		stk_fmt_rate(r, sizeof(r), p->rate);
+		int w = rings ? snprintf(b + k, n - k, "%s%u: %s, busy %.0f %%", i ? ", " : "",
+					 p->rings, r, p->busy * 100)
+			      : snprintf(b + k, n - k, "%s%u: %s %s", i ? ", " : "", p->qd, r,
+					 stk_fmt_ns(lat, sizeof(lat), p->lat_ns));
 		if (w < 0)
 			break;
 		k += (size_t)w;
@@ -396,10 +393,10 @@ static unsigned flat(const struct tune *t)
 
 static void why_flat(const struct tune *t, bool rings, char *b, size_t n)
 {
-	double best = best_rate(t);
-	snprintf(b, n, "%s: the lowest %s within 5 %% of the best rate (%.3g MB/s)",
+	char r[32];
+	snprintf(b, n, "%s: the lowest %s within 5 %% of the best rate (%s)",
 		 rings ? "no gain from more" : "throughput stopped rising", rings ? "count" : "depth",
-		 best / 1e6);
+		 stk_fmt_rate(r, sizeof(r), best_rate(t)));
 }
 
 /* The probe's next level, its "so far" said in the reasons. */

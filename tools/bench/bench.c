@@ -41,10 +41,14 @@ static void print_human(struct stk_loader *l, const struct bench_opts *o, const 
 	struct stk_loader_opts eff = {.size = sizeof(eff)};
 	stk_loader_options(l, &eff, NULL);
 	const struct run *s = &S[median_run(S, n)];
+	/* the depth now, as the chosen: line below says it (the median run's
+	 * could be an earlier probe's) */
+	struct stk_stats now = {.size = sizeof(now)};
+	unsigned qd = stk_loader_stats(l, &now) == 0 ? now.queue_depth : s->st.queue_depth;
 	printf("stoker bench: %s\n", o->path);
 	printf("  %lld samples, %lld classes; engine %s, queue depth %u%s, batch %u, prefetch %u%s\n",
 	       (long long)stk_loader_num_samples(l), (long long)count_classes(l),
-	       stk_loader_engine(l), s->st.queue_depth, eff.queue_depth ? "" : " (auto)",
+	       stk_loader_engine(l), qd, eff.queue_depth ? "" : " (auto: chosen below)",
 	       eff.batch_size, eff.prefetch, s->st.direct ? ", O_DIRECT" : "");
 	char cw[160];
 	printf("  loader ready in %.3f s (index, pool, threads)\n  page cache: %s;\n  %s\n",
@@ -152,8 +156,9 @@ latencies:
 	       fmt_ns(t1, sizeof(t1), (double)s->st.read_p50_ns),
 	       fmt_ns(t2, sizeof(t2), (double)s->st.read_p99_ns),
 	       fmt_ns(t3, sizeof(t3), (double)s->st.read_max_ns));
-	printf("  reads in flight            mean %.1f, max %u\n", s->st.inflight_mean,
-	       s->st.inflight_max);
+	printf("  reads in flight            mean %.1f, max %u%s\n", s->st.inflight_mean,
+	       s->st.inflight_max, s->st.inflight_max > qd
+		? " (above the depth chosen: while the tuner probed deeper)" : "");
 	double walls = 0; /* the remote counters run from create: over every run */
 	for (int i = 0; i < n; i++)
 		walls += S[i].wall + (B ? B[i].wall : 0);
@@ -161,8 +166,9 @@ latencies:
 	bench_remote_runs(S, n);
 	if (s->st.decode_threads) {
 		const struct run *bm = B ? &B[median_run(B, n)] : NULL;
-		printf("  decode                     %u threads, %.0f images/s per core, p50/p99 %s / %s",
-		       s->st.decode_threads, s->st.decode_images_per_s_per_core,
+		printf("  decode                     %u thread%s, %.0f images/s per core, p50/p99 %s / %s",
+		       s->st.decode_threads, s->st.decode_threads == 1 ? "" : "s",
+		       s->st.decode_images_per_s_per_core,
 		       fmt_ns(t1, sizeof(t1), (double)s->st.decode_p50_ns),
 		       fmt_ns(t2, sizeof(t2), (double)s->st.decode_p99_ns));
 		if (bm && bm->decode_s > 0)

@@ -97,6 +97,17 @@ static const char *duration_text(const struct stk_option *r, char *buf, size_t l
 	return buf;
 }
 
+/* A range's end as a user types it: whole numbers in full ("1000000", not
+ * "1e+06"), others as %g. */
+static const char *num_text(char *buf, size_t len, double v)
+{
+	if (v == (double)(long long)v && v < 9.2e18 && v > -9.2e18)
+		snprintf(buf, len, "%lld", (long long)v);
+	else
+		snprintf(buf, len, "%g", v);
+	return buf;
+}
+
 static int set_value(const struct opt *o, const char *val, const char *cmd)
 {
 	char *end;
@@ -172,24 +183,23 @@ static int set_value(const struct opt *o, const char *val, const char *cmd)
 	}
 	}
 	if (o->min != o->max && (num < o->min || num > o->max)) {
-		fprintf(stderr, "stoker %s: --%s: %s is out of range [%g, %g]\n", cmd, o->name, val,
-			o->min, o->max);
+		char lo[32], hi[32]; /* as --help writes the range */
+		if (o->type == OPT_SIZE)
+			fprintf(stderr, "stoker %s: --%s: %s is out of range %s..%s\n", cmd, o->name,
+				val, stk_fmt_ibytes(lo, sizeof(lo), o->min),
+				stk_fmt_ibytes(hi, sizeof(hi), o->max));
+		else
+			fprintf(stderr, "stoker %s: --%s: %s is out of range %s..%s\n", cmd, o->name,
+				val, num_text(lo, sizeof(lo), o->min), num_text(hi, sizeof(hi), o->max));
 		return -1;
 	}
 	return 0;
 }
 
-/* "4 KiB", "1.5 GiB", "512" for --help's ranges of sizes. */
+/* "4 KiB", "1.50 GiB", "512 B" for --help's ranges of sizes: the library's. */
 static const char *size_text(char *buf, size_t len, double v)
 {
-	static const char *const u[] = {"", " KiB", " MiB", " GiB", " TiB", " PiB"};
-	int i = 0;
-	while (v >= 1024 && i < 5) {
-		v /= 1024;
-		i++;
-	}
-	snprintf(buf, len, "%g%s", v, u[i]);
-	return buf;
+	return stk_fmt_ibytes(buf, len, v);
 }
 
 static bool is_bool(const struct opt *o)
@@ -242,7 +252,8 @@ void opt_usage(FILE *f, const struct cmd_help *h, const struct opt *opts)
 			fprintf(f, " (%s..%s)", size_text(lo, sizeof(lo), o->min),
 				size_text(hi, sizeof(hi), o->max));
 		else if (o->min != o->max && o->type != OPT_CHOICE)
-			fprintf(f, " (%g..%g)", o->min, o->max);
+			fprintf(f, " (%s..%s)", num_text(lo, sizeof(lo), o->min),
+				num_text(hi, sizeof(hi), o->max));
 		fputc('\n', f);
 	}
 	fprintf(f, "  %-28s %s\n", "-h, --help", "show this help");
@@ -443,29 +454,15 @@ void progress_done(void)
 	}
 }
 
+/* The library's formatter: one for every command. */
 const char *fmt_bytes(char *buf, size_t len, double b)
 {
-	static const char *u[] = {"B", "kB", "MB", "GB", "TB"};
-	int i = 0;
-	while (b >= 1000 && i < 4) {
-		b /= 1000;
-		i++;
-	}
-	snprintf(buf, len, i ? "%.2f %s" : "%.0f %s", b, u[i]);
-	return buf;
+	return stk_fmt_bytes(buf, len, b);
 }
 
 const char *fmt_ns(char *buf, size_t len, double ns)
 {
-	if (ns < 1e3)
-		snprintf(buf, len, "%.0f ns", ns);
-	else if (ns < 1e6)
-		snprintf(buf, len, "%.1f us", ns / 1e3);
-	else if (ns < 1e9)
-		snprintf(buf, len, "%.2f ms", ns / 1e6);
-	else
-		snprintf(buf, len, "%.2f s", ns / 1e9);
-	return buf;
+	return stk_fmt_ns(buf, len, ns);
 }
 
 double now_s(void)
