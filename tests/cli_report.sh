@@ -66,6 +66,10 @@ out=$("$STOKER" bench data --runtime 0 --ramp 0 --repeat 1 -E 1 --no-baseline --
 	--decode-threads 1 2>err) || fail "bench --image exit $?: $(cat err)"
 echo "$out" | grep -q "decode  *1 thread," || fail "'1 threads': $out"
 echo "$out" | grep -q "1 decode threads" && fail "'1 decode threads': $out"
+mkdir one && (cd data/c0000 && for f in 00000000 00000003; do cp $f.jpg "$t/one/$f.jpg"; echo 0 >"$t/one/$f.cls"; done)
+(cd one && tar cf ../one.tar ./*) || fail "tar"
+err=$("$STOKER" bench one.tar --shuffle-mode shard --world-size 2 --rank 0 --no-baseline 2>&1)
+echo "$err" | grep -q "1 shard for 2 ranks" || fail "'1 shards': $err"
 for c in bench disk; do
 	"$STOKER" $c --help | grep -E "[0-9]e\+[0-9]" && fail "$c --help in e-notation"
 done
