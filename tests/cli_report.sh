@@ -77,4 +77,34 @@ err=$("$STOKER" disk "$t" --bs 1T 2>&1); [ $? = 2 ] || fail "--bs 1T not exit 2"
 echo "$err" | grep -q "out of range 512 B\.\.64 MiB" || fail "a size's range not as --help writes it: $err"
 err=$("$STOKER" bench data --runtime 2e7 2>&1); [ $? = 2 ] || fail "--runtime 2e7 not exit 2"
 echo "$err" | grep -q "out of range 0\.\.1000000$" || fail "a number's range in e-notation: $err"
+# --- 4. doctor's figures add up, and it writes nothing -----------------------
+"$STOKER" doctor data >doc.txt; rc=$?
+[ $rc = 0 ] || [ $rc = 1 ] || fail "doctor exit $rc"
+/usr/bin/python3 - doc.txt <<'PY' || fail "doctor's figures: $(cat doc.txt)"
+import re, sys
+t = open(sys.argv[1]).read()
+def bytes_(s):
+    v, u = s.split()
+    return float(v) * {"B": 1, "kB": 1e3, "MB": 1e6, "GB": 1e9, "TB": 1e12}[u]
+cpu = re.search(r"cpu +.*?(\d+) CPUs?: (?:1 for the trainer \+ (\d+) decode threads?|"
+                r"the trainer and (\d+) decode threads? share it); (\d+) I/O threads?", t)
+assert cpu, "no cpu split"
+n, dec, io = int(cpu[1]), int(cpu[2] or 0), int(cpu[4])
+assert cpu[3] or 1 + dec == n, "1 + %d decode != %d CPUs" % (dec, n)
+share = re.search(r"cpu share +.*?(\d+) decode \+ (\d+) I/O threads?", t)
+plan = re.search(r"io plan +.*? on (\d+) I/O threads?", t)
+assert int(share[2]) == io and int(plan[1]) == io, (share[0], plan[0], io)
+if n < 4:  # docs/options.md: 1 I/O thread below 4 CPUs
+    assert io == 1, io
+m = re.search(r"takes ([\d.]+ \w+): slots (\d+) x ([\d.]+ \w+) = ([\d.]+ \w+), "
+              r"slot records ([\d.]+ \w+), index ([\d.]+ \w+), decode ([\d.]+ \w+)", t)
+assert m, "memory line without its parts"
+parts = bytes_(m[4]) + bytes_(m[5]) + bytes_(m[6]) + bytes_(m[7])
+assert abs(parts - bytes_(m[1])) <= 0.01 * bytes_(m[1]), (m[0], parts)
+assert abs(int(m[2]) * bytes_(m[3]) - bytes_(m[4])) <= 0.01 * bytes_(m[4]), m[0]
+assert re.search(r"O_DIRECT +O_DIRECT read of data/\S+ works \(a read: nothing written\)", t) \
+    or "refused" in t, "O_DIRECT probe not a read"
+PY
+"$STOKER" doctor --help | grep -q "nothing written (the O_DIRECT check reads" ||
+	fail "doctor's help does not say the O_DIRECT check only reads"
 exit 0

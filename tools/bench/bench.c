@@ -182,9 +182,11 @@ latencies:
 	}
 	struct stk_memory mem = {.size = sizeof(mem)};
 	stk_loader_memory(l, &mem); /* the library's sizing: what doctor counts with */
-	printf("  memory                     %s: pool %s%s, index %s, decode %s; RSS %.0f MB after "
-	       "epoch 1, %.0f MB at the end\n", fmt_bytes(t3, sizeof(t3), (double)mem.total),
+	char t5[64]; /* every part of the total: the figures add up */
+	printf("  memory                     %s: pool %s%s, slot records %s, index %s, decode %s; RSS "
+	       "%.0f MB after epoch 1, %.0f MB at the end\n", fmt_bytes(t3, sizeof(t3), (double)mem.total),
 	       fmt_bytes(t1, sizeof(t1), (double)mem.pool_bytes), s->st.pinned ? " (pinned)" : "",
+	       fmt_bytes(t5, sizeof(t5), (double)mem.meta_bytes),
 	       fmt_bytes(t2, sizeof(t2), (double)mem.index_bytes),
 	       fmt_bytes(t4, sizeof(t4), (double)mem.decode_bytes), S[0].rss_first_mb,
 	       S[n - 1].rss_last_mb);
