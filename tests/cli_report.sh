@@ -107,4 +107,39 @@ assert re.search(r"O_DIRECT +O_DIRECT read of data/\S+ works \(a read: nothing w
 PY
 "$STOKER" doctor --help | grep -q "nothing written (the O_DIRECT check reads" ||
 	fail "doctor's help does not say the O_DIRECT check only reads"
+# --- 5. stoker disk: a summary first, the short pattern named, labels apart --
+mkdir dk
+out=$("$STOKER" disk dk -p randread,checkpoint --size 8MiB -c 8MiB -t 0.3 --ramp 0 2>err) ||
+	fail "disk exit $?: $(cat err)"
+echo "$out" >out
+echo "$out" | grep -qE "^  pattern +PATH +MB/s +IOPS +lat p50 +lat p99$" || fail "no summary table: $out"
+s=$(echo "$out" | grep -nE "^  randread 4 KiB qd32 +\[1\] +[0-9.]+ +[0-9]+ " | cut -d: -f1)
+d=$(echo "$out" | grep -n "^randread  4 KiB blocks" | cut -d: -f1)
+[ -n "$s" ] && [ -n "$d" ] && [ "$s" -lt "$d" ] || fail "the summary's line not before the details: $out"
+echo "$out" | grep -qE "^  checkpoint 4 MiB qd1 +\[1\] " || fail "no summary line for checkpoint: $out"
+echo "$out" | grep -qE "^warning: (randread|checkpoint) on dk was measured only [0-9.]+ s" ||
+	fail "the short pattern not named: $out"
+# the quick set's smallfiles: epochs over its files, each cold, up to --runtime: no warning
+out=$("$STOKER" disk dk -p smallfiles -n 300 2>err) || fail "smallfiles exit $?: $(cat err)"
+echo "$out" >out
+echo "$out" | grep -q "^warning" && fail "the quick set's smallfiles warns: $out"
+# a second PATH's ratios name their reference
+mkdir dk2
+out=$("$STOKER" disk dk dk2 -p randread --size 8MiB -t 0.2 --ramp 0 2>/dev/null) || fail "two PATHs"
+echo "$out" | grep -q "\[2\] dk2 (and its ratio to \[1\])" || fail "ratio's reference unnamed: $out"
+# the chart's labels: two lines each, and every other one lower when crowded (--all's 10)
+"$STOKER" disk dk --all --size 8MiB -c 8MiB -n 50 -t 0.1 --ramp 0 --plot a.svg >/dev/null 2>&1 ||
+	fail "disk --all --plot exit $?"
+/usr/bin/python3 - a.svg <<'PY' || fail "the chart's x labels overlap"
+import re, sys
+svg = open(sys.argv[1]).read()
+ticks = re.findall(r'<text x="([\d.]+)" y="(\d+)" text-anchor="middle" class="xtick"[^>]*>'
+                   r'([^<]*)(?:<tspan[^>]*>([^<]*)</tspan>)?</text>', svg)
+assert len(ticks) == 10, ticks
+for (x1, y1, a1, b1), (x2, y2, a2, b2) in zip(ticks, ticks[1:]):
+    room = float(x2) - float(x1)
+    size = 6 if 'font-size="10"' in svg else 7
+    wide = max(len(a1), len(b1 or ""), len(a2), len(b2 or "")) * size
+    assert y1 != y2 or wide < room, (a1, b1, a2, b2, room)
+PY
 exit 0
