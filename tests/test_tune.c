@@ -229,7 +229,9 @@ static void test_rings_advice_follows_the_tuner(void **state)
 	stk__rings_advice(&f, b, sizeof(b));
 	assert_null(strstr(b, "more io_threads"));
 	assert_null(strstr(b, "free core"));
-	assert_non_null(strstr(b, "more CPUs for the loader (no free one: 2 CPUs"));
+	assert_non_null(strstr(b, "more CPUs for the loader: none is free (2 CPUs: the trainer's, "
+				  "2 I/O threads)"));
+	assert_non_null(strstr(b, "the tuner gained with every I/O thread"));
 	/* free CPUs: the count to ask for, and how many are free */
 	f.free_cpus = 3;
 	f.cpus = 8;

@@ -150,12 +150,17 @@ void stk__rings_advice(const struct stk__rings_facts *f, char *b, size_t n)
 		snprintf(b, n, "more io_threads (--io-threads %u: %u CPU%s free of %u)%s",
 			 f->nrings + 1, f->free_cpus, f->free_cpus == 1 ? "" : "s", f->cpus,
 			 f->found == STK__RINGS_RISING ? "; the tuner gained with every I/O thread" : "");
-	else
-		snprintf(b, n, "more CPUs for the loader (no free one: %u CPU%s, the trainer's and "
-			 "%u I/O thread%s%s); fewer other processes on these cores", f->cpus,
-			 f->cpus == 1 ? "" : "s", f->nrings, f->nrings == 1 ? "" : "s",
-			 f->found == STK__RINGS_RISING ? ", which gained with every one the tuner "
-							 "added" : " among them");
+	else {
+		char dec[48] = "";
+		if (f->decode_threads)
+			snprintf(dec, sizeof(dec), ", %u decode thread%s", f->decode_threads,
+				 f->decode_threads == 1 ? "" : "s");
+		snprintf(b, n, "more CPUs for the loader: none is free (%u CPU%s: the trainer's, %u I/O "
+			 "thread%s%s)%s; fewer other processes on these cores", f->cpus,
+			 f->cpus == 1 ? "" : "s", f->nrings, f->nrings == 1 ? "" : "s", dec,
+			 f->found == STK__RINGS_RISING ? "; the tuner gained with every I/O thread "
+							 "it added" : "");
+	}
 }
 
 int stk_loader_diagnose(const struct stk_loader *cl, double window_s, struct stk_verdict *out)
@@ -179,6 +184,7 @@ int stk_loader_diagnose(const struct stk_loader *cl, double window_s, struct stk
 	uint32_t taken = 1 + l->nrings + dthreads; /* the trainer's CPU, the loader's threads */
 	rf.free_cpus = l->share.cpus > taken ? l->share.cpus - taken : 0;
 	rf.cpus = l->share.cpus;
+	rf.decode_threads = dthreads;
 	pthread_mutex_unlock(&l->mu);
 	now.disk_ok = disk_ok;
 	now.disk = disk;

@@ -372,7 +372,7 @@ struct stk__rings_facts {
 	int found;          /* enum stk__rings_found */
 	double busy;        /* their busy share over the tuner's last window; -1: none */
 	bool auto_rings, uring;
-	uint32_t active, nrings, free_cpus, cpus;
+	uint32_t active, nrings, decode_threads, free_cpus, cpus;
 };
 /* What to try when the I/O threads are the limit, from f, into b. */
 void stk__rings_advice(const struct stk__rings_facts *f, char *b, size_t n);

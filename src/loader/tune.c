@@ -584,10 +584,14 @@ int stk_loader_tuning(const struct stk_loader *cl, char *buf, size_t len)
 	char threads[200] = "", shards[320] = "";
 	pthread_mutex_lock(&l->mu);
 	const struct tune *t = &l->tune;
-	if (l->ops == &stk__engine_uring && !t->auto_rings)
-		snprintf(threads, sizeof(threads), "\nI/O threads %u (%s)", l->nrings,
-			 l->o.io_threads ? "asked" : "auto: one per online CPU, up to 2");
-	else if (l->ops == &stk__engine_uring && !strstr(t->why, "I/O threads"))
+	if (l->ops == &stk__engine_uring && !t->auto_rings) {
+		char why[64] = "asked";
+		if (!l->o.io_threads) /* sys/cpushare.c's rule */
+			snprintf(why, sizeof(why), "auto: %s, the share here %u CPU%s",
+				 l->nrings > 1 ? "2 from 4 CPUs up" : "1 below 4 CPUs", l->share.cpus,
+				 l->share.cpus == 1 ? "" : "s");
+		snprintf(threads, sizeof(threads), "\nI/O threads %u (%s)", l->nrings, why);
+	} else if (l->ops == &stk__engine_uring && !strstr(t->why, "I/O threads"))
 		snprintf(threads, sizeof(threads), "\nI/O threads %u of %u (auto: %s)", t->active,
 			 l->nrings, t->phase == TUNE_RINGS ? "probing"
 				    : t->phase == TUNE_QD ? "all take batches while the depth is probed"
