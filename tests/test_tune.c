@@ -238,6 +238,11 @@ static void test_rings_advice_follows_the_tuner(void **state)
 	stk__rings_advice(&f, b, sizeof(b));
 	assert_non_null(strstr(b, "more io_threads (--io-threads 3: 3 CPUs free of 8)"));
 	assert_non_null(strstr(b, "gained with every I/O thread"));
+	/* the pread pool: its workers' count, not a core each */
+	f = (struct stk__rings_facts){.found = STK__RINGS_UNTRIED, .busy = -1, .nrings = 64,
+				      .cpus = 2};
+	stk__rings_advice(&f, b, sizeof(b));
+	assert_non_null(strstr(b, "pread workers, 64 now"));
 }
 
 int main(void)

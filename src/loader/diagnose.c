@@ -142,7 +142,10 @@ static struct stk__snap window_start(const struct stk_loader *l, uint64_t now, d
 
 void stk__rings_advice(const struct stk__rings_facts *f, char *b, size_t n)
 {
-	if (f->found == STK__RINGS_NO_GAIN)
+	if (!f->uring) /* pread workers block on reads: a CPU each is not the question */
+		snprintf(b, n, "more io_threads (pread workers, %u now), or io_uring where the "
+			 "kernel allows it (`stoker doctor` says why not)", f->nrings);
+	else if (f->found == STK__RINGS_NO_GAIN)
 		snprintf(b, n, "not more io_threads: the tuner measured no gain past %u (its I/O "
 			 "threads line); fewer bytes per sample (smaller images, tar shards), or "
 			 "fewer other processes on these cores", f->active);
@@ -180,7 +183,8 @@ int stk_loader_diagnose(const struct stk_loader *cl, double window_s, struct stk
 	uint32_t iot = l->ops == &stk__engine_uring ? l->tune.active : l->o.io_threads;
 	struct stk__rings_facts rf = {.found = l->tune.rings_found, .busy = l->tune.busy,
 				 .auto_rings = l->tune.auto_rings, .uring = l->ops == &stk__engine_uring,
-				 .active = iot, .nrings = l->nrings};
+				 .active = iot,
+				 .nrings = l->ops == &stk__engine_uring ? l->nrings : l->o.io_threads};
 	uint32_t taken = 1 + l->nrings + dthreads; /* the trainer's CPU, the loader's threads */
 	rf.free_cpus = l->share.cpus > taken ? l->share.cpus - taken : 0;
 	rf.cpus = l->share.cpus;
