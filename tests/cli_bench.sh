@@ -12,9 +12,14 @@ QUICK="--runtime 0 --ramp 0 --repeat 1"
 
 out=$("$STOKER" bench $QUICK data --batch-size 8 --epochs 2) || fail "bench exit $?"
 for want in "samples/s" "MB/s" "batch wait p50/p99/max" "reads in flight" \
-	"CPU s per 1000 samples" "baseline" "x" "errors                     0"; do
+	"CPU s per 1000 samples" "x" "errors                     0"; do
 	echo "$out" | grep -qF -- "$want" || fail "missing '$want' in: $out"
 done
+# every comparison names its reference, in the header and in words a user knows
+echo "$out" | grep -qE "^  +stoker +plain read loop +stoker / plain loop$" ||
+	fail "the table's header does not name the reference: $out"
+echo "$out" | grep -qF "plain read loop: one thread reading each sample in stoker's order (open/read/close per file)" ||
+	fail "the plain read loop is not explained: $out"
 
 out=$("$STOKER" bench $QUICK data --batch-size 8 --compute-ms 2 --epochs 1 --json) || fail "json exit $?"
 echo "$out" > b.json
@@ -62,7 +67,7 @@ echo "$err" | grep -q -- "--rank: 3 must be below --world-size 2" || fail "bad r
 "$STOKER" bench $QUICK --help | tr "\n" " " | tr -s " " | grep -q -- "--queue-depth.*(1\.\.32768, or auto (0))" ||
 	fail "--help: queue depth range"
 out=$("$STOKER" bench $QUICK data -q 0 --no-baseline) || fail "-q 0 (auto) exit $?"
-echo "$out" | grep -q "queue depth [0-9]* (auto)" || fail "-q 0 is not auto: $out"
+echo "$out" | grep -q "queue depth [0-9]* (auto: chosen below)" || fail "-q 0 is not auto: $out"
 "$STOKER" bench $QUICK --help | grep -q "usage: stoker bench" || fail "--help"
 
 # --vs torch: PyTorch's DataLoader on the same samples at num_workers 0, 2

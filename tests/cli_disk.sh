@@ -235,7 +235,7 @@ EOF
 out=$("$S" disk $tiny -p seqread --repeat 2 "$tmp/r1") || fail "--repeat table exit $?"
 echo "$out" | grep -q "2 rounds, the PATHs alternating" || fail "rounds line: $out"
 echo "$out" | grep -qE "MB/s +[0-9.]+ \([0-9.]+-[0-9.]+\)" || fail "median (min-max): $out"
-echo "$out" | grep -q "^warning: a pattern was measured only 0.2" || fail "warning: $out"
+echo "$out" | grep -q "^warning: seqread on $tmp/r1 was measured only 0.2" || fail "warning: $out"
 [ -z "$(find "$tmp/r1" "$tmp/r2" -mindepth 1)" ] || fail "files left behind by --repeat"
 "$S" disk --repeat 0 "$tmp/r1" 2>/dev/null; [ $? = 2 ] || fail "--repeat 0 not exit 2"
 

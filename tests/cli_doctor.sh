@@ -236,9 +236,8 @@ grep -Eq '^  ok +gpu +(no NVIDIA driver found|NVML does not start)|^  (ok|warn) 
 python3 - "$tmp/cpu.json" <<'EOF' || fail "the cpu check and the cpu share disagree on the loader's threads"
 import json, re, sys
 c = {c["name"]: c for c in json.load(open(sys.argv[1]))["checks"]}
-pat = r"(\d+) decode \+ (\d+) I/O thread"
-a = re.search(pat, c["cpu"]["value"])
-b = re.search(pat, c["cpu share"]["value"])
+a = re.search(r"(\d+) decode threads?(?: share it)?; (\d+) I/O thread", c["cpu"]["value"])
+b = re.search(r"(\d+) decode \+ (\d+) I/O thread", c["cpu share"]["value"])
 assert a and b and a.groups() == b.groups(), (c["cpu"]["value"], c["cpu share"]["value"])
 EOF
 echo "ok"

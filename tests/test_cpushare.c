@@ -51,6 +51,11 @@ static void test_no_launcher(void **state)
 	s = share(&f, 0, 0, &set, &pin);
 	assert_int_equal(s.decode_threads, 1);
 	assert_int_equal(s.io_threads, 1);
+	/* 2 CPUs: one I/O thread, as with a launcher (below 4 CPUs), not 2 */
+	f = facts(2, 0, 0);
+	s = share(&f, 0, 0, &set, &pin);
+	assert_int_equal(s.decode_threads, 1);
+	assert_int_equal(s.io_threads, 1);
 }
 
 static void test_slices(void **state)

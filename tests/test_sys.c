@@ -505,6 +505,39 @@ static void test_direct_probe(void **state)
 	free(t);
 }
 
+/* doctor's probe: a read of a file there, nothing written (no entry, the
+ * folder's mtime kept); an empty folder has nothing to read */
+static void test_direct_read_probe(void **state)
+{
+	(void)state;
+	char *t = tu_mkdtemp(), why[PATH_MAX + 128], f[PATH_MAX];
+	assert_int_equal(stk_sys_direct_read_probe(t, NULL, why, sizeof(why)), -ENOENT);
+	assert_non_null(strstr(why, "holds no file to read"));
+	snprintf(f, sizeof(f), "%s/a.bin", t);
+	FILE *fp = fopen(f, "w");
+	assert_non_null(fp);
+	for (int i = 0; i < 8192; i++)
+		fputc(i & 0xff, fp);
+	fclose(fp);
+	struct stat before, after;
+	assert_int_equal(stat(t, &before), 0);
+	int rc = stk_sys_direct_read_probe(t, NULL, why, sizeof(why));
+	assert_true(rc == 0 || rc == -EINVAL);
+	assert_non_null(strstr(why, f));
+	assert_int_equal(stat(t, &after), 0);
+	assert_true(before.st_mtim.tv_sec == after.st_mtim.tv_sec &&
+		    before.st_mtim.tv_nsec == after.st_mtim.tv_nsec);
+	DIR *d = opendir(t);
+	assert_non_null(d);
+	int entries = 0;
+	for (struct dirent *e; (e = readdir(d));)
+		entries += strcmp(e->d_name, ".") && strcmp(e->d_name, "..");
+	closedir(d);
+	assert_int_equal(entries, 1);
+	tu_rmrf(t);
+	free(t);
+}
+
 static void test_io_uring_probe(void **state)
 {
 	(void)state;
@@ -553,6 +586,7 @@ int main(void)
 		cmocka_unit_test(test_queue),
 		cmocka_unit_test(test_shm),
 		cmocka_unit_test(test_direct_probe),
+		cmocka_unit_test(test_direct_read_probe),
 		cmocka_unit_test(test_io_uring_probe),
 		cmocka_unit_test(test_gpus_and_pcie),
 	};

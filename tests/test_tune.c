@@ -2,11 +2,14 @@
  * probe finds the knee of a device modelled by the null engine (K channels
  * of fixed latency: throughput stops rising at depth K), an explicit depth
  * wins, O_DIRECT is chosen only for a dataset larger than the page cache,
- * the choices are reported (stats, stk_loader_tuning), and a stop in the
- * middle of a probe is prompt. */
+ * the choices are reported (stats, stk_loader_tuning), a stop in the
+ * middle of a probe is prompt, and the verdict's advice on I/O threads
+ * follows what the tuner found (never more of what gained nothing, never a
+ * core that is not free). */
 #include "testutil.h"
 
 #include "stoker/stoker.h"
+#include "loader/loader.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -208,6 +211,40 @@ static void test_direct_policy(void **state)
 	unsetenv("STOKER_PAGE_CACHE_BYTES");
 }
 
+static void test_rings_advice_follows_the_tuner(void **state)
+{
+	(void)state;
+	char b[256];
+	/* the tuner added a second I/O thread and measured no gain */
+	struct stk__rings_facts f = {.found = STK__RINGS_NO_GAIN, .busy = 0.9, .auto_rings = true,
+				     .uring = true, .active = 1, .nrings = 2, .free_cpus = 4,
+				     .cpus = 8};
+	stk__rings_advice(&f, b, sizeof(b));
+	assert_null(strstr(b, "more io_threads ("));
+	assert_non_null(strstr(b, "not more io_threads: the tuner measured no gain past 1"));
+	/* still rising with every one, but no CPU free (2 CPUs: the trainer's, 2 rings) */
+	f = (struct stk__rings_facts){.found = STK__RINGS_RISING, .busy = 0.9, .auto_rings = true,
+				      .uring = true, .active = 2, .nrings = 2, .free_cpus = 0,
+				      .cpus = 2};
+	stk__rings_advice(&f, b, sizeof(b));
+	assert_null(strstr(b, "more io_threads"));
+	assert_null(strstr(b, "free core"));
+	assert_non_null(strstr(b, "more CPUs for the loader: none is free (2 CPUs: the trainer's, "
+				  "2 I/O threads)"));
+	assert_non_null(strstr(b, "the tuner gained with every I/O thread"));
+	/* free CPUs: the count to ask for, and how many are free */
+	f.free_cpus = 3;
+	f.cpus = 8;
+	stk__rings_advice(&f, b, sizeof(b));
+	assert_non_null(strstr(b, "more io_threads (--io-threads 3: 3 CPUs free of 8)"));
+	assert_non_null(strstr(b, "gained with every I/O thread"));
+	/* the pread pool: its workers' count, not a core each */
+	f = (struct stk__rings_facts){.found = STK__RINGS_UNTRIED, .busy = -1, .nrings = 64,
+				      .cpus = 2};
+	stk__rings_advice(&f, b, sizeof(b));
+	assert_non_null(strstr(b, "pread workers, 64 now"));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -215,6 +252,7 @@ int main(void)
 		cmocka_unit_test(test_explicit_depth_wins),
 		cmocka_unit_test(test_stop_during_probe),
 		cmocka_unit_test(test_direct_policy),
+		cmocka_unit_test(test_rings_advice_follows_the_tuner),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

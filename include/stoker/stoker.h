@@ -55,6 +55,17 @@ enum stk_err {
 STK_API const char *stk_strerror(int err);
 /* The code's symbolic name: "ENOENT", "STK_ESHORT", ...  Static string. */
 STK_API const char *stk_err_name(int err);
+/* Figures in words, the one formatter every front end prints with; each
+ * writes at most len bytes into buf and returns buf.  Any thread.
+ * stk_fmt_bytes: measured sizes in decimal units, 3 significant digits
+ * ("512 B", "66.7 MB", "1.29 GB"); stk_fmt_rate: the same per second
+ * ("1.29 GB/s"); stk_fmt_ibytes: sizes a user types, binary units, exact
+ * when whole ("4 KiB", "1 TiB", "1.50 MiB"); stk_fmt_ns: durations
+ * ("850 ns", "170.2 us", "2.79 ms", "1.50 s"). */
+STK_API const char *stk_fmt_bytes(char *buf, size_t len, double bytes);
+STK_API const char *stk_fmt_rate(char *buf, size_t len, double bytes_per_s);
+STK_API const char *stk_fmt_ibytes(char *buf, size_t len, double bytes);
+STK_API const char *stk_fmt_ns(char *buf, size_t len, double ns);
 /* The library's own codes in STK_ERR_MAP order: code i, or 0 past the end
  * (bindings build their constants from it). */
 STK_API int stk_err_at(int i);

@@ -265,6 +265,11 @@ STK_API int stk_sys_io_uring_probe(char *why, size_t len);
  * 0 when it works, -EINVAL when the filesystem refuses O_DIRECT, other
  * -errno when the probe could not run; why (may be NULL) says what was done. */
 STK_API int stk_sys_direct_probe(const char *dir, const char *file, char *why, size_t len);
+/* The same question answered without writing anything: an aligned O_DIRECT
+ * read of `file` opened read-only (NULL: the first regular file under dir),
+ * what a loader's reads do.  What `stoker doctor PATH` asks, since it
+ * changes nothing.  Same returns. */
+STK_API int stk_sys_direct_read_probe(const char *dir, const char *file, char *why, size_t len);
 
 /* Whether a pool of `bytes` can be pinned for GPU copies here, as the loader
  * pins its slots: the CUDA runtime loaded with dlopen ($STOKER_CUDART, a

@@ -307,9 +307,9 @@ static int shard_mode(struct stk_loader *l, char *err, size_t errlen)
 		if (i == n || l->ds->entries[i].name != l->ds->entries[i - 1].name)
 			l->group_end[g++] = (uint32_t)i;
 	if (g < l->o.world_size) {
-		snprintf(err, errlen, "%s: %u shards for %u ranks: shuffle_mode shard gives every "
+		snprintf(err, errlen, "%s: %u shard%s for %u ranks: shuffle_mode shard gives every "
 			 "rank whole shards; pack into at least %u shards, or use shuffle_mode global",
-			 l->path, g, l->o.world_size, l->o.world_size);
+			 l->path, g, g == 1 ? "" : "s", l->o.world_size, l->o.world_size);
 		return -EINVAL;
 	}
 	return stk__sampler_shard_mode(&l->sampler, l->group_end, g,

@@ -140,6 +140,32 @@ static struct stk__snap window_start(const struct stk_loader *l, uint64_t now, d
 	return best;
 }
 
+void stk__rings_advice(const struct stk__rings_facts *f, char *b, size_t n)
+{
+	if (!f->uring) /* pread workers block on reads: a CPU each is not the question */
+		snprintf(b, n, "more io_threads (pread workers, %u now), or io_uring where the "
+			 "kernel allows it (`stoker doctor` says why not)", f->nrings);
+	else if (f->found == STK__RINGS_NO_GAIN)
+		snprintf(b, n, "not more io_threads: the tuner measured no gain past %u (its I/O "
+			 "threads line); fewer bytes per sample (smaller images, tar shards), or "
+			 "fewer other processes on these cores", f->active);
+	else if (f->free_cpus)
+		snprintf(b, n, "more io_threads (--io-threads %u: %u CPU%s free of %u)%s",
+			 f->nrings + 1, f->free_cpus, f->free_cpus == 1 ? "" : "s", f->cpus,
+			 f->found == STK__RINGS_RISING ? "; the tuner gained with every I/O thread" : "");
+	else {
+		char dec[48] = "";
+		if (f->decode_threads)
+			snprintf(dec, sizeof(dec), ", %u decode thread%s", f->decode_threads,
+				 f->decode_threads == 1 ? "" : "s");
+		snprintf(b, n, "more CPUs for the loader: none is free (%u CPU%s: the trainer's, %u I/O "
+			 "thread%s%s)%s; fewer other processes on these cores", f->cpus,
+			 f->cpus == 1 ? "" : "s", f->nrings, f->nrings == 1 ? "" : "s", dec,
+			 f->found == STK__RINGS_RISING ? "; the tuner gained with every I/O thread "
+							 "it added" : "");
+	}
+}
+
 int stk_loader_diagnose(const struct stk_loader *cl, double window_s, struct stk_verdict *out)
 {
 	struct stk_loader *l = (struct stk_loader *)cl;
@@ -155,6 +181,14 @@ int stk_loader_diagnose(const struct stk_loader *cl, double window_s, struct stk
 	/* the depth and rings in use now (auto: what the tuner chose) */
 	uint32_t qd = l->tune.qd, prefetch = l->o.prefetch, dthreads = l->ndthreads;
 	uint32_t iot = l->ops == &stk__engine_uring ? l->tune.active : l->o.io_threads;
+	struct stk__rings_facts rf = {.found = l->tune.rings_found, .busy = l->tune.busy,
+				 .auto_rings = l->tune.auto_rings, .uring = l->ops == &stk__engine_uring,
+				 .active = iot,
+				 .nrings = l->ops == &stk__engine_uring ? l->nrings : l->o.io_threads};
+	uint32_t taken = 1 + l->nrings + dthreads; /* the trainer's CPU, the loader's threads */
+	rf.free_cpus = l->share.cpus > taken ? l->share.cpus - taken : 0;
+	rf.cpus = l->share.cpus;
+	rf.decode_threads = dthreads;
 	pthread_mutex_unlock(&l->mu);
 	now.disk_ok = disk_ok;
 	now.disk = disk;
@@ -211,7 +245,7 @@ int stk_loader_diagnose(const struct stk_loader *cl, double window_s, struct stk
 	double stall = v.stall_ratio, inflight = v.inflight_mean;
 	/* "12.3 of 16"; over a window that held a probe's deeper levels the mean
 	 * can pass today's depth: said so, not "148.5 of 16" */
-	char fl[96];
+	char fl[64];
 	if (inflight <= qd + 0.05)
 		snprintf(fl, sizeof(fl), "%.1f of %u", inflight, qd);
 	else
@@ -246,15 +280,17 @@ int stk_loader_diagnose(const struct stk_loader *cl, double window_s, struct stk
 	} else if (v.decode_busy >= 0.8) {
 		v.kind = STK_BOUND_DECODE;
 		snprintf(v.evidence, sizeof(v.evidence),
-			 "%u decode threads busy %.0f %% of the time; %s reads in flight",
-			 dthreads, v.decode_busy * 100, fl);
+			 "%u decode thread%s busy %.0f %% of the time; %s reads in flight",
+			 dthreads, dthreads == 1 ? "" : "s", v.decode_busy * 100, fl);
 		snprintf(v.advice, sizeof(v.advice),
 			 "more decode_threads (cores), a smaller image size, or data stored smaller");
 	} else if (disk_busy) {
 		v.kind = STK_BOUND_STORAGE;
+		char r[32];
 		snprintf(v.evidence, sizeof(v.evidence),
-			 "%s %%util %.0f, aqu-sz %.1f, r_await %.2f ms, %.0f MB/s; %s reads in flight",
-			 v.device, v.dev_util, v.dev_aqu_sz, v.dev_r_await_ms, v.dev_read_mb_s, fl);
+			 "%s %%util %.0f, aqu-sz %.1f, r_await %.2f ms, %s; %s reads in flight",
+			 v.device, v.dev_util, v.dev_aqu_sz, v.dev_r_await_ms,
+			 stk_fmt_rate(r, sizeof(r), v.dev_read_mb_s * 1e6), fl);
 		snprintf(v.advice, sizeof(v.advice),
 			 "faster storage, samples packed into shards, or memory for the page cache; "
 			 "`stoker disk PATH` measures the device");
@@ -268,15 +304,17 @@ int stk_loader_diagnose(const struct stk_loader *cl, double window_s, struct stk
 	} else if (from_net && inflight >= 0.8 * qd) {
 		v.kind = STK_BOUND_NETWORK;
 		/* an outage: the reads waiting to be tried again are counted */
-		char waiting[64] = "";
+		char waiting[64] = "", each[16], all[16];
 		if (v.remote_retrying)
 			snprintf(waiting, sizeof(waiting), " (%u waiting to be tried again)",
 				 v.remote_retrying);
+		stk_fmt_rate(each, sizeof(each), v.req_mb_per_s_each * 1e6);
+		stk_fmt_rate(all, sizeof(all), v.mb_per_s * 1e6);
 		snprintf(v.evidence, sizeof(v.evidence),
 			 "%s requests in flight (the cap: queue_depth), each %.1f ms p50, %.1f ms "
-			 "p99 (the fastest %.1f ms); %.2f MB/s per request in flight, %.1f MB/s in "
+			 "p99 (the fastest %.1f ms); %s per request in flight, %s in "
 			 "all; %.1f retries/s%s; %.0f %% from the local cache: every read waits on %s",
-			 fl, v.req_p50_ms, v.req_p99_ms, v.req_min_ms, v.req_mb_per_s_each, v.mb_per_s,
+			 fl, v.req_p50_ms, v.req_p99_ms, v.req_min_ms, each, all,
 			 v.retries_per_s, waiting, v.cache_hit_ratio * 100,
 			 rm->s3 ? "the object store" : "the HTTP server");
 		/* a request taking twice the fastest's time: the server queues them
@@ -306,13 +344,29 @@ int stk_loader_diagnose(const struct stk_loader *cl, double window_s, struct stk
 				     : "the device reports under 80 % busy: latency, not bandwidth");
 		snprintf(v.advice, sizeof(v.advice),
 			 "a deeper queue_depth while the device has headroom, else faster storage");
-	} else if (sampled && !from_disk) {
+	} else if (sampled && !from_disk && rf.uring && rf.busy >= 0 && rf.busy < STK__COPY_BUSY) {
+		/* the tuner's own measure says the threads were not busy: not their copies */
 		v.kind = STK_BOUND_IO_THREAD;
 		snprintf(v.evidence, sizeof(v.evidence),
 			 "the consumer waited %.0f %% of the time while the reads came from the page "
-			 "cache, %s in flight: the I/O threads' copies are the limit",
-			 stall * 100, fl);
-		snprintf(v.advice, sizeof(v.advice), "more io_threads (one per free core)");
+			 "cache, %s in flight, the I/O threads busy %.0f %% (the tuner's last "
+			 "window): the reads wait in the kernel, not on the threads' copies",
+			 stall * 100, fl, rf.busy * 100);
+		snprintf(v.advice, sizeof(v.advice),
+			 "not more io_threads: they were idle; %s--engine pread to compare, fewer "
+			 "other processes on these cores", l->ds->shards ? "" :
+			 "tar shards (`stoker pack`: one open per shard, not per file), ");
+	} else if (sampled && !from_disk) {
+		v.kind = STK_BOUND_IO_THREAD;
+		char busy[64] = "";
+		if (rf.busy >= 0)
+			snprintf(busy, sizeof(busy), ", busy %.0f %% (the tuner's last window)",
+				 rf.busy * 100);
+		snprintf(v.evidence, sizeof(v.evidence),
+			 "the consumer waited %.0f %% of the time while the reads came from the page "
+			 "cache, %s in flight: the I/O threads' copies are the limit%s",
+			 stall * 100, fl, busy);
+		stk__rings_advice(&rf, v.advice, sizeof(v.advice));
 	} else {
 		/* the reads reached the device (or no device could be sampled): never
 		 * "page cache" for them, only that the queue was not kept full */
@@ -323,8 +377,7 @@ int stk_loader_diagnose(const struct stk_loader *cl, double window_s, struct stk
 			 stall * 100, fl,
 			 from_disk ? "the reads came from the device, under 80 % busy"
 				   : "no block device could be sampled");
-		snprintf(v.advice, sizeof(v.advice),
-			 "more io_threads (one per free core), fewer other processes on these cores");
+		stk__rings_advice(&rf, v.advice, sizeof(v.advice));
 	}
 	v.name = stk_bound_name(v.kind);
 	uint32_t keep = out->size;

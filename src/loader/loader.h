@@ -147,8 +147,24 @@ struct tune_point {
 	double busy;               /* I/O threads' CPU time / wall time, per active ring */
 };
 
+/* The I/O threads busy over this share of the time (CPU and run-queue wait,
+ * per active ring) are limited by their own copies: the tuner adds rings
+ * past it, and the verdict says so only past it. */
+#define STK__COPY_BUSY 0.6
+/* What the tuner found about more I/O threads: the verdict's advice follows it. */
+enum stk__rings_found {
+	STK__RINGS_UNTRIED,   /* not probed (yet, asked, one ring, or an unsure depth probe) */
+	STK__RINGS_NOT_BUSY,  /* not probed: below STK__COPY_BUSY at the chosen depth */
+	STK__RINGS_NO_GAIN,   /* probed: more rings gained under 10 % */
+	STK__RINGS_RISING,    /* probed: still rising with every ring there is */
+	STK__RINGS_CONSUMER,  /* probed: the consumer set the pace */
+};
+
 struct tune {
 	bool auto_qd, auto_rings;
+	int rings_found;        /* enum stk__rings_found */
+	double busy;            /* the I/O threads' busy share per active ring over the last
+				   window closed (probe or watch); -1: none yet */
 	unsigned qd;            /* reads in flight at most, all rings together */
 	unsigned active;        /* rings that take new batches */
 	unsigned max_qd;        /* the most the engines can hold */
@@ -364,6 +380,17 @@ bool stk__loader_replace_round(struct stk_loader *l, struct slot *s);
 
 /* --- loader/diagnose.c ---------------------------------------------------- */
 /* The counters now (under mu), the device's after unlocking. */
+/* The tuner's findings on the I/O threads (loader/tune.c), which the
+ * verdict's I/O-thread advice follows: never more of what it measured as no
+ * gain, never a core that is not free. */
+struct stk__rings_facts {
+	int found;          /* enum stk__rings_found */
+	double busy;        /* their busy share over the tuner's last window; -1: none */
+	bool auto_rings, uring;
+	uint32_t active, nrings, decode_threads, free_cpus, cpus;
+};
+/* What to try when the I/O threads are the limit, from f, into b. */
+void stk__rings_advice(const struct stk__rings_facts *f, char *b, size_t n);
 void stk__loader_snap(struct stk_loader *l, struct stk__snap *out);
 void stk__loader_snap_disk(struct stk_loader *l, struct stk__snap *out);
 /* Finds the device behind the data (at create). */

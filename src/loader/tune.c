@@ -56,11 +56,6 @@ enum { TUNE_OFF, TUNE_QD, TUNE_RINGS, TUNE_WATCH };
 #define MIN_QD 8u
 #define MAX_AUTO_QD 512u
 
-static void fmt_gb(char *b, size_t n, double bytes)
-{
-	snprintf(b, n, bytes >= 1e9 ? "%.1f GB" : "%.0f MB", bytes >= 1e9 ? bytes / 1e9 : bytes / 1e6);
-}
-
 /* Bytes of page cache this process can count on. */
 static uint64_t cache_room(void)
 {
@@ -119,8 +114,8 @@ void stk__tune_direct(struct stk_loader *l)
 		total += l->ds->entries[i].size;
 	uint64_t room = cache_room();
 	char a[32], b[32];
-	fmt_gb(a, sizeof(a), (double)total);
-	fmt_gb(b, sizeof(b), (double)room);
+	stk_fmt_bytes(a, sizeof(a), (double)total);
+	stk_fmt_bytes(b, sizeof(b), (double)room);
 	if (total <= room) {
 		snprintf(t->direct_why, sizeof(t->direct_why),
 			 "reads: buffered (auto: the dataset, %s, fits in the page cache, %s: later "
@@ -184,6 +179,8 @@ void stk__tune_init(struct stk_loader *l)
 	t->auto_qd = l->o.queue_depth == 0 && !remote;
 	t->auto_rings = uring && l->o.io_threads == 0 && l->nrings > 1;
 	t->active = uring ? l->nrings : 1;
+	t->busy = -1;
+	t->rings_found = STK__RINGS_UNTRIED;
 	/* start_rings set max_qd: all rings together, each up to its cap */
 	struct stk_io_plan plan = {.size = sizeof(plan)};
 	t->plan_qd = stk_io_plan(NULL, l->ds->root, &plan) == 0 && plan.queue_depth ? plan.queue_depth
@@ -285,14 +282,26 @@ static void points(const struct tune *t, bool rings, char *b, size_t n)
 	b[0] = 0;
 	for (unsigned i = 0; i < t->npts && k < n; i++) {
 		const struct tune_point *p = &t->pts[i];
-		int w = rings ? snprintf(b + k, n - k, "%s%u: %.3g MB/s, busy %.0f %%", i ? ", " : "",
-					 p->rings, p->rate / 1e6, p->busy * 100)
-			      : snprintf(b + k, n - k, "%s%u: %.3g MB/s %.2f ms", i ? ", " : "", p->qd,
-					 p->rate / 1e6, p->lat_ns / 1e6);
+		char r[32], lat[32];
+		stk_fmt_rate(r, sizeof(r), p->rate);
+		int w = rings ? snprintf(b + k, n - k, "%s%u: %s, busy %.0f %%", i ? ", " : "",
+					 p->rings, r, p->busy * 100)
+			      : snprintf(b + k, n - k, "%s%u: %s %s", i ? ", " : "", p->qd, r,
+					 stk_fmt_ns(lat, sizeof(lat), p->lat_ns));
 		if (w < 0)
 			break;
 		k += (size_t)w;
 	}
+}
+
+/* The end of the queue depth's line in why, a former I/O threads line cut
+ * off (a re-probe of the user's depth leaves the line in place). */
+static size_t why_rings_at(struct tune *t)
+{
+	char *old = strstr(t->why, "\nI/O threads");
+	if (old)
+		*old = 0;
+	return strlen(t->why);
 }
 
 static void settle_qd(struct stk_loader *l, unsigned pick, const char *reason)
@@ -306,7 +315,15 @@ static void settle_qd(struct stk_loader *l, unsigned pick, const char *reason)
 		snprintf(t->why, sizeof(t->why), "queue depth %u (auto, probe %u: %s; %s)", t->qd,
 			 t->probes, pts, reason);
 	/* the I/O threads busy most of the time: page-cache copies are the limit */
-	bool copies = t->pts[pick].busy > 0.6;
+	bool copies = t->pts[pick].busy > STK__COPY_BUSY;
+	t->rings_found = t->auto_rings && !copies && !t->unsure ? STK__RINGS_NOT_BUSY
+								: STK__RINGS_UNTRIED;
+	size_t k = why_rings_at(t);
+	if (t->rings_found == STK__RINGS_NOT_BUSY)
+		snprintf(t->why + k, sizeof(t->why) - k, "\nI/O threads %u of %u (auto: busy %.0f %% "
+			 "at this depth, under %.0f %%: their copies are not the limit; all take "
+			 "batches)", t->active, l->nrings, t->pts[pick].busy * 100,
+			 STK__COPY_BUSY * 100);
 	if (t->auto_rings && copies && !t->unsure) {
 		t->phase = TUNE_RINGS;
 		t->npts = 0;
@@ -317,14 +334,15 @@ static void settle_qd(struct stk_loader *l, unsigned pick, const char *reason)
 	apply(l);
 }
 
-static void settle_rings(struct stk_loader *l, unsigned pick, const char *reason)
+static void settle_rings(struct stk_loader *l, unsigned pick, const char *reason, int found)
 {
 	struct tune *t = &l->tune;
+	t->rings_found = found;
 	char pts[256];
 	points(t, true, pts, sizeof(pts));
 	t->active = t->pts[pick].rings;
 	t->settled_rate = t->pts[pick].rate;
-	size_t k = strlen(t->why);
+	size_t k = why_rings_at(t);
 	snprintf(t->why + k, sizeof(t->why) - k, "\nI/O threads %u (auto, they were busy: %s; %s)",
 		 t->active, pts, reason);
 	t->phase = TUNE_WATCH;
@@ -375,10 +393,10 @@ static unsigned flat(const struct tune *t)
 
 static void why_flat(const struct tune *t, bool rings, char *b, size_t n)
 {
-	double best = best_rate(t);
-	snprintf(b, n, "%s: the lowest %s within 5 %% of the best rate (%.3g MB/s)",
+	char r[32];
+	snprintf(b, n, "%s: the lowest %s within 5 %% of the best rate (%s)",
 		 rings ? "no gain from more" : "throughput stopped rising", rings ? "count" : "depth",
-		 best / 1e6);
+		 stk_fmt_rate(r, sizeof(r), best_rate(t)));
 }
 
 /* The probe's next level, its "so far" said in the reasons. */
@@ -451,11 +469,11 @@ static void step_rings(struct stk_loader *l, const struct tune_point *p)
 			why_flat(t, true, why, sizeof(why));
 		else
 			snprintf(why, sizeof(why), "still rising with every ring");
-		settle_rings(l, k, why);
+		settle_rings(l, k, why, flat(t) ? STK__RINGS_NO_GAIN : STK__RINGS_RISING);
 		return;
 	}
 	if (t->active >= l->nrings) {
-		settle_rings(l, t->npts - 1, "one ring");
+		settle_rings(l, t->npts - 1, "one ring", STK__RINGS_UNTRIED);
 		return;
 	}
 	t->active++;
@@ -471,6 +489,7 @@ static void start_probe(struct stk_loader *l, uint64_t now)
 	t->probe_t = now;
 	t->phase = TUNE_QD;
 	t->down = false;
+	t->rings_found = STK__RINGS_UNTRIED;
 	if (t->auto_rings)
 		t->active = l->nrings;
 	if (t->auto_qd) {
@@ -515,6 +534,7 @@ void stk__tune_tick(struct stk_loader *l, uint64_t now)
 		return;
 	}
 	t->extend = false;
+	t->busy = p.busy;
 	clear_window(t);
 	open_segment(l, now);
 	if (t->phase != TUNE_WATCH && p.fill < 0.7) {
@@ -534,7 +554,8 @@ void stk__tune_tick(struct stk_loader *l, uint64_t now)
 		} else if (t->phase == TUNE_QD)
 			settle_qd(l, t->npts - 1, "");
 		else
-			settle_rings(l, t->npts - 1, "the consumer sets the pace");
+			settle_rings(l, t->npts - 1, "the consumer sets the pace",
+				     STK__RINGS_CONSUMER);
 		return;
 	}
 	t->lowfill = 0;
@@ -563,12 +584,19 @@ int stk_loader_tuning(const struct stk_loader *cl, char *buf, size_t len)
 	char threads[200] = "", shards[320] = "";
 	pthread_mutex_lock(&l->mu);
 	const struct tune *t = &l->tune;
-	if (l->ops == &stk__engine_uring && !t->auto_rings)
-		snprintf(threads, sizeof(threads), "\nI/O threads %u (%s)", l->nrings,
-			 l->o.io_threads ? "asked" : "auto: one per online CPU, up to 2");
-	else if (l->ops == &stk__engine_uring && !strstr(t->why, "I/O threads"))
-		snprintf(threads, sizeof(threads), "\nI/O threads %u of %u (auto: not busy copying "
-			 "from the page cache, all take batches)", t->active, l->nrings);
+	if (l->ops == &stk__engine_uring && !t->auto_rings) {
+		char why[64] = "asked";
+		if (!l->o.io_threads) /* sys/cpushare.c's rule */
+			snprintf(why, sizeof(why), "auto: %s, the share here %u CPU%s",
+				 l->nrings > 1 ? "2 from 4 CPUs up" : "1 below 4 CPUs", l->share.cpus,
+				 l->share.cpus == 1 ? "" : "s");
+		snprintf(threads, sizeof(threads), "\nI/O threads %u (%s)", l->nrings, why);
+	} else if (l->ops == &stk__engine_uring && !strstr(t->why, "I/O threads"))
+		snprintf(threads, sizeof(threads), "\nI/O threads %u of %u (auto: %s)", t->active,
+			 l->nrings, t->phase == TUNE_RINGS ? "probing"
+				    : t->phase == TUNE_QD ? "all take batches while the depth is probed"
+				    : "all take batches: the consumer set the pace while the "
+				      "depth was probed, so their copies were not measured");
 	if (l->ds->shards)
 		snprintf(shards, sizeof(shards), "\n%s (%.2f members a read so far)", l->shard_why,
 			 l->rd_reads ? (double)l->rd_members / (double)l->rd_reads : 0.0);

@@ -114,6 +114,14 @@ static int nth_cpu(const cpu_set_t *set, int n)
 	return -1;
 }
 
+/* I/O threads (io_uring rings) for a share of `cpus`: 2, or 1 below 4 CPUs,
+ * where a second ring would take a core from decode or the trainer (the rule
+ * docs/options.md gives, with a launcher or without one). */
+static uint32_t io_threads_for(uint32_t cpus)
+{
+	return cpus >= 4 ? 2 : 1;
+}
+
 void stk__cpu_share_of(const struct stk__cpu_facts *f, uint32_t local_rank,
 		       uint32_t local_world, const char *source, struct stk_cpu_share *out,
 		       cpu_set_t *loader_set, bool *pin)
@@ -134,7 +142,7 @@ void stk__cpu_share_of(const struct stk__cpu_facts *f, uint32_t local_rank,
 	if (!local_world) { /* no launcher: today's defaults, nothing pinned */
 		s.cpus = usable >= 1 ? (uint32_t)usable : 1;
 		s.decode_threads = s.cpus > 1 ? s.cpus - 1 : 1;
-		s.io_threads = s.cpus >= 2 ? 2 : 1;
+		s.io_threads = io_threads_for(s.cpus);
 		*loader_set = set;
 		stk__sys_out(out, &s, sizeof(s));
 		return;
@@ -162,7 +170,7 @@ void stk__cpu_share_of(const struct stk__cpu_facts *f, uint32_t local_rank,
 		CPU_CLR(s.trainer_cpu, loader_set);
 	}
 	s.decode_threads = s.cpus > 1 ? s.cpus - 1 : 1;
-	s.io_threads = s.cpus >= 4 ? 2 : 1;
+	s.io_threads = io_threads_for(s.cpus);
 	format_cpulist(loader_set, s.cpulist, sizeof(s.cpulist));
 	stk__sys_out(out, &s, sizeof(s));
 }

@@ -95,7 +95,7 @@ static int probe_existing(const char *dir, const char *file, char *why, size_t l
 	if (!file) {
 		int budget = 10000;
 		if (find_file(dir, found, sizeof(found), &budget, 0)) {
-			say(why, len, "%s is read-only and holds no file to read", dir);
+			say(why, len, "%s holds no file to read", dir);
 			return -ENOENT;
 		}
 		file = found;
@@ -112,6 +112,11 @@ static int probe_existing(const char *dir, const char *file, char *why, size_t l
 	say(why, len, rc ? "O_DIRECT read of %s: %s" : "O_DIRECT read of %s works", file,
 	    strerror(-rc));
 	return rc;
+}
+
+int stk_sys_direct_read_probe(const char *dir, const char *file, char *why, size_t len)
+{
+	return dir || file ? probe_existing(dir ? dir : ".", file, why, len) : -EINVAL;
 }
 
 int stk_sys_direct_probe(const char *dir, const char *file, char *why, size_t len)

@@ -43,13 +43,18 @@ static void print_human(struct stk_loader *l, const struct bench_opts *o, const 
 	struct stk_loader_opts eff = {.size = sizeof(eff)};
 	stk_loader_options(l, &eff, NULL);
 	const struct run *s = &S[median_run(S, n)];
+	/* the depth now, as the chosen: line below says it (the median run's
+	 * could be an earlier probe's) */
+	struct stk_stats now = {.size = sizeof(now)};
+	unsigned qd = stk_loader_stats(l, &now) == 0 ? now.queue_depth : s->st.queue_depth;
 	printf("stoker bench: %s\n", o->path);
 	printf("  %lld samples, %lld classes; engine %s, queue depth %u%s, batch %u, prefetch %u%s\n",
 	       (long long)stk_loader_num_samples(l), (long long)count_classes(l),
-	       stk_loader_engine(l), s->st.queue_depth, eff.queue_depth ? "" : " (auto)",
+	       stk_loader_engine(l), qd, eff.queue_depth ? "" : " (auto: chosen below)",
 	       eff.batch_size, eff.prefetch, s->st.direct ? ", O_DIRECT" : "");
-	printf("  loader ready in %.3f s (index, pool, threads); page cache: %s (%.0f %% of sampled\n"
-	       "  file pages resident at the start)\n", create_s, cache, cached * 100);
+	char cw[160];
+	printf("  loader ready in %.3f s (index, pool, threads)\n  page cache: %s;\n  %s\n",
+	       create_s, cache, cached_words(cached, cw, sizeof(cw)));
 	char tuning[2048];
 	stk_loader_tuning(l, tuning, sizeof(tuning));
 	for (char *line = tuning, *nl; line; line = nl ? nl + 1 : NULL) {
@@ -97,7 +102,8 @@ static void print_human(struct stk_loader *l, const struct bench_opts *o, const 
 	const char *hdr = n > 1 ? "median (min-max)" : "";
 	if (bad)
 		goto latencies;
-	printf("  %-24s %-24s %-24s%s\n", hdr, "stoker", B ? "baseline" : "", B ? "ratio" : "");
+	printf("  %-24s %-24s %-24s %s\n", hdr, "stoker", B ? "plain read loop" : "",
+	       B ? "stoker / plain loop" : "");
 	spread_runs(S, n, sps_of, &a);
 	printf("  %-24s %-24s", "samples/s", fmt_spread(t1, sizeof(t1), &a, "%.0f"));
 	if (B) {
@@ -133,18 +139,28 @@ static void print_human(struct stk_loader *l, const struct bench_opts *o, const 
 			printf(" %-24s", fmt_spread(t2, sizeof(t2), &b, "%.1f"));
 		}
 	}
-	printf("\n\n");
+	printf("\n");
+	if (B) /* the reference, named once: a user knows this loop */
+		printf("\n  plain read loop: one thread reading each sample in stoker's order (%s)%s,\n"
+		       "  what PyTorch's DataLoader with num_workers=0 does\n",
+		       plain_loop_reads(l), o->image ? " and decoding it" : "");
+	printf("\n");
 latencies:
 	printf("  batch wait p50/p99/max     %s / %s / %s   (stall %.1f %% of wall time)\n",
 	       fmt_ns(t1, sizeof(t1), (double)s->st.wait_p50_ns),
 	       fmt_ns(t2, sizeof(t2), (double)s->st.wait_p99_ns),
 	       fmt_ns(t3, sizeof(t3), (double)s->st.wait_max_ns), s->st.stall_ratio * 100);
+	if (o->compute_ms <= 0 && s->st.stall_ratio >= 0.9) /* said once, here */
+		printf("  %-26s (a stall near 100 %% is what a loop without compute looks like: it\n"
+		       "  %-26s asks for the next batch at once; --compute-ms N holds each batch\n"
+		       "  %-26s N ms, as a training step would)\n", "", "", "");
 	printf("  read latency p50/p99/max   %s / %s / %s\n",
 	       fmt_ns(t1, sizeof(t1), (double)s->st.read_p50_ns),
 	       fmt_ns(t2, sizeof(t2), (double)s->st.read_p99_ns),
 	       fmt_ns(t3, sizeof(t3), (double)s->st.read_max_ns));
-	printf("  reads in flight            mean %.1f, max %u\n", s->st.inflight_mean,
-	       s->st.inflight_max);
+	printf("  reads in flight            mean %.1f, max %u%s\n", s->st.inflight_mean,
+	       s->st.inflight_max, s->st.inflight_max > qd
+		? " (above the depth chosen: while the tuner probed deeper)" : "");
 	double walls = 0; /* the remote counters run from create: over every run */
 	for (int i = 0; i < n; i++)
 		walls += S[i].wall + (B ? B[i].wall : 0);
@@ -152,12 +168,13 @@ latencies:
 	bench_remote_runs(S, n);
 	if (s->st.decode_threads) {
 		const struct run *bm = B ? &B[median_run(B, n)] : NULL;
-		printf("  decode                     %u threads, %.0f images/s per core, p50/p99 %s / %s",
-		       s->st.decode_threads, s->st.decode_images_per_s_per_core,
+		printf("  decode                     %u thread%s, %.0f images/s per core, p50/p99 %s / %s",
+		       s->st.decode_threads, s->st.decode_threads == 1 ? "" : "s",
+		       s->st.decode_images_per_s_per_core,
 		       fmt_ns(t1, sizeof(t1), (double)s->st.decode_p50_ns),
 		       fmt_ns(t2, sizeof(t2), (double)s->st.decode_p99_ns));
 		if (bm && bm->decode_s > 0)
-			printf(" (baseline %.0f/s)", (double)bm->samples / bm->decode_s);
+			printf(" (plain loop %.0f/s)", (double)bm->samples / bm->decode_s);
 		printf("\n");
 		if (!print_formats(&s->st)) /* JPEG only */
 			printf("  restart intervals          %.1f %% of samples decoded from their crop's "
@@ -167,9 +184,11 @@ latencies:
 	}
 	struct stk_memory mem = {.size = sizeof(mem)};
 	stk_loader_memory(l, &mem); /* the library's sizing: what doctor counts with */
-	printf("  memory                     %s: pool %s%s, index %s, decode %s; RSS %.0f MB after "
-	       "epoch 1, %.0f MB at the end\n", fmt_bytes(t3, sizeof(t3), (double)mem.total),
+	char t5[64]; /* every part of the total: the figures add up */
+	printf("  memory                     %s: pool %s%s, slot records %s, index %s, decode %s; RSS "
+	       "%.0f MB after epoch 1, %.0f MB at the end\n", fmt_bytes(t3, sizeof(t3), (double)mem.total),
 	       fmt_bytes(t1, sizeof(t1), (double)mem.pool_bytes), s->st.pinned ? " (pinned)" : "",
+	       fmt_bytes(t5, sizeof(t5), (double)mem.meta_bytes),
 	       fmt_bytes(t2, sizeof(t2), (double)mem.index_bytes),
 	       fmt_bytes(t4, sizeof(t4), (double)mem.decode_bytes), S[0].rss_first_mb,
 	       S[n - 1].rss_last_mb);
@@ -341,7 +360,7 @@ static int run_sweep(struct bench_opts o)
 		spread_runs(S, nr, sps_of, &sp);
 		spread_runs(S, nr, mbps_of, &mb);
 		char note[256];
-		int pick = pick_verdict(V, S, nr, true, note, sizeof(note));
+		int pick = pick_verdict(V, S, NULL, nr, true, note, sizeof(note));
 		bool bad = false;
 		for (int k = 0; k < nr && !bad; k++)
 			if ((bad = S[k].invalid[0])) /* a cold figure that means nothing: said */
@@ -586,7 +605,7 @@ int cmd_bench(int argc, char **argv)
 	while (n > 1 && !S[n - 1].wall) /* interrupted: the runs that ran */
 		n--;
 	char note[256];
-	int pick = pick_verdict(V, S, n, false, note, sizeof(note));
+	int pick = pick_verdict(V, S, base ? B : NULL, n, false, note, sizeof(note));
 	char warn[512];
 	short_warning(&o, S, base ? B : NULL, n, warn, sizeof(warn));
 	struct spread ss;
@@ -613,6 +632,8 @@ int cmd_bench(int argc, char **argv)
 			"epochs", (json_int_t)o.epochs, "compute_ms", o.compute_ms, "cached_fraction",
 			cached, "direct", S[med].st.direct != 0, "stoker", stats_json(&S[med]));
 		json_object_set_new(j, "options", options_json(&eff, o.image ? &effimg : NULL));
+		if (cached < 0) /* not known as this user */
+			json_object_set_new(j, "cached_fraction", json_null());
 		json_object_set_new(j, "create_s", json_real(create_s));
 		json_object_set_new(j, "runtime_s", json_real(o.runtime));
 		json_object_set_new(j, "ramp_s", json_real(o.ramp));

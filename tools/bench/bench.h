@@ -76,8 +76,11 @@ int median_run(const struct run *runs, int n);
 /* "63328", or with runs: "63328 (61.2k-65.0k)". */
 const char *fmt_spread(char *buf, size_t len, const struct spread *s, const char *fmt);
 /* The verdict most runs gave (its index), and a note when they disagree or
- * spread wide (terse: a table cell's, only then). */
-int pick_verdict(const struct stk_verdict *v, const struct run *runs, int n, bool terse,
+ * spread wide (terse: a table cell's, only then).  base: the plain read
+ * loop's runs, paired with runs (NULL: none): "agree" also means their
+ * ratios stay on one side of 1.0. */
+int pick_verdict(const struct stk_verdict *v, const struct run *runs, const struct run *base,
+		 int n, bool terse,
 		 char *note, size_t len);
 /* A warning for runs measured under the minimum ("" when all were long enough). */
 void short_warning(const struct bench_opts *o, const struct run *S, const struct run *B, int n,
@@ -103,6 +106,9 @@ void cold_check(struct run *r, const struct bench_opts *o, bool direct, double r
 extern volatile sig_atomic_t bench_interrupted;
 /* Fraction of a spread of samples whose pages are in the page cache. */
 double cached_fraction(struct stk_loader *l);
+/* "37 % of sampled file pages resident at the start", or why that is unknown
+ * (cached < 0). */
+const char *cached_words(double cached, char *buf, size_t len);
 /* The page cache as --cache asks, before a run; *state says what it is. */
 void set_cache(struct stk_loader *l, const struct bench_opts *o, const int64_t *order,
 	       uint64_t n, const char **state);
@@ -110,6 +116,9 @@ void set_cache(struct stk_loader *l, const struct bench_opts *o, const int64_t *
  * delivered for the baseline.  0 or <0 (the loader's error, said). */
 int run_loader(struct stk_loader *l, const struct bench_opts *o, uint64_t epoch0, struct run *r,
 	       int64_t **order, uint64_t *norder);
+/* How the baseline (the "plain read loop") reads a sample of l, in words:
+ * open/read/close per file, or a pread per tar member. */
+const char *plain_loop_reads(struct stk_loader *l);
 /* The synchronous baseline over order[0..n) for as long as the loader's run. */
 int run_baseline(struct stk_loader *l, const struct bench_opts *o, const int64_t *order, uint64_t n,
 		 struct run *r, const struct stk_image_opts *img);

@@ -98,7 +98,7 @@ void cold_check(struct run *r, const struct bench_opts *o, bool direct, double r
 	if (memory_fs(o->path)) {
 		snprintf(why, len, "%s is on a memory filesystem (tmpfs or ramfs): its "
 			 "data is never read from a device, so no run over it is cold", o->path);
-	} else if (!direct && resident > 0.5) {
+	} else if (!direct && resident > 0.5) { /* unknown (< 0): the device's bytes tell */
 		snprintf(why, len, "%.0f %% of the dataset's sampled pages stayed in memory "
 			 "after they were evicted: the reads did not come from the device",
 			 resident * 100);

@@ -106,9 +106,18 @@ static const char *invalid_of(const struct path_run *p)
 static void print_paths(const struct bench_opts *o, struct path_run *P, int n)
 {
 	char t[96];
+	double walls[SPREAD_MAX]; /* what was measured, not what --runtime asked */
+	int nw = 0;
+	for (int i = 0; i < n; i++)
+		for (int r = 0; runnable(&P[i]) && r < P[i].nruns && nw < SPREAD_MAX; r++)
+			walls[nw++] = P[i].S[r].wall;
+	struct spread ws = {0};
+	if (nw)
+		spread_of(walls, nw, &ws);
 	printf("stoker bench: %d paths, the same options on each in turn (%lld round%s, each run "
-	       "%.1f s measured; no baseline: the paths are the comparison)\n\n",
-	       n, (long long)o->repeat, o->repeat == 1 ? "" : "s", o->runtime);
+	       "%.2f s measured%s; no baseline: the paths are the comparison)\n\n",
+	       n, (long long)o->repeat, o->repeat == 1 ? "" : "s", ws.median,
+	       nw > 1 ? " (median)" : "");
 	printf("  %-26s", "");
 	for (int i = 0; i < n; i++)
 		printf(" %-26.26s", P[i].path);
@@ -135,7 +144,9 @@ static void print_paths(const struct bench_opts *o, struct path_run *P, int n)
 							     : fmt_spread(t, sizeof(t), &s, rows[r].fmt));
 		}
 	}
-	printf("\n  %-26s", "ratio to the first");
+	char lab[PATH_MAX + 16];
+	snprintf(lab, sizeof(lab), "ratio to %s", first ? first->path : "the first");
+	printf("\n  %-26.26s", lab);
 	for (int i = 0; i < n; i++) {
 		if (runnable(&P[i]) && first && path_sps(first) > 0 && !invalid_of(&P[i]) &&
 		    !invalid_of(first))
@@ -165,13 +176,14 @@ static void print_paths(const struct bench_opts *o, struct path_run *P, int n)
 	printf("\n  %-26s", "page cache at the start");
 	for (int i = 0; i < n; i++) {
 		if (runnable(&P[i]))
-			snprintf(t, sizeof(t), "%.0f %% resident", 100 * P[i].cached);
+			snprintf(t, sizeof(t), P[i].cached < 0 ? "unknown (not your files)"
+				 : "%.0f %% resident", 100 * P[i].cached);
 		printf(" %-26s", runnable(&P[i]) ? t : "-");
 	}
 	printf("\n  %-26s", "verdict");
 	for (int i = 0; i < n; i++) {
 		char note[256];
-		int k = runnable(&P[i]) ? pick_verdict(P[i].V, P[i].S, P[i].nruns, true, note,
+		int k = runnable(&P[i]) ? pick_verdict(P[i].V, P[i].S, NULL, P[i].nruns, true, note,
 						      sizeof(note))
 					: -1;
 		printf(" %-26s", k >= 0 ? P[i].V[k].name : "-");
@@ -183,7 +195,7 @@ static void print_paths(const struct bench_opts *o, struct path_run *P, int n)
 			continue;
 		}
 		char note[256];
-		int k = pick_verdict(P[i].V, P[i].S, P[i].nruns, false, note, sizeof(note));
+		int k = pick_verdict(P[i].V, P[i].S, NULL, P[i].nruns, false, note, sizeof(note));
 		printf("  %s: %s: %s%s%s%s\n", P[i].path, P[i].V[k].name, P[i].V[k].evidence,
 		       note[0] ? " (" : "", note, note[0] ? ")" : "");
 		if (P[i].note[0])
@@ -221,10 +233,11 @@ static json_t *paths_json(const struct bench_opts *o, struct path_run *P, int n)
 		json_object_set_new(j, "samples_per_s", spread_json(&s));
 		json_object_set_new(j, "mb_per_s", spread_json(&m));
 		json_object_set_new(j, "ratio", json_real(first > 0 ? s.median / first : 0));
-		json_object_set_new(j, "cached_fraction", json_real(p->cached));
+		json_object_set_new(j, "cached_fraction", p->cached < 0 ? json_null()
+								 : json_real(p->cached));
 		json_object_set_new(j, "cache", json_string(p->cache ? p->cache : "as found"));
 		char note[256];
-		int k = pick_verdict(p->V, p->S, p->nruns, false, note, sizeof(note));
+		int k = pick_verdict(p->V, p->S, NULL, p->nruns, false, note, sizeof(note));
 		json_object_set_new(j, "verdict", verdict_json(&p->V[k]));
 		json_object_set_new(j, "verdict_note", json_string(note));
 		if (p->note[0])

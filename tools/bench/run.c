@@ -50,12 +50,29 @@ static void sleep_ms(double ms)
 		;
 }
 
-/* Fraction of a spread of samples whose pages are in the page cache (mincore). */
+/* Whether mincore tells the truth about fd's pages: since Linux 5.0 it answers
+ * only for files the caller owns or may write (else it says every page is
+ * resident), as cachestat does (EPERM).  Root passes both. */
+static bool residency_known(int fd)
+{
+	struct stat st;
+	if (geteuid() == 0)
+		return true;
+	if (fstat(fd, &st) || st.st_uid == geteuid())
+		return st.st_uid == geteuid();
+	char self[64];
+	snprintf(self, sizeof(self), "/proc/self/fd/%d", fd);
+	return faccessat(AT_FDCWD, self, W_OK, AT_EACCESS) == 0;
+}
+
+/* Fraction of a spread of samples whose pages are in the page cache
+ * (mincore); -1 when it cannot be known as this user (no sampled file is
+ * the user's own or writable by them). */
 double cached_fraction(struct stk_loader *l)
 {
 	int64_t n = stk_loader_num_samples(l);
 	int64_t step = n > 64 ? n / 64 : 1;
-	uint64_t pages = 0, resident = 0;
+	uint64_t pages = 0, resident = 0, unknown = 0;
 	long pg = sysconf(_SC_PAGESIZE);
 	unsigned char vec[256];
 	for (int64_t i = 0; i < n && !bench_interrupted; i += step) { /* Ctrl-C: now */
@@ -66,6 +83,11 @@ double cached_fraction(struct stk_loader *l)
 		int fd = open(path, O_RDONLY | O_CLOEXEC);
 		if (fd < 0)
 			continue;
+		if (!residency_known(fd)) {
+			close(fd);
+			unknown++;
+			continue;
+		}
 		/* the sample's own pages: a tar member's, not its shard's first ones */
 		uint64_t start = off / (uint64_t)pg * (uint64_t)pg;
 		size += off - start;
@@ -82,7 +104,18 @@ double cached_fraction(struct stk_loader *l)
 			}
 		munmap(m, len);
 	}
-	return pages ? (double)resident / (double)pages : 0;
+	return pages ? (double)resident / (double)pages : unknown ? -1 : 0;
+}
+
+const char *cached_words(double cached, char *buf, size_t len)
+{
+	if (cached < 0)
+		snprintf(buf, len, "how much was resident at the start unknown: as this user the "
+			 "kernel tells it only for files one owns or may write");
+	else
+		snprintf(buf, len, "%.0f %% of sampled file pages resident at the start",
+			 cached * 100);
+	return buf;
 }
 
 
@@ -364,6 +397,16 @@ static bool grow(char **buf, size_t *cap, size_t want)
 	*buf = nb;
 	*cap = want;
 	return true;
+}
+
+const char *plain_loop_reads(struct stk_loader *l)
+{
+	char path[PATH_MAX];
+	uint64_t off = 0, size;
+	if (!stk_loader_num_samples(l) || stk_loader_sample_extent(l, 0, path, sizeof(path), &off,
+								  &size))
+		return "open/read/close";
+	return off > 0 ? "a pread of each member from its tar shard" : "open/read/close per file";
 }
 
 /* Reads sample i's bytes the way the loader does: a sample that is a whole

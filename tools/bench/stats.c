@@ -73,8 +73,8 @@ const char *fmt_spread(char *buf, size_t len, const struct spread *s, const char
 /* The verdict the runs agree on, and how sure: the kind most runs gave (the
  * median run's evidence when it is that kind), "unsure" when they disagree
  * or their samples/s spread wide. */
-int pick_verdict(const struct stk_verdict *v, const struct run *runs, int n, bool terse,
-			char *note, size_t len)
+int pick_verdict(const struct stk_verdict *v, const struct run *runs, const struct run *base,
+		 int n, bool terse, char *note, size_t len)
 {
 	int count[STK_BOUND_COUNT] = {0}, top = 0;
 	for (int i = 0; i < n; i++)
@@ -89,6 +89,14 @@ int pick_verdict(const struct stk_verdict *v, const struct run *runs, int n, boo
 			}
 	struct spread s;
 	spread_runs(runs, n, sps_of, &s);
+	/* the paired ratios on both sides of 1.0: the runs disagree on which is faster */
+	struct spread r = {0};
+	double ratios[BENCH_MAX_REPEAT];
+	for (int i = 0; base && i < n; i++)
+		ratios[i] = sps_of(&base[i]) > 0 ? sps_of(&runs[i]) / sps_of(&base[i]) : 0;
+	if (base && n > 1)
+		spread_of(ratios, n, &r);
+	bool crosses = r.n > 1 && r.min < 1 && r.max > 1;
 	note[0] = 0;
 	if (terse) { /* a table row's: only when unsure */
 		if (count[top] < n || (n > 1 && spread_rel(&s) > WIDE_SPREAD))
@@ -104,7 +112,12 @@ int pick_verdict(const struct stk_verdict *v, const struct run *runs, int n, boo
 		snprintf(note + k, len - k, "the runs' samples/s spread %.0f %% (%.0f-%.0f): the "
 			 "machine was noisy, take this with care; ",
 			 100 * spread_rel(&s), s.min, s.max);
-	} else if (n > 1 && count[top] == n) {
+	}
+	if (crosses) {
+		size_t k = strlen(note);
+		snprintf(note + k, len - k, "the runs disagree on which side is faster: stoker / "
+			 "plain loop %.2f-%.2fx; ", r.min, r.max);
+	} else if (n > 1 && count[top] == n && spread_rel(&s) <= WIDE_SPREAD) {
 		snprintf(note, len, "all %d runs agree (samples/s spread %.0f %%); ", n,
 			 100 * spread_rel(&s));
 	}

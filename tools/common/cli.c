@@ -91,29 +91,15 @@ void progress_done(void)
 	}
 }
 
+/* The library's formatter: one for every command. */
 const char *fmt_bytes(char *buf, size_t len, double b)
 {
-	static const char *u[] = {"B", "kB", "MB", "GB", "TB"};
-	int i = 0;
-	while (b >= 1000 && i < 4) {
-		b /= 1000;
-		i++;
-	}
-	snprintf(buf, len, i ? "%.2f %s" : "%.0f %s", b, u[i]);
-	return buf;
+	return stk_fmt_bytes(buf, len, b);
 }
 
 const char *fmt_ns(char *buf, size_t len, double ns)
 {
-	if (ns < 1e3)
-		snprintf(buf, len, "%.0f ns", ns);
-	else if (ns < 1e6)
-		snprintf(buf, len, "%.1f us", ns / 1e3);
-	else if (ns < 1e9)
-		snprintf(buf, len, "%.2f ms", ns / 1e6);
-	else
-		snprintf(buf, len, "%.2f s", ns / 1e9);
-	return buf;
+	return stk_fmt_ns(buf, len, ns);
 }
 
 double now_s(void)

@@ -91,9 +91,10 @@ bool progress_enabled(void);
 void progress(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void progress_done(void);
 
-/* "1.23 GB", "456 MB"... (SI, as throughput figures are) into buf. */
+/* "1.23 GB", "456 MB"... and "850 ns", "1.2 us", "3.40 s": the library's
+ * stk_fmt_bytes and stk_fmt_ns under the names the tools use (one formatter
+ * for every command; rates: stk_fmt_rate, typed sizes: stk_fmt_ibytes). */
 const char *fmt_bytes(char *buf, size_t len, double bytes);
-/* "850 µs", "1.2 ms", "3.4 s" for a nanosecond count. */
 const char *fmt_ns(char *buf, size_t len, double ns);
 double now_s(void);
 /* CPU seconds (user + system) this process has used, all threads. */

@@ -113,8 +113,15 @@ static int set_value(const struct opt *o, const char *val, const char *cmd)
 	}
 	}
 	if (o->min != o->max && (num < o->min || num > o->max)) {
-		fprintf(stderr, "stoker %s: --%s: %s is out of range [%g, %g]\n", cmd, o->name, val,
-			o->min, o->max);
+		char lo[32], hi[32]; /* as --help writes the range */
+		if (o->type == OPT_SIZE)
+			fprintf(stderr, "stoker %s: --%s: %s is out of range %s..%s\n", cmd, o->name,
+				val, stk_fmt_ibytes(lo, sizeof(lo), o->min),
+				stk_fmt_ibytes(hi, sizeof(hi), o->max));
+		else
+			fprintf(stderr, "stoker %s: --%s: %s is out of range %s..%s\n", cmd, o->name,
+				val, opt_num_text(lo, sizeof(lo), o->min),
+				opt_num_text(hi, sizeof(hi), o->max));
 		return -1;
 	}
 	return 0;

@@ -5,6 +5,9 @@
 
 #include "common/cli.h"
 
+/* A range's end as a user types it: whole numbers in full ("1000000", not
+ * "1e+06"), others as %g; into buf. */
+const char *opt_num_text(char *buf, size_t len, double v);
 /* The library row an OPT_LIB entry stands for (opt_add_library), or NULL. */
 const struct stk_option *opt_lib_row(const struct opt *o);
 /* Takes no argument: OPT_BOOL, or a library FLAG / NOFLAG row. */

@@ -8,6 +8,7 @@
 #endif
 #include "common/opt.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -16,6 +17,15 @@
 static char lib_names[64][40];
 static const struct stk_option *lib_rows[64];
 static size_t lib_used;
+
+const char *opt_num_text(char *buf, size_t len, double v)
+{
+	if (v == (double)(long long)v && v < 9.2e18 && v > -9.2e18)
+		snprintf(buf, len, "%lld", (long long)v);
+	else
+		snprintf(buf, len, "%g", v);
+	return buf;
+}
 
 const struct stk_option *opt_lib_row(const struct opt *o)
 {

@@ -25,17 +25,10 @@ static const char *duration_text(const struct stk_option *r, char *buf, size_t l
 	return buf;
 }
 
-/* "4 KiB", "1.5 GiB", "512" for --help's ranges of sizes. */
+/* "4 KiB", "1.50 GiB", "512 B" for --help's ranges of sizes: the library's. */
 static const char *size_text(char *buf, size_t len, double v)
 {
-	static const char *const u[] = {"", " KiB", " MiB", " GiB", " TiB", " PiB"};
-	int i = 0;
-	while (v >= 1024 && i < 5) {
-		v /= 1024;
-		i++;
-	}
-	snprintf(buf, len, "%g%s", v, u[i]);
-	return buf;
+	return stk_fmt_ibytes(buf, len, v);
 }
 
 /* An OPT_LIB entry's help: the row's text, choices, default and range. */
@@ -56,9 +49,12 @@ static void lib_usage(FILE *f, const struct opt *o)
 		fprintf(f, " (%s..%s%s%s%s)", size_text(lo, sizeof(lo), r->min),
 			size_text(hi, sizeof(hi), r->max), r->choices ? ", or " : "",
 			r->choices ? r->choices : "", r->choices ? " (0)" : "");
-	} else if (r->min != r->max && r->type != STK_OPT_ENUM)
-		fprintf(f, " (%.17g..%.17g%s%s%s)", r->min, r->max, r->choices ? ", or " : "",
+	} else if (r->min != r->max && r->type != STK_OPT_ENUM) {
+		char lo[32], hi[32];
+		fprintf(f, " (%s..%s%s%s%s)", opt_num_text(lo, sizeof(lo), r->min),
+			opt_num_text(hi, sizeof(hi), r->max), r->choices ? ", or " : "",
 			r->choices ? r->choices : "", r->choices ? " (0)" : "");
+	}
 }
 
 /* --help is read by people on 100-column terminals and by help2man: every
@@ -112,7 +108,8 @@ static void entry_text(FILE *m, const struct opt *o)
 	else if (o->min != o->max && (o->type == OPT_SECONDS || o->type == OPT_MILLIS))
 		fprintf(m, " (%g..%g %s)", o->min, o->max, o->type == OPT_SECONDS ? "s" : "ms");
 	else if (o->min != o->max && o->type != OPT_CHOICE)
-		fprintf(m, " (%g..%g)", o->min, o->max);
+		fprintf(m, " (%s..%s)", opt_num_text(lo, sizeof(lo), o->min),
+			opt_num_text(hi, sizeof(hi), o->max));
 }
 
 static void entry(FILE *f, const struct opt *o)

@@ -88,6 +88,7 @@ struct dk_result {
 	/* smallfiles */
 	uint64_t nfiles, files_bytes;
 	double create_s;
+	unsigned passes;    /* epochs over the files, each cold, to reach --runtime */
 };
 
 /* --- disk/io.c: the job runner ------------------------------------------ */

@@ -15,17 +15,10 @@
 
 static const char *kind_name[] = {"folder", "file", "block device"};
 
+/* The library's formatter for typed sizes (one for every command). */
 const char *dk_fmt_iec(char *buf, size_t len, uint64_t b)
 {
-	static const char *u[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-	int i = 0;
-	double v = (double)b;
-	while (v >= 1024 && i < 4) {
-		v /= 1024;
-		i++;
-	}
-	snprintf(buf, len, v == (double)(uint64_t)v ? "%.0f %s" : "%.1f %s", v, u[i]);
-	return buf;
+	return stk_fmt_ibytes(buf, len, (double)b);
 }
 
 static double mbps(const struct dk_result *r)
@@ -205,6 +198,58 @@ static const char *engine_ran(const struct dk_report *rp, char *note, size_t len
 	return ran;
 }
 
+/* A column's head: its PATH, and for the later ones what their "1.23x"
+ * figures compare with. */
+static void col_head(char *buf, size_t len, const struct dk_report *rp, uint32_t ti)
+{
+	snprintf(buf, len, "[%u] %s%s", ti + 1, rp->targets[ti].path, ti ? " (and its ratio to [1])" : "");
+}
+
+/* One line per case and PATH before the details, as fio's group report:
+ * the pattern, MB/s, IOPS (files/s for smallfiles), p50 and p99 latency. */
+static void print_summary(FILE *f, const struct dk_report *rp)
+{
+	char t[64], a[24], b[24], p99[24], m[32], io[32];
+	fprintf(f, "\n  %-30s %-5s %12s %12s %11s %11s\n", "pattern", "PATH", "MB/s", "IOPS",
+		"lat p50", "lat p99");
+	for (uint32_t ci = 0; ci < rp->ncases; ci++) {
+		const struct dk_case *cs = &rp->cases[ci];
+		int k = snprintf(t, sizeof(t), "%s", dk_pattern_name[cs->pat]);
+		if (cs->pat != DK_SMALLFILES)
+			k += snprintf(t + k, sizeof(t) - (size_t)k, " %s",
+				      dk_fmt_iec(a, sizeof(a), cs->bs));
+		k += snprintf(t + k, sizeof(t) - (size_t)k, " qd%u", cs->qd);
+		if (cs->threads > 1)
+			snprintf(t + k, sizeof(t) - (size_t)k, " %u threads", cs->threads);
+		for (uint32_t ti = 0; ti < rp->ntargets; ti++) {
+			const struct dk_result *r = &rp->res[(size_t)ti * rp->ncases + ci];
+			if (!r->ran)
+				continue;
+			snprintf(a, sizeof(a), "[%u]", ti + 1);
+			if (!usable(r)) {
+				fprintf(f, "  %-30s %-5s %s\n", ti ? "" : t, a,
+					r->skipped ? "skipped (below)" : "failed (below)");
+				continue;
+			}
+			cell(m, sizeof(m), R_MBPS, rp, ti, ci);
+			cell(io, sizeof(io), R_IOPS, rp, ti, ci);
+			m[strcspn(m, " ")] = 0; /* the median alone: spreads and ratios below */
+			io[strcspn(io, " ")] = 0;
+			fprintf(f, "  %-30s %-5s %12s %12s %11s %11s\n", ti ? "" : t, a, m, io,
+				fmt_ns(b, sizeof(b), (double)stk_hist_percentile(r->hist, 50)),
+				fmt_ns(p99, sizeof(p99), (double)stk_hist_percentile(r->hist, 99)));
+		}
+	}
+	bool sf = false, ck = false;
+	for (uint32_t ci = 0; ci < rp->ncases; ci++) {
+		sf |= rp->cases[ci].pat == DK_SMALLFILES;
+		ck |= rp->cases[ci].pat == DK_CHECKPOINT;
+	}
+	if (sf || ck)
+		fprintf(f, "  (%s%s%s)\n", sf ? "smallfiles: IOPS are files/s" : "", sf && ck ? "; " : "",
+			ck ? "checkpoint: MB/s to durable, fsync included" : "");
+}
+
 void dk_print_table(FILE *f, const struct dk_report *rp)
 {
 	char b[64];
@@ -224,12 +269,13 @@ void dk_print_table(FILE *f, const struct dk_report *rp)
 				t->destructive ? "writes allowed (--destructive)" : "reads only");
 		fputc('\n', f);
 	}
+	print_summary(f, rp);
 	/* widths from the widest cell of each column */
 	size_t w0 = 16, w[64] = {0};
 	uint32_t nt = rp->ntargets < 64 ? rp->ntargets : 64;
 	char c[200];
 	for (uint32_t ti = 0; ti < nt; ti++) {
-		snprintf(c, sizeof(c), "[%u] %s", ti + 1, rp->targets[ti].path);
+		col_head(c, sizeof(c), rp, ti);
 		w[ti] = strlen(c);
 		for (uint32_t ci = 0; ci < rp->ncases; ci++)
 			for (int k = 0; k < R_NROWS; k++) {
@@ -240,7 +286,7 @@ void dk_print_table(FILE *f, const struct dk_report *rp)
 	}
 	fprintf(f, "\n%-*s", (int)w0, "");
 	for (uint32_t ti = 0; ti < nt; ti++) {
-		snprintf(c, sizeof(c), "[%u] %s", ti + 1, rp->targets[ti].path);
+		col_head(c, sizeof(c), rp, ti);
 		fprintf(f, "  %-*s", ti + 1 < nt ? (int)w[ti] : 0, c);
 	}
 	fputc('\n', f);
@@ -429,11 +475,16 @@ int dk_plot(const struct dk_report *rp, const char *file, char *png, size_t pngl
 		for (uint32_t c = 0; c < ng; c++) {
 			const struct dk_case *k = &rp->cases[c];
 			char bs[24];
+			char thr[16] = ""; /* two cases may differ only in it */
+			if (k->threads > 1)
+				snprintf(thr, sizeof(thr), " %uthr", k->threads);
 			if (k->pat == DK_SMALLFILES)
-				snprintf(titles[c], sizeof(titles[c]), "%s qd%u", dk_pattern_name[k->pat], k->qd);
+				snprintf(titles[c], sizeof(titles[c]), "%s qd%u%s", dk_pattern_name[k->pat],
+					 k->qd, thr);
 			else
-				snprintf(titles[c], sizeof(titles[c]), "%s %s qd%u", dk_pattern_name[k->pat],
-					 dk_fmt_iec(bs, sizeof(bs), k->bs), k->qd);
+				snprintf(titles[c], sizeof(titles[c]), "%s %s qd%u%s",
+					 dk_pattern_name[k->pat], dk_fmt_iec(bs, sizeof(bs), k->bs), k->qd,
+					 thr);
 			groups[c] = titles[c];
 			for (uint32_t t = 0; t < ns; t++) {
 				size_t i = (size_t)c * ns + t;

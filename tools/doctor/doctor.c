@@ -81,10 +81,19 @@ static void check_cpu(struct doctor *d)
 	if (ranks)
 		snprintf(per, sizeof(per), "each of %u ranks (one per GPU): %u CPU%s, ", ranks, s.cpus,
 			 s.cpus == 1 ? "" : "s");
-	SET(k, value, "%u logical, %u physical cores (%u package%s)%s; %g usable; %s%u decode + %u "
-		      "I/O thread%s, 1 CPU left for the trainer",
+	/* figures that add up: the trainer's CPU and the decode threads' make the
+	 * share; the I/O threads run beside them (they mostly wait on the kernel) */
+	char split[160];
+	if (s.cpus > 1)
+		snprintf(split, sizeof(split), "1 for the trainer + %u decode thread%s", s.decode_threads,
+			 s.decode_threads == 1 ? "" : "s");
+	else
+		snprintf(split, sizeof(split), "the trainer and %u decode thread%s share it",
+			 s.decode_threads, s.decode_threads == 1 ? "" : "s");
+	SET(k, value, "%u logical, %u physical cores (%u package%s)%s; %g usable; %s%u CPU%s: %s; "
+		      "%u I/O thread%s beside them (waiting on the kernel, mostly)",
 	    c.logical, c.physical, c.packages, c.packages == 1 ? "" : "s", extra, usable, per,
-	    s.decode_threads, s.io_threads, s.io_threads == 1 ? "" : "s");
+	    s.cpus, s.cpus == 1 ? "" : "s", split, s.io_threads, s.io_threads == 1 ? "" : "s");
 	if (usable < 4) {
 		k->status = ST_WARN;
 		SET(k, why, "decode and batching need CPU (a few hundred JPEGs per second per core) and "
@@ -119,7 +128,7 @@ static void check_memory(struct doctor *d)
 	uint64_t lim = 0, used = 0;
 	int limited = stk_sys_cgroup_memory(d->root, &lim, &used);
 	double room = (double)m.available;
-	char b[8][32], cg[128] = "";
+	char b[11][32], cg[128] = "";
 	if (limited == 1) {
 		double cg_room = lim > used ? (double)(lim - used) : 0;
 		if (cg_room < room)
@@ -127,13 +136,19 @@ static void check_memory(struct doctor *d)
 		snprintf(cg, sizeof(cg), ", cgroup limit %s (%s used)",
 			 fmt_bytes(b[0], sizeof(b[0]), (double)lim), fmt_bytes(b[1], sizeof(b[1]), (double)used));
 	}
+	/* every part of the total, so that the figures add up */
 	SET(k, value, "total %s, available %s%s; a loader (image mode, batch %llu, prefetch %llu, "
-		      "%s samples) takes %s: slots %llu x %s, decode %s",
+		      "%s samples) takes %s: slots %llu x %s = %s, slot records %s, index %s, "
+		      "decode %s (%u thread%s)",
 	    fmt_bytes(b[2], sizeof(b[2]), (double)m.total), fmt_bytes(b[3], sizeof(b[3]), (double)m.available),
 	    cg, (unsigned long long)d->batch, (unsigned long long)d->prefetch,
 	    fmt_bytes(b[4], sizeof(b[4]), (double)sample), fmt_bytes(b[5], sizeof(b[5]), budget),
 	    (unsigned long long)mem.nslots, fmt_bytes(b[6], sizeof(b[6]), (double)mem.slot_bytes),
-	    fmt_bytes(b[7], sizeof(b[7]), (double)mem.decode_bytes));
+	    fmt_bytes(b[8], sizeof(b[8]), (double)mem.pool_bytes),
+	    fmt_bytes(b[9], sizeof(b[9]), (double)mem.meta_bytes),
+	    fmt_bytes(b[10], sizeof(b[10]), (double)mem.index_bytes),
+	    fmt_bytes(b[7], sizeof(b[7]), (double)mem.decode_bytes), mem.decode_threads,
+	    mem.decode_threads == 1 ? "" : "s");
 	SET(k, why, "the loader's batch slots are allocated up front (the library's sizing, "
 		    "stk_memory_estimate: each slot holds a batch's reads and its decoded images), "
 		    "beside the decode threads' working memory; beyond available memory the kernel "
@@ -486,7 +501,8 @@ int cmd_doctor(int argc, char **argv)
 		"read-ahead, nr_requests, O_DIRECT, and the I/O plan for that storage (queue depth\n"
 		"and I/O threads, beside the DataLoader rule of thumb).  Each line is ok, warn or\n"
 		"fail, with why it matters and the command that fixes it.  Nothing on the system is\n"
-		"changed.  Exit 1 when a check fails.",
+		"changed, nothing written (the O_DIRECT check reads one of PATH's files).  Exit 1\n"
+		"when a check fails.",
 		"stoker doctor                  # the machine: memory, io_uring, limits, GPUs\n"
 		"stoker doctor /data/train      # and the storage under the data, with its I/O plan\n"
 		"stoker doctor -j -v /data      # every check as JSON, the passed ones with why"};

@@ -3,8 +3,8 @@
  * files, filesystem and mount options, the block device behind it and that
  * device's queue (scheduler, read-ahead, nr_requests), the I/O plan for that
  * storage (queue depth and I/O threads, beside the DataLoader rule of thumb),
- * and whether O_DIRECT works there.  Everything is read through stoker/sys.h; the only thing
- * written is the O_DIRECT probe's unnamed temporary file.
+ * and whether O_DIRECT works there (an O_DIRECT read of one of its files).  Everything
+ * is read through stoker/sys.h; nothing is written.
  */
 #include <errno.h>
 #include <fts.h>
@@ -267,10 +267,11 @@ static void check_direct(struct doctor *d)
 		snprintf(dir, sizeof(dir), "%s", dirname(tmp));
 		file = d->path;
 	}
-	int rc = stk_sys_direct_probe(dir, file, why, sizeof(why));
+	/* a read of a file there: doctor writes nothing, not even a temporary file */
+	int rc = stk_sys_direct_read_probe(dir, file, why, sizeof(why));
 	struct check *c = doc_add(d, "O_DIRECT", rc ? ST_WARN : ST_OK);
 	if (!rc) {
-		SET(c, value, "works (%s)", why);
+		SET(c, value, "%s (a read: nothing written)", why);
 		SET(c, why, "--direct reads skip the page cache: they measure the device itself and a "
 			    "dataset larger than RAM does not evict the trainer's memory");
 	} else if (rc == -EINVAL) {

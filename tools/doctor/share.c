@@ -30,7 +30,8 @@ void doc_share_check(struct doctor *d)
 		dec = s.decode_threads;
 	if (!strcmp(s.source, "none")) {
 		SET(k, value, "one process (no LOCAL_WORLD_SIZE or OMPI_COMM_WORLD_LOCAL_SIZE): %u CPUs, "
-			      "%u decode + %u I/O threads, not pinned", s.cpus, dec, s.io_threads);
+			      "%u decode + %u I/O thread%s, not pinned", s.cpus, dec, s.io_threads,
+		    s.io_threads == 1 ? "" : "s");
 		SET(k, why, "under torchrun or mpirun each rank's loader takes its share of the host's "
 			    "CPUs; --local-world-size N shows that share");
 	} else {
@@ -39,11 +40,11 @@ void doc_share_check(struct doctor *d)
 			snprintf(trainer, sizeof(trainer), ", CPU %d left to the trainer", s.trainer_cpu);
 		bool one = !strpbrk(s.cpulist, ",-");
 		SET(k, value, "%u rank%s on this host (%s%s): %u CPU%s each%s; rank %u's threads on "
-			      "CPU%s %s%s; %u decode + %u I/O threads per rank",
+			      "CPU%s %s%s; %u decode + %u I/O thread%s per rank",
 		    ranks, ranks == 1 ? "" : "s", lw ? "--local-world-size" : s.source,
 		    s.quota > 0 ? ", cgroup quota" : "", s.cpus, s.cpus == 1 ? "" : "s",
 		    s.bound ? " (bound by the launcher)" : "", s.local_rank, one ? "" : "s",
-		    s.cpulist, trainer, dec, s.io_threads);
+		    s.cpulist, trainer, dec, s.io_threads, s.io_threads == 1 ? "" : "s");
 		SET(k, why, "each rank's decode threads stay on its own CPUs, off the core its training "
 			    "thread runs on, so ranks do not starve each other's Python/CUDA launch "
 			    "threads");
