@@ -138,5 +138,5 @@ rc=$?
 [ $rc = 0 ] || fail "bench on one shard exited $rc: $(cat err.txt)"
 grep -q "3300 samples, 3 classes" out.txt || fail "header: $(head -n 2 out.txt)"
 grep -q "errors                     0" out.txt || fail "errors: $(cat out.txt)"
-grep -q "baseline" out.txt || fail "no baseline: $(cat out.txt)"
+grep -q "plain read loop" out.txt || fail "no plain read loop beside stoker: $(cat out.txt)"
 rm -rf shards

@@ -20,7 +20,7 @@ static size_t lib_used;
 
 const char *opt_num_text(char *buf, size_t len, double v)
 {
-	if (v == (double)(long long)v && v < 9.2e18 && v > -9.2e18)
+	if (v <= 9.2e18 && v >= -9.2e18 && v == (double)(long long)v) /* LLONG_MAX is 9.22e18 */
 		snprintf(buf, len, "%lld", (long long)v);
 	else
 		snprintf(buf, len, "%g", v);

@@ -106,7 +106,8 @@ static void entry_text(FILE *m, const struct opt *o)
 		fprintf(m, " (%s..%s)", size_text(lo, sizeof(lo), o->min),
 			size_text(hi, sizeof(hi), o->max));
 	else if (o->min != o->max && (o->type == OPT_SECONDS || o->type == OPT_MILLIS))
-		fprintf(m, " (%g..%g %s)", o->min, o->max, o->type == OPT_SECONDS ? "s" : "ms");
+		fprintf(m, " (%s..%s %s)", opt_num_text(lo, sizeof(lo), o->min),
+			opt_num_text(hi, sizeof(hi), o->max), o->type == OPT_SECONDS ? "s" : "ms");
 	else if (o->min != o->max && o->type != OPT_CHOICE)
 		fprintf(m, " (%s..%s)", opt_num_text(lo, sizeof(lo), o->min),
 			opt_num_text(hi, sizeof(hi), o->max));
