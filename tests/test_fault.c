@@ -282,13 +282,12 @@ static void rm_tree_at(int at, const char *name)
 	assert_int_equal(unlinkat(at, name, AT_REMOVEDIR), 0);
 }
 
-/* Class 13: a folder nested deeper than PATH_MAX (25 levels of 200-byte
- * names, a sample at the bottom) is left out by skip like a folder that
- * cannot be opened: named once, counted in index_errors, the rest indexed;
- * fail refuses it. */
-static void test_folder_deeper_than_path_max(void **state)
+/* Class 13: what lies deeper than PATH_MAX is left out by skip like a folder
+ * that cannot be opened: named once, counted in index_errors, the rest
+ * indexed (built, then from the cache); fail refuses it.  Under c1, `levels`
+ * folders of 200-byte names, and at the bottom the file `file`. */
+static void deep_tree_left_out(int levels, const char *file)
 {
-	(void)state;
 	char *d = make_dataset();
 	char p[PATH_MAX], err[PATH_MAX + 256], name[201];
 	memset(name, 'n', 200);
@@ -296,14 +295,14 @@ static void test_folder_deeper_than_path_max(void **state)
 	snprintf(p, sizeof(p), "%s/c1", d);
 	int fd = open(p, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	assert_true(fd >= 0);
-	for (int k = 0; k < 25; k++) {
+	for (int k = 0; k < levels; k++) {
 		assert_int_equal(mkdirat(fd, name, 0755), 0);
 		int next = openat(fd, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 		assert_true(next >= 0);
 		close(fd);
 		fd = next;
 	}
-	int f = openat(fd, "deep.jpg", O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+	int f = openat(fd, file, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
 	assert_true(f >= 0);
 	assert_int_equal(write(f, "deep", 4), 4);
 	close(f);
@@ -315,7 +314,7 @@ static void test_folder_deeper_than_path_max(void **state)
 		if (rc)
 			fail_msg("round %d: create under skip: %s", round, err);
 		if (count_of(said, "path too long") != 1)
-			fail_msg("round %d: the folder is not named once: '%s'", round, said);
+			fail_msg("round %d: not named once: '%s'", round, said);
 		free(said);
 		assert_int_equal(stk_loader_num_samples(l), N);
 		assert_int_equal(index_errors(l), 1);
@@ -336,59 +335,21 @@ static void test_folder_deeper_than_path_max(void **state)
 	drop_dataset(d);
 }
 
-/* Class 13 too: a file whose own path reaches PATH_MAX (its folder's, 20
- * levels of 200-byte names, does not) is left out by skip and counted, as
- * such a folder is; fail refuses it. */
+/* A folder nested deeper than PATH_MAX (25 levels), a sample at its bottom. */
+static void test_folder_deeper_than_path_max(void **state)
+{
+	(void)state;
+	deep_tree_left_out(25, "deep.jpg");
+}
+
+/* A file whose own path reaches PATH_MAX, its folder's (20 levels) not. */
 static void test_file_path_past_path_max(void **state)
 {
 	(void)state;
-	char *d = make_dataset();
-	char p[PATH_MAX], err[PATH_MAX + 256], name[201];
-	memset(name, 'n', 200);
-	name[200] = 0;
-	snprintf(p, sizeof(p), "%s/c1", d);
-	int fd = open(p, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	assert_true(fd >= 0);
-	for (int k = 0; k < 20; k++) {
-		assert_int_equal(mkdirat(fd, name, 0755), 0);
-		int next = openat(fd, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-		assert_true(next >= 0);
-		close(fd);
-		fd = next;
-	}
 	char file[210];
-	snprintf(file, sizeof(file), "%.196s.jpg", name);
-	int f = openat(fd, file, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
-	assert_true(f >= 0);
-	assert_int_equal(write(f, "long", 4), 4);
-	close(f);
-	close(fd);
-	for (int round = 0; round < 2; round++) { /* built, then from the cache */
-		struct stk_loader *l;
-		int rc;
-		char *said = create_said(&l, (struct stk_loader_opts){.path = d}, &rc, err, sizeof(err));
-		if (rc)
-			fail_msg("round %d: create under skip: %s", round, err);
-		if (count_of(said, "path too long") != 1)
-			fail_msg("round %d: the file is not named once: '%s'", round, said);
-		free(said);
-		assert_int_equal(stk_loader_num_samples(l), N);
-		assert_int_equal(index_errors(l), 1);
-		struct epoch e = run_epoch(l);
-		assert_int_equal(e.wrong, 0);
-		assert_int_equal(e.samples, N);
-		stk_loader_destroy(l);
-		assert_int_equal(try_make(&l, (struct stk_loader_opts){
-					      .path = d, .on_error = STK_ON_ERROR_FAIL}, err, sizeof(err)),
-				 -ENAMETOOLONG);
-		assert_null(l);
-		assert_non_null(strstr(err, "path too long"));
-	}
-	int cfd = open(p, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	assert_true(cfd >= 0);
-	rm_tree_at(cfd, name);
-	close(cfd);
-	drop_dataset(d);
+	memset(file, 'f', 196);
+	snprintf(file + 196, sizeof(file) - 196, ".jpg");
+	deep_tree_left_out(20, file);
 }
 
 /* Class 2: files rewritten in place with another size while a loader runs

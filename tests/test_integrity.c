@@ -18,19 +18,6 @@
 #define N 20
 #define LEN 1000
 
-static void sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void sh(const char *fmt, ...)
-{
-	char cmd[8192];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(cmd, sizeof(cmd), fmt, ap);
-	va_end(ap);
-	int rc = system(cmd);
-	if (rc)
-		fail_msg("'%s' exited %d", cmd, rc);
-}
-
 static bool have_gnu_tar(void)
 {
 	return !system("tar --version 2>/dev/null | grep -q 'GNU tar'");
@@ -98,7 +85,7 @@ static void write_src(const char *dir, const char *prefix, int seed, int shift)
  * by position, mtime 0, fixed owner: a re-pack's headers are byte-identical. */
 static void py_pack(const char *src, const char *out)
 {
-	sh("/usr/bin/python3 -c '\n"
+	tu_sh("/usr/bin/python3 -c '\n"
 	   "import io, os, sys, tarfile\n"
 	   "with tarfile.open(sys.argv[2], \"w\", format=tarfile.GNU_FORMAT) as t:\n"
 	   "  for n in sorted(os.listdir(sys.argv[1])):\n"
@@ -138,8 +125,8 @@ static void rewritten(bool gnu)
 	write_src(a, "k", 1, 0);
 	write_src(bsrc, gnu ? "x" : "k", 2, 1);
 	if (gnu) {
-		sh("cd '%s' && tar --format=gnu -cf '%s' $(ls | sort)", a, shard);
-		sh("cd '%s' && tar --format=gnu -cf '%s' $(ls | sort)", bsrc, other);
+		tu_sh("cd '%s' && tar --format=gnu -cf '%s' $(ls | sort)", a, shard);
+		tu_sh("cd '%s' && tar --format=gnu -cf '%s' $(ls | sort)", bsrc, other);
 	} else {
 		py_pack(a, shard);
 		py_pack(bsrc, other);
@@ -162,7 +149,7 @@ static void rewritten(bool gnu)
 
 	if (!gnu)
 		wait_past(&st_a.st_mtim);
-	sh("cp '%s' '%s'", other, shard); /* in place: cp keeps the inode */
+	tu_sh("cp '%s' '%s'", other, shard); /* in place: cp keeps the inode */
 	if (gnu) {
 		struct timespec t[2] = {st_a.st_atim, st_a.st_mtim};
 		assert_int_equal(utimensat(AT_FDCWD, shard, t, 0), 0);
@@ -297,7 +284,7 @@ static void test_member_types_gnu_tar(void **state)
 		snprintf(q, sizeof(q), "%s/0004.bin", src);
 		assert_int_equal(symlink("../elsewhere.bin", q), 0);
 		snprintf(q, sizeof(q), "%s/0005.bin", src);
-		sh("truncate -s 1M '%s' && printf hello | dd of='%s' bs=1 seek=500000 conv=notrunc "
+		tu_sh("truncate -s 1M '%s' && printf hello | dd of='%s' bs=1 seek=500000 conv=notrunc "
 		   "2>/dev/null", q, q);
 		/* the label of a sample: the key of the file whose bytes it has */
 		static const char *const labels[] = {"1", "1", "1", "9", "9", "6"};
@@ -305,7 +292,7 @@ static void test_member_types_gnu_tar(void **state)
 			snprintf(q, sizeof(q), "%s/%04d.cls", src, k + 1);
 			tu_write(q, labels[k], 1);
 		}
-		sh("cd '%s' && tar %s -S -cf '%s' $(ls | sort)", src, fmts[f], shard);
+		tu_sh("cd '%s' && tar %s -S -cf '%s' $(ls | sort)", src, fmts[f], shard);
 		snprintf(p, sizeof(p), "/usr/bin/python3 -c 'import sys, tarfile; sys.exit(not any("
 			 "m.issparse() for m in tarfile.open(sys.argv[1])))' '%s'", shard);
 		bool sparse = !system(p);
@@ -314,7 +301,7 @@ static void test_member_types_gnu_tar(void **state)
 		index_one(shard, src, sparse ? 4 : 5, sparse ? 2 : 1, "member '0004.bin' is a "
 			  "symbolic link to '../elsewhere.bin', which is not a member before it");
 		if (sparse) { /* the sparse one alone: named with its own name */
-			sh("cd '%s' && rm '%s' && tar %s -S -cf '%s' 0001.bin 0001.cls 0005.bin 0005.cls",
+			tu_sh("cd '%s' && rm '%s' && tar %s -S -cf '%s' 0001.bin 0001.cls 0005.bin 0005.cls",
 			   src, shard, fmts[f], shard);
 			index_one(shard, src, 1, 1, "member '0005.bin' is a sparse file");
 		}
@@ -335,7 +322,7 @@ static void test_member_types_tarfile(void **state)
 	tu_mkdir(src);
 	src_file(src, 1, 900);
 	src_file(src, 7, 100);
-	sh("/usr/bin/python3 -c '\n"
+	tu_sh("/usr/bin/python3 -c '\n"
 	   "import io, sys, tarfile\n"
 	   "src, out = sys.argv[1], sys.argv[2]\n"
 	   "def add(t, name, typ=tarfile.REGTYPE, data=b\"\", link=\"\"):\n"

@@ -43,19 +43,6 @@ struct fix {
 	char *dir, src[4200], v7src[4200];
 };
 
-static void sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void sh(const char *fmt, ...)
-{
-	char cmd[16384];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(cmd, sizeof(cmd), fmt, ap);
-	va_end(ap);
-	int rc = system(cmd);
-	if (rc)
-		fail_msg("'%s' exited %d", cmd, rc);
-}
-
 /* The source tree: files of awkward sizes (0, 1 block + 1), a directory, a
  * symlink, a hard link and a 150-character path. */
 static void make_tree(const char *src, bool with_long)
@@ -83,7 +70,7 @@ static void make_tree(const char *src, bool with_long)
 	assert_int_equal(link(a, p), 0);
 	if (with_long) {
 		snprintf(p, sizeof(p), "%s/%s", src, LONG_DIR);
-		sh("mkdir -p '%s'", p);
+		tu_sh("mkdir -p '%s'", p);
 		snprintf(p, sizeof(p), "%s/%s", src, LONG_PATH);
 		tu_write(p, big, 700);
 	}
@@ -132,8 +119,8 @@ static void check_archive(struct fix *f, const char *arch, const char *src, int 
 	char lst[4300], tv[4300];
 	snprintf(lst, sizeof(lst), "%s.py", arch);
 	snprintf(tv, sizeof(tv), "%s.tv", arch);
-	sh(PY " %s/helper.py list '%s' '%s'", f->dir, arch, lst);
-	sh("tar -tvf '%s' | awk '/^-/ {print $3, $6}' > '%s'", arch, tv);
+	tu_sh(PY " %s/helper.py list '%s' '%s'", f->dir, arch, lst);
+	tu_sh("tar -tvf '%s' | awk '/^-/ {print $3, $6}' > '%s'", arch, tv);
 	FILE *pl = fopen(lst, "r"), *tl = fopen(tv, "r");
 	assert_non_null(pl);
 	assert_non_null(tl);
@@ -203,13 +190,13 @@ static void test_gnu_tar(void **state)
 	char arch[4300];
 	for (size_t i = 0; i < STK_ARRAY_SIZE(fmts); i++) {
 		snprintf(arch, sizeof(arch), "%s/tar-%s.tar", f->dir, fmts[i]);
-		sh("cd '%s' && tar --format=%s -cf '%s' a.txt b.bin empty hard link sub dddd*",
+		tu_sh("cd '%s' && tar --format=%s -cf '%s' a.txt b.bin empty hard link sub dddd*",
 		   f->src, fmts[i], arch);
 		check_archive(f, arch, f->src, 5);
 	}
 	/* v7: no magic, names of 99 bytes at most. */
 	snprintf(arch, sizeof(arch), "%s/tar-v7.tar", f->dir);
-	sh("cd '%s' && tar --format=v7 -cf '%s' a.txt b.bin empty hard link sub", f->v7src, arch);
+	tu_sh("cd '%s' && tar --format=v7 -cf '%s' a.txt b.bin empty hard link sub", f->v7src, arch);
 	check_archive(f, arch, f->v7src, 4);
 }
 
@@ -224,7 +211,7 @@ static void test_python_tarfile(void **state)
 	char arch[4300];
 	for (size_t i = 0; i < STK_ARRAY_SIZE(fmts); i++) {
 		snprintf(arch, sizeof(arch), "%s/py-%s.tar", f->dir, fmts[i]);
-		sh(PY " %s/helper.py make %s '%s' '%s'", f->dir, fmts[i], arch, f->src);
+		tu_sh(PY " %s/helper.py make %s '%s' '%s'", f->dir, fmts[i], arch, f->src);
 		check_archive(f, arch, f->src, 5);
 	}
 }
@@ -472,7 +459,7 @@ static void test_truncations(void **state)
 	if (system("tar --version 2>/dev/null | grep -q 'GNU tar'"))
 		skip();
 	snprintf(arch, sizeof(arch), "%s/cut.tar", f->dir);
-	sh("cd '%s' && tar --format=pax -cf '%s' a.txt b.bin empty hard link sub dddd*", f->src,
+	tu_sh("cd '%s' && tar --format=pax -cf '%s' a.txt b.bin empty hard link sub dddd*", f->src,
 	   arch);
 	int fd = open(arch, O_RDONLY);
 	assert_true(fd >= 0);

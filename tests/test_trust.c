@@ -17,19 +17,6 @@
 #include <sys/mman.h>
 #include <sys/resource.h>
 
-static void sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void sh(const char *fmt, ...)
-{
-	char cmd[8192];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(cmd, sizeof(cmd), fmt, ap);
-	va_end(ap);
-	int rc = system(cmd);
-	if (rc)
-		fail_msg("'%s' exited %d", cmd, rc);
-}
-
 static size_t fill(uint8_t *buf, int c, int i)
 {
 	size_t n = 100 + (size_t)c * 10 + (size_t)i;
@@ -134,7 +121,7 @@ static void test_mtime_put_back(void **state)
 	assert_int_equal(open_loader(&l, root, cache, said, sizeof(said)), 0);
 	assert_int_equal(stk_loader_num_classes(l), 2);
 	stk_loader_destroy(l);
-	sh("t=$(stat -c %%y '%s'); mkdir '%s/ant' && cp '%s/cat/000.jpg' '%s/ant/' && "
+	tu_sh("t=$(stat -c %%y '%s'); mkdir '%s/ant' && cp '%s/cat/000.jpg' '%s/ant/' && "
 	   "touch -m -d \"$t\" '%s' '%s/ant'", root, root, root, root, root, root);
 	assert_int_equal(open_loader(&l, root, cache, said, sizeof(said)), 0);
 	assert_int_equal(stk_loader_num_classes(l), 3);
@@ -163,7 +150,7 @@ static void test_made_again(void **state)
 	struct stk_loader *l;
 	assert_int_equal(open_loader(&l, root, cache, said, sizeof(said)), 0);
 	stk_loader_destroy(l);
-	sh("cd '%s' && t=$(stat -c %%y again) && tc=$(stat -c %%y again/cat) && "
+	tu_sh("cd '%s' && t=$(stat -c %%y again) && tc=$(stat -c %%y again/cat) && "
 	   "td=$(stat -c %%y again/dog) && rm -r again && mkdir -p again/cat again/dog && "
 	   "cp '%s' again/cat/000.jpg && cp '%s' again/dog/000.jpg && "
 	   "touch -m -d \"$tc\" again/cat && touch -m -d \"$td\" again/dog && "
@@ -347,10 +334,26 @@ static void test_forged_entries(void **state)
 	/* a list: its entries are its lines */
 	char list[4300];
 	snprintf(list, sizeof(list), "%s/list.txt", tu_dir);
-	sh("cd '%s' && printf x > a.bin && printf y > b.bin && printf z > c.bin && "
+	tu_sh("cd '%s' && printf x > a.bin && printf y > b.bin && printf z > c.bin && "
 	   "printf 'a.bin\\t0\\nb.bin\\t1\\n' > list.txt", tu_dir);
 	snprintf(cache, sizeof(cache), "%s/cache-f3", tu_dir);
 	refused_forged(NULL, list, cache, unlisted, "not on the list's lines");
+}
+
+/* A small dataset tu_dir/name indexed once with its cache in
+ * tu_dir/cache-name; the index file's path into idx. */
+static void indexed(const char *name, char *root, size_t rlen, char *cache, size_t clen,
+		    char *idx, size_t ilen)
+{
+	char said[8192];
+	snprintf(root, rlen, "%s/%s", tu_dir, name);
+	snprintf(cache, clen, "%s/cache-%s", tu_dir, name);
+	tu_mkdir(root);
+	tu_tree(root, 2, classes2, NULL, 2, "%03d.jpg", 4096, fill);
+	struct stk_loader *l;
+	assert_int_equal(open_loader(&l, root, cache, said, sizeof(said)), 0);
+	stk_loader_destroy(l);
+	index_file(cache, idx, ilen);
 }
 
 /* A FIFO where the cache is: create goes on (said), it does not wait for a
@@ -359,14 +362,8 @@ static void test_fifo(void **state)
 {
 	(void)state;
 	char root[1024], cache[4200], idx[4400], said[8192];
-	snprintf(root, sizeof(root), "%s/fifo", tu_dir);
-	snprintf(cache, sizeof(cache), "%s/cache-fifo", tu_dir);
-	tu_mkdir(root);
-	tu_tree(root, 2, classes2, NULL, 2, "%03d.jpg", 4096, fill);
+	indexed("fifo", root, sizeof(root), cache, sizeof(cache), idx, sizeof(idx));
 	struct stk_loader *l;
-	assert_int_equal(open_loader(&l, root, cache, said, sizeof(said)), 0);
-	stk_loader_destroy(l);
-	index_file(cache, idx, sizeof(idx));
 	unlink(idx);
 	assert_int_equal(mkfifo(idx, 0600), 0);
 	assert_int_equal(open_loader(&l, root, cache, said, sizeof(said)), 0);
@@ -381,14 +378,8 @@ static void test_large_garbage(void **state)
 {
 	(void)state;
 	char root[1024], cache[4200], idx[4400], said[8192];
-	snprintf(root, sizeof(root), "%s/big", tu_dir);
-	snprintf(cache, sizeof(cache), "%s/cache-big", tu_dir);
-	tu_mkdir(root);
-	tu_tree(root, 2, classes2, NULL, 2, "%03d.jpg", 4096, fill);
+	indexed("big", root, sizeof(root), cache, sizeof(cache), idx, sizeof(idx));
 	struct stk_loader *l;
-	assert_int_equal(open_loader(&l, root, cache, said, sizeof(said)), 0);
-	stk_loader_destroy(l);
-	index_file(cache, idx, sizeof(idx));
 	/* the real header, then a gigabyte: only total_len tells */
 	assert_int_equal(truncate(idx, 1ll << 30), 0);
 	struct rusage ru;

@@ -64,6 +64,20 @@ static inline int tu_dir_teardown(void **state)
 	return 0;
 }
 
+/* Runs a shell command (the fmt's), failing the test when it exits non-zero. */
+static inline void tu_sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static inline void tu_sh(const char *fmt, ...)
+{
+	char cmd[16384];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(cmd, sizeof(cmd), fmt, ap);
+	va_end(ap);
+	int rc = system(cmd);
+	if (rc)
+		fail_msg("'%s' exited %d", cmd, rc);
+}
+
 static inline void tu_write(const char *path, const void *data, size_t len)
 {
 	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
