@@ -498,6 +498,9 @@ stk_metrics_serve = _proto("stk_metrics_serve", ctypes.c_int, ctypes.POINTER(_vp
                               ctypes.c_char_p, _vp, ctypes.c_char_p)
 stk_metrics_server_port = _proto("stk_metrics_server_port", ctypes.c_int, _vp)
 stk_metrics_server_destroy = _proto("stk_metrics_server_destroy", None, _vp)
+# The one formatter every front end writes sizes a user types with ("1 TiB").
+stk_fmt_ibytes = _proto("stk_fmt_ibytes", ctypes.c_char_p, ctypes.c_char_p, ctypes.c_size_t,
+                        ctypes.c_double)
 # Where `stoker exporter` finds the loaders of this machine.
 stk_loader_publish = _proto("stk_loader_publish", ctypes.c_int, ctypes.POINTER(_vp), _vp,
                             ctypes.c_char_p, ctypes.c_char_p, ctypes.c_double)

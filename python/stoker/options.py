@@ -1,6 +1,8 @@
 """libstoker's option table, for people: `python3 -m stoker.options` prints it
 as docs/options.md has it (a test regenerates that file and compares)."""
 
+import ctypes
+
 from . import _lib
 
 _TYPES = {_lib.OPT_U32: "integer", _lib.OPT_U64: "integer", _lib.OPT_FLOAT: "number",
@@ -13,22 +15,15 @@ def _num(x):
     return "%d" % x if x == int(x) and abs(x) < 1e15 else "%g" % x
 
 
-# bit STK_OPT_BYTES of a U64 row (stoker.h): a size in bytes, which takes units
-_BYTES = 1
-
-
 def _is_size(row):
-    return row.type == _lib.OPT_U64 and row.bit & _BYTES
+    return row.type == _lib.OPT_U64 and row.bit & _lib.OPT_BYTES
 
 
 def _size(x):
-    """1099511627776 -> "1 TiB", as `stoker --help` writes a size's range."""
-    units = ("", " KiB", " MiB", " GiB", " TiB", " PiB")
-    i = 0
-    while x >= 1024 and i < len(units) - 1:
-        x /= 1024.0
-        i += 1
-    return "%g%s" % (x, units[i])
+    """1099511627776 -> "1 TiB", as `stoker --help` writes a size's range: the
+    library's stk_fmt_ibytes."""
+    buf = ctypes.create_string_buffer(32)
+    return _lib.stk_fmt_ibytes(buf, len(buf), float(x)).decode()
 
 
 def _duration(ns):

@@ -8,6 +8,7 @@ import errno
 import gc
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -768,7 +769,11 @@ def test_loader_publishes_for_the_exporter(tmp_path, monkeypatch):
                            capture_output=True, text=True, timeout=60)
         assert p.returncode == 0, p.stderr
         assert "stoker_exporter_loaders 2" in p.stdout.splitlines()
-        for n in ("python", "python-2"):  # written at create, then every 5 s
+        # "python", then "python-N" for a process's later loaders; the file
+        # is written at create, then every 5 s
+        for f in names:
+            n = f[len("%d-" % os.getpid()):-len(".prom")]
+            assert n == "python" or re.fullmatch(r"python-\d+", n), f
             assert 'stoker_loader_samples_total{loader="%s",pid="%d"} ' % (n, os.getpid()) \
                 in p.stdout, p.stdout
     assert os.listdir(pub) == []

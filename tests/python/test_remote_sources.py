@@ -373,7 +373,7 @@ def small_fs(tmp_path):
     not permitted (not root, or a container without CAP_SYS_ADMIN)."""
     d = tmp_path / "small"
     d.mkdir()
-    p = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", str(d)],
+    p = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2m,mode=0755", "tmpfs", str(d)],
                        capture_output=True, text=True)
     if p.returncode != 0:
         pytest.skip("cannot mount a small tmpfs to fill (needs root and mount permission): "
