@@ -275,6 +275,19 @@ deb: $(DEPS_OK)
 	$(Q)PYTHON=$(PYTHON) sh mk/deps.sh deb
 	$(Q)sh mk/deb.sh $(VERSION) $(CURDIR)/$(BUILD)/deb $(DEBDIR)
 
+# The binary wheel for pip without a compiler (mk/wheel.sh): python -m build,
+# then auditwheel repair grafts the libraries libstoker and the CLI link;
+# build/wheel/stoker-<version>-py3-none-manylinux_*.whl.  `make test-wheel`
+# installs it into a fresh venv over the PyTorch 2.x of TORCH_VENV (made by
+# bench/peers/setup.sh torch) and runs the binding's tests there.  Always the
+# plain build, in build/.
+.PHONY: wheel test-wheel
+wheel:
+	$(Q)VENV_PYTHON=$(PYTHON) PLAT=$(or $(WHEEL_PLAT),auto) sh mk/wheel.sh build
+TORCH_VENV ?= $(CURDIR)/build/torch-venv
+test-wheel: wheel
+	$(Q)VENV_PYTHON=$(PYTHON) TORCH_VENV=$(TORCH_VENV) sh mk/wheel.sh test
+
 clean:
 	rm -rf build build-* stoker_*.deb
 
