@@ -60,8 +60,14 @@ test_() {
 	[ $# = 1 ] && [ -f "$1" ] || die "no wheel in $OUT: make wheel"
 	whl=$1
 	tv=${TORCH_VENV:-$B/torch-venv}
-	"$tv/bin/python" -c 'import torch, sys; sys.exit(torch.__version__[:2] != "2.")' 2>/dev/null ||
-		die "no PyTorch 2.x in $tv (made by: STOKER_PEERS=$tv sh bench/peers/setup.sh torch)"
+	# As make test-py-venv: without that venv, skipped with the line to run,
+	# except in CI ($CI set), where it fails.
+	if ! "$tv/bin/python" -c 'import torch, sys; sys.exit(torch.__version__[:2] != "2.")' 2>/dev/null; then
+		msg="no PyTorch 2.x in $tv (make it with: STOKER_PEERS=$tv sh bench/peers/setup.sh torch)"
+		[ -z "${CI:-}" ] || die "$msg"
+		say "test-wheel: skipped: $msg"
+		exit 0
+	fi
 	t0=$(date +%s)
 	V=$B/wheel-venv
 	rm -rf "$V"
