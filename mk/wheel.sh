@@ -20,7 +20,8 @@
 #          beside it, so nothing can import the source tree's package.
 # usage: wheel.sh build|test  (from the source tree's root)
 set -eu
-B=$(pwd)/build
+R=$(pwd)
+B=$R/build
 PY=${VENV_PYTHON:-/usr/bin/python3}
 PLAT=${PLAT:-auto}
 TOOLS=$B/wheel-tools
@@ -83,7 +84,8 @@ test_() {
 	# compiler to reach (PATH is the venv's bin alone).  Its requirements (numpy,
 	# torch) must already be there.
 	env -i PATH="$V/bin" HOME="$B" PIP_CONFIG_FILE=/dev/null \
-		"$V/bin/python" -m pip install --no-index --no-input --disable-pip-version-check -q "$whl" ||
+		"$V/bin/python" -m pip install --no-index --no-input --no-cache-dir --disable-pip-version-check \
+		-q "$whl" ||
 		die "pip install $whl failed"
 	say "installed in $V ($(($(date +%s) - t0)) s)"
 	# The tests run outside the tree: a copy of what they read, no python/.
@@ -97,7 +99,7 @@ test_() {
 			PATH="$V/bin:$PATH" STOKER="$V/bin/stoker" XDG_CACHE_HOME="$B/wheel-cache" \
 			${weed:+STOKER_WEED="$weed"} "$@"
 	}
-	(cd "$T" && run "$V/bin/python" "$OLDPWD/mk/wheel_check.py") || die "the installed package is not the wheel's"
+	(cd "$T" && run "$V/bin/python" "$R/mk/wheel_check.py") || die "the installed package is not the wheel's"
 	# test_options' scans read the tree's sources (python/stoker, src, tools); the
 	# trainers' tests import the package in their own venv.  Everything else runs.
 	t1=$(date +%s)
