@@ -115,12 +115,13 @@ run: all
 
 # Everything the tests need first: Debian's packages (mk/deps.sh: installed as
 # root, else the apt-get line), then pip's in the venvs under build/ (made once;
-# as root, else the line to run).  The binding on PyTorch 2.x (test-py-venv) in
-# the plain pass only: the sanitizer passes test our code, not pip's torch.
+# as root, else the line to run).  The binding on PyTorch 2.x (test-py-venv)
+# and the binary wheel installed in a fresh venv over it (test-wheel) in the
+# plain pass only: the sanitizer passes test our code, not pip's torch.
 test: all
 	$(Q)PYTHON=$(PYTHON) sh mk/deps.sh test
 	$(Q)$(MAKE) --no-print-directory test-venvs
-	$(Q)$(MAKE) --no-print-directory test-c test-cli test-py $(if $(SANITIZE),,test-py-venv)
+	$(Q)$(MAKE) --no-print-directory test-c test-cli test-py $(if $(SANITIZE),,test-py-venv test-wheel)
 	@echo "all tests passed ($(BUILD))"
 
 # The tests' virtual environments (mk/venvs.sh), in build/ whatever BUILD is, so
@@ -299,6 +300,19 @@ DEBDIR ?= $(CURDIR)
 deb: $(DEPS_OK)
 	$(Q)PYTHON=$(PYTHON) sh mk/deps.sh deb
 	$(Q)sh mk/deb.sh $(VERSION) $(CURDIR)/$(BUILD)/deb $(DEBDIR)
+
+# The binary wheel for pip without a compiler (mk/wheel.sh): python -m build,
+# then auditwheel repair grafts the libraries libstoker and the CLI link;
+# build/wheel/stoker-<version>-py3-none-manylinux_*.whl.  `make test-wheel`
+# installs it into a fresh venv over the PyTorch 2.x of TORCH_VENV (made by
+# bench/peers/setup.sh torch) and runs the binding's tests there.  Always the
+# plain build, in build/.
+.PHONY: wheel test-wheel
+wheel:
+	$(Q)VENV_PYTHON=$(PYTHON) PLAT=$(or $(WHEEL_PLAT),auto) sh mk/wheel.sh build
+TORCH_VENV ?= $(CURDIR)/build/torch-venv
+test-wheel: wheel
+	$(Q)VENV_PYTHON=$(PYTHON) TORCH_VENV=$(TORCH_VENV) sh mk/wheel.sh test
 
 clean:
 	rm -rf build build-* stoker_*.deb

@@ -12,7 +12,7 @@ import re
 import shutil
 import subprocess
 
-from setuptools import setup
+from setuptools import Distribution, setup
 from setuptools.command.build_py import build_py
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -58,15 +58,22 @@ class BuildPy(build_py):
                     "VERSION = %r\nLIBDIR = None\nBUNDLED = True\n" % version())
 
 
+class BinaryDistribution(Distribution):
+    """Carries ELF files: installed to platlib (the wheel's root, not its
+    .data/purelib), where auditwheel repair looks for what to graft."""
+
+    def has_ext_modules(self):
+        return True
+
+
 cmdclass = {"build_py": BuildPy}
 try:
-    from wheel.bdist_wheel import bdist_wheel
+    try:
+        from setuptools.command.bdist_wheel import bdist_wheel  # setuptools >= 70.1
+    except ImportError:
+        from wheel.bdist_wheel import bdist_wheel
 
     class BdistWheel(bdist_wheel):
-        def finalize_options(self):
-            super().finalize_options()
-            self.root_is_pure = False
-
         def get_tag(self):
             return ("py3", "none", super().get_tag()[2])
 
@@ -74,8 +81,11 @@ try:
 except ImportError:  # no wheel: pip says what it needs
     pass
 
+# egg_info wants its folder to exist (python -m build runs it first, before build_py).
+os.makedirs(os.path.join(BUILD, "python"), exist_ok=True)
 setup(
     version=version(),
+    distclass=BinaryDistribution,
     cmdclass=cmdclass,
     # setuptools' own scratch space inside the tree's build folder (make clean).
     options={"build": {"build_base": os.path.join(BUILD, "python")},

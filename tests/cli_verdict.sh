@@ -36,8 +36,8 @@ echo "$out" | grep -q "without compute" && fail "no-compute note under --compute
 crossed=
 for try in 1 2 3 4 5 6; do
 	"$STOKER" bench --runtime 0 --ramp 0 --repeat 3 "$t/d" -b 8 -E 1 --compute-ms 15 --json \
-		>a.json || fail "agree exit $?"
-	r=$(/usr/bin/python3 - a.json <<'PY'
+		>"$t/a.json" || fail "agree exit $?"
+	r=$(/usr/bin/python3 - "$t/a.json" <<'PY'
 import json, sys
 j = json.load(open(sys.argv[1]))
 r, note = j["ratio_spread"], j["verdict_note"]

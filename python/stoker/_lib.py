@@ -685,7 +685,9 @@ def shown(value):
 def is_bool(value):
     """True for a bool or a numpy bool: what a yes/no option takes (not a
     string, where 'False' would be true, nor 0/1)."""
-    return isinstance(value, bool) or type(value).__name__ == "bool_"
+    t = type(value)
+    # numpy.bool_ is named "bool" from NumPy 2 on (pip's, beside PyTorch 2.x).
+    return isinstance(value, bool) or (t.__module__ == "numpy" and t.__name__ in ("bool_", "bool"))
 
 
 def check_bool(name, value):
