@@ -102,7 +102,8 @@ for try in 1 2 3; do
 	"$STOKER" transcode --threads 1 "$T/sigsrc" "$T/sig" >/dev/null 2>&1 &
 	pid=$!
 	i=0
-	while [ $i -lt 3000 ] && [ ! -d "$T/sig/c0000" ]; do i=$((i + 1)); done
+	# (polled every 5 ms for up to 10 s: a sanitizer build starts slowly)
+	while [ $i -lt 2000 ] && [ ! -d "$T/sig/c0000" ]; do sleep 0.005; i=$((i + 1)); done
 	mkfifo "$T/sig/c0000/zz.jpg.tmp" 2>/dev/null
 	i=0
 	while [ $i -lt 300 ] && kill -0 $pid 2>/dev/null &&
