@@ -351,9 +351,11 @@ void stk__remote_fresh(CURL *h)
 	curl_easy_setopt(h, CURLOPT_FORBID_REUSE, 1L);
 }
 
-int stk__remote_classify(const struct stk__remote *r, CURL *h, CURLcode cc, long status,
+int stk__remote_classify(struct stk__remote *r, CURL *h, CURLcode cc, long status,
 			 bool short_body, char *why, size_t len)
 {
+	if (status > 0 && !atomic_load_explicit(&r->answered, memory_order_relaxed))
+		atomic_store_explicit(&r->answered, true, memory_order_relaxed);
 	if (stk__remote_garbled(h, cc)) {
 		snprintf(why, len, "%s: a garbled answer on a reused connection",
 			 curl_easy_strerror(cc));
@@ -377,6 +379,17 @@ int stk__remote_classify(const struct stk__remote *r, CURL *h, CURLcode cc, long
 		snprintf(why, len, "%s%s", curl_easy_strerror(cc), at);
 		if (cc == CURLE_TOO_MANY_REDIRECTS)
 			redirect_why(h, 0, why, len);
+		/* a host that never resolved or a server that never answered: a
+		 * wrong endpoint, not an outage (a minute of tries would only
+		 * delay saying so) */
+		if ((cc == CURLE_COULDNT_RESOLVE_HOST || cc == CURLE_COULDNT_CONNECT) &&
+		    !atomic_load_explicit(&r->answered, memory_order_relaxed)) {
+			size_t l = strlen(why);
+			if (l < len)
+				snprintf(why + l, len - l, ": it never answered (the endpoint, host "
+					 "or port?)");
+			return cc == CURLE_COULDNT_RESOLVE_HOST ? -EHOSTUNREACH : -ECONNREFUSED;
+		}
 		if (transient(cc))
 			return 1;
 		return -EIO;

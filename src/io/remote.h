@@ -66,6 +66,10 @@ struct stk__remote {
 	 * first failure, freed with the remote */
 	pthread_mutex_t fail_mu;
 	char **fail_why;
+	/* the server answered once (any HTTP status): from then on, a server
+	 * that cannot be reached is an outage to ride out; before, a wrong
+	 * endpoint or host, said at once (stk__remote_classify) */
+	atomic_bool answered;
 };
 
 /* Whether path names remote data (s3://, http://, https://). */
@@ -125,8 +129,9 @@ int stk__remote_verify(const struct stk__answer *a, const char *etag, uint64_t s
 bool stk__remote_keepable(const struct stk__answer *a, const char *etag);
 /* What a finished request of h (NULL: not known) means: 0 done, 1 retry (a
  * 5xx, SlowDown, a reset, a timeout, a short body, a garbled answer on a
- * reused connection), or the -errno / STK_* to report; why says it. */
-int stk__remote_classify(const struct stk__remote *r, CURL *h, CURLcode cc, long status,
+ * reused connection, a server unreachable after it answered once), or the
+ * -errno / STK_* to report; why says it.  Notes an answer in r->answered. */
+int stk__remote_classify(struct stk__remote *r, CURL *h, CURLcode cc, long status,
 			 bool short_body, char *why, size_t len);
 /* s3://: the region an answer named (x-amz-bucket-region), when not the one
  * signed for, appended to why with what to set. */

@@ -48,6 +48,21 @@ def test_a_refused_connection_names_the_endpoint(aws, tmp_path):
                  "http://127.0.0.1:%d" % port, cache_dir=str(tmp_path))
 
 
+def test_a_server_that_never_answered_is_said_at_once(aws, tmp_path):
+    """A wrong endpoint (nothing listens, or no such host) fails create at
+    once under the default retry time (60 s): riding out an outage is for a
+    server that answered before, not for a typo."""
+    import time
+    port = free_port()
+    aws.setenv("AWS_ENDPOINT_URL", "http://127.0.0.1:%d" % port)
+    t0 = time.monotonic()
+    with pytest.raises(stoker.Error) as e:
+        read_all("s3://bkt/ds/", remote_cache=False, cache_dir=str(tmp_path))
+    assert time.monotonic() - t0 < 15, "a refused endpoint took the whole retry time"
+    assert "never answered" in str(e.value) and "127.0.0.1:%d" % port in str(e.value), \
+        str(e.value)
+
+
 def test_a_host_that_does_not_resolve_is_named(aws, tmp_path):
     aws.setenv("AWS_ENDPOINT_URL", "http://no-such-host.invalid:9000")
     expect_error("s3://bkt/ds/", "resolve", "no-such-host.invalid", cache_dir=str(tmp_path),
