@@ -91,7 +91,7 @@ test_() {
 	# The tests run outside the tree: a copy of what they read, no python/.
 	T=$B/wheel-tests
 	rm -rf "$T" && mkdir -p "$T"
-	tar -c --exclude=__pycache__ tests/python tests/stub_cudart.c examples docs include | tar -x -C "$T"
+	tar -c --exclude=__pycache__ tests/python tests/fixtures tests/stub_cudart.c examples docs include | tar -x -C "$T"
 	weed=${STOKER_WEED:-$B/remote-venv/bin/weed}
 	[ -x "$weed" ] || weed=
 	# the C program that publishes a loader (test_remote_sources): the tree's
