@@ -359,12 +359,8 @@ static void cache_unwritten(const struct stk__index_opts *o, uint64_t key, const
 	else if (ru == 1 && n >= 0 && (size_t)n < sizeof(where))
 		snprintf(where + n, sizeof(where) - (size_t)n, "%sno user cache folder "
 			 "($XDG_CACHE_HOME, $HOME)", n ? "; " : "");
-	size_t at = strlen(o->notice);
-	if (at + 1 >= o->noticelen)
-		return;
-	snprintf(o->notice + at, o->noticelen - at, "%sindex cache not written, so every start "
-		 "indexes %s again: %s (cache_dir names a writable folder)", at ? "\n" : "",
-		 o->path, where);
+	say(o, "index cache not written, so every start indexes %s again: %s (cache_dir names a "
+	    "writable folder)", o->path, where);
 }
 
 int stk__dataset_open(struct stk_dataset **out, const struct stk__index_opts *o, char *err,
