@@ -171,6 +171,12 @@ typedef void *nvdev;
 struct nvmem {
 	unsigned long long total, free, used;
 };
+/* nvmlMemory_v2_t: "used" without the driver's reservation, as nvidia-smi
+ * shows it (v1's used counts the reservation: +615 MiB on an H200) */
+struct nvmem2 {
+	unsigned int version;
+	unsigned long long total, reserved, free, used;
+};
 struct nvutil {
 	unsigned int gpu, memory;
 };
@@ -184,6 +190,7 @@ struct nvml {
 	nvret (*handle)(unsigned int, nvdev *);
 	nvret (*name)(nvdev, char *, unsigned int);
 	nvret (*mem)(nvdev, struct nvmem *);
+	nvret (*mem2)(nvdev, struct nvmem2 *);
 	nvret (*pci)(nvdev, void *); /* nvmlPciInfo_t: busId at byte 36 */
 	nvret (*gen)(nvdev, unsigned int *), (*width)(nvdev, unsigned int *);
 	nvret (*gen_max)(nvdev, unsigned int *), (*width_max)(nvdev, unsigned int *);
@@ -211,6 +218,7 @@ static int nvml_open(struct nvml *n, char *why, size_t len)
 		S("nvmlDeviceGetHandleByIndex_v2", handle, true),
 		S("nvmlDeviceGetName", name, false),
 		S("nvmlDeviceGetMemoryInfo", mem, false),
+		S("nvmlDeviceGetMemoryInfo_v2", mem2, false),
 		S("nvmlDeviceGetPciInfo_v3", pci, false),
 		S("nvmlDeviceGetCurrPcieLinkGeneration", gen, false),
 		S("nvmlDeviceGetCurrPcieLinkWidth", width, false),
@@ -267,7 +275,11 @@ int stk_sys_gpus(struct stk_gpu *out, size_t max, char *why, size_t len)
 				g.name[0] = 0;
 			g.name[sizeof(g.name) - 1] = 0;
 			struct nvmem m;
-			if (n.mem && !n.mem(d, &m)) {
+			struct nvmem2 m2 = {.version = (unsigned int)sizeof(m2) | 2u << 24};
+			if (n.mem2 && !n.mem2(d, &m2)) {
+				g.mem_total = m2.total;
+				g.mem_used = m2.used;
+			} else if (n.mem && !n.mem(d, &m)) {
 				g.mem_total = m.total;
 				g.mem_used = m.used;
 			}
