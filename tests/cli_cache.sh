@@ -50,6 +50,13 @@ grep -q "afile/stoker/index-[0-9a-f]*: Not a directory" err || fail "XDG cache n
 "$STOKER" bench $QUICK --repeat 1 --quiet --cache-dir afile data >/dev/null 2>err || fail "quiet"
 ! grep -q "index cache" err || fail "said under --quiet: $(cat err)"
 
+# a --cache-dir whose parents do not exist: made as mkdir -p would, the folder
+# itself private, and the index written there (as the remote cache's folder is)
+"$STOKER" bench $QUICK --repeat 1 --cache-dir new/deep/idx data >/dev/null 2>err || fail "deep exit $?"
+[ -n "$(find new/deep/idx -name 'index-*' -type f)" ] ||
+	fail "no index in a --cache-dir made with its parents: $(cat err)"
+[ "$(stat -c %a new/deep/idx)" = 700 ] || fail "--cache-dir not private: $(stat -c %a new/deep/idx)"
+
 # a full disk (a 4 KiB tmpfs, filled): ENOSPC named
 if [ -n "$ro" ] && mkdir full && mount -t tmpfs -o size=4k,mode=0755 tmpfs full 2>/dev/null; then
 	dd if=/dev/zero of=full/fill bs=1k count=16 2>/dev/null

@@ -676,6 +676,23 @@ bad:
 	return rc;
 }
 
+/* A cache folder: its parents as mkdir -p makes them, the folder itself
+ * private (the default one and a --cache-dir alike). */
+static int mkdir_private(char *path)
+{
+	char *slash = strrchr(path, '/');
+	if (slash && slash != path) {
+		*slash = 0;
+		int rc = stk__mkdir_p(path);
+		*slash = '/';
+		if (rc < 0)
+			return rc;
+	}
+	if (mkdir(path, 0700) && errno != EEXIST)
+		return -errno;
+	return 0;
+}
+
 int stk__cache_dir(char *buf, size_t len, char *why, size_t whylen)
 {
 	const char *x = getenv("XDG_CACHE_HOME");
@@ -689,18 +706,9 @@ int stk__cache_dir(char *buf, size_t len, char *why, size_t whylen)
 		n = snprintf(buf, len, "/tmp/stoker-cache-%d", (int)geteuid());
 	if (n < 0 || (size_t)n >= len)
 		return stk__errf(why, whylen, -ENAMETOOLONG, "cache folder name too long");
-	/* its parents as mkdir -p makes them; the folder itself private */
-	char *slash = strrchr(buf, '/');
-	int rc = 0;
-	if (slash && slash != buf) {
-		*slash = 0;
-		rc = stk__mkdir_p(buf);
-		*slash = '/';
-	}
+	int rc = mkdir_private(buf);
 	if (rc < 0)
 		return stk__errf(why, whylen, rc, "cache folder %s: %s", buf, strerror(-rc));
-	if (mkdir(buf, 0700) && errno != EEXIST)
-		return stk__errf(why, whylen, -errno, "cache folder %s: %s", buf, strerror(errno));
 	rc = stk__trust_dir(buf, why, whylen);
 	return rc ? rc : n;
 }
@@ -741,7 +749,7 @@ void stk__index_paths(const struct stk__index_opts *o, const char *abs, bool is_
 	int rc;
 	if (o->cache_dir) {
 		snprintf(dir, sizeof(dir), "%s", o->cache_dir);
-		if (mkdir(dir, 0700) && errno != EEXIST) {
+		if (mkdir_private(dir) < 0) {
 			/* a folder that cannot be made still names where the cache
 			 * was tried: the write fails there, with the reason */
 			snprintf(user, len, "%s/index-%016llx", dir, (unsigned long long)key);
