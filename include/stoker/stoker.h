@@ -209,6 +209,9 @@ STK_API void stk_free(void *p);
 STK_API int stk_jpeg_restart_info(const void *data, size_t len, uint32_t *interval,
 				  uint32_t *intervals, char *why, size_t whylen);
 
+struct stk_video_opts;   /* video mode's options and a clip's facts: below, with the */
+struct stk_clip_info;    /* video calls */
+
 /* The loader's options.  Zero fields take their defaults; every default and
  * range is in the option table below. */
 struct stk_loader_opts {
@@ -248,6 +251,11 @@ struct stk_loader_opts {
 	uint64_t remote_connect_timeout_ns; /* remote data: its connect time-out */
 	uint32_t remote_tries;              /* remote data: tries of a request at most (0: no cap) */
 	uint64_t remote_retry_time_ns;      /* remote data: how long a request is tried again */
+	/* non-NULL: video mode (copied at create; not with image): each sample
+	 * is a clip, clips_per_video of them a video file (.mp4 .m4v .mov .mkv
+	 * .webm in folders, unless extensions says otherwise), the whole file
+	 * read into the slot and decoded by the decode threads into the batch */
+	const struct stk_video_opts *video;
 };
 
 /* ------------------------------------------------------------------------ */
@@ -515,6 +523,17 @@ struct stk_batch {
 	uint32_t nhwc;          /* 1: N×H×W×C, 0: N×C×H×W */
 	uint32_t replaced;      /* on_error replace: samples that stand in for bad ones
 				   (their indices and labels are the stand-ins') */
+	/* video mode (else NULL and 0): count clips of clip_bytes each, back to
+	 * back, uint8 RGB: frames x height x width x 3 (tchw 0) or frames x 3 x
+	 * height x width (tchw 1).  indices[i] is clip i's video (a dataset
+	 * index, as stk_loader_sample takes); clip_info[i] says which of the
+	 * video's clips_per_video it is (its sample number is indices[i] x
+	 * clips_per_video + clip), where it starts and what its decode took.
+	 * Owned by the loader: valid until stk_batch_release. */
+	void *clips;
+	size_t clip_bytes;
+	uint32_t frames, tchw;
+	const struct stk_clip_info *clip_info;
 };
 
 /* Checks options as create would, without touching the data: the defaults
@@ -630,6 +649,11 @@ STK_API const char *stk_loader_engine(const struct stk_loader *loader);
  * else 0 (img then zeroed). */
 STK_API int stk_loader_options(const struct stk_loader *loader, struct stk_loader_opts *out,
 			       struct stk_image_opts *img);
+/* Video mode: the video options in effect (defaults applied) into out
+ * (out->size says how much it takes; 0: all), and 1; 0 in other modes (out
+ * then zeroed). */
+STK_API int stk_loader_video_options(const struct stk_loader *loader,
+				     struct stk_video_opts *out);
 
 /* A snapshot of the loader's counters.  Times in seconds, latencies in ns.
  * One time base: the window runs from create or the last reset (the last
