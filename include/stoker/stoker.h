@@ -240,6 +240,7 @@ struct stk_video_opts {
 	uint32_t threads;           /* FFmpeg's threads inside one decoder */
 	uint64_t max_pixels;        /* larger frames are refused before decoding */
 	uint64_t max_decode_ns;     /* a clip past this much CPU time is stopped, refused */
+	uint32_t decode_threads;    /* the loader's decode threads, a clip each (0: auto) */
 };
 
 /* What a batch carries per clip. */
@@ -566,7 +567,10 @@ struct stk_loader_opts {
 	  "videos with larger frames are refused before decoding")                               \
 	X(VIDEO, max_decode_time, NULL, DURATION, max_decode_ns, 0, "5s", 1000000, 3.6e12, NULL, \
 	  "a clip that takes more CPU time than this (the decode thread's own, checked between " \
-	  "frames) is stopped and the sample refused")
+	  "frames) is stopped and the sample refused")                                           \
+	X(VIDEO, decode_threads, NULL, U32, decode_threads, 0, "auto", 1, 1024, "auto",          \
+	  "the loader's decode threads, one clip each (auto: the CPU share less the trainer's "  \
+	  "core, as image mode's)")
 
 enum stk_opt_group { STK_OPT_LOADER = 0, STK_OPT_IMAGE, STK_OPT_VIDEO };
 /* In the bit column of a U64 row: the value is a size in bytes (takes units). */

@@ -138,17 +138,15 @@ class _SlotViews:
         if v.images:
             shape = (v.height, v.width, v.channels) if v.nhwc else (v.channels, v.height, v.width)
             self.image = (v.images - v.data, v.image_bytes, shape, _np_dtype(v.dtype))
-        # video mode: (clips - data, bytes per clip, one clip's shape, clip_info, clip_ids)
+        # video mode: (clips - data, bytes per clip, one clip's shape, the clip_info array)
         self.video = None
         if v.clips:
             t, h, w = v.frames, v.height, v.width
             shape = (t, 3, h, w) if v.tchw else (t, h, w, 3)
             isz = ctypes.sizeof(_lib.ClipInfo)
             info = (ctypes.c_char * (isz * batch_size)).from_address(v.clip_info)
-            ids = (ctypes.c_char * (4 * batch_size)).from_address(v.clip_ids)
             self.video = (v.clips - v.data, v.clip_bytes, shape,
-                          np.frombuffer(info, dtype=_clip_dtype()),
-                          np.frombuffer(ids, dtype=np.uint32))
+                          np.frombuffer(info, dtype=_clip_dtype()))
 
         def arr(ptr, n):
             p = ctypes.cast(ptr, ctypes.POINTER(ctypes.c_int64))

@@ -644,7 +644,7 @@ class Loader:
                                    views.indices[:n]))
         img = views.image
         if views.video is not None:
-            off, cb, shape, info, ids = views.video
+            off, cb, shape, info = views.video
             lease = _Lease(core, addr, v.data, off + n * cb)
             out.value = None
             span = np.asarray(lease)
@@ -653,7 +653,7 @@ class Loader:
                                torch.from_numpy(meta[2 * n + 1:3 * n + 1]))
             batch.indices = torch.from_numpy(meta[3 * n + 1:])
             ci = info[:n].copy()
-            batch.clip_ids = torch.from_numpy(ids[:n].astype(np.int64))
+            batch.clip_ids = torch.from_numpy(ci["clip"].astype(np.int64))
             batch.starts = torch.from_numpy(ci["start_s"].copy())
             batch.start_pts = torch.from_numpy(ci["start_pts"].copy())
             batch.frames_decoded = torch.from_numpy(ci["frames_decoded"].astype(np.int64))

@@ -6,19 +6,8 @@ import errno
 from . import _lib
 from .errors import option_error
 
-# The option table's video rows, by the struct field each one writes (the
-# keywords below are Python's names for those fields).
-_BY_FIELD = {}
-for _r in _lib.OPTIONS.values():
-    if _r.group == _lib.OPT_VIDEO:
-        for _f, _ in _lib.VideoOpts._fields_:
-            if getattr(_lib.VideoOpts, _f).offset == _r.offset:
-                _BY_FIELD[_f] = _r
-_D = {f: r.python_default() for f, r in _BY_FIELD.items()}   # the library's defaults
-
-
-def _default(field, fallback=None):
-    return _D.get(field, fallback)
+_ROWS = _lib.VIDEO_OPTIONS                              # the option table's video rows
+_D = {n: r.python_default() for n, r in _ROWS.items()}  # the library's defaults
 
 
 class Video:
@@ -55,43 +44,42 @@ class Video:
     """
 
     __slots__ = ("frames", "stride", "size", "crop", "fps", "clips_per_video", "layout", "flip",
-                 "scale", "short_clip", "max_pixels", "max_decode_time", "threads", "_c")
+                 "scale", "ratio", "crop_frac", "short_clip", "codec_threads", "decode_threads",
+                 "max_pixels", "max_decode_time", "_c")
 
-    def __init__(self, frames=_default("frames", 16), stride=_default("stride", 1),
-                 size=_default("out_size", 224), crop=_default("crop", "random"), fps=None,
-                 clips_per_video=_default("clips_per_video", 1),
-                 layout=_default("layout", "thwc"), flip=_default("flip", True),
-                 scale=(_default("scale_min", 0.08), _default("scale_max", 1.0)),
-                 short_clip=_default("short_clip", "pad"),
-                 max_pixels=_default("max_pixels", 0),
-                 max_decode_time=_default("max_decode_time", 0),
-                 threads=_default("threads", 0)):
-        try:
-            lo, hi = scale
-        except (TypeError, ValueError):
-            raise TypeError("Video(scale=%r) must be two numbers (min, max)" % (scale,)) from None
+    def __init__(self, frames=_D["frames"], stride=_D["stride"], size=_D["size"],
+                 crop=_D["crop"], fps=None, clips_per_video=_D["clips_per_video"],
+                 layout=_D["layout"], flip=_D["flip"],
+                 scale=(_D["scale_min"], _D["scale_max"]),
+                 ratio=(_D["ratio_min"], _D["ratio_max"]), crop_frac=_D["crop_frac"],
+                 short_clip=_D["short_clip"], codec_threads=_D["codec_threads"],
+                 decode_threads=_D["decode_threads"], max_pixels=_D["max_pixels"],
+                 max_decode_time=_D["max_decode_time"]):
         if fps is not None and (_lib.is_bool(fps) or not isinstance(fps, (int, float))):
             raise TypeError("Video(fps=%r) must be None or a number of frames a second"
                             % (fps,))
         if fps is not None and not fps > 0:
             raise ValueError("Video(fps=%r) must be more than 0 (or None: stride)" % (fps,))
-        values = {"frames": frames, "stride": stride, "out_size": size, "crop": crop,
+        values = {"frames": frames, "stride": stride, "size": size, "crop": crop,
                   "fps": 0 if fps is None else fps, "clips_per_video": clips_per_video,
-                  "layout": layout, "flip": flip, "scale_min": lo, "scale_max": hi,
-                  "short_clip": short_clip, "max_pixels": max_pixels,
-                  "max_decode_time": max_decode_time, "threads": threads}
+                  "layout": layout, "flip": flip, "crop_frac": crop_frac,
+                  "short_clip": short_clip, "codec_threads": codec_threads,
+                  "decode_threads": decode_threads, "max_pixels": max_pixels,
+                  "max_decode_time": max_decode_time}
+        for name, pair in (("scale", scale), ("ratio", ratio)):
+            try:
+                lo, hi = pair
+            except (TypeError, ValueError):
+                raise TypeError("Video(%s=%r) must be two numbers (min, max)" % (name, pair)) \
+                    from None
+            values[name + "_min"], values[name + "_max"] = lo, hi
         c = _lib.VideoOpts(size=ctypes.sizeof(_lib.VideoOpts))
         keep = []
-        for field, value in values.items():
-            row = _BY_FIELD.get(field)
-            shown = {"out_size": "size"}.get(field, field)
-            if row is None:  # no row for it in this library: only its default
-                if value != _D.get(field, value):
-                    raise TypeError("Video(%s=...): not an option of this libstoker" % shown)
-                continue
-            if isinstance(value, str) and row.choices:  # "THWC" for "thwc"
-                low = {ch.lower(): ch for ch in row.choices}
-                value = low.get(value.lower(), value)
+        for name, value in values.items():
+            row = _ROWS[name]
+            shown = name[:-4] if name.endswith(("_min", "_max")) else name
+            if isinstance(value, str) and row.choices:  # "thwc" for "THWC"
+                value = {ch.lower(): ch for ch in row.choices}.get(value.lower(), value)
             try:
                 row.set(c, _lib.option_text(row, value), keep)
             except TypeError as e:
@@ -104,21 +92,40 @@ class Video:
         if rc < 0:
             raise option_error(rc, "Video(...): %s" % err.value.decode("utf-8", "replace"))
         self._c = c
-        # what the library takes, read back (a choice's unique prefix named in full)
-        self.frames, self.stride, self.size = c.frames or frames, c.stride or stride, \
-            c.out_size or size
-        self.crop = _BY_FIELD["crop"].get(c) if "crop" in _BY_FIELD else crop
-        self.fps = None if not c.fps else c.fps
-        self.clips_per_video = c.clips_per_video or clips_per_video
-        self.layout = (_BY_FIELD["layout"].get(c) if "layout" in _BY_FIELD else layout).upper()
-        self.flip = bool(flip)
-        self.scale = (c.scale_min or lo, c.scale_max or hi)
-        self.short_clip = _BY_FIELD["short_clip"].get(c) if "short_clip" in _BY_FIELD \
-            else short_clip
-        self.max_pixels = c.max_pixels or max_pixels
-        self.max_decode_time = _BY_FIELD["max_decode_time"].get(c) \
-            if "max_decode_time" in _BY_FIELD else max_decode_time
-        self.threads = c.threads
+        # what the library takes, read back (defaults applied, a choice's
+        # unique prefix named in full)
+        d = _lib.VideoOpts()
+        ctypes.pointer(d)[0] = c
+        self.frames = self._read(d, "frames")
+        self.stride = self._read(d, "stride")
+        self.size = self._read(d, "size")
+        self.crop = self._read(d, "crop")
+        self.fps = self._read(d, "fps") or None
+        self.clips_per_video = self._read(d, "clips_per_video")
+        self.layout = self._read(d, "layout")
+        self.flip = self._read(d, "flip")
+        self.scale = (self._read(d, "scale_min"), self._read(d, "scale_max"))
+        self.ratio = (self._read(d, "ratio_min"), self._read(d, "ratio_max"))
+        self.crop_frac = self._read(d, "crop_frac")
+        self.short_clip = self._read(d, "short_clip")
+        self.codec_threads = self._read(d, "codec_threads")
+        self.decode_threads = self._read(d, "decode_threads")
+        self.max_pixels = self._read(d, "max_pixels")
+        self.max_decode_time = self._read(d, "max_decode_time")
+
+    @staticmethod
+    def _read(c, name):
+        """Option `name` of c as Python reads its default: "auto" for the
+        library's choice, numbers as numbers, flags as bools."""
+        row = _ROWS[name]
+        text = row.get(c)
+        if row.type in (_lib.OPT_FLAG, _lib.OPT_NOFLAG):
+            return text == "true"
+        if row.type in (_lib.OPT_U32, _lib.OPT_U64):
+            return text if row.choices and text == row.choices[0] else int(text)
+        if row.type == _lib.OPT_FLOAT:
+            return float(text)
+        return text
 
     # --- what a batch holds ----------------------------------------------------
 

@@ -269,6 +269,8 @@ static int start_rings(struct stk_loader *l)
 static int start_decoders(struct stk_loader *l)
 {
 	uint32_t n = l->img.decode_threads ? l->img.decode_threads : l->share.decode_threads;
+	if (l->video)
+		n = stk__vloader_decode_threads(l);
 	l->dq_cap = l->pool.nslots * l->o.batch_size;
 	l->dq = calloc(l->dq_cap, sizeof(*l->dq));
 	l->dthreads = calloc(n, sizeof(*l->dthreads));

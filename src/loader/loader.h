@@ -336,6 +336,8 @@ int stk__vloader_init(struct stk_loader *l, const struct stk_video_opts *o, char
 /* After the pool: each slot's clip arrays. */
 int stk__vloader_slots(struct stk_loader *l);
 void stk__vloader_free(struct stk_loader *l);
+/* The decode threads asked for, else the CPU share's. */
+uint32_t stk__vloader_decode_threads(const struct stk_loader *l);
 /* Bytes of a batch's clips (0 when not video mode). */
 uint64_t stk__vloader_out_bytes(const struct stk_loader *l);
 /* A claimed batch's n samples (clip numbers in idx) become their videos;

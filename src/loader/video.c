@@ -88,6 +88,11 @@ void stk__vloader_free(struct stk_loader *l)
 	l->video = NULL;
 }
 
+uint32_t stk__vloader_decode_threads(const struct stk_loader *l)
+{
+	return l->video->o.decode_threads ? l->video->o.decode_threads : l->share.decode_threads;
+}
+
 uint64_t stk__vloader_out_bytes(const struct stk_loader *l)
 {
 	return l->video ? (uint64_t)l->o.batch_size * l->video->clip_bytes : 0;
@@ -177,8 +182,10 @@ int stk_loader_video_options(const struct stk_loader *l, struct stk_video_opts *
 	if (!l || !out)
 		return -EINVAL;
 	struct stk_video_opts o = {0};
-	if (l->video)
+	if (l->video) {
 		o = l->video->o;
+		o.decode_threads = l->ndthreads; /* "auto" resolved */
+	}
 	o.size = sizeof(o);
 	size_t n = out->size && out->size < sizeof(o) ? out->size : sizeof(o);
 	memcpy(out, &o, n);

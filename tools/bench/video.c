@@ -1,10 +1,10 @@
 /*
  * bench/video.c — `stoker bench --video`: the loader in video mode, where a
  * sample is a clip.  Its flags are the video rows of the option table
- * (frames, stride, fps, clips_per_video, short_clip, codec_threads,
- * decode_threads); the crop's (--crop, --no-flip, --scale-min, ...,
- * --max-pixels, --max-decode-time) and --size are image mode's flags, which
- * mean the same for a clip.  The report is bench's, in clips: clips/s and
+ * (frames, stride, fps, clips_per_video, short_clip, codec_threads); the
+ * crop's (--crop, --no-flip, --scale-min, ..., --max-pixels,
+ * --max-decode-time), --decode-threads and --size are image mode's flags,
+ * which mean the same for a clip.  The report is bench's, in clips: clips/s and
  * frames/s, the decode threads' clips/s a core, the verdict.  No plain read
  * loop: it would only read the files, and a ratio to it would say nothing
  * about decoding video.
@@ -17,7 +17,7 @@
 
 /* The video rows that get flags of their own (the others share image mode's). */
 const char *const bench_video_rows[] = {"frames", "stride", "fps", "clips_per_video",
-					"short_clip", "codec_threads", "decode_threads", NULL};
+					"short_clip", "codec_threads", NULL};
 
 int bench_video_setup(struct bench_opts *o)
 {
@@ -52,6 +52,7 @@ int bench_video_setup(struct bench_opts *o)
 	v->crop_frac = i->crop_frac;
 	v->max_pixels = i->max_pixels;
 	v->max_decode_ns = i->max_decode_ns;
+	v->decode_threads = i->decode_threads;
 	v->size = sizeof(*v);
 	if (stk_video_opts_check(v, why, sizeof(why)) < 0) {
 		fprintf(stderr, "stoker bench: %s\n", why);
