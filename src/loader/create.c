@@ -29,7 +29,9 @@ static uint64_t worst_batch_bytes(const struct stk_loader *l, uint64_t limit)
 	if (!heap)
 		return UINT64_MAX;
 	uint32_t len = 0;
-	for (int64_t i = 0; i < l->ds->n; i++) {
+	/* video: a batch may hold several clips of one video, each its own read */
+	uint32_t reps = l->per_file < k ? l->per_file : k;
+	for (int64_t i = 0, rep = 0; i < l->ds->n; rep = rep + 1 < reps ? rep + 1 : 0, i += !rep) {
 		uint64_t v = stk__loader_read_len(l, l->ds->entries[i].size);
 		if (v > limit)
 			continue;
