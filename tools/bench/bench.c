@@ -48,8 +48,14 @@ static void print_human(struct stk_loader *l, const struct bench_opts *o, const 
 	struct stk_stats now = {.size = sizeof(now)};
 	unsigned qd = stk_loader_stats(l, &now) == 0 ? now.queue_depth : s->st.queue_depth;
 	printf("stoker bench: %s\n", o->path);
-	printf("  %lld samples, %lld classes; engine %s, queue depth %u%s, batch %u, prefetch %u%s\n",
-	       (long long)stk_loader_num_samples(l), (long long)count_classes(l),
+	char what[96];
+	if (o->video) /* the dataset's entries are videos; an epoch's samples, clips */
+		snprintf(what, sizeof(what), "%lld videos (%lld clips an epoch)",
+			 (long long)stk_loader_num_samples(l), (long long)stk_loader_rank_samples(l));
+	else
+		snprintf(what, sizeof(what), "%lld samples", (long long)stk_loader_num_samples(l));
+	printf("  %s, %lld classes; engine %s, queue depth %u%s, batch %u, prefetch %u%s\n",
+	       what, (long long)count_classes(l),
 	       stk_loader_engine(l), qd, eff.queue_depth ? "" : " (auto: chosen below)",
 	       eff.batch_size, eff.prefetch, s->st.direct ? ", O_DIRECT" : "");
 	char cw[160];

@@ -119,6 +119,7 @@ json_t *bench_video_json(struct stk_loader *l, const struct run *S, int n,
 	frames_spread(S, n, v.frames, &f);
 	json_object_set_new(j, "clips_per_s", spread_json(&a));
 	json_object_set_new(j, "frames_per_s", spread_json(&f));
+	json_object_set_new(j, "clips_per_epoch", json_integer(stk_loader_rank_samples(l)));
 	json_object_set_new(j, "clip_bytes", json_integer((json_int_t)stk_video_clip_bytes(&v)));
 	json_object_set_new(j, "decode_threads", json_integer(st->decode_threads));
 	json_object_set_new(j, "decode_clips_per_s_per_core",
