@@ -444,7 +444,8 @@ struct stk_loader_opts {
 	X(LOADER, index_beside, NULL, FLAG, flags, STK_F_INDEX_BESIDE, "false", 0, 0, NULL,      \
 	  "write the index cache beside the data (ROOT/.stoker-index) instead of cache_dir")     \
 	X(LOADER, extensions, NULL, STR, extensions, 0, "", 0, 0, NULL,                          \
-	  "folder mode: extensions to index, \".jpg,.png\" or \"*\" (default: ImageFolder's)")   \
+	  "folder mode: extensions to index, \".jpg,.png\" or \"*\" (default: ImageFolder's; "    \
+	  "in video mode .mp4,.m4v,.mov,.mkv,.webm)")                                           \
 	X(LOADER, cache_dir, NULL, STR, cache_dir, 0, "", 0, 0, NULL,                            \
 	  "where index caches go (default: ~/.cache/stoker), unless index_beside")               \
 	X(LOADER, slot_bytes, NULL, U64, slot_bytes, STK_OPT_BYTES, "auto", 1, 1099511627776.0,  \
