@@ -101,6 +101,8 @@ static int drain(struct mk *m, char *err, size_t errlen)
 		if (e < 0)
 			return stk__errf(err, errlen, STK_EFORMAT, "encoder: %s",
 					 stk__av_err(e, ab, sizeof(ab)));
+		if (m->cc->codec_type == AVMEDIA_TYPE_VIDEO && m->pkt->duration <= 0)
+			m->pkt->duration = 1; /* one frame (else a lone frame's edit list is empty) */
 		AV(av_packet_rescale_ts)(m->pkt, m->cc->time_base, m->st->time_base);
 		m->pkt->stream_index = m->st->index;
 		e = AV(av_interleaved_write_frame)(m->oc, m->pkt); /* takes the packet's data */
@@ -188,7 +190,9 @@ static int video_stream(struct mk *m, const char *path, const struct stk_video_m
 								      9 * sizeof(int32_t));
 		if (!mat)
 			return stk__errf(err, errlen, -ENOMEM, "out of memory (a display matrix)");
-		AV(av_display_rotation_set)(mat, -(double)o->rotation); /* counterclockwise */
+		/* FFmpeg 5.1's setter turns clockwise, its getter reads counterclockwise:
+		 * this gives the "rotation -90" of a phone's portrait video for 90 */
+		AV(av_display_rotation_set)(mat, (double)o->rotation);
 	}
 	return 0;
 }
@@ -334,7 +338,11 @@ int stk_video_make(const char *path, const struct stk_video_make_opts *opts, cha
 		rc = stk__errf(err, errlen, -EIO, "%s: %s", path, stk__av_err(e, ab, sizeof(ab)));
 		goto out;
 	}
-	e = AV(avformat_write_header)(m.oc, NULL);
+	AVDictionary *mux = NULL; /* MP4: the index first, so a cut file keeps it */
+	if (strstr(m.oc->oformat->name, "mp4") || strstr(m.oc->oformat->name, "mov"))
+		AV(av_dict_set)(&mux, "movflags", "+faststart", 0);
+	e = AV(avformat_write_header)(m.oc, &mux);
+	AV(av_dict_free)(&mux);
 	if (e < 0) {
 		rc = stk__errf(err, errlen, STK_EFORMAT, "%s: the container refuses the stream (%s)",
 			       path, stk__av_err(e, ab, sizeof(ab)));
