@@ -3,7 +3,7 @@ against a plain loop over the same clips (read the file, stk_video_decode),
 one decode thread each, the same (seed, epoch 0, sample) so the same frames.
 
     python3 bench/video_loader_overhead.py DIR [--frames 16 --stride 2 --size 224
-                                               --batch 8 --rounds 5]
+                                               --batch 8 --clips-per-video 1 --rounds 5]
 
 Alternating rounds, one epoch each; prints each side's clips/s (median,
 min-max), the ratio loader / plain loop, and the load average.  The plain
@@ -27,7 +27,8 @@ from stoker import _lib
 
 
 def loader_epoch(path, args):
-    v = stoker.Video(frames=args.frames, stride=args.stride, size=args.size, decode_threads=1)
+    v = stoker.Video(frames=args.frames, stride=args.stride, size=args.size, decode_threads=1,
+                     clips_per_video=args.clips_per_video)
     t0 = time.perf_counter()  # create counts: its first reads and decodes start there
     with stoker.Loader(path, args.batch, seed=0, shuffle=False, video=v) as l:
         n = 0
@@ -37,7 +38,8 @@ def loader_epoch(path, args):
 
 
 def plain_epoch(paths, args):
-    v = stoker.Video(frames=args.frames, stride=args.stride, size=args.size)
+    v = stoker.Video(frames=args.frames, stride=args.stride, size=args.size,
+                     clips_per_video=args.clips_per_video)
     o = v._opts()
     out = np.empty(v.nbytes, dtype=np.uint8)
     info = _lib.ClipInfo(size=ctypes.sizeof(_lib.ClipInfo))
@@ -48,15 +50,17 @@ def plain_epoch(paths, args):
                     ctypes.c_uint64, ctypes.c_uint64, ctypes.c_uint64, ctypes.c_uint32,
                     ctypes.c_void_p, ctypes.POINTER(_lib.ClipInfo), ctypes.c_char_p,
                     ctypes.c_size_t]
+    cpv = args.clips_per_video
     t0 = time.perf_counter()
-    for i, p in enumerate(paths):
+    for i in range(len(paths) * cpv):  # sample i: clip i % cpv of video i // cpv
+        p = paths[i // cpv]
         with open(p, "rb") as f:
             data = f.read()
-        rc = dec(ctypes.byref(o), data, len(data), 0, 0, i, 0, out.ctypes.data,
+        rc = dec(ctypes.byref(o), data, len(data), 0, 0, i, i % cpv, out.ctypes.data,
                  ctypes.byref(info), err, len(err))
         if rc < 0:
             sys.exit("%s: %s" % (p, err.value.decode()))
-    return len(paths), time.perf_counter() - t0
+    return len(paths) * cpv, time.perf_counter() - t0
 
 
 def main(argv=None):
@@ -66,6 +70,7 @@ def main(argv=None):
     ap.add_argument("--stride", type=int, default=2)
     ap.add_argument("--size", type=int, default=224)
     ap.add_argument("--batch", type=int, default=8)
+    ap.add_argument("--clips-per-video", type=int, default=1)
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--json", action="store_true")
     a = ap.parse_args(argv)
@@ -81,7 +86,8 @@ def main(argv=None):
     res = {k: {"median": statistics.median(v), "min": min(v), "max": max(v)}
            for k, v in sides.items()}
     res["ratio"] = statistics.median(x / y for x, y in zip(sides["loader"], sides["plain"]))
-    res.update(videos=len(paths), frames=a.frames, stride=a.stride, size=a.size,
+    res.update(videos=len(paths), clips_per_video=a.clips_per_video, frames=a.frames,
+               stride=a.stride, size=a.size,
                rounds=a.rounds, loadavg=load)
     if a.json:
         print(json.dumps(res, indent=2))
