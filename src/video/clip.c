@@ -37,6 +37,7 @@
 #include "image/span.h"
 
 int stk__video_sws_flags = SWS_BILINEAR;
+uint64_t *stk__video_sws_ns;
 
 struct clip {
 	const struct stk_video_opts *o;
@@ -160,7 +161,15 @@ static int convert(struct clip *c, const AVFrame *f, uint32_t j)
 	bool direct = !c->d.rotation && !c->dbox.flip && c->o->layout == STK_VLAYOUT_THWC;
 	uint8_t *dst = direct ? c->out + j * fb : c->tmp;
 	int dls = (int)c->S * 3;
+	struct timespec t0, t1;
+	if (stk__video_sws_ns)
+		clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t0);
 	int r = AV(sws_scale)(c->sws, src, ls, 0, h, &dst, &dls);
+	if (stk__video_sws_ns) {
+		clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t1);
+		*stk__video_sws_ns += (uint64_t)((t1.tv_sec - t0.tv_sec) * 1000000000ll +
+						 (t1.tv_nsec - t0.tv_nsec));
+	}
 	if (r <= 0)
 		return stk__errf(c->err, c->errlen, STK_ECORRUPT, "libswscale failed (%s)",
 				 stk__av_err(r, ab, sizeof(ab)));
