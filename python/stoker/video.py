@@ -31,13 +31,22 @@ class Video:
             are videos x clips_per_video).
         layout: "THWC" (a batch is (B, T, H, W, 3)) or "TCHW" ((B, T, 3, H, W)).
         flip: random horizontal flip (crop="random").
-        scale: the random crop's share of the frame's area, (min, max).
+        scale, ratio: the random crop's share of the frame's area and its
+            aspect-ratio range, (min, max) each.
+        crop_frac: center: the output side / the resized short side.
         short_clip: a clip longer than the video: "pad" (repeat the last
             frame) or "refuse" (the sample's error).
+        codec_threads: FFmpeg's frame threads inside one decoder.
+        decode_threads: the loader's decode threads, a clip each ("auto" or
+            0: the CPU share less the trainer's core, as image mode's).
         max_pixels: larger frames are refused.
-        max_decode_time: a clip whose decode takes longer is refused ("5s",
-            "200ms", or ns).
-        threads: FFmpeg's frame threads inside one decoder (0: 1).
+        max_decode_time: a clip whose decode takes more CPU time is refused
+            ("5s", "200ms", or ns).
+
+    Read back after checking: frames, stride, size, crop, fps (None for
+    stride), clips_per_video, layout ("THWC"/"TCHW"), flip, scale, ratio,
+    crop_frac, short_clip, codec_threads, decode_threads, max_pixels,
+    max_decode_time; shape and nbytes describe one clip.
 
     A clip's start, crop and flip are drawn from (seed, epoch, sample
     number): the same batches whatever the threads do.
