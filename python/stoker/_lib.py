@@ -388,6 +388,9 @@ class Memory(ctypes.Structure):
         ("decode_threads", c_u32),
         ("decode_bytes", c_u64),
         ("total", c_u64),
+        ("read_areas", c_u32),
+        ("read_area_bytes", c_u64),
+        ("read_pool_bytes", c_u64),
     ]
 
 

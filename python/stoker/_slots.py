@@ -135,7 +135,9 @@ class _SlotViews:
         self.image = None
         if v.images:
             shape = (v.height, v.width, v.channels) if v.nhwc else (v.channels, v.height, v.width)
-            self.image = (v.images - v.data, v.image_bytes, shape, _np_dtype(v.dtype))
+            # without keep_raw the slot holds only the images (data is NULL)
+            self.image = (v.images - v.data if v.data else 0, v.image_bytes, shape,
+                          _np_dtype(v.dtype))
 
         def arr(ptr, n):
             p = ctypes.cast(ptr, ctypes.POINTER(ctypes.c_int64))

@@ -72,6 +72,11 @@ class Image:
             bomb: thousands of scans, seconds of CPU each image).
         max_decode_time: a decode that takes more CPU time than this ("5s",
             "200ms", or ns) is stopped and the sample refused.
+        keep_raw: each batch keeps its samples' file bytes beside the images
+            (ImageBatch.raw); by default they are read into a separate pool
+            of read areas (two with large batches), reused as soon as their
+            batch is decoded, so a batch waiting for the trainer holds only
+            its images (raw is None).
         scale, ratio: RandomResizedCrop's area share (0 < lo <= hi <= 1) and
             aspect-ratio range (0 < lo <= hi).
         crop_frac: center crop: size / resized short side (224 of 256 is
@@ -84,13 +89,14 @@ class Image:
 
     __slots__ = ("height", "width", "crop", "flip", "layout", "dtype", "normalize",
                  "decode_threads", "max_pixels", "max_scans", "max_decode_time", "scale",
-                 "ratio", "crop_frac", "_c")
+                 "ratio", "crop_frac", "keep_raw", "_c")
 
     def __init__(self, size=_D["width"], crop=_D["crop"], flip=_D["flip"], layout=_D["layout"],
                  dtype=_D["dtype"], normalize=None, decode_threads=_D["decode_threads"],
                  max_pixels=_D["max_pixels"], scale=(_D["scale_min"], _D["scale_max"]),
                  ratio=(_D["ratio_min"], _D["ratio_max"]), crop_frac=_D["crop_frac"],
-                 max_scans=_D["max_scans"], max_decode_time=_D["max_decode_time"]):
+                 max_scans=_D["max_scans"], max_decode_time=_D["max_decode_time"],
+                 keep_raw=_D["keep_raw"]):
         if isinstance(size, (tuple, list)):
             if len(size) != 2:
                 raise ValueError("Image(size=%r) must be an int or (height, width)" % (size,))
@@ -100,7 +106,7 @@ class Image:
         values = {"width": width, "height": height, "crop": crop, "flip": flip,
                   "layout": layout, "dtype": _dtype_name(dtype), "decode_threads": decode_threads,
                   "max_pixels": max_pixels, "crop_frac": crop_frac, "max_scans": max_scans,
-                  "max_decode_time": max_decode_time}
+                  "max_decode_time": max_decode_time, "keep_raw": keep_raw}
         for name, pair in (("scale", scale), ("ratio", ratio)):
             try:
                 lo, hi = pair
@@ -153,6 +159,7 @@ class Image:
         self.scale = (c.scale_min, c.scale_max)
         self.ratio = (c.ratio_min, c.ratio_max)
         self.crop_frac = c.crop_frac
+        self.keep_raw = _ROWS["keep_raw"].get(c) == "true"
 
     # --- what a batch holds ----------------------------------------------------
 
