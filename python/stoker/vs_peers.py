@@ -269,7 +269,8 @@ def main(argv=None):
     ap.add_argument("--crop-frac", type=float, default=0.875)
     ap.add_argument("--prefetch", type=int, default=2,
                     help="batches each side keeps ahead: stoker's slots, DataLoader's prefetch_factor, "
-                         "DALI's prefetch_queue_depth, SPDL's sink, FFCV's batches_ahead")
+                         "DALI's prefetch_queue_depth, SPDL's sink, FFCV's batches_ahead; 0: each "
+                         "loader's own default")
     ap.add_argument("--no-search", action="store_true", help="workers = CPUs, no search")
     ap.add_argument("--stoker-sources", default="folder,shards,transcoded")
     ap.add_argument("--timeout", type=float, default=300.0)
@@ -440,8 +441,10 @@ def main(argv=None):
 
 def table(out):
     """The human lines (the CLI prints these too)."""
-    L = ["vs the peers: %s, %s cache, batch %d, prefetch %d, %d CPUs, %d rounds of %.0f s (load %s)" % (
-        out["mode"], out["cache"], out["batch_size"], out.get("prefetch", 0), out["cpus"], out["rounds"],
+    pf = out.get("prefetch", 0)
+    L = ["vs the peers: %s, %s cache, batch %d, %s, %d CPUs, %d rounds of %.0f s (load %s)" % (
+        out["mode"], out["cache"], out["batch_size"],
+        "prefetch %d" % pf if pf else "each loader's default prefetch", out["cpus"], out["rounds"],
         out["seconds"],
         " ".join(out["load"])),
          "  every side timed alike: start-up = create until the first batch, then a %.2f s ramp, "
