@@ -1,4 +1,4 @@
-"""bench/loader_memory.py DIR [PREFETCH [BATCHES]] — where a stoker loader's
+"""bench/loader_memory.py DIR [PREFETCH [BATCHES [READ_AREAS]]] — where a stoker loader's
 memory goes, MB by MB (docs/BENCHMARKS.md, "The loader's own memory"): the
 train workload (batch 256, RandomResizedCrop 224, uint8, 2 decode threads,
 copy_free) run for BATCHES batches, then this process's anonymous PSS split
@@ -41,9 +41,10 @@ def main():
     path = sys.argv[1]
     prefetch = int(sys.argv[2]) if len(sys.argv) > 2 else 0
     batches = int(sys.argv[3]) if len(sys.argv) > 3 else 24
+    nareas = int(sys.argv[4]) if len(sys.argv) > 4 else 0
     base = anon_kb()
     kw = {"prefetch": prefetch} if prefetch else {}
-    img = stoker.Image(224, decode_threads=2)
+    img = stoker.Image(224, decode_threads=2, read_areas=nareas)
     peak, pool_at = 0, None
     with stoker.Loader(path, 256, image=img, shuffle=True, seed=0, copy_free=True, **kw) as ld:
         mem = ld.memory()

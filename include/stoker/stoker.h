@@ -176,6 +176,7 @@ struct stk_image_opts {
 	uint64_t max_pixels;    /* larger images are refused before decoding */
 	uint32_t max_scans;     /* progressive JPEGs with more scans are refused */
 	uint64_t max_decode_ns; /* a decode past this much CPU time is stopped, refused */
+	uint32_t read_areas;    /* without keep_raw: batches of reads ahead of decoding */
 };
 
 /* Checks image options as create would (defaults applied to a copy, ranges,
@@ -387,8 +388,8 @@ struct stk_loader_opts {
 	X(IMAGE, keep_raw, NULL, FLAG, flags, STK_IMG_KEEP_RAW, "false", 0, 0, NULL,             \
 	  "each batch keeps its samples' file bytes beside the images (stk_batch.data; "         \
 	  "Python: ImageBatch.raw); else they are read into a separate pool of read areas "     \
-	  "(two with large batches), reused as soon as their batch is decoded, and a slot "     \
-	  "holds only images")                                                                   \
+	  "(read_areas), reused as soon as their batch is decoded, and a slot holds only "      \
+	  "images")                                                                              \
 	X(IMAGE, mean, NULL, FLOAT3, mean, 0, "0.485,0.456,0.406", 0, 0, NULL,                   \
 	  "normalize: per-channel mean (ImageNet's; all-zero mean and std take these)")          \
 	X(IMAGE, std, NULL, FLOAT3, std, 0, "0.229,0.224,0.225", 0, 0, NULL,                     \
@@ -413,7 +414,11 @@ struct stk_loader_opts {
 	  "(a scan bomb; ordinary encoders write at most a few dozen)")                          \
 	X(IMAGE, max_decode_time, NULL, DURATION, max_decode_ns, 0, "5s", 1000000, 3.6e12, NULL, \
 	  "a decode that takes more CPU time than this (the decode thread's own) is stopped "    \
-	  "and the sample refused")
+	  "and the sample refused")                                                              \
+	X(IMAGE, read_areas, NULL, U32, read_areas, 0, "auto", 1, 64, "auto",                    \
+	  "without keep_raw: read areas, a batch's reads each, given back once the batch is "    \
+	  "decoded (auto: enough for 256 reads in flight, one at batch 256; two for remote "     \
+	  "data; never more than prefetch)")
 
 enum stk_opt_group { STK_OPT_LOADER = 0, STK_OPT_IMAGE };
 /* In the bit column of a U64 row: the value is a size in bytes (takes units). */

@@ -146,6 +146,7 @@ class ImageOpts(ctypes.Structure):
         ("max_pixels", c_u64),
         ("max_scans", c_u32),
         ("max_decode_ns", c_u64),
+        ("read_areas", c_u32),
     ]
 
 

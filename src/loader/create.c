@@ -544,8 +544,8 @@ int stk_loader_create(struct stk_loader **out, const struct stk_loader_opts *opt
 	if (l->image) /* the images follow the reads, page-aligned */
 		slot_bytes = l->img_off + (uint64_t)l->o.batch_size * stk__image_bytes(&l->img);
 	uint32_t nslots = l->o.prefetch;
-	if (l->split && (rc = stk__pool_init(&l->areas, stk__read_areas(&l->o),
-					     l->raw_bytes, false))) {
+	uint32_t nareas = stk__read_areas(&l->o, &l->img, l->ds->remote != NULL);
+	if (l->split && (rc = stk__pool_init(&l->areas, nareas, l->raw_bytes, false))) {
 		snprintf(errbuf, errlen, "cannot map the read areas (%llu bytes each): %s",
 			 (unsigned long long)l->raw_bytes, stk_strerror(rc));
 		goto fail;

@@ -434,8 +434,10 @@ void stk__loader_finish_slot(struct stk_loader *l, struct slot *s);
  * no more than the worst batch. */
 uint64_t stk__slot_bound(uint32_t batch, double n, double sum, double sq, double mx,
 			 uint64_t worst);
-/* Image mode without keep_raw: how many read areas (a batch's reads each). */
-uint32_t stk__read_areas(const struct stk_loader_opts *o);
+/* Image mode without keep_raw: how many read areas (a batch's reads each),
+ * for local data or remote (s3://, http(s)://). */
+uint32_t stk__read_areas(const struct stk_loader_opts *o, const struct stk_image_opts *img,
+			 bool remote);
 
 /* --- loader/consumer.c ---------------------------------------------------- */
 /* stk_loader_start's body: `epoch` after the segments prev[0..nprev) (checked

@@ -6,10 +6,13 @@
  * 8 σ √batch_size + the largest sample (create applies it to the index;
  * stk_memory_estimate to a mean size, σ unknown: 0).  The pool is prefetch
  * slots.  In image mode a slot holds the batch's images; the reads, needed
- * only until they are decoded, go to a few read areas of that bound each
- * (stk__read_areas: two, or enough for 256 reads in flight with small
- * batches, no more than prefetch), reused as soon as their batch is decoded,
- * so a batch waiting for the trainer holds no file bytes.  With keep_raw
+ * only until they are decoded, go to read areas of that bound each, reused
+ * as soon as their batch is decoded, so a batch waiting for the trainer
+ * holds no file bytes.  stk__read_areas: enough for 256 reads in flight (one
+ * at batch 256: the decoders start on a batch as its first reads land, and
+ * a local read ahead of them pays nothing, bench/loader_memory.sh), at least
+ * two for remote data (a request's latency each batch), at most prefetch;
+ * the image option read_areas sets it.  With keep_raw
  * the images follow the reads in the slot, page-aligned, as in raw mode.  Decode threads hold, per image, the decoded region and its resized
  * rows (freed after each image): estimated at twice the RGB pixels of an
  * image of the mean sample size, at 2 pixels a byte (JPEG at quality 90 on
@@ -17,6 +20,7 @@
  */
 #include "loader/loader.h"
 #include "image/image.h"
+#include "io/remote.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -36,10 +40,15 @@ uint64_t stk__slot_bound(uint32_t batch, double n, double sum, double sq, double
 
 #define AREAS_INFLIGHT 256u /* reads the read areas hold at least, prefetch allowing */
 
-uint32_t stk__read_areas(const struct stk_loader_opts *o)
+uint32_t stk__read_areas(const struct stk_loader_opts *o, const struct stk_image_opts *img,
+			 bool remote)
 {
 	uint32_t n = (AREAS_INFLIGHT + o->batch_size - 1) / o->batch_size;
-	n = n < 2 ? 2 : n > 64 ? 64 : n; /* a bit each in areas_used */
+	if (remote && n < 2) /* an object store's latency: the next batch read meanwhile */
+		n = 2;
+	if (img->read_areas)
+		n = img->read_areas;
+	n = n > 64 ? 64 : n; /* a bit each in areas_used */
 	return n < o->prefetch ? n : o->prefetch;
 }
 
@@ -145,7 +154,8 @@ int stk_memory_estimate(const struct stk_loader_opts *opts, uint64_t nsamples,
 						      k * each);
 	m.slot_bytes = STK_ALIGN_UP(slot_with_images(raw, o.batch_size, image ? &img : NULL), 4096);
 	if (image && split(&img)) {
-		m.read_areas = stk__read_areas(&o);
+		m.read_areas = stk__read_areas(&o, &img,
+						 opts->path && stk__remote_is_url(opts->path));
 		m.read_area_bytes = STK_ALIGN_UP(raw, 4096);
 	}
 	m.index_bytes = nsamples * (sizeof(struct stk_entry) + 32); /* a short relative path */

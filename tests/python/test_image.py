@@ -104,9 +104,17 @@ def test_read_areas_leave_slots_to_images(image_folder):
         for d in (m, mk):
             assert d["total"] == (d["pool_bytes"] + d["read_pool_bytes"] + d["index_bytes"]
                                   + d["meta_bytes"] + d["decode_bytes"])
-    # a large batch: two read areas, whatever prefetch is
+    # enough read areas for 256 reads, whatever prefetch is: two at batch 128,
+    # one at 256; read_areas sets them (and the images stay the same)
     with stoker.Loader(image_folder, 128, prefetch=4, image=stoker.Image(32)) as l:
         assert l.memory()["read_areas"] == 2
+    with stoker.Loader(image_folder, 256, prefetch=4, image=stoker.Image(32)) as l, \
+            stoker.Loader(image_folder, 256, prefetch=4,
+                          image=stoker.Image(32, read_areas=3)) as l3:
+        assert l.memory()["read_areas"] == 1 and l3.memory()["read_areas"] == 3
+        assert l3.image.read_areas == 3
+        for (x, _), (x3, _) in zip(l, l3):
+            assert torch.equal(x, x3)
 
 
 @pytest.mark.parametrize("dtype", ["float16", torch.float32])
