@@ -187,7 +187,8 @@ latencies:
 	char t5[64]; /* every part of the total: the figures add up */
 	char t6[64] = "", t7[64];
 	if (mem.read_areas) /* image mode: the reads apart from the slots */
-		snprintf(t6, sizeof(t6), ", %u read areas %s", mem.read_areas,
+		snprintf(t6, sizeof(t6), ", %u read area%s %s", mem.read_areas,
+			 mem.read_areas == 1 ? "" : "s",
 			 fmt_bytes(t7, sizeof(t7), (double)mem.read_pool_bytes));
 	printf("  memory                     %s: pool %s%s%s, slot records %s, index %s, decode %s; "
 	       "RSS %.0f MB after epoch 1, %.0f MB at the end\n",
