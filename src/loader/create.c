@@ -541,7 +541,7 @@ int stk_loader_create(struct stk_loader **out, const struct stk_loader_opts *opt
 	/* split: a slot holds the images, the reads go to read areas (memory.c) */
 	l->split = l->image && !(l->img.flags & STK_IMG_KEEP_RAW);
 	l->img_off = l->split ? 0 : STK_ALIGN_UP(l->raw_bytes, 4096);
-	if (l->image) /* the images follow the reads, page-aligned */
+	if (l->image) /* the images, after the reads when they are kept, page-aligned */
 		slot_bytes = l->img_off + (uint64_t)l->o.batch_size * stk__image_bytes(&l->img);
 	uint32_t nslots = l->o.prefetch;
 	uint32_t nareas = stk__read_areas(&l->o, &l->img, l->ds->remote != NULL);

@@ -220,7 +220,8 @@ struct stk_loader {
 	bool pin;
 	struct stk_image_opts img;
 	bool image;
-	uint64_t raw_bytes;     /* of a slot: the reads; the images follow */
+	uint64_t raw_bytes;     /* a batch's reads at most: a slot's first part (raw mode,
+				   keep_raw; the images follow), else a read area */
 	uint64_t oversize;      /* samples above what a slot may take (loader/create.c) */
 	int64_t oversize_idx;   /* the largest of them */
 	uint64_t img_off;       /* where the images start in a slot: page-aligned */
