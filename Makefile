@@ -263,7 +263,7 @@ fuzz: $(FUZZERS:%=$(BUILD)/fuzz_%)
 
 # The soak (not in `make test`: minutes): SOAK_EPOCHS epochs in image mode over
 # a generated folder while a thread deletes and restores its files; every
-# sample delivered or counted, bytes right, RSS within 2 %, descriptors flat
+# sample delivered or counted, images (and, keep_raw, bytes) right, RSS within 2 %, descriptors flat
 # (tests/soak.c).  Then a shorter run under on_error replace: every batch full.
 SOAK_EPOCHS ?= 200
 SOAK_IMAGES ?= 400

@@ -128,8 +128,9 @@ field() { # check-name key: that field of the last JSON output (whole, then grep
 	v=$($PY -c 'import json,sys; c={c["name"]: c for c in json.load(open(sys.argv[1]))["checks"]}; print(c[sys.argv[2]][sys.argv[3]])' "$tmp/out" "$1" "$2")
 	printf '%s\n' "$v"
 }
-# tree limit-KiB wanted-status [batch]: the slot pool is batch x 4 x 110 kB (256:
-# 112.64 MB, over any limit an unprivileged shell can set; 4: 1.76 MB, under most)
+# tree limit-KiB wanted-status [batch]: the slot pool is 4 slots of batch 224 x 224
+# x 3 images (256: 154 MB, over any limit an unprivileged shell can set; 4: 2.4 MB,
+# under most; the reads go to read areas, never pinned)
 memlock() {
 	tree "$1" vda/vda1
 	( ulimit -l "$2" 2>/dev/null || exit 77

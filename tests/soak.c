@@ -3,8 +3,10 @@
  * a cleaner or a flaky mount treats a training set.  Checks, every epoch:
  * every sample of the epoch is delivered or counted as an error (never
  * both, never neither: errors counted exactly), every delivered sample's
- * bytes are its file's, every batch's images are there; and over the run:
- * resident memory and open descriptors flat.  Public API only.
+ * image is its file's, decoded (stk_image_decode, the same crop), and under
+ * keep_raw its bytes are the file's; and over the run: resident memory and
+ * open descriptors flat.  Skip runs with the read areas (the default),
+ * replace with keep_raw (the reads kept in the slots).  Public API only.
  *   usage: soak DATASET [EPOCHS [SKIP|REPLACE]]     (prints one JSON line)  */
 #include <dirent.h>
 #include <errno.h>
@@ -120,7 +122,8 @@ int main(int argc, char **argv)
 		die("usage: soak DATASET [EPOCHS [skip|replace]]");
 	int epochs = argc > 2 ? (int)strtol(argv[2], NULL, 10) : 200;
 	bool replace = argc > 3 && !strcmp(argv[3], "replace");
-	struct stk_image_opts img = {.size = sizeof(img), .width = 64, .height = 64};
+	struct stk_image_opts img = {.size = sizeof(img), .width = 64, .height = 64,
+				     .flags = replace ? STK_IMG_KEEP_RAW : 0};
 	struct stk_loader_opts o = {.size = sizeof(o), .path = argv[1], .batch_size = 32,
 				    .prefetch = 4, .seed = 7, .image = &img, .flags = STK_F_QUIET,
 				    .on_error = replace ? STK_ON_ERROR_REPLACE : STK_ON_ERROR_SKIP};
@@ -151,6 +154,10 @@ int main(int argc, char **argv)
 	uint64_t wrong = 0, uncounted = 0, delivered = 0, errors = 0, short_batches = 0;
 	int64_t per_epoch = stk_loader_rank_samples(l), nb = stk_loader_len(l);
 	uint32_t bs = o.batch_size;
+	size_t ib = stk_image_bytes(&img);
+	uint8_t *want = malloc(ib);
+	if (!want)
+		die("out of memory");
 	struct timespec t0, t1;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	for (int e = 0; e < epochs; e++) {
@@ -164,14 +171,20 @@ int main(int argc, char **argv)
 		while ((rc = stk_loader_next(l, &b)) == 1) {
 			uint32_t full = (int64_t)b->number + 1 < nb ? bs : (uint32_t)(per_epoch - (nb - 1) * bs);
 			short_batches += b->count != full;
+			if (!b->images || b->image_bytes != ib || !b->data != !replace) {
+				wrong++;
+				goto next;
+			}
 			for (uint32_t i = 0; i < b->count; i++) {
 				const struct file *f = &files[b->indices[i]];
 				if (b->sizes[i] != f->len ||
-				    memcmp(b->data + b->offsets[i], f->bytes, f->len))
+				    (b->data && memcmp(b->data + b->offsets[i], f->bytes, f->len)) ||
+				    stk_image_decode(&img, f->bytes, f->len, o.seed, (uint64_t)e,
+						     b->indices[i], want, NULL, 0) ||
+				    memcmp((uint8_t *)b->images + i * ib, want, ib))
 					wrong++;
 			}
-			if (!b->images || b->image_bytes != stk_image_bytes(&img))
-				wrong++;
+		next:
 			got += b->count;
 			stk_batch_release(l, b);
 		}
@@ -221,6 +234,7 @@ int main(int argc, char **argv)
 	       rss_last, growth, fds_first, fds_max, fds_last,
 	       (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9);
 	stk_loader_destroy(l);
+	free(want);
 	for (int64_t i = 0; i < nfiles; i++)
 		free(files[i].bytes);
 	free(files);

@@ -159,6 +159,9 @@ enum stk_dtype { STK_DTYPE_UINT8 = 0, STK_DTYPE_FLOAT32, STK_DTYPE_FLOAT16 };
 #define STK_IMG_NO_FLIP   (1u << 0) /* no random horizontal flip (p = 0.5 otherwise) */
 #define STK_IMG_NHWC      (1u << 1) /* channels last (else N x C x H x W) */
 #define STK_IMG_NORMALIZE (1u << 2) /* float: (x / 255 - mean) / std (else x / 255) */
+#define STK_IMG_KEEP_RAW  (1u << 3) /* a batch keeps its samples' file bytes beside its
+				       images (else they are read into a smaller pool of
+				       read areas, reused once the batch is decoded) */
 
 struct stk_image_opts {
 	uint32_t size;          /* sizeof(struct stk_image_opts) */
@@ -174,6 +177,7 @@ struct stk_image_opts {
 	uint64_t max_pixels;    /* larger images are refused before decoding */
 	uint32_t max_scans;     /* progressive JPEGs with more scans are refused */
 	uint64_t max_decode_ns; /* a decode past this much CPU time is stopped, refused */
+	uint32_t read_areas;    /* without keep_raw: batches of reads ahead of decoding */
 };
 
 /* Checks image options as create would (defaults applied to a copy, ranges,
@@ -502,6 +506,11 @@ struct stk_loader_opts {
 	  "element type: 0..255, or x / 255 (normalized with normalize)")                        \
 	X(IMAGE, normalize, NULL, FLAG, flags, STK_IMG_NORMALIZE, "false", 0, 0, NULL,           \
 	  "float output is (x / 255 - mean) / std")                                              \
+	X(IMAGE, keep_raw, NULL, FLAG, flags, STK_IMG_KEEP_RAW, "false", 0, 0, NULL,             \
+	  "each batch keeps its samples' file bytes beside the images (stk_batch.data; "         \
+	  "Python: ImageBatch.raw); else they are read into a separate pool of read areas "     \
+	  "(read_areas), reused as soon as their batch is decoded, and a slot holds only "      \
+	  "images")                                                                              \
 	X(IMAGE, mean, NULL, FLOAT3, mean, 0, "0.485,0.456,0.406", 0, 0, NULL,                   \
 	  "normalize: per-channel mean (ImageNet's; all-zero mean and std take these)")          \
 	X(IMAGE, std, NULL, FLOAT3, std, 0, "0.229,0.224,0.225", 0, 0, NULL,                     \
@@ -526,7 +535,11 @@ struct stk_loader_opts {
 	  "(a scan bomb; ordinary encoders write at most a few dozen)")                          \
 	X(IMAGE, max_decode_time, NULL, DURATION, max_decode_ns, 0, "5s", 1000000, 3.6e12, NULL, \
 	  "a decode that takes more CPU time than this (the decode thread's own) is stopped "    \
-	  "and the sample refused")
+	  "and the sample refused")                                                              \
+	X(IMAGE, read_areas, NULL, U32, read_areas, 0, "auto", 1, 64, "auto",                    \
+	  "without keep_raw: read areas, a batch's reads each, given back once the batch is "    \
+	  "decoded (auto: enough for 256 reads in flight, one at batch 256; two for remote "     \
+	  "data; never more than prefetch)")
 
 /* The video options (struct stk_video_opts), the same columns.  Their rows
  * are a list of their own (stk_video_option_at, stk_video_option_find): some
@@ -672,7 +685,8 @@ struct stk_batch {
 	uint64_t number;        /* position in the epoch, from 0 */
 	uint32_t count;         /* samples (fewer than batch_size when some were skipped) */
 	uint32_t slot;          /* pool slot (for bindings that track memory) */
-	uint8_t *data;          /* page-aligned */
+	uint8_t *data;          /* page-aligned; NULL in image mode without keep_raw
+				   (the reads are not kept: data_bytes 0) */
 	size_t data_bytes;      /* bytes of data in use */
 	const uint64_t *offsets;
 	const uint64_t *sizes;
@@ -891,7 +905,8 @@ STK_API int stk_loader_stats(const struct stk_loader *loader, struct stk_stats *
 struct stk_memory {
 	uint32_t size;            /* set by the caller: sizeof(struct stk_memory) */
 	uint32_t nslots;          /* prefetch */
-	uint64_t slot_bytes;      /* one slot: the batch's reads, then (image mode) its images */
+	uint64_t slot_bytes;      /* one slot: the batch's reads (raw mode, keep_raw), then
+				     (image mode) its images */
 	uint64_t pool_bytes;      /* nslots x slot_bytes */
 	uint64_t index_bytes;     /* the dataset's index: entries and names */
 	uint64_t meta_bytes;      /* each slot's offsets, sizes, labels, indices, read records */
@@ -901,6 +916,10 @@ struct stk_memory {
 				     a decoder's reference frames at the largest frame size
 				     decoded so far (720p before the first) */
 	uint64_t total;           /* all of the above */
+	/* image mode without keep_raw: the reads go to read areas, not slots */
+	uint32_t read_areas;      /* 0 when the reads are in the slots */
+	uint64_t read_area_bytes; /* one: a batch's reads */
+	uint64_t read_pool_bytes; /* read_areas x read_area_bytes (in total) */
 };
 /* What this loader takes.  0 or -EINVAL. */
 STK_API int stk_loader_memory(const struct stk_loader *loader, struct stk_memory *out);

@@ -146,6 +146,7 @@ class ImageOpts(ctypes.Structure):
         ("max_pixels", c_u64),
         ("max_scans", c_u32),
         ("max_decode_ns", c_u64),
+        ("read_areas", c_u32),
     ]
 
 
@@ -453,6 +454,9 @@ class Memory(ctypes.Structure):
         ("decode_threads", c_u32),
         ("decode_bytes", c_u64),
         ("total", c_u64),
+        ("read_areas", c_u32),
+        ("read_area_bytes", c_u64),
+        ("read_pool_bytes", c_u64),
     ]
 
 

@@ -186,7 +186,7 @@ def _batches_dl(s, ds, **kw):
     import torch
     from torch.utils.data import DataLoader
     w = s["workers"]
-    extra = {"prefetch_factor": s["prefetch"], "persistent_workers": False} if w else {}
+    extra = dict(_pf(s, "prefetch_factor"), persistent_workers=False) if w else {}
     if "generator" not in kw and not isinstance(ds, torch.utils.data.IterableDataset):
         g = torch.Generator()
         g.manual_seed(s["seed"])
@@ -214,6 +214,12 @@ class _Folder:
         return self.fn(_read(self.extents[i])), self.extents[i][3]
 
 
+def _pf(s, name):
+    """The run's prefetch as the loader's keyword `name`; none (the loader's
+    own default) when --prefetch 0 asked for each loader's defaults."""
+    return {name: s["prefetch"]} if s["prefetch"] else {}
+
+
 def _extents(path):
     from .vs_torch import _extents as ex
     return ex(path)
@@ -224,11 +230,13 @@ def run_stoker(s):
     img = None
     if s["mode"] != "raw":
         kw = {"decode_threads": s["workers"]} if s["workers"] else {}
+        if s.get("read_areas"):
+            kw["read_areas"] = s["read_areas"]
         img = stoker.Image(size=s["size"], crop="random_resized" if s["mode"] == "train" else "center",
                            scale=tuple(s["scale"]), ratio=tuple(s["ratio"]), crop_frac=s["crop_frac"],
                            **kw)
     with stoker.Loader(s["source"], s["batch"], image=img, shuffle=True, seed=s["seed"],
-                       copy_free=True, prefetch=s["prefetch"],
+                       copy_free=True, **_pf(s, "prefetch"),
                        shuffle_mode=s.get("shuffle_mode", "global"),
                        shuffle_window=s.get("shuffle_window", 1000)) as ld:
         while True:
@@ -258,7 +266,7 @@ def run_dali(s, wds=False):
     mode = s["mode"]
 
     @pipeline_def(batch_size=s["batch"], num_threads=s["workers"], device_id=None, seed=s["seed"],
-                  prefetch_queue_depth=s["prefetch"])
+                  **_pf(s, "prefetch_queue_depth"))
     def pipe():
         if wds:
             tars, idx = _dali_wds_paths(s)
@@ -340,7 +348,7 @@ def run_spdl(s):
         return len(items), 0, spdl.io.to_torch(buf)
 
     p = (PipelineBuilder().add_source(src()).aggregate(s["batch"])
-         .pipe(batch, concurrency=s["workers"]).add_sink(s["prefetch"]).build(num_threads=s["workers"]))
+         .pipe(batch, concurrency=s["workers"]).add_sink(**_pf(s, "buffer_size")).build(num_threads=s["workers"]))
     with p.auto_stop():
         for b in p:
             yield b
@@ -392,7 +400,7 @@ def run_litdata(s):
 
     dl = litdata.StreamingDataLoader(ds, batch_size=s["batch"], num_workers=s["workers"],
                                      collate_fn=collate,
-                                     **({"prefetch_factor": s["prefetch"]} if s["workers"] else {}))
+                                     **(_pf(s, "prefetch_factor") if s["workers"] else {}))
     while True:
         for data, labels in dl:
             yield _counted(s, data, labels)
@@ -408,7 +416,7 @@ def run_wds(s):
           .shuffle(1000, rng=None).to_tuple("jpg", "cls")
           .map_tuple(fn, lambda b: int(b)).batched(s["batch"], collation_fn=_collate(s)))
     loader = wds.WebLoader(ds, batch_size=None, num_workers=s["workers"],
-                           **({"prefetch_factor": s["prefetch"]} if s["workers"] else {}))
+                           **(_pf(s, "prefetch_factor") if s["workers"] else {}))
     while True:
         for data, labels in loader:
             yield _counted(s, data, labels)
@@ -430,7 +438,7 @@ def run_ffcv(s):
     else:
         ip = [SimpleRGBImageDecoder()]
     ld = Loader(os.path.join(s["source"], "data.beton"), batch_size=s["batch"], num_workers=s["workers"],
-                order=OrderOption.RANDOM, seed=s["seed"], os_cache=True, batches_ahead=s["prefetch"],
+                order=OrderOption.RANDOM, seed=s["seed"], os_cache=True, **_pf(s, "batches_ahead"),
                 pipelines={"image": ip, "label": [IntDecoder(), ToTensor()]})
     del np
     while True:

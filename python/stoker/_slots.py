@@ -137,7 +137,9 @@ class _SlotViews:
         self.image = None
         if v.images:
             shape = (v.height, v.width, v.channels) if v.nhwc else (v.channels, v.height, v.width)
-            self.image = (v.images - v.data, v.image_bytes, shape, _np_dtype(v.dtype))
+            # without keep_raw the slot holds only the images (data is NULL)
+            self.image = (v.images - v.data if v.data else 0, v.image_bytes, shape,
+                          _np_dtype(v.dtype))
         # video mode: (clips - data, bytes per clip, one clip's shape, the clip_info array)
         self.video = None
         if v.clips:

@@ -72,6 +72,15 @@ class Image:
             bomb: thousands of scans, seconds of CPU each image).
         max_decode_time: a decode that takes more CPU time than this ("5s",
             "200ms", or ns) is stopped and the sample refused.
+        keep_raw: each batch keeps its samples' file bytes beside the images
+            (ImageBatch.raw); by default they are read into a separate pool
+            of read areas, reused as soon as their batch is decoded, so a
+            batch waiting for the trainer holds only its images (raw is
+            None).
+        read_areas: without keep_raw, how many batches of reads may be in
+            flight or being decoded ("auto" or 0: enough for 256 reads, one
+            at batch 256; two for s3:// and http(s):// data; at most
+            prefetch).  Two read the next batch while this one decodes.
         scale, ratio: RandomResizedCrop's area share (0 < lo <= hi <= 1) and
             aspect-ratio range (0 < lo <= hi).
         crop_frac: center crop: size / resized short side (224 of 256 is
@@ -84,13 +93,14 @@ class Image:
 
     __slots__ = ("height", "width", "crop", "flip", "layout", "dtype", "normalize",
                  "decode_threads", "max_pixels", "max_scans", "max_decode_time", "scale",
-                 "ratio", "crop_frac", "_c")
+                 "ratio", "crop_frac", "keep_raw", "read_areas", "_c")
 
     def __init__(self, size=_D["width"], crop=_D["crop"], flip=_D["flip"], layout=_D["layout"],
                  dtype=_D["dtype"], normalize=None, decode_threads=_D["decode_threads"],
                  max_pixels=_D["max_pixels"], scale=(_D["scale_min"], _D["scale_max"]),
                  ratio=(_D["ratio_min"], _D["ratio_max"]), crop_frac=_D["crop_frac"],
-                 max_scans=_D["max_scans"], max_decode_time=_D["max_decode_time"]):
+                 max_scans=_D["max_scans"], max_decode_time=_D["max_decode_time"],
+                 keep_raw=_D["keep_raw"], read_areas=_D["read_areas"]):
         if isinstance(size, (tuple, list)):
             if len(size) != 2:
                 raise ValueError("Image(size=%r) must be an int or (height, width)" % (size,))
@@ -100,7 +110,8 @@ class Image:
         values = {"width": width, "height": height, "crop": crop, "flip": flip,
                   "layout": layout, "dtype": _dtype_name(dtype), "decode_threads": decode_threads,
                   "max_pixels": max_pixels, "crop_frac": crop_frac, "max_scans": max_scans,
-                  "max_decode_time": max_decode_time}
+                  "max_decode_time": max_decode_time, "keep_raw": keep_raw,
+                  "read_areas": read_areas}
         for name, pair in (("scale", scale), ("ratio", ratio)):
             try:
                 lo, hi = pair
@@ -153,6 +164,8 @@ class Image:
         self.scale = (c.scale_min, c.scale_max)
         self.ratio = (c.ratio_min, c.ratio_max)
         self.crop_frac = c.crop_frac
+        self.keep_raw = _ROWS["keep_raw"].get(c) == "true"
+        self.read_areas = c.read_areas
 
     # --- what a batch holds ----------------------------------------------------
 

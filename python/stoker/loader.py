@@ -668,14 +668,14 @@ class Loader:
         else:
             # One lease over the raw bytes and the images: every view keeps the slot.
             off, ib, shape, dt = img
-            lease = _Lease(core, addr, v.data, off + n * ib)
+            lease = _Lease(core, addr, v.data or v.images, off + n * ib)
             out.value = None
             span = np.asarray(lease)
             images = span[off:].view(dt).reshape((n,) + shape)
             batch = ImageBatch(torch.from_numpy(images),
                                torch.from_numpy(meta[2 * n + 1:3 * n + 1]))
             batch.indices = torch.from_numpy(meta[3 * n + 1:])
-            batch._raw = (span, meta, n, v.data_bytes)
+            batch._raw = (span, meta, n, v.data_bytes) if v.data else None
         batch.epoch = v.epoch
         batch.number = v.number
         batch.slot = v.slot

@@ -269,7 +269,10 @@ def main(argv=None):
     ap.add_argument("--crop-frac", type=float, default=0.875)
     ap.add_argument("--prefetch", type=int, default=2,
                     help="batches each side keeps ahead: stoker's slots, DataLoader's prefetch_factor, "
-                         "DALI's prefetch_queue_depth, SPDL's sink, FFCV's batches_ahead")
+                         "DALI's prefetch_queue_depth, SPDL's sink, FFCV's batches_ahead; 0: each "
+                         "loader's own default")
+    ap.add_argument("--stoker-read-areas", type=int, default=0,
+                    help="stoker's Image(read_areas=) (0: its default)")
     ap.add_argument("--no-search", action="store_true", help="workers = CPUs, no search")
     ap.add_argument("--stoker-sources", default="folder,shards,transcoded")
     ap.add_argument("--timeout", type=float, default=300.0)
@@ -295,7 +298,8 @@ def main(argv=None):
     base = {"mode": a.mode, "batch": a.batch_size, "seed": a.seed, "size": a.size,
             "scale": list(a.scale), "ratio": list(a.ratio), "crop_frac": a.crop_frac,
             "samples": cold_epoch if a.cache == "cold" else 1 << 62, "seconds": a.seconds,
-            "ramp": 0.0 if a.cache == "cold" else a.ramp, "prefetch": a.prefetch}
+            "ramp": 0.0 if a.cache == "cold" else a.ramp, "prefetch": a.prefetch,
+            "read_areas": a.stoker_read_areas}
     # the rows: (label, peer, source dir); conversions first.  stoker's
     # sources: folder, shards (global shuffle: any sample after any other),
     # shards-window (shuffle_mode shard: shards in random order, samples
@@ -440,8 +444,10 @@ def main(argv=None):
 
 def table(out):
     """The human lines (the CLI prints these too)."""
-    L = ["vs the peers: %s, %s cache, batch %d, prefetch %d, %d CPUs, %d rounds of %.0f s (load %s)" % (
-        out["mode"], out["cache"], out["batch_size"], out.get("prefetch", 0), out["cpus"], out["rounds"],
+    pf = out.get("prefetch", 0)
+    L = ["vs the peers: %s, %s cache, batch %d, %s, %d CPUs, %d rounds of %.0f s (load %s)" % (
+        out["mode"], out["cache"], out["batch_size"],
+        "prefetch %d" % pf if pf else "each loader's default prefetch", out["cpus"], out["rounds"],
         out["seconds"],
         " ".join(out["load"])),
          "  every side timed alike: start-up = create until the first batch, then a %.2f s ramp, "

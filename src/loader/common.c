@@ -70,14 +70,38 @@ static void take_back(struct stk_loader *l)
 	}
 }
 
-/* A free slot, once the released ones are taken back.  Under mu. */
+/* A free slot, once the released ones are taken back; split, with a read
+ * area free for it (claim takes it).  Under mu. */
 struct slot *stk__loader_free_slot(struct stk_loader *l)
 {
+	if (l->split && l->areas_used == (l->areas.nslots < 64 ? (1ull << l->areas.nslots) - 1
+							       : UINT64_MAX))
+		return NULL;
 	take_back(l);
 	for (uint32_t i = 0; i < l->pool.nslots; i++)
 		if (l->slots[i].state == SLOT_FREE)
 			return &l->slots[i];
 	return NULL;
+}
+
+uint8_t *stk__loader_read_base(const struct stk_loader *l, const struct slot *s)
+{
+	return l->split ? stk__pool_slot(&l->areas, s->area)
+			: stk__pool_slot(&l->pool, (uint32_t)(s - l->slots));
+}
+
+int stk__loader_read_buf(const struct stk_loader *l, const struct slot *s)
+{
+	return (int)(l->split ? s->area : (uint32_t)(s - l->slots));
+}
+
+void stk__loader_area_done(struct stk_loader *l, struct slot *s)
+{
+	if (!l->split || s->area == NO_AREA)
+		return;
+	l->areas_used &= ~(1ull << s->area);
+	s->area = NO_AREA;
+	stk__loader_wake_wanting(l);
 }
 
 /* Wakes the rings that wait for a slot or the window (ring_main's want),

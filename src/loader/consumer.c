@@ -189,15 +189,16 @@ static struct stk_batch *hand_out(struct stk_loader *l, struct slot *s, uint64_t
 	b->number = (uint64_t)s->number;
 	b->count = s->nios;
 	b->slot = (uint32_t)(s - l->slots);
-	b->data = stk__pool_slot(&l->pool, b->slot);
-	b->data_bytes = s->offsets[s->nios];
+	uint8_t *slot = stk__pool_slot(&l->pool, b->slot);
+	b->data = l->split ? NULL : slot; /* split: the reads were not kept */
+	b->data_bytes = l->split ? 0 : s->offsets[s->nios];
 	b->offsets = s->offsets;
 	b->sizes = s->sizes;
 	b->labels = s->labels;
 	b->indices = s->indices;
 	b->replaced = s->replaced;
 	if (l->image) {
-		b->images = b->data + l->img_off;
+		b->images = slot + l->img_off;
 		b->image_bytes = stk__image_bytes(&l->img);
 		b->channels = 3;
 		b->height = l->img.height;

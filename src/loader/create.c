@@ -182,7 +182,7 @@ static int start_rings(struct stk_loader *l)
 {
 	bool uring = l->ops == &stk__engine_uring;
 	/* auto: the probe climbs up to what the slots can ever hold in flight */
-	uint64_t slots = (uint64_t)l->o.batch_size * l->o.prefetch;
+	uint64_t slots = (uint64_t)l->o.batch_size * (l->split ? l->areas.nslots : l->o.prefetch);
 	unsigned cap = l->o.queue_depth ? l->o.queue_depth
 					: (unsigned)(slots < STK_AUTO_QD_MAX ? slots : STK_AUTO_QD_MAX);
 	/* io_uring: a ring per thread; each copies page-cache hits on its own core.
@@ -565,12 +565,20 @@ int stk_loader_create(struct stk_loader **out, const struct stk_loader_opts *opt
 	if ((rc = check_fits(l, errbuf, errlen)))
 		goto fail;
 	uint64_t slot_bytes = l->raw_bytes;
-	l->img_off = STK_ALIGN_UP(l->raw_bytes, 4096);
-	if (l->image) /* the images follow the reads, page-aligned */
+	/* split: a slot holds the images, the reads go to read areas (memory.c) */
+	l->split = l->image && !(l->img.flags & STK_IMG_KEEP_RAW);
+	l->img_off = l->split ? 0 : STK_ALIGN_UP(l->raw_bytes, 4096);
+	if (l->image) /* the images, after the reads when they are kept, page-aligned */
 		slot_bytes = l->img_off + (uint64_t)l->o.batch_size * stk__image_bytes(&l->img);
 	else if (l->video) /* the clips likewise */
 		slot_bytes = l->img_off + stk__vloader_out_bytes(l);
 	uint32_t nslots = l->o.prefetch;
+	uint32_t nareas = stk__read_areas(&l->o, &l->img, l->ds->remote != NULL);
+	if (l->split && (rc = stk__pool_init(&l->areas, nareas, l->raw_bytes, false))) {
+		snprintf(errbuf, errlen, "cannot map the read areas (%llu bytes each): %s",
+			 (unsigned long long)l->raw_bytes, stk_strerror(rc));
+		goto fail;
+	}
 	uint64_t meta = (uint64_t)l->o.batch_size;
 	l->slots = calloc(nslots, sizeof(*l->slots));
 	l->scratch_idx = calloc(meta, sizeof(int64_t));
@@ -592,6 +600,7 @@ int stk_loader_create(struct stk_loader **out, const struct stk_loader_opts *opt
 		s->offsets = calloc(4 * meta + 1, sizeof(uint64_t));
 		s->ios = calloc(meta, sizeof(struct sio));
 		s->ready_no = -1;
+		s->area = NO_AREA;
 		if (!s->offsets || !s->ios) {
 			snprintf(errbuf, errlen, "out of memory");
 			rc = -ENOMEM;
@@ -681,6 +690,7 @@ void stk_loader_destroy(struct stk_loader *l)
 	}
 	free(l->slots);
 	stk__pool_free(&l->pool);
+	stk__pool_free(&l->areas);
 	stk__sampler_free(&l->sampler);
 	stk__dataset_close_any(l->ds);
 	stk_hist_destroy(l->h_wait);

@@ -95,7 +95,9 @@ struct slot {
 	int64_t *labels, *indices; /* then sizes, labels, indices (loader/create.c) */
 	struct sio *ios;
 	uint32_t ring;
+	uint32_t area;          /* split: its read area while filling, else NO_AREA */
 };
+#define NO_AREA UINT32_MAX
 
 /* A ring's memo of the shards it stat'ed after one reap: every read that
  * reap returned had landed before the stat, so one stat serves them all. */
@@ -200,6 +202,12 @@ struct stk_loader {
 	struct stk_sampler sampler;
 	struct stk_pool pool;
 	struct slot *slots;
+	/* split (image mode without keep_raw): a batch's reads land in one of
+	 * `areas`' read areas, given back once its last sample is decoded, and
+	 * a slot holds only images (img_off 0) */
+	bool split;
+	struct stk_pool areas;  /* not pinned: never copied to a device */
+	uint64_t areas_used;    /* a bit per read area in use (at most 64) */
 	struct io_thread *rings;
 	uint32_t nrings;
 	const struct stk_engine_ops *ops;
@@ -214,7 +222,8 @@ struct stk_loader {
 	bool image;
 	struct stk__vloader *video; /* video mode (loader/video.c), else NULL */
 	uint32_t per_file;      /* samples a dataset entry gives: clips_per_video, else 1 */
-	uint64_t raw_bytes;     /* of a slot: the reads; the images follow */
+	uint64_t raw_bytes;     /* a batch's reads at most: a slot's first part (raw mode,
+				   keep_raw; the images follow), else a read area */
 	uint64_t oversize;      /* samples above what a slot may take (loader/create.c) */
 	int64_t oversize_idx;   /* the largest of them */
 	uint64_t img_off;       /* where the images start in a slot: page-aligned */
@@ -308,8 +317,15 @@ void stk__loader_notice(const struct stk_loader *l, const char *fmt, ...)
 uint64_t stk__loader_read_len(const struct stk_loader *l, uint64_t size);
 /* How many free slots wake an I/O thread waiting for one. */
 uint32_t stk__loader_wake_at(const struct stk_loader *l);
-/* A free slot once the released ones are taken back, or NULL.  Under mu. */
+/* A free slot once the released ones are taken back, or NULL (split: also
+ * when no read area is free).  Under mu. */
 struct slot *stk__loader_free_slot(struct stk_loader *l);
+/* Where slot s's reads go, and the fixed-buffer index of that memory. */
+uint8_t *stk__loader_read_base(const struct stk_loader *l, const struct slot *s);
+int stk__loader_read_buf(const struct stk_loader *l, const struct slot *s);
+/* split: s's reads are done with (decoded, or dropped): its read area is
+ * free again, and a ring waiting for one is woken.  Under mu. */
+void stk__loader_area_done(struct stk_loader *l, struct slot *s);
 /* Free slots (under mu after a take-back; without it, the released ones not
  * yet taken back are l->returned). */
 uint32_t stk__loader_free_slots(const struct stk_loader *l);
@@ -457,6 +473,10 @@ void stk__loader_finish_slot(struct stk_loader *l, struct slot *s);
  * no more than the worst batch. */
 uint64_t stk__slot_bound(uint32_t batch, double n, double sum, double sq, double mx,
 			 uint64_t worst);
+/* Image mode without keep_raw: how many read areas (a batch's reads each),
+ * for local data or remote (s3://, http(s)://). */
+uint32_t stk__read_areas(const struct stk_loader_opts *o, const struct stk_image_opts *img,
+			 bool remote);
 
 /* --- loader/consumer.c ---------------------------------------------------- */
 /* stk_loader_start's body: `epoch` after the segments prev[0..nprev) (checked

@@ -4,15 +4,23 @@
  * The slot size is the smaller of the worst batch (the batch_size largest
  * samples together) and a bound no real batch reaches: batch_size × mean +
  * 8 σ √batch_size + the largest sample (create applies it to the index;
- * stk_memory_estimate to a mean size, σ unknown: 0).  In image mode the
- * batch's images follow the reads, page-aligned.  The pool is prefetch
- * slots.  Decode threads hold, per image, the decoded region and its resized
- * rows (freed after each image): estimated at twice the RGB pixels of an
- * image of the mean sample size, at 2 pixels a byte (JPEG at quality 90 on
- * photographs), no more than max_pixels allows.
+ * stk_memory_estimate to a mean size, σ unknown: 0).  The pool is prefetch
+ * slots.  In image mode a slot holds the batch's images; the reads, needed
+ * only until they are decoded, go to read areas of that bound each, reused
+ * as soon as their batch is decoded, so a batch waiting for the trainer
+ * holds no file bytes.  stk__read_areas: enough for 256 reads in flight (one
+ * at batch 256: the decoders start on a batch as its first reads land, and
+ * a local read ahead of them pays nothing, bench/loader_memory.sh), at least
+ * two for remote data (a request's latency each batch), at most prefetch;
+ * the image option read_areas sets it.  With keep_raw the images follow
+ * the reads in the slot, page-aligned.  Decode threads hold, per image, the
+ * decoded region and its resized rows (freed after each image): estimated
+ * at twice the RGB pixels of an image of the mean sample size, at 2 pixels a
+ * byte (JPEG at quality 90 on photographs), no more than max_pixels allows.
  */
 #include "loader/loader.h"
 #include "image/image.h"
+#include "io/remote.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -30,11 +38,32 @@ uint64_t stk__slot_bound(uint32_t batch, double n, double sum, double sq, double
 	return bound < (double)worst ? (uint64_t)bound : worst;
 }
 
+#define AREAS_INFLIGHT 256u /* reads the read areas hold at least, prefetch allowing */
+
+uint32_t stk__read_areas(const struct stk_loader_opts *o, const struct stk_image_opts *img,
+			 bool remote)
+{
+	uint32_t n = (AREAS_INFLIGHT + o->batch_size - 1) / o->batch_size;
+	if (remote && n < 2) /* an object store's latency: the next batch read meanwhile */
+		n = 2;
+	if (img->read_areas)
+		n = img->read_areas;
+	n = n > 64 ? 64 : n; /* a bit each in areas_used */
+	return n < o->prefetch ? n : o->prefetch;
+}
+
+static bool split(const struct stk_image_opts *img)
+{
+	return img && !(img->flags & STK_IMG_KEEP_RAW);
+}
+
+/* A slot's bytes for `raw` bytes of reads: the reads (raw mode, keep_raw),
+ * the images (image mode). */
 static uint64_t slot_with_images(uint64_t raw, uint32_t batch, const struct stk_image_opts *img)
 {
 	if (!img)
 		return raw;
-	return STK_ALIGN_UP(raw, 4096) + (uint64_t)batch * stk__image_bytes(img);
+	return (split(img) ? 0 : STK_ALIGN_UP(raw, 4096)) + (uint64_t)batch * stk__image_bytes(img);
 }
 
 static uint64_t meta_per_slot(uint32_t batch)
@@ -56,7 +85,9 @@ static uint64_t decode_bytes(uint32_t threads, double mean, const struct stk_ima
 static int give(struct stk_memory *m, struct stk_memory *out)
 {
 	m->pool_bytes = (uint64_t)m->nslots * m->slot_bytes;
-	m->total = m->pool_bytes + m->index_bytes + m->meta_bytes + m->decode_bytes;
+	m->read_pool_bytes = (uint64_t)m->read_areas * m->read_area_bytes;
+	m->total = m->pool_bytes + m->read_pool_bytes + m->index_bytes + m->meta_bytes +
+		   m->decode_bytes;
 	if (out->size && out->size < offsetof(struct stk_memory, total) + sizeof(uint64_t))
 		return -EINVAL;
 	size_t n = out->size && out->size < sizeof(*m) ? out->size : sizeof(*m);
@@ -70,7 +101,8 @@ int stk_loader_memory(const struct stk_loader *l, struct stk_memory *out)
 	if (!l || !out)
 		return -EINVAL;
 	struct stk_memory m = {.size = sizeof(m), .nslots = l->pool.nslots,
-			       .slot_bytes = l->pool.slot_bytes};
+			       .slot_bytes = l->pool.slot_bytes, .read_areas = l->areas.nslots,
+			       .read_area_bytes = l->areas.slot_bytes};
 	const struct stk_dataset *ds = l->ds;
 	m.index_bytes = ds->map ? ds->map_len
 				: (uint64_t)ds->n * sizeof(*ds->entries) + ds->names_len;
@@ -126,6 +158,11 @@ int stk_memory_estimate(const struct stk_loader_opts *opts, uint64_t nsamples,
 						      (double)each * (double)each, (double)each,
 						      k * each);
 	m.slot_bytes = STK_ALIGN_UP(slot_with_images(raw, o.batch_size, image ? &img : NULL), 4096);
+	if (image && split(&img)) {
+		m.read_areas = stk__read_areas(&o, &img,
+						 opts->path && stk__remote_is_url(opts->path));
+		m.read_area_bytes = STK_ALIGN_UP(raw, 4096);
+	}
 	m.index_bytes = nsamples * (sizeof(struct stk_entry) + 32); /* a short relative path */
 	m.meta_bytes = (uint64_t)m.nslots * meta_per_slot(o.batch_size);
 	if (image) {

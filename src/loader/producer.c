@@ -12,7 +12,10 @@
  * finish in, so a run depends only on (seed, epoch, rank, world_size).  In
  * image mode each landed read becomes a decode task for the decode threads,
  * which write the cropped image into the slot's image area; a slot is ready
- * when its last read and decode are done.  One mutex guards the slots, the
+ * when its last read and decode are done.  Unless keep_raw, image mode
+ * reads a batch into one of a few read areas (l->areas) taken at claim and
+ * given back when its last sample is decoded: a ready batch holds only its
+ * images, and a claim waits for a free slot and a free read area.  One mutex guards the slots, the
  * decode queue and the counters; the engines are only touched by their own
  * thread (wake excepted).  A ring publishes a ready slot's number (ready_no)
  * after its last write, so the consumer can take it without the mutex.
@@ -69,12 +72,13 @@ static bool in_order(const struct slot *s)
 /* Compacts a batch whose samples failed under the skip policy. */
 static void compact(struct stk_loader *l, struct slot *s)
 {
-	uint8_t *base = stk__pool_slot(&l->pool, (uint32_t)(s - l->slots));
+	uint8_t *base = stk__loader_read_base(l, s);
+	uint8_t *img = stk__pool_slot(&l->pool, (uint32_t)(s - l->slots)) + l->img_off;
 	uint32_t k = 0;
 	uint64_t off = 0;
 	/* shards are laid out in file order, and bytes out of order stay: only
-	 * the arrays are compacted */
-	bool stay = l->ds->shards || !in_order(s);
+	 * the arrays are compacted (split: the bytes are not kept at all) */
+	bool stay = l->ds->shards || l->split || !in_order(s);
 	for (uint32_t i = 0; i < s->nios; i++) {
 		if (s->ios[i].io.res < 0)
 			continue;
@@ -85,7 +89,6 @@ static void compact(struct stk_loader *l, struct slot *s)
 		}
 		if (l->image && k != i) {
 			size_t ib = stk__image_bytes(&l->img);
-			uint8_t *img = base + l->img_off;
 			memcpy(img + (size_t)k * ib, img + (size_t)i * ib, ib);
 		}
 		if (l->video && k != i)
@@ -108,10 +111,12 @@ static void compact(struct stk_loader *l, struct slot *s)
 void stk__loader_finish_slot(struct stk_loader *l, struct slot *s)
 {
 	if (s->gen != l->gen) {
+		stk__loader_area_done(l, s);
 		s->state = SLOT_FREE;
 	} else {
 		if (l->o.on_error == STK_ON_ERROR_REPLACE && stk__loader_replace_round(l, s))
 			return; /* stand-ins in flight */
+		stk__loader_area_done(l, s); /* every sample is decoded (or failed) */
 		bool bad = false;
 		for (uint32_t i = 0; i < s->nios; i++)
 			bad |= s->ios[i].io.res < 0;
@@ -131,6 +136,10 @@ static void claim(struct stk_loader *l, struct io_thread *r, struct slot *s, int
 	uint32_t n = stk__sampler_batch(&l->sampler, number, l->scratch_idx);
 	if (l->video) /* clips: their videos are what is read */
 		stk__vloader_claim(l, (uint32_t)(s - l->slots), l->scratch_idx, n);
+	if (l->split) { /* stk__loader_free_slot saw one free */
+		s->area = (uint32_t)__builtin_ctzll(~l->areas_used);
+		l->areas_used |= 1ull << s->area;
+	}
 	s->state = SLOT_FILLING;
 	s->gen = l->gen;
 	s->number = number;
@@ -283,14 +292,15 @@ void *stk__loader_io_main(void *arg)
 				     .workers = l->o.io_threads, .direct = l->direct,
 				     .null_latency_ns = l->o.null_latency_ns,
 				     .remote = l->ds->remote};
-	struct iovec *iov = calloc(l->pool.nslots, sizeof(*iov));
+	const struct stk_pool *rp = l->split ? &l->areas : &l->pool; /* where reads land */
+	struct iovec *iov = calloc(rp->nslots, sizeof(*iov));
 	if (iov) {
-		for (uint32_t i = 0; i < l->pool.nslots; i++)
-			iov[i] = (struct iovec){stk__pool_slot(&l->pool, i), l->pool.slot_bytes};
+		for (uint32_t i = 0; i < rp->nslots; i++)
+			iov[i] = (struct iovec){stk__pool_slot(rp, i), rp->slot_bytes};
 		/* fixed buffers are limited to 1 GiB each */
-		if (l->pool.slot_bytes <= (1ull << 30)) {
+		if (rp->slot_bytes <= (1ull << 30)) {
 			cfg.bufs = iov;
-			cfg.nbufs = l->pool.nslots;
+			cfg.nbufs = rp->nslots;
 		}
 	}
 	int rc = r->ops->init(&r->eng, &cfg);
@@ -335,6 +345,7 @@ void *stk__loader_io_main(void *arg)
 				if (x->ring == r->id && (x->state == SLOT_FILLING || x->state == SLOT_READY) &&
 				    x->gen != l->gen && x->decoding == 0) {
 					atomic_store(&x->ready_no, -1);
+					stk__loader_area_done(l, x);
 					x->state = SLOT_FREE;
 				}
 			}

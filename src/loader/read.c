@@ -54,8 +54,8 @@ static uint64_t setup_file(struct stk_loader *l, struct slot *s, uint32_t i, int
 	 * loader's own instructions a batch */
 	x->io = (struct stk_io){.op = STK_IO_READ_FILE, .path = stk__entry_path(l->ds, idx),
 				.len = prefix && !l->direct ? want : stk__loader_read_len(l, want),
-				.offset = e->offset, .buf_index = (int)si,
-				.buf = stk__pool_slot(&l->pool, si) + place};
+				.offset = e->offset, .buf_index = stk__loader_read_buf(l, s),
+				.buf = stk__loader_read_base(l, s) + place};
 	x->size = want;
 	x->prefix = prefix;
 	x->skip = 0;

@@ -143,7 +143,7 @@ static uint64_t run_end(const struct stk_loader *l, uint64_t end)
 uint32_t stk__shards_lay_out(struct stk_loader *l, struct io_thread *r, struct slot *s, uint32_t n)
 {
 	uint32_t si = (uint32_t)(s - l->slots);
-	uint8_t *base = stk__pool_slot(&l->pool, si);
+	uint8_t *base = stk__loader_read_base(l, s);
 	struct sio **tmp = l->sort_scratch;
 	for (uint32_t i = 0; i < n; i++) {
 		int64_t idx = l->scratch_idx[i];
@@ -155,7 +155,8 @@ uint32_t stk__shards_lay_out(struct stk_loader *l, struct io_thread *r, struct s
 		bool prefix = l->o.read_bytes && l->o.read_bytes < e->size;
 		s->sizes[i] = prefix ? l->o.read_bytes : e->size;
 		s->offsets[i] = 0;
-		*x = (struct sio){.io = {.path = stk__entry_path(l->ds, idx), .buf_index = (int)si},
+		*x = (struct sio){.io = {.path = stk__entry_path(l->ds, idx),
+					 .buf_index = stk__loader_read_buf(l, s)},
 				  .size = s->sizes[i], .prefix = prefix, .at = e->offset, .slot = si,
 				  .idx = i};
 		tmp[i] = x;
@@ -223,7 +224,6 @@ uint64_t stk__shards_room(const struct stk_loader *l, int64_t idx)
 uint64_t stk__shards_setup_one(struct stk_loader *l, struct slot *s, uint32_t i, int64_t idx,
 			       uint64_t place)
 {
-	uint32_t si = (uint32_t)(s - l->slots);
 	const struct stk_entry *e = &l->ds->entries[idx];
 	struct sio *x = &s->ios[i];
 	bool prefix = l->o.read_bytes && l->o.read_bytes < e->size;
@@ -233,8 +233,9 @@ uint64_t stk__shards_setup_one(struct stk_loader *l, struct slot *s, uint32_t i,
 	const struct shard *sh = shard_of(l, idx);
 	uint64_t start = run_start(l, e->offset);
 	x->io = (struct stk_io){.op = sh->fd >= 0 ? STK_IO_READ : STK_IO_READ_FILE, .fd = sh->fd,
-				.path = stk__entry_path(l->ds, idx), .buf_index = (int)si,
-				.buf = stk__pool_slot(&l->pool, si) + place,
+				.path = stk__entry_path(l->ds, idx),
+				.buf_index = stk__loader_read_buf(l, s),
+				.buf = stk__loader_read_base(l, s) + place,
 				.len = stk__shards_room(l, idx), .offset = start};
 	x->size = s->sizes[i];
 	x->prefix = prefix;

@@ -73,13 +73,48 @@ def test_labels_equal_imagefolder(image_folder):
 
 
 def test_raw_bytes_ride_along(image_folder):
-    with stoker.Loader(image_folder, 8, image=stoker.Image(32)) as l:
+    with stoker.Loader(image_folder, 8, image=stoker.Image(32, keep_raw=True)) as l:
         b = next(iter(l))
         raw = b.raw
         assert raw is b.raw and isinstance(raw, stoker.Batch)
         for i in range(b.count):
             path = l.sample(int(b.indices[i]))[0]
             assert raw.sample(i).numpy().tobytes() == read(path)
+
+
+def test_read_areas_leave_slots_to_images(image_folder):
+    """By default the reads go to read areas, not the slots: a batch holds
+    only its images (raw is None), the same images keep_raw gives, and
+    memory() counts the areas apart from the slots."""
+    page = lambda n: -(-n // 4096) * 4096  # noqa: E731
+    with stoker.Loader(image_folder, 8, seed=5, prefetch=3, image=stoker.Image(32)) as a, \
+            stoker.Loader(image_folder, 8, seed=5, prefetch=3,
+                          image=stoker.Image(32, keep_raw=True)) as k:
+        assert not a.image.keep_raw and k.image.keep_raw
+        for (x, y), (xk, yk) in zip(a, k):
+            assert torch.equal(x, xk) and torch.equal(y, yk)
+        b = next(iter(a))
+        assert b.raw is None and b.images.shape == (8, 3, 32, 32)
+        m, mk = a.memory(), k.memory()
+        assert m["slot_bytes"] == page(8 * 3 * 32 * 32)
+        assert m["read_areas"] == 3 and m["read_area_bytes"] > 0  # batch 8: up to prefetch
+        assert m["read_pool_bytes"] == m["read_areas"] * m["read_area_bytes"]
+        assert mk["read_areas"] == 0 and mk["read_pool_bytes"] == 0
+        assert mk["slot_bytes"] == m["read_area_bytes"] + m["slot_bytes"]
+        for d in (m, mk):
+            assert d["total"] == (d["pool_bytes"] + d["read_pool_bytes"] + d["index_bytes"]
+                                  + d["meta_bytes"] + d["decode_bytes"])
+    # enough read areas for 256 reads, whatever prefetch is: two at batch 128,
+    # one at 256; read_areas sets them (and the images stay the same)
+    with stoker.Loader(image_folder, 128, prefetch=4, image=stoker.Image(32)) as l:
+        assert l.memory()["read_areas"] == 2
+    with stoker.Loader(image_folder, 256, prefetch=4, image=stoker.Image(32)) as l, \
+            stoker.Loader(image_folder, 256, prefetch=4,
+                          image=stoker.Image(32, read_areas=3)) as l3:
+        assert l.memory()["read_areas"] == 1 and l3.memory()["read_areas"] == 3
+        assert l3.image.read_areas == 3
+        for (x, _), (x3, _) in zip(l, l3):
+            assert torch.equal(x, x3)
 
 
 @pytest.mark.parametrize("dtype", ["float16", torch.float32])

@@ -789,5 +789,6 @@ def test_memory_is_the_librarys(folder):
     with stoker.Loader(folder, 5, prefetch=3) as l:
         m = l.memory()
         assert m["nslots"] == 3 and m["pool_bytes"] == l.stats()["pool_bytes"]
-        assert m["total"] == (m["pool_bytes"] + m["index_bytes"] + m["meta_bytes"]
-                              + m["decode_bytes"])
+        assert m["total"] == (m["pool_bytes"] + m["read_pool_bytes"] + m["index_bytes"]
+                              + m["meta_bytes"] + m["decode_bytes"])
+        assert m["read_areas"] == 0  # raw mode: the slots are the reads

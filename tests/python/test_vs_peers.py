@@ -55,6 +55,17 @@ def test_loader_memory_follows_its_prefetch(image_folder):
     assert got[8] - got[2] > 6 * 3 * 0.8, got
 
 
+def test_prefetch_0_leaves_each_loader_its_default(image_folder):
+    # --prefetch 0: no prefetch keyword at all (each loader's own default),
+    # else the same keyword for every loader
+    assert _peers._pf({"prefetch": 0}, "prefetch_factor") == {}
+    assert _peers._pf({"prefetch": 3}, "batches_ahead") == {"batches_ahead": 3}
+    res, why, _, _ = vs_peers.child(spec(image_folder, mode="train", workers=1, prefetch=0),
+                                    timeout=300)
+    assert why is None, why
+    assert res["first"] == {"shape": [8, 3, 32, 32], "dtype": "uint8"}
+
+
 def test_run_timed_by_the_rule(jpeg_folder):
     # start-up, then the ramp (batches taken, not measured), then the window
     res, why, _, _ = vs_peers.child(spec(jpeg_folder, ramp=0.2, seconds=0.5), timeout=300)

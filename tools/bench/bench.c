@@ -195,9 +195,15 @@ latencies:
 	struct stk_memory mem = {.size = sizeof(mem)};
 	stk_loader_memory(l, &mem); /* the library's sizing: what doctor counts with */
 	char t5[64]; /* every part of the total: the figures add up */
-	printf("  memory                     %s: pool %s%s, slot records %s, index %s, decode %s; RSS "
-	       "%.0f MB after epoch 1, %.0f MB at the end\n", fmt_bytes(t3, sizeof(t3), (double)mem.total),
-	       fmt_bytes(t1, sizeof(t1), (double)mem.pool_bytes), s->st.pinned ? " (pinned)" : "",
+	char t6[64] = "", t7[64];
+	if (mem.read_areas) /* image mode: the reads apart from the slots */
+		snprintf(t6, sizeof(t6), ", %u read area%s %s", mem.read_areas,
+			 mem.read_areas == 1 ? "" : "s",
+			 fmt_bytes(t7, sizeof(t7), (double)mem.read_pool_bytes));
+	printf("  memory                     %s: pool %s%s%s, slot records %s, index %s, decode %s; "
+	       "RSS %.0f MB after epoch 1, %.0f MB at the end\n",
+	       fmt_bytes(t3, sizeof(t3), (double)mem.total),
+	       fmt_bytes(t1, sizeof(t1), (double)mem.pool_bytes), s->st.pinned ? " (pinned)" : "", t6,
 	       fmt_bytes(t5, sizeof(t5), (double)mem.meta_bytes),
 	       fmt_bytes(t2, sizeof(t2), (double)mem.index_bytes),
 	       fmt_bytes(t4, sizeof(t4), (double)mem.decode_bytes), S[0].rss_first_mb,
@@ -681,8 +687,11 @@ int cmd_bench(int argc, char **argv)
 			json_object_set_new(j, "remote", rj);
 		struct stk_memory mem = {.size = sizeof(mem)};
 		if (stk_loader_memory(l, &mem) == 0) /* the library's sizing, as the text's line */
-			json_object_set_new(j, "memory", json_pack("{s:I,s:I,s:I,s:I,s:I}", "pool_bytes",
+			json_object_set_new(j, "memory", json_pack("{s:I,s:I,s:I,s:I,s:I,s:I}",
+								   "pool_bytes",
 								   (json_int_t)mem.pool_bytes,
+								   "read_pool_bytes",
+								   (json_int_t)mem.read_pool_bytes,
 								   "index_bytes",
 								   (json_int_t)mem.index_bytes,
 								   "meta_bytes",

@@ -137,20 +137,25 @@ static void check_memory(struct doctor *d)
 			 fmt_bytes(b[0], sizeof(b[0]), (double)lim), fmt_bytes(b[1], sizeof(b[1]), (double)used));
 	}
 	/* every part of the total, so that the figures add up */
+	char areas[96] = "";
+	if (mem.read_areas)
+		snprintf(areas, sizeof(areas), ", read areas %u x %s", mem.read_areas,
+			 fmt_bytes(b[0], sizeof(b[0]), (double)mem.read_area_bytes));
 	SET(k, value, "total %s, available %s%s; a loader (image mode, batch %llu, prefetch %llu, "
-		      "%s samples) takes %s: slots %llu x %s = %s, slot records %s, index %s, "
+		      "%s samples) takes %s: slots %llu x %s = %s%s, slot records %s, index %s, "
 		      "decode %s (%u thread%s)",
 	    fmt_bytes(b[2], sizeof(b[2]), (double)m.total), fmt_bytes(b[3], sizeof(b[3]), (double)m.available),
 	    cg, (unsigned long long)d->batch, (unsigned long long)d->prefetch,
 	    fmt_bytes(b[4], sizeof(b[4]), (double)sample), fmt_bytes(b[5], sizeof(b[5]), budget),
 	    (unsigned long long)mem.nslots, fmt_bytes(b[6], sizeof(b[6]), (double)mem.slot_bytes),
-	    fmt_bytes(b[8], sizeof(b[8]), (double)mem.pool_bytes),
+	    fmt_bytes(b[8], sizeof(b[8]), (double)mem.pool_bytes), areas,
 	    fmt_bytes(b[9], sizeof(b[9]), (double)mem.meta_bytes),
 	    fmt_bytes(b[10], sizeof(b[10]), (double)mem.index_bytes),
 	    fmt_bytes(b[7], sizeof(b[7]), (double)mem.decode_bytes), mem.decode_threads,
 	    mem.decode_threads == 1 ? "" : "s");
 	SET(k, why, "the loader's batch slots are allocated up front (the library's sizing, "
-		    "stk_memory_estimate: each slot holds a batch's reads and its decoded images), "
+		    "stk_memory_estimate: each slot holds a batch's decoded images, the read areas "
+		    "its reads until they are decoded), "
 		    "beside the decode threads' working memory; beyond available memory the kernel "
 		    "swaps, or the cgroup OOM-kills the trainer");
 	if (budget > room / 2) {
