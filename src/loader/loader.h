@@ -188,6 +188,8 @@ struct tune {
 	bool unsure;            /* the last probe could not fill its levels */
 	bool down;              /* the probe steps below its start (nothing above it gained) */
 	bool extend;            /* this level's window goes on: its first part was marginal */
+	bool warmed;            /* the first probe's first window was let pass (a cold
+				   start: the directories' and inodes' first reads) */
 	char why[800];
 	char direct_why[200];
 	char cap_why[400];      /* the engines hold less than asked: why (else empty) */

@@ -9,16 +9,20 @@
  * keep an epoch and buffered reads only add page-cache insertion and a copy
  * (2-3x the CPU per sample, measured) and evict the trainer's memory.
  *
- * Queue depth (auto): a probe at the start begins at the depth the storage's
- * plan gives (stk_io_plan: 128 for a virtio or unknown disk, 256 for NVMe,
- * 16 for a hard disk; at least 8), so that a cold epoch is read near its
- * best depth from the first window, and climbs by doublings (up to what the
- * engines and the batch slots can hold), one window per level (after the
- * level's first reads, 20 ms and 4 x qd reads at least: about five read
- * latencies a level, so a cold epoch is past the probe after three or four
- * levels); it stops at the first doubling that gained under 10 % and keeps
- * the depth below it: the plan's depth stays unless a deeper one proves
- * better, and past the knee latency only grows (Little's law).  When
+ * Queue depth (auto): a probe at the start begins at a quarter of the depth
+ * the storage's plan gives (stk_io_plan: 128 for a virtio or unknown disk,
+ * 256 for NVMe, 16 for a hard disk; so 32, 64, 8; at least 8), and climbs by
+ * doublings (up to what the engines and the batch slots can hold), one
+ * window per level (after the level's first reads, 20 ms and 4 x qd reads
+ * at least: about five read latencies a level, so a cold epoch is past the
+ * probe after three or four levels, the plan's depth reached in two); it
+ * stops at the first doubling that gained under 10 % and keeps the depth
+ * below it: past the knee latency only grows (Little's law).  It starts
+ * below the plan because a level above the knee is the costly one: every
+ * read waits behind the queue (a virtio disk whose knee was 32 gave 17-28
+ * ms reads at 128 and 256, and a 10,000-file cold epoch spent a third of
+ * itself there, at a third of fio's rate), while a level below it is short
+ * (4 x qd reads at the lowest latency) and the climb passes it.  When
  * nothing above the starting depth gained, it steps down by halves (to 8
  * at least) while the rate holds within 5 % of the best: page-cache reads and fast devices reach their rate at a lower depth,
  * with less latency.  It keeps the lowest level within 5 % of the best rate:
@@ -26,7 +30,9 @@
  * off by that much on a shared machine (a step down that lost 5-20 % is
  * measured again over a window twice as long).  A level the loader could
  * not keep full (the consumer or the slots set the pace) is no measure:
- * retried, and after 4 such windows kept.  Then, when the I/O threads were busy over 60 % of the
+ * retried, and after 4 such windows kept.  The loader's very first window
+ * is let pass: a cold start waits on the directories' and inodes' first
+ * reads, whatever the depth.  Then, when the I/O threads were busy over 60 % of the
  * time (reads from the page cache: their copies are the limit) and their
  * number is auto, rings are added one at a time the same way.  Afterwards
  * one-second windows watch the rate; two in a row 30 % away from the settled
@@ -160,11 +166,11 @@ static void apply(struct stk_loader *l)
 	stk__loader_wake_rings(l);
 }
 
-/* Where a probe starts: the storage's planned depth, between MIN_QD and
- * what the engines hold. */
+/* Where a probe starts: a quarter of the storage's planned depth (two
+ * doublings below it), between MIN_QD and what the engines hold. */
 static unsigned start_qd(const struct tune *t)
 {
-	unsigned q = t->plan_qd > MIN_QD ? t->plan_qd : MIN_QD;
+	unsigned q = t->plan_qd / 4 > MIN_QD ? t->plan_qd / 4 : MIN_QD;
 	return q < t->max_qd ? q : t->max_qd;
 }
 
@@ -209,8 +215,12 @@ void stk__tune_init(struct stk_loader *l)
 static double ring_area(const struct stk_loader *l, uint64_t now)
 {
 	double a = 0;
-	for (uint32_t i = 0; i < l->nrings; i++)
-		a += l->rings[i].tarea + (double)l->rings[i].inflight * (double)(now - l->rings[i].area_t);
+	for (uint32_t i = 0; i < l->nrings; i++) {
+		/* a ring's last change may be later than `now` (its reap took the
+		 * time before it handed its reads back): nothing to add then */
+		const struct io_thread *r = &l->rings[i];
+		a += r->tarea + (now > r->area_t ? (double)r->inflight * (double)(now - r->area_t) : 0);
+	}
 	return a;
 }
 
@@ -537,6 +547,14 @@ void stk__tune_tick(struct stk_loader *l, uint64_t now)
 	t->busy = p.busy;
 	clear_window(t);
 	open_segment(l, now);
+	if (t->phase == TUNE_QD && t->auto_qd && !t->warmed) {
+		/* the loader's first window: on cold data it waits on the
+		 * directories' and inodes' first reads (a 32-deep start read at
+		 * 18 ms a read, a sixth of its rate a window later), so it is no
+		 * measure of the depth: the level is measured again */
+		t->warmed = true;
+		return;
+	}
 	if (t->phase != TUNE_WATCH && p.fill < 0.7) {
 		/* The level was not kept in flight (the consumer or the slots set the
 		 * pace, or an epoch's tail): not a measure of the storage.  Retry;
