@@ -615,9 +615,13 @@ int stk_loader_tuning(const struct stk_loader *cl, char *buf, size_t len)
 				    : t->phase == TUNE_QD ? "all take batches while the depth is probed"
 				    : "all take batches: the consumer set the pace while the "
 				      "depth was probed, so their copies were not measured");
+	char ra[48] = "", rab[24];
+	if (l->stream_ra)
+		snprintf(ra, sizeof(ra), "; %s read ahead",
+			 stk_fmt_bytes(rab, sizeof(rab), (double)l->ra_bytes));
 	if (l->ds->shards)
-		snprintf(shards, sizeof(shards), "\n%s (%.2f members a read so far)", l->shard_why,
-			 l->rd_reads ? (double)l->rd_members / (double)l->rd_reads : 0.0);
+		snprintf(shards, sizeof(shards), "\n%s (%.2f members a read so far%s)", l->shard_why,
+			 l->rd_reads ? (double)l->rd_members / (double)l->rd_reads : 0.0, ra);
 	int n = snprintf(buf, len, "%s\n%s%s%s%s%s", t->direct_why, t->why, threads, shards,
 			 t->cap_why[0] ? "\n" : "", t->cap_why);
 	pthread_mutex_unlock(&l->mu);
