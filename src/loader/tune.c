@@ -31,8 +31,9 @@
  * measured again over a window twice as long).  A level the loader could
  * not keep full (the consumer or the slots set the pace) is no measure:
  * retried, and after 4 such windows kept.  The loader's very first window
- * is let pass: a cold start waits on the directories' and inodes' first
- * reads, whatever the depth.  Then, when the I/O threads were busy over 60 % of the
+ * (one depth's worth of reads) runs at the plan's depth and is let pass: a
+ * cold start waits on the directories' and inodes' first reads, which the
+ * plan's depth fetches more of at once.  Then, when the I/O threads were busy over 60 % of the
  * time (reads from the page cache: their copies are the limit) and their
  * number is auto, rings are added one at a time the same way.  Afterwards
  * one-second windows watch the rate; two in a row 30 % away from the settled
@@ -193,7 +194,9 @@ void stk__tune_init(struct stk_loader *l)
 										     : 128;
 	if (t->plan_qd > t->max_qd)
 		t->plan_qd = t->max_qd;
-	t->qd = t->auto_qd ? start_qd(t) : remote && !l->o.queue_depth ? t->max_qd
+	/* auto: the loader's first window runs at the plan's depth (see tick;
+	 * plan_qd is at most max_qd already) */
+	t->qd = t->auto_qd ? t->plan_qd : remote && !l->o.queue_depth ? t->max_qd
 			   : l->o.queue_depth < t->max_qd ? l->o.queue_depth : t->max_qd;
 	t->phase = t->auto_qd || t->auto_rings ? TUNE_QD : TUNE_OFF;
 	t->probes = t->auto_qd;
@@ -527,7 +530,9 @@ void stk__tune_tick(struct stk_loader *l, uint64_t now)
 	/* a probe's level: four depths' worth of reads (four read latencies:
 	 * a window's ends fall between completions, so fewer is noise) and 20 ms,
 	 * so it settles early in a cold epoch */
-	if (dt < (double)span || reads < (t->extend ? 8ull : 4ull) * t->qd || reads < 64)
+	bool warmup = t->phase == TUNE_QD && t->auto_qd && !t->warmed;
+	if (dt < (double)span || reads < (warmup ? 1ull : t->extend ? 8ull : 4ull) * t->qd ||
+	    reads < 64)
 		return;
 	close_segment(l, now);
 	struct tune_point p = {.qd = t->qd, .rings = t->active,
@@ -547,12 +552,20 @@ void stk__tune_tick(struct stk_loader *l, uint64_t now)
 	t->busy = p.busy;
 	clear_window(t);
 	open_segment(l, now);
-	if (t->phase == TUNE_QD && t->auto_qd && !t->warmed) {
+	if (warmup) {
 		/* the loader's first window: on cold data it waits on the
 		 * directories' and inodes' first reads (a 32-deep start read at
 		 * 18 ms a read, a sixth of its rate a window later), so it is no
-		 * measure of the depth: the level is measured again */
+		 * measure of the depth; it runs at the plan's depth, whose opens
+		 * fetch that metadata four times as many at once, for one depth's
+		 * worth of reads, and the climb starts below it once its reads
+		 * have drained */
+		unsigned was = t->qd;
 		t->warmed = true;
+		t->qd = start_qd(t);
+		snprintf(t->why, sizeof(t->why), "queue depth %u (auto: probing)", t->qd);
+		apply(l);
+		t->skip = was > t->qd ? was : t->qd;
 		return;
 	}
 	if (t->phase != TUNE_WATCH && p.fill < 0.7) {
