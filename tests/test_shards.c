@@ -1,10 +1,12 @@
 /* test_shards.c — tar shards in the loader: a folder packed into shards reads
  * back the same bytes and labels; global and shard shuffles are permutations
- * (shard mode keeps reads near each other); stale indexes are rebuilt; a
+ * (shard mode keeps reads near each other, and reads each shard ahead in
+ * order, once an epoch, when buffered); stale indexes are rebuilt; a
  * damaged shard is named with its offset, or indexed up to the damage. */
 #include "testutil.h"
 
 #include "stoker/stoker.h"
+#include "loader/loader.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -193,6 +195,54 @@ static void test_shuffle_modes(void **state)
 	free(d);
 }
 
+/* Shard shuffle, buffered: every shard is read ahead front to back, each
+ * byte once an epoch (the ranges asked for are contiguous from 0: ra_end
+ * only grows, by what ra_bytes counts); global shuffle and O_DIRECT read
+ * nothing ahead. */
+static void test_shard_stream_read_ahead(void **state)
+{
+	(void)state;
+	char *d = shard_dir(30, "GNU_FORMAT");
+	char err[512], why[1024];
+	struct stk_loader *l = make((struct stk_loader_opts){.path = d, .batch_size = 7, .seed = 5,
+						     .shuffle_mode = STK_SHUFFLE_SHARD,
+						     .shuffle_window = 8, .flags = STK_F_BUFFERED},
+				    err, sizeof(err));
+	assert_true(l->stream_ra);
+	assert_int_equal(l->nshards, 3);
+	uint64_t total = 0;
+	for (uint32_t k = 0; k < l->nshards; k++)
+		total += l->shards[k].size;
+	int64_t order[N];
+	for (uint64_t e = 0; e < 2; e++) {
+		if (e)
+			assert_int_equal(stk_loader_start(l, e, 0), 0);
+		assert_int_equal(epoch(l, order), N);
+		for (uint32_t k = 0; k < l->nshards; k++) {
+			assert_true(l->shards[k].stamped);
+			assert_int_equal(l->shards[k].ra_end, l->shards[k].size);
+		}
+		assert_int_equal(l->ra_bytes, (e + 1) * total); /* each byte once an epoch */
+	}
+	stk_loader_tuning(l, why, sizeof(why));
+	assert_non_null(strstr(why, "each shard read ahead in order"));
+	stk_loader_destroy(l);
+	for (int direct = 0; direct < 2; direct++) {
+		struct stk_loader_opts o = {.path = d, .batch_size = 7, .seed = 5,
+					    .shuffle_mode = direct ? STK_SHUFFLE_SHARD : STK_SHUFFLE_GLOBAL,
+					    .shuffle_window = 8,
+					    .flags = direct ? STK_F_DIRECT : STK_F_BUFFERED};
+		l = make(o, err, sizeof(err));
+		assert_false(l->stream_ra && !direct);
+		assert_int_equal(epoch(l, order), N);
+		if (!direct || l->direct) /* (a filesystem that refuses O_DIRECT reads buffered) */
+			assert_int_equal(l->ra_bytes, 0);
+		stk_loader_destroy(l);
+	}
+	tu_rmrf(d);
+	free(d);
+}
+
 static void test_stale_index(void **state)
 {
 	(void)state;
@@ -350,6 +400,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_round_trip_formats),
 		cmocka_unit_test(test_shuffle_modes),
+		cmocka_unit_test(test_shard_stream_read_ahead),
 		cmocka_unit_test(test_stale_index),
 		cmocka_unit_test(test_damaged_shard),
 		cmocka_unit_test(test_duplicate_key),

@@ -1,6 +1,7 @@
 /* test_tune.c — what the loader chooses when left to it: the queue depth
  * probe finds the knee of a device modelled by the null engine (K channels
- * of fixed latency: throughput stops rising at depth K), an explicit depth
+ * of fixed latency: throughput stops rising at depth K), climbing from a
+ * quarter of the storage's planned depth, an explicit depth
  * wins, O_DIRECT is chosen only for a dataset larger than the page cache,
  * the choices are reported (stats, stk_loader_tuning), a stop in the
  * middle of a probe is prompt, and the verdict's advice on I/O threads
@@ -9,6 +10,7 @@
 #include "testutil.h"
 
 #include "stoker/stoker.h"
+#include "stoker/sys.h"
 #include "loader/loader.h"
 
 #include <errno.h>
@@ -96,6 +98,23 @@ static int probe_once(char *why, size_t cap)
 	assert_non_null(strstr(why, "queue depth"));
 	assert_non_null(strstr(why, "auto"));
 	assert_non_null(strstr(why, "16: "));
+	/* the climb starts two doublings below the storage's plan (a deeper
+	 * start spent a cold epoch's first third past the knee) */
+	struct stk_io_plan plan = {.size = sizeof(plan)};
+	assert_int_equal(stk_io_plan(NULL, root, &plan), 0);
+	unsigned most = l->tune.max_qd; /* what the slots and engines hold */
+	unsigned planned = plan.queue_depth < most ? plan.queue_depth : most;
+	unsigned start = planned / 4 > 8 ? planned / 4 : 8;
+	start = start < most ? start : most;
+	char first[32];
+	snprintf(first, sizeof(first), "probe 1: %u: ", start);
+	if (!strstr(why, first))
+		fail_msg("the probe did not start at %u (plan %u): %s", start, plan.queue_depth, why);
+	/* each level's fill (reads in flight over the depth) is a share, not
+	 * an unsigned difference of clocks gone below zero */
+	for (unsigned i = 0; i < l->tune.npts; i++)
+		if (!(l->tune.pts[i].fill >= 0 && l->tune.pts[i].fill < 1.5))
+			fail_msg("level %u: fill %g", l->tune.pts[i].qd, l->tune.pts[i].fill);
 	unsigned qd = st.queue_depth;
 	stk_loader_destroy(l);
 	return qd == 16 || qd == 32 ? 0 : -1;

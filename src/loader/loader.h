@@ -46,6 +46,17 @@ struct shard {
 	bool stamped;         /* the index recorded its size and mtime: */
 	uint64_t size, mtime_ns;
 	bool warned;          /* its change was said on stderr (once a loader) */
+	uint64_t ra_end;      /* shard shuffle, buffered: bytes read ahead so far this
+				 epoch (loader/shard_read.c), in order from 0 */
+	uint64_t ra_gen;      /* the loader's gen ra_end is of */
+};
+
+/* Shard shuffle over buffered shards: a ring's read-ahead ranges, noted
+ * under mu at a claim and asked of the kernel after (loader/shard_read.c). */
+#define STK_RA_MAX 8u
+struct stk__ra {
+	int fd;
+	uint64_t off, len;
 };
 
 /* Shards: members of a batch at most MERGE_GAP apart (their tar headers)
@@ -135,6 +146,8 @@ struct io_thread {
 	double tarea;           /* since create (loader/tune.c's windows) */
 	uint64_t stat_round;    /* reaps so far, for stat_memo */
 	struct stat_memo stat_memo[STAT_MEMO];
+	struct stk__ra ra[STK_RA_MAX]; /* read-ahead to ask for, outside mu */
+	unsigned nra;
 };
 
 /* The most reads in flight the auto queue depth probes (also bounded by
@@ -190,6 +203,8 @@ struct tune {
 	bool unsure;            /* the last probe could not fill its levels */
 	bool down;              /* the probe steps below its start (nothing above it gained) */
 	bool extend;            /* this level's window goes on: its first part was marginal */
+	bool warmed;            /* the first probe's first window was let pass (a cold
+				   start: the directories' and inodes' first reads) */
 	char why[800];
 	char direct_why[200];
 	char cap_why[400];      /* the engines hold less than asked: why (else empty) */
@@ -277,6 +292,9 @@ struct stk_loader {
 	_Atomic uint64_t copy_ns; /* the consumer waiting on device copies (bindings) */
 	uint64_t rd_reads, rd_bytes; /* reads completed since create (under mu) */
 	uint64_t rd_members;    /* shards: members those reads brought (merged runs count all) */
+	uint64_t ra_bytes;      /* shards: bytes read ahead in order (shard shuffle, buffered) */
+	bool stream_ra;         /* shards: each shard's span read ahead in order */
+	uint64_t ra_chunk;      /* bytes a read-ahead call (the kernel's cap a call) */
 	struct shard *shards;   /* shards, in index order */
 	uint32_t nshards;
 	char shard_why[200];
@@ -393,6 +411,9 @@ void stk__loader_sample_error(struct stk_loader *l, struct slot *s, struct sio *
 int stk__shards_open(struct stk_loader *l, char *err, size_t errlen);
 void stk__shards_close(struct stk_loader *l);
 uint32_t stk__shards_lay_out(struct stk_loader *l, struct io_thread *r, struct slot *s, uint32_t n);
+/* Asks the kernel for the read-ahead ring r noted at its claims (without mu,
+ * before its reads are submitted). */
+void stk__shards_read_ahead(struct io_thread *r);
 int stk__shards_check(struct stk_loader *l, struct sio *x, char *why, size_t len);
 /* After a read of a shard landed, before its check (ring r's thread,
  * without mu; r->stat_round counts the reap that returned it): sets

@@ -365,6 +365,8 @@ void *stk__loader_io_main(void *arg)
 			inflight_change(l, r, (int)n);
 		pthread_mutex_unlock(&l->mu);
 
+		if (r->nra) /* shard shuffle: the shards read ahead before the members */
+			stk__shards_read_ahead(r);
 		if (n && (rc = r->ops->submit(r->eng, r->batch, n)) < 0)
 			goto broken;
 		/* blocks until a read lands or another thread wakes us */

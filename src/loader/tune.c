@@ -9,16 +9,20 @@
  * keep an epoch and buffered reads only add page-cache insertion and a copy
  * (2-3x the CPU per sample, measured) and evict the trainer's memory.
  *
- * Queue depth (auto): a probe at the start begins at the depth the storage's
- * plan gives (stk_io_plan: 128 for a virtio or unknown disk, 256 for NVMe,
- * 16 for a hard disk; at least 8), so that a cold epoch is read near its
- * best depth from the first window, and climbs by doublings (up to what the
- * engines and the batch slots can hold), one window per level (after the
- * level's first reads, 20 ms and 4 x qd reads at least: about five read
- * latencies a level, so a cold epoch is past the probe after three or four
- * levels); it stops at the first doubling that gained under 10 % and keeps
- * the depth below it: the plan's depth stays unless a deeper one proves
- * better, and past the knee latency only grows (Little's law).  When
+ * Queue depth (auto): a probe at the start begins at a quarter of the depth
+ * the storage's plan gives (stk_io_plan: 128 for a virtio or unknown disk,
+ * 256 for NVMe, 16 for a hard disk; so 32, 64, 8; at least 8), and climbs by
+ * doublings (up to what the engines and the batch slots can hold), one
+ * window per level (after the level's first reads, 20 ms and 4 x qd reads
+ * at least: about five read latencies a level, so a cold epoch is past the
+ * probe after three or four levels, the plan's depth reached in two); it
+ * stops at the first doubling that gained under 10 % and keeps the depth
+ * below it: past the knee latency only grows (Little's law).  It starts
+ * below the plan because a level above the knee is the costly one: every
+ * read waits behind the queue (a virtio disk whose knee was 32 gave 17-28
+ * ms reads at 128 and 256, and a 10,000-file cold epoch spent a third of
+ * itself there, at a third of fio's rate), while a level below it is short
+ * (4 x qd reads at the lowest latency) and the climb passes it.  When
  * nothing above the starting depth gained, it steps down by halves (to 8
  * at least) while the rate holds within 5 % of the best: page-cache reads and fast devices reach their rate at a lower depth,
  * with less latency.  It keeps the lowest level within 5 % of the best rate:
@@ -26,7 +30,10 @@
  * off by that much on a shared machine (a step down that lost 5-20 % is
  * measured again over a window twice as long).  A level the loader could
  * not keep full (the consumer or the slots set the pace) is no measure:
- * retried, and after 4 such windows kept.  Then, when the I/O threads were busy over 60 % of the
+ * retried, and after 4 such windows kept.  The loader's very first window
+ * (one depth's worth of reads) runs at the plan's depth and is let pass: a
+ * cold start waits on the directories' and inodes' first reads, which the
+ * plan's depth fetches more of at once.  Then, when the I/O threads were busy over 60 % of the
  * time (reads from the page cache: their copies are the limit) and their
  * number is auto, rings are added one at a time the same way.  Afterwards
  * one-second windows watch the rate; two in a row 30 % away from the settled
@@ -160,11 +167,11 @@ static void apply(struct stk_loader *l)
 	stk__loader_wake_rings(l);
 }
 
-/* Where a probe starts: the storage's planned depth, between MIN_QD and
- * what the engines hold. */
+/* Where a probe starts: a quarter of the storage's planned depth (two
+ * doublings below it), between MIN_QD and what the engines hold. */
 static unsigned start_qd(const struct tune *t)
 {
-	unsigned q = t->plan_qd > MIN_QD ? t->plan_qd : MIN_QD;
+	unsigned q = t->plan_qd / 4 > MIN_QD ? t->plan_qd / 4 : MIN_QD;
 	return q < t->max_qd ? q : t->max_qd;
 }
 
@@ -187,7 +194,9 @@ void stk__tune_init(struct stk_loader *l)
 										     : 128;
 	if (t->plan_qd > t->max_qd)
 		t->plan_qd = t->max_qd;
-	t->qd = t->auto_qd ? start_qd(t) : remote && !l->o.queue_depth ? t->max_qd
+	/* auto: the loader's first window runs at the plan's depth (see tick;
+	 * plan_qd is at most max_qd already) */
+	t->qd = t->auto_qd ? t->plan_qd : remote && !l->o.queue_depth ? t->max_qd
 			   : l->o.queue_depth < t->max_qd ? l->o.queue_depth : t->max_qd;
 	t->phase = t->auto_qd || t->auto_rings ? TUNE_QD : TUNE_OFF;
 	t->probes = t->auto_qd;
@@ -209,8 +218,12 @@ void stk__tune_init(struct stk_loader *l)
 static double ring_area(const struct stk_loader *l, uint64_t now)
 {
 	double a = 0;
-	for (uint32_t i = 0; i < l->nrings; i++)
-		a += l->rings[i].tarea + (double)l->rings[i].inflight * (double)(now - l->rings[i].area_t);
+	for (uint32_t i = 0; i < l->nrings; i++) {
+		/* a ring's last change may be later than `now` (its reap took the
+		 * time before it handed its reads back): nothing to add then */
+		const struct io_thread *r = &l->rings[i];
+		a += r->tarea + (now > r->area_t ? (double)r->inflight * (double)(now - r->area_t) : 0);
+	}
 	return a;
 }
 
@@ -517,7 +530,9 @@ void stk__tune_tick(struct stk_loader *l, uint64_t now)
 	/* a probe's level: four depths' worth of reads (four read latencies:
 	 * a window's ends fall between completions, so fewer is noise) and 20 ms,
 	 * so it settles early in a cold epoch */
-	if (dt < (double)span || reads < (t->extend ? 8ull : 4ull) * t->qd || reads < 64)
+	bool warmup = t->phase == TUNE_QD && t->auto_qd && !t->warmed;
+	if (dt < (double)span || reads < (warmup ? 1ull : t->extend ? 8ull : 4ull) * t->qd ||
+	    reads < 64)
 		return;
 	close_segment(l, now);
 	struct tune_point p = {.qd = t->qd, .rings = t->active,
@@ -537,6 +552,22 @@ void stk__tune_tick(struct stk_loader *l, uint64_t now)
 	t->busy = p.busy;
 	clear_window(t);
 	open_segment(l, now);
+	if (warmup) {
+		/* the loader's first window: on cold data it waits on the
+		 * directories' and inodes' first reads (a 32-deep start read at
+		 * 18 ms a read, a sixth of its rate a window later), so it is no
+		 * measure of the depth; it runs at the plan's depth, whose opens
+		 * fetch that metadata four times as many at once, for one depth's
+		 * worth of reads, and the climb starts below it once its reads
+		 * have drained */
+		unsigned was = t->qd;
+		t->warmed = true;
+		t->qd = start_qd(t);
+		snprintf(t->why, sizeof(t->why), "queue depth %u (auto: probing)", t->qd);
+		apply(l);
+		t->skip = was > t->qd ? was : t->qd;
+		return;
+	}
 	if (t->phase != TUNE_WATCH && p.fill < 0.7) {
 		/* The level was not kept in flight (the consumer or the slots set the
 		 * pace, or an epoch's tail): not a measure of the storage.  Retry;
@@ -597,9 +628,13 @@ int stk_loader_tuning(const struct stk_loader *cl, char *buf, size_t len)
 				    : t->phase == TUNE_QD ? "all take batches while the depth is probed"
 				    : "all take batches: the consumer set the pace while the "
 				      "depth was probed, so their copies were not measured");
+	char ra[48] = "", rab[24];
+	if (l->stream_ra)
+		snprintf(ra, sizeof(ra), "; %s read ahead",
+			 stk_fmt_bytes(rab, sizeof(rab), (double)l->ra_bytes));
 	if (l->ds->shards)
-		snprintf(shards, sizeof(shards), "\n%s (%.2f members a read so far)", l->shard_why,
-			 l->rd_reads ? (double)l->rd_members / (double)l->rd_reads : 0.0);
+		snprintf(shards, sizeof(shards), "\n%s (%.2f members a read so far%s)", l->shard_why,
+			 l->rd_reads ? (double)l->rd_members / (double)l->rd_reads : 0.0, ra);
 	int n = snprintf(buf, len, "%s\n%s%s%s%s%s", t->direct_why, t->why, threads, shards,
 			 t->cap_why[0] ? "\n" : "", t->cap_why);
 	pthread_mutex_unlock(&l->mu);
