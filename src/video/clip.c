@@ -20,10 +20,10 @@
  *
  * Conversion: libswscale from the crop box of the decoded frame (plane
  * pointers moved to the box, aligned to the chroma grid) to S×S RGB24 with
- * SWS_AREA (docs/BENCHMARKS.md "Video: libswscale's filter": as fast as
- * SWS_BILINEAR, 0.94x its conversion time, and nearer swscale's best,
- * Lanczos; FAST_BILINEAR saves a third of a conversion that is 3 % of a
- * clip, and is the farthest, 2.6 grey levels off), straight into the output
+ * SWS_AREA (docs/BENCHMARKS.md "Video: libswscale's filter": 0.91x
+ * SWS_BILINEAR's instructions and nearer swscale's best, Lanczos;
+ * FAST_BILINEAR halves a conversion that is 3.7 % of a clip, and is the
+ * farthest, 2.6 grey levels off), straight into the output
  * when nothing else is to be done; else into a scratch frame turned
  * (rotation), mirrored (flip) and laid out (THWC, TCHW) into the output.
  * 10-bit, 4:4:4 and every other pixel format are swscale's to convert.
