@@ -82,9 +82,6 @@ ENVIRONMENT = [
     ("STOKER_PAGE_CACHE_BYTES", "library",
      "the page cache the direct/buffered choice counts on, where the machine's limit is not "
      "visible to /proc/meminfo and the cgroup (bytes)"),
-    ("STOKER_AV_LOG", "library",
-     "1: FFmpeg's own log messages on stderr (video mode; silenced otherwise: its errors "
-     "reach you through stoker's, naming the file)"),
     ("AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN", "library",
      "s3:// data: the credentials, first (never printed: the key id is masked, the secret "
      "never shown)"),
