@@ -99,6 +99,9 @@ ENVIRONMENT = [
      "remote data: set, they override the options remote_timeout, remote_connect_timeout (in ms), "
      "remote_tries and remote_retry_time (in ms) (a job whose launcher cannot be changed)"),
     ("STOKER_CUDART", "library", "path of the CUDA runtime to pin slots with, tried first"),
+    ("STOKER_AV_LOG", "library",
+     "1: FFmpeg's own log messages on stderr (video mode; silenced otherwise: errors come "
+     "back naming the file)"),
     ("STOKER_NULL_CHANNELS", "library",
      "engine null models a device of K channels (the queue-depth tuner's tests)"),
     ("TMPDIR", "CLI", "`stoker pack DIR s3://...`: where each shard is staged before its upload "
