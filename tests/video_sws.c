@@ -8,7 +8,8 @@
  *   make && cc -O2 -Iinclude -Isrc -I/usr/include/x86_64-linux-gnu tests/video_sws.c \
  *     build/libstoker.a $(pkg-config --libs liburing libjpeg libpng libwebp libwebpdemux \
  *     jansson libmicrohttpd libcurl) -ldl -lm -pthread -o build/video_sws
- *   flock /work/.measure.lock build/video_sws [ROUNDS] */
+ *   flock /work/.measure.lock build/video_sws [ROUNDS]
+ *   valgrind --tool=callgrind build/video_sws 1 K   # filter K alone: its instructions */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -42,6 +43,8 @@ int main(int argc, char **argv)
 	int rounds = argc > 1 ? (int)strtol(argv[1], NULL, 10) : 5;
 	if (rounds < 1)
 		rounds = 1;
+	/* one filter only (0, 1, 2), no reference: for callgrind's counts */
+	int only = argc > 2 ? (int)strtol(argv[2], NULL, 10) : -1;
 	const char *path = "build/video_sws_720p.mp4";
 	char err[512];
 	struct stk_video_make_opts mo = {.size = sizeof(mo), .width = 1280, .height = 720,
@@ -60,7 +63,8 @@ int main(int argc, char **argv)
 	if (fread(data, 1, len, f) != len)
 		return 1;
 	fclose(f);
-	struct stk_video_opts o = {.size = sizeof(o), .frames = 16, .stride = 2, .out_size = 224};
+	struct stk_video_opts o = {.size = sizeof(o), .frames = 16, .stride = 2, .out_size = 224,
+				   .max_decode_ns = 3600000000000ull}; /* callgrind is slow */
 	size_t cb = stk_video_clip_bytes(&o);
 	uint8_t *out[NF + 1];
 	for (int k = 0; k <= NF; k++)
@@ -68,7 +72,7 @@ int main(int argc, char **argv)
 	/* the reference: swscale's best */
 	stk__video_sws_flags = SWS_LANCZOS | SWS_ACCURATE_RND | SWS_FULL_CHR_H_INT |
 			       SWS_FULL_CHR_H_INP;
-	for (int c = 0; c < CLIPS; c++)
+	for (int c = 0; only < 0 && c < CLIPS; c++)
 		if (stk_video_decode(&o, data, len, 1, 0, (uint64_t)c, 0, out[NF] + c * cb, NULL, err,
 				     sizeof(err))) {
 			fprintf(stderr, "%s\n", err);
@@ -82,14 +86,18 @@ int main(int argc, char **argv)
 	for (int r = 0; r < rounds; r++)
 		for (int i = 0; i < NF; i++) {
 			int k = (i + r) % NF; /* alternate the order */
+			if (only >= 0 && k != only)
+				continue;
 			uint64_t ns = 0;
 			stk__video_sws_flags = flags[k];
 			stk__video_sws_ns = &ns;
 			double t0 = cpu_s();
 			for (int c = 0; c < CLIPS; c++)
 				if (stk_video_decode(&o, data, len, 1, 0, (uint64_t)c, 0, out[k] + c * cb,
-						     NULL, err, sizeof(err)))
+						     NULL, err, sizeof(err))) {
+					fprintf(stderr, "%s\n", err);
 					return 1;
+				}
 			clip_t[k][r] = (cpu_s() - t0) / CLIPS;
 			sws_t[k][r] = (double)ns * 1e-9 / CLIPS;
 			stk__video_sws_ns = NULL;
@@ -99,7 +107,7 @@ int main(int argc, char **argv)
 	printf("%-18s %10s %10s %8s %12s %12s\n", "filter", "clip ms", "sws ms", "vs BIL",
 	       "|d| vs best", "|d| vs BIL");
 	double base = 0;
-	for (int k = 0; k < NF; k++) {
+	for (int k = 0; only < 0 && k < NF; k++) {
 		qsort(clip_t[k], (size_t)rounds, sizeof(double), cmp);
 		qsort(sws_t[k], (size_t)rounds, sizeof(double), cmp);
 		double ct = clip_t[k][rounds / 2] * 1e3, st = sws_t[k][rounds / 2] * 1e3;
