@@ -16,6 +16,7 @@ n=$(echo $F | wc -w)
 m=
 [ "$mode" = -c ] && m=-c
 one() {
+	# shellcheck disable=SC2086 # $m and $F: words on purpose
 	ms=$(LD_LIBRARY_PATH=$1 perf stat -x, -e task-clock "$now/examples/decode_loop" $m 3 $F 2>&1 >/dev/null |
 		grep task-clock | cut -d, -f1)
 	echo "$2 $(awk -v ms="$ms" -v n="$n" 'BEGIN { printf "%.0f", 3 * n / (ms / 1000) }') images/CPU-s"
