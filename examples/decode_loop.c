@@ -1,16 +1,19 @@
 /* decode_loop.c — one thread decoding and cropping JPEGs through the public
  * API, for profiles (callgrind, perf) of the image pipeline without the
  * loader around it.  Each round decodes every file once (224×224 uint8
- * RandomResizedCrop + flip, sample index = argument position) and prints
- * images/s; exits 1 if any file failed to decode.
+ * RandomResizedCrop + flip, or with -c validation's Resize 256 + CenterCrop
+ * 224; sample index = argument position) and prints images/s; exits 1 if any
+ * file failed to decode.
  *
  *   make build/examples/decode_loop
  *   valgrind --tool=callgrind build/examples/decode_loop 3 $(find /tmp/stoker-data20k/c0000 -name '*.jpg' | sort | head -40)
+ *   build/examples/decode_loop -c 3 FILE.jpg...
  */
 #include <stoker/stoker.h>
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 static double now(void)
@@ -22,8 +25,14 @@ static double now(void)
 
 int main(int argc, char **argv)
 {
+	struct stk_image_opts o = {.size = sizeof(o)};
+	if (argc > 1 && !strcmp(argv[1], "-c")) {
+		o.crop = STK_CROP_CENTER;
+		argv++;
+		argc--;
+	}
 	if (argc < 3) {
-		fprintf(stderr, "usage: decode_loop ROUNDS FILE.jpg...\n");
+		fprintf(stderr, "usage: decode_loop [-c] ROUNDS FILE.jpg...\n");
 		return 2;
 	}
 	char *end;
@@ -35,7 +44,6 @@ int main(int argc, char **argv)
 	}
 	unsigned char **data = calloc((size_t)n, sizeof(*data));
 	size_t *len = calloc((size_t)n, sizeof(*len));
-	struct stk_image_opts o = {.size = sizeof(o)};
 	void *out = malloc(stk_image_bytes(&o));
 	if (!data || !len || !out)
 		return 1;

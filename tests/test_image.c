@@ -560,6 +560,101 @@ static void test_scan_bomb(void **state)
 	free(d);
 }
 
+/* The last decoded region (stk__image_region_hook), every pixel of it. */
+static uint8_t *region_rgb;
+static size_t region_len;
+static void keep_region(const uint8_t *rgb, int w, int h, double bx, double by)
+{
+	(void)bx;
+	(void)by;
+	free(region_rgb);
+	region_len = (size_t)w * (size_t)h * 3;
+	region_rgb = malloc(region_len);
+	assert_non_null(region_rgb);
+	memcpy(region_rgb, rgb, region_len);
+}
+
+/* A progressive JPEG's scans are decoded only down to the rows the crop
+ * needs (image/image.c, skip_tail): the same output bytes as decoding every
+ * scan to its end, for the centre crop and random crops (DCT scaling
+ * included), every chroma sampling, grey, landscape and portrait, every
+ * pixel of the decoded region (the row below it that vertical upsampling
+ * reads included); the
+ * entropy share shows the tail was skipped; a file cut in the skipped part
+ * is still refused as truncated. */
+static void test_progressive_tail(void **state)
+{
+	(void)state;
+	const struct {
+		int w, h, comps, hs, vs;
+	} pics[] = {{403, 301, 3, 0, 0}, {240, 421, 3, 0, 0}, {333, 500, 3, 2, 1},
+		    {300, 449, 3, 1, 1}, {257, 390, 1, 0, 0}, {800, 1200, 3, 0, 0}};
+	const uint32_t sizes[][2] = {{224, 224}, {61, 47}, {32, 96}};
+	char err[256];
+	for (size_t p = 0; p < sizeof(pics) / sizeof(pics[0]); p++) {
+		size_t len;
+		uint8_t *jpg = tu_jpeg(&(struct tu_jpeg){.w = pics[p].w, .h = pics[p].h,
+							  .comps = pics[p].comps, .h_samp = pics[p].hs,
+							  .v_samp = pics[p].vs, .progressive = true,
+							  .pixel = texture},
+				       &len);
+		double least = 1;
+		for (size_t s = 0; s < sizeof(sizes) / sizeof(sizes[0]); s++)
+			for (int crop = 0; crop < 2; crop++) {
+				struct stk_image_opts o = opts(crop ? STK_CROP_CENTER : STK_CROP_RANDOM_RESIZED, 0);
+				o.width = sizes[s][0];
+				o.height = sizes[s][1];
+				assert_int_equal(stk__image_defaults(&o, err, sizeof(err)), 0);
+				size_t n = stk__image_bytes(&o);
+				uint8_t *a = malloc(n), *b = malloc(n);
+				assert_non_null(a);
+				assert_non_null(b);
+				for (int64_t i = 0; i < (crop ? 1 : 16); i++) {
+					uint64_t seed = stk__sample_seed(5, 0, i);
+					struct stk__decode_info ia, ib;
+					stk__image_region_hook = keep_region;
+					stk__image_tail = 0;
+					assert_int_equal(stk__image_decode(&o, jpg, len, seed, a, err, sizeof(err), &ia), 0);
+					uint8_t *whole = region_rgb;
+					size_t whole_len = region_len;
+					region_rgb = NULL;
+					stk__image_tail = 1;
+					int rc = stk__image_decode(&o, jpg, len, seed, b, err, sizeof(err), &ib);
+					stk__image_region_hook = NULL;
+					if (rc)
+						fail_msg("%dx%d: %s", pics[p].w, pics[p].h, err);
+					bool same = whole_len == region_len && !memcmp(whole, region_rgb, region_len);
+					free(whole);
+					if (memcmp(a, b, n) || !same)
+						fail_msg("%dx%d comps %d sampling %dx%d, %ux%u %s crop %lld: output "
+							 "or region differs when the scans' tails are skipped", pics[p].w,
+							 pics[p].h, pics[p].comps, pics[p].hs, pics[p].vs, o.width,
+							 o.height, crop ? "centre" : "random", (long long)i);
+					assert_true(ia.entropy > 0.999);
+					least = ib.entropy < least ? ib.entropy : least;
+				}
+				free(a);
+				free(b);
+			}
+		free(region_rgb);
+		region_rgb = NULL;
+		/* random crops end above the bottom: some scans' tails went unread */
+		if (least > 0.95)
+			fail_msg("%dx%d: no scan tail skipped (least entropy share %.3f)", pics[p].w,
+				 pics[p].h, least);
+		/* cut inside the last scan, below any crop's rows: truncated */
+		struct stk_image_opts o = opts(STK_CROP_CENTER, 0);
+		assert_int_equal(stk__image_defaults(&o, err, sizeof(err)), 0);
+		uint8_t *out = malloc(stk__image_bytes(&o));
+		assert_non_null(out);
+		assert_int_equal(stk__image_decode(&o, jpg, len - 40, 1, out, err, sizeof(err), NULL),
+				 STK_ECORRUPT);
+		assert_non_null(strstr(err, "truncated"));
+		free(out);
+		free(jpg);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -572,6 +667,7 @@ int main(void)
 		cmocka_unit_test(test_corrupt_corpus),
 		cmocka_unit_test(test_loader_image_mode),
 		cmocka_unit_test(test_scan_bomb),
+		cmocka_unit_test(test_progressive_tail),
 	};
 	return cmocka_run_group_tests_name("image", tests, NULL, NULL);
 }

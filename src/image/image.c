@@ -7,7 +7,9 @@
  * RandomResizedCrop, or resize-short-side + centre crop), then libjpeg-turbo
  * decodes only what the box needs: DCT-domain scaling by 1/2, 1/4 or 1/8 when
  * the box will be shrunk that much anyway, jpeg_crop_scanline for its columns,
- * jpeg_skip_scanlines above it, and no rows below it.  The region is resampled
+ * jpeg_skip_scanlines above it, and no rows below it (a progressive file's
+ * scans, read whole before any row comes out, jump from the region's last
+ * iMCU row to their end: skip_tail).  The region is resampled
  * to the output size with an antialiased bilinear (triangle) filter whose
  * support widens with the shrink factor, as PIL's BILINEAR does (fixed point
  * vertically, floats horizontally; SSE2 where the CPU has it).
@@ -185,6 +187,10 @@ struct err_mgr {
 	uint32_t max_scans;
 	unsigned calls;
 	struct stk__deadline dl;
+	/* a progressive file's scans: the iMCU rows from tail_row on are not
+	 * needed (0: all are); the entropy bytes jumped over */
+	JDIMENSION tail_row;
+	size_t skipped;
 };
 
 static void on_error_exit(j_common_ptr c)
@@ -210,6 +216,41 @@ static void on_message(j_common_ptr c, int level)
 	}
 }
 
+int stk__image_tail = 1;
+
+/* A progressive file's scans each cover the whole image, and libjpeg reads
+ * them all before the first row comes out; the rows below the region are
+ * never output.  So once a scan reaches the first iMCU row not needed, its
+ * input jumps to the scan's end: the next marker (0xFF then a byte neither 0,
+ * a fill 0xFF nor a restart marker: files with restart intervals are left
+ * whole).  The entropy decoder meets the marker, warns (JWRN_HIT_MARKER, a
+ * warning the ordinary path ignores) and leaves the scan's remaining blocks
+ * as they are, skipping them; the next scan starts afresh.  Where no marker
+ * follows, the input ends there, as a truncated file's does: the same error.
+ * Only public fields: the source manager, input_iMCU_row (within a scan
+ * while below total_iMCU_rows) and unread_marker (the decoder met one). */
+static void skip_tail(j_decompress_ptr d, struct err_mgr *e)
+{
+	struct jpeg_source_mgr *s = d->src;
+	if (d->input_iMCU_row < e->tail_row || d->input_iMCU_row >= d->total_iMCU_rows ||
+	    d->unread_marker || !s->bytes_in_buffer)
+		return;
+	const uint8_t *p = s->next_input_byte, *end = p + s->bytes_in_buffer;
+	for (;;) {
+		p = memchr(p, 0xff, (size_t)(end - p));
+		if (!p || end - p < 2) {
+			p = end;
+			break;
+		}
+		if (p[1] != 0 && p[1] != 0xff)
+			break;
+		p += p[1] == 0xff ? 1 : 2;
+	}
+	e->skipped += (size_t)(p - s->next_input_byte);
+	s->bytes_in_buffer -= (size_t)(p - s->next_input_byte);
+	s->next_input_byte = p;
+}
+
 /* Called by libjpeg once per iMCU row of each scan while a progressive
  * file is read in, and per read_scanlines call: a progressive JPEG can
  * declare thousands of scans that each walk the whole coefficient buffer
@@ -223,6 +264,8 @@ static void on_progress(j_common_ptr c)
 		e->limit = LIMIT_SCANS;
 		longjmp(e->jmp, 1);
 	}
+	if (c->is_decompressor && e->tail_row)
+		skip_tail((j_decompress_ptr)c, e);
 	if (++e->calls % 64 == 0 && stk__deadline_passed(&e->dl)) {
 		e->limit = LIMIT_TIME;
 		longjmp(e->jmp, 1);
@@ -351,6 +394,8 @@ int stk__image_decode_box(const struct stk_image_opts *o, const uint8_t *src, si
 	em.limit = LIMIT_NONE;
 	em.max_scans = o->max_scans ? o->max_scans : UINT32_MAX;
 	em.calls = 0;
+	em.tail_row = 0;
+	em.skipped = 0;
 	stk__deadline_start(&em.dl, o);
 	em.progress = (struct jpeg_progress_mgr){.progress_monitor = on_progress};
 	if (setjmp(em.jmp)) {
@@ -433,6 +478,12 @@ int stk__image_decode_box(const struct stk_image_opts *o, const uint8_t *src, si
 		 * ignores too. */
 		em.strict = true;
 	}
+	if (ci.progressive_mode && !ci.restart_interval && stk__image_tail) {
+		/* the region's last iMCU row and the one below it, which vertical
+		 * upsampling reads (skip_tail) */
+		int mh = STK__MIN_SCALED(&ci) * (ci.num_components == 1 ? 1 : ci.max_v_samp_factor);
+		em.tail_row = (JDIMENSION)((g.y1 - 1) / mh + 2);
+	}
 	struct stk__jpeg_hook hook;
 	if (fast)
 		stk__jpeg_hook_prepare(&ci, &hook);
@@ -481,7 +532,7 @@ int stk__image_decode_box(const struct stk_image_opts *o, const uint8_t *src, si
 		rc = STK_ECORRUPT;
 	}
 	if (info) {
-		uint64_t done_bytes = pos > scan0 ? pos - scan0 : 0;
+		uint64_t done_bytes = pos > scan0 + em.skipped ? pos - scan0 - em.skipped : 0;
 		if (fast)
 			done_bytes = stk__jpeg_fast_done(&fs, pos);
 		info->fast = fast;

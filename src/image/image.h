@@ -37,6 +37,9 @@ struct stk__decode_info {
 };
 /* 0 disables the restart-interval path (tests compare the two) [1]. */
 extern int stk__image_fast;
+/* 0 makes a progressive JPEG's every scan decoded to its end, also below the
+ * rows the crop needs (tests compare the two) [1]. */
+extern int stk__image_tail;
 /* Tests: sees each decoded RGB region (w×h, the box's origin in it) before
  * it is resampled [NULL]. */
 extern void (*stk__image_region_hook)(const uint8_t *rgb, int w, int h, double bx, double by);

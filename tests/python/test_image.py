@@ -182,7 +182,8 @@ def test_center_crop_within_documented_tolerance_of_torchvision(tmp_path):
     """docs/python.md: the centre crop is within 0.2 grey levels (mean
     absolute difference) of torchvision's Resize(256) + CenterCrop(224) on
     PIL, also for textured photos large enough that a DCT-domain 1/2 decode
-    would fit the box (800x600, 1024x768: 3 grey levels apart that way)."""
+    would fit the box (800x600, 1024x768: 3 grey levels apart that way), and
+    for progressive files (their scans decoded only down to the crop's rows)."""
     pytest.importorskip("PIL", reason="PIL is not installed (apt-get install python3-pil)")
     transforms = pytest.importorskip(
         "torchvision.transforms",
@@ -196,13 +197,17 @@ def test_center_crop_within_documented_tolerance_of_torchvision(tmp_path):
         base = rng.integers(0, 256, (h // 8 + 1, w // 8 + 1, 3)).astype(np.uint8)
         im = np.asarray(PILImage.fromarray(base).resize((w, h), PILImage.BICUBIC), np.int16)
         im = np.clip(im + rng.integers(-40, 40, (h, w, 3)), 0, 255).astype(np.uint8)
-        path = str(tmp_path / ("%dx%d.jpg" % (w, h)))
-        PILImage.fromarray(im).save(path, quality=90)
-        got = opts.decode(read(path)).numpy().astype(np.int16)
-        want = ref(PILImage.open(path).convert("RGB")).numpy().astype(np.int16)
-        mad = np.abs(got - want).mean()
-        assert mad <= 0.2, "%dx%d: mean absolute difference %.3f" % (w, h, mad)
-        assert np.abs(got - want).max() <= 2
+        for progressive in (False, True):
+            path = str(tmp_path / ("%dx%d-%d.jpg" % (w, h, progressive)))
+            PILImage.fromarray(im).save(path, quality=90, progressive=progressive)
+            got = opts.decode(read(path)).numpy().astype(np.int16)
+            with PILImage.open(path) as pim:
+                assert bool(pim.info.get("progressive")) == progressive
+                want = ref(pim.convert("RGB")).numpy().astype(np.int16)
+            mad = np.abs(got - want).mean()
+            assert mad <= 0.2, "%dx%d progressive %s: mean absolute difference %.3f" % (
+                w, h, progressive, mad)
+            assert np.abs(got - want).max() <= 2
 
 
 def test_random_crop_equals_c_decode(image_folder):
