@@ -24,7 +24,7 @@ while [ "$i" -lt "$N" ]; do
 	mkdir -p "$DIR/class$c"
 	f=$DIR/class$c/v$(printf %03d "$i").mp4
 	if [ ! -s "$f" ]; then
-		echo "ffmpeg -loglevel error -y -f lavfi -i testsrc2=size=$s:rate=$r:duration=$d -c:v libx264 -preset superfast -crf 23 -g $g -pix_fmt yuv420p -threads 1 -an $f.tmp.mp4 && mv $f.tmp.mp4 $f"
+		echo "ffmpeg -loglevel error -y -f lavfi -i testsrc2=size=$s:rate=$r:duration=$d -c:v libx264 -preset superfast -crf 23 -g $g -pix_fmt yuv420p -threads 1 -an -f mp4 $f.part && mv $f.part $f"
 	fi
 	i=$((i + 1))
 done | xargs -P 2 -I{} sh -c '{}'
