@@ -21,6 +21,8 @@ Q :=
 endif
 
 PKGS := liburing libjpeg libpng libwebp libwebpdemux jansson libmicrohttpd libcurl
+# FFmpeg: headers only; src/video/av.c loads the libraries with dlopen (no -l).
+AV_PKGS := libavformat libavcodec libswscale libavutil
 # One owner: the version is include/stoker/stoker.h's STK_VERSION_*.
 VERSION := $(shell sed -n 's/^\#define STK_VERSION_\(MAJOR\|MINOR\|PATCH\) \([0-9]*\)$$/\2/p' \
 	include/stoker/stoker.h | paste -sd.)
@@ -32,7 +34,7 @@ WARN += -Werror
 endif
 CFLAGS ?= -O2 -g
 ALL_CFLAGS = -std=gnu11 $(WARN) $(CFLAGS) $(SANFLAGS) -pthread -Iinclude -D_GNU_SOURCE \
-	-MMD -MP $(shell $(PKG_CONFIG) --cflags $(PKGS) 2>/dev/null)
+	-MMD -MP $(shell $(PKG_CONFIG) --cflags $(PKGS) $(AV_PKGS) 2>/dev/null)
 LIBS = $(shell $(PKG_CONFIG) --libs $(PKGS) 2>/dev/null) -ldl -lm -pthread
 LDFLAGS_ALL := $(LDFLAGS) $(SANFLAGS)
 

@@ -3,7 +3,7 @@
 # otherwise stops with the exact apt-get line.
 # usage: deps.sh build|install|deb|test|bench|fuzz
 set -e
-build="gcc make pkg-config liburing-dev libjpeg62-turbo-dev libpng-dev libwebp-dev libjansson-dev libmicrohttpd-dev libcurl4-openssl-dev"
+build="gcc make pkg-config liburing-dev libjpeg62-turbo-dev libpng-dev libwebp-dev libjansson-dev libmicrohttpd-dev libcurl4-openssl-dev libavformat-dev libavcodec-dev libswscale-dev libavutil-dev"
 install="$build help2man"
 deb="$install build-essential debhelper dh-python dpkg-dev lintian python3"
 # the tests also build the .deb and pip-install the Python package into a venv
@@ -11,7 +11,8 @@ deb="$install build-essential debhelper dh-python dpkg-dev lintian python3"
 # prometheus: promtool, and a server of the test's own for the Grafana queries
 test="$deb g++ libcmocka-dev librsvg2-bin python3-pytest python3-numpy python3-torch python3-torchvision \
 	python3-pil python3-venv python3-pip python3-setuptools python3-wheel ca-certificates \
-	libopenmpi-dev openmpi-bin prometheus nginx-light openssl"
+	libopenmpi-dev openmpi-bin prometheus nginx-light openssl \
+	libavformat59 libavcodec59 libswscale6 libavutil57"
 bench="$test fio sysstat"
 # make fuzz: clang's libFuzzer and sanitizer runtimes (Debian 12's clang is 14)
 fuzz="clang libclang-rt-14-dev"

@@ -21,7 +21,7 @@ import sys
 
 # Bottom first.  A folder's files may use the folders before it in its list.
 LAYERS = {
-    "src": ["base", "io", "sys", "dataset", "sampler", "image", "loader", "metrics"],
+    "src": ["base", "io", "sys", "dataset", "sampler", "image", "video", "loader", "metrics"],
     # tools/*.c (one-file commands and main.c) are the top: ""
     "tools": ["common", "gen", "disk", "doctor", "bench", ""],
 }

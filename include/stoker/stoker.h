@@ -43,7 +43,8 @@ STK_API const char *stk_version(void);
 	X(FORMAT, -1005, "unsupported format")                                 \
 	X(TOOBIG, -1006, "sample larger than the batch slot")                  \
 	X(NOSLOT, -1007, "every batch slot is held by the consumer")           \
-	X(GREW, -1008, "the file is larger than when indexed")
+	X(GREW, -1008, "the file is larger than when indexed")                 \
+	X(CLIP, -1009, "the video is shorter than the clip")
 
 enum stk_err {
 #define STK__ERR_ENUM(name, value, msg) STK_E##name = (value),
@@ -209,6 +210,120 @@ STK_API void stk_free(void *p);
 STK_API int stk_jpeg_restart_info(const void *data, size_t len, uint32_t *interval,
 				  uint32_t *intervals, char *why, size_t whylen);
 
+/* ------------------------------------------------------------------------ */
+/* Video: clips decoded with FFmpeg's libraries (libavformat, libavcodec,
+ * libswscale), loaded at run time with dlopen: without them every call below
+ * returns -ENOSYS with the apt-get line in err.  A sample is a clip of
+ * `frames` frames taken at `stride` (or resampled to `fps`) from a video held
+ * whole in memory; one crop box and flip for every frame of the clip.  Every
+ * call is reentrant: any thread, no shared state but the loaded library.     */
+enum stk_video_crop { STK_VCROP_RANDOM = 0, STK_VCROP_CENTER };   /* random: RandomResizedCrop-like box + flip */
+enum stk_video_layout { STK_VLAYOUT_THWC = 0, STK_VLAYOUT_TCHW };  /* T×H×W×3, or T×3×H×W */
+enum stk_video_short { STK_VSHORT_PAD = 0, STK_VSHORT_REFUSE };   /* clip longer than the video */
+#define STK_VID_NO_FLIP (1u << 0) /* no random horizontal flip (p = 0.5 otherwise) */
+
+/* Video options.  Zero fields take their defaults (STK_VIDEO_OPTIONS below). */
+struct stk_video_opts {
+	uint32_t size;              /* sizeof(struct stk_video_opts); 0 is taken as current */
+	uint32_t flags;             /* STK_VID_* */
+	uint32_t frames;            /* T per clip */
+	uint32_t stride;            /* every stride-th frame (stream frame times) */
+	float fps;                  /* > 0: the frame nearest each 1/fps step instead of stride */
+	uint32_t out_size;          /* output side: H = W */
+	uint32_t crop;              /* enum stk_video_crop */
+	float scale_min, scale_max; /* random crop: share of the area */
+	float ratio_min, ratio_max; /* random crop: aspect ratio */
+	float crop_frac;            /* centre crop: output / resized short side */
+	uint32_t clips_per_video;   /* sample index = video × clips_per_video + clip */
+	uint32_t layout;            /* enum stk_video_layout */
+	uint32_t short_clip;        /* enum stk_video_short */
+	uint32_t threads;           /* FFmpeg's threads inside one decoder */
+	uint64_t max_pixels;        /* larger frames are refused before decoding */
+	uint64_t max_decode_ns;     /* a clip past this much CPU time is stopped, refused */
+	uint32_t decode_threads;    /* the loader's decode threads, a clip each (0: auto) */
+};
+
+/* What a batch carries per clip. */
+struct stk_clip_info {
+	uint32_t size;              /* set by the caller: sizeof(struct stk_clip_info) */
+	uint32_t clip;              /* which of clips_per_video */
+	int64_t start_pts;          /* the first frame's pts, in the stream's time base */
+	double start_s;             /* its time in seconds from the stream's start */
+	uint32_t frames_decoded;    /* frames decoded for the clip (those before the start too) */
+	uint32_t padded;            /* frames repeated at the end (short video) */
+	uint32_t width, height;     /* the video's size (after rotation) */
+	double duration_s, fps;     /* the stream's */
+};
+
+/* A video's facts, as the container and the stream's header say them. */
+struct stk_video_info {
+	uint32_t size;              /* set by the caller: sizeof(struct stk_video_info) */
+	uint32_t width, height;     /* displayed size: after rotation */
+	uint32_t coded_width, coded_height;
+	int32_t rotation;           /* degrees clockwise applied for display: 0, 90, 180, 270 */
+	double duration_s;          /* the stream's (else the container's) */
+	double fps;                 /* average frame rate */
+	int64_t frames;             /* the container's count, else duration × fps rounded */
+	uint32_t frames_exact;      /* 1: frames is the container's own count */
+	uint32_t bit_depth;         /* bits per sample of the pixel format */
+	char codec[32];             /* "h264", "vp9", ... */
+	char pix_fmt[32];           /* "yuv420p", "yuv420p10le", ... */
+	char container[32];         /* libavformat's short name: "mov,mp4,...", "matroska,webm" */
+};
+
+/* What stk_video_make writes.  Zero fields take the defaults in brackets. */
+struct stk_video_make_opts {
+	uint32_t size;              /* sizeof(struct stk_video_make_opts) */
+	uint32_t width, height;     /* [320 × 240]; even */
+	uint32_t frames;            /* [50] */
+	double fps;                 /* [25] */
+	uint32_t gop;               /* keyframe every gop frames [12] */
+	const char *codec;          /* "h264" (libx264, else mpeg4), "mpeg4", "vp9", "hevc"
+				       [NULL: vp9 for .webm, else h264] */
+	const char *pix_fmt;        /* "yuv420p10le", "yuv444p", ... [NULL: yuv420p] */
+	int32_t rotation;           /* display matrix: 90, 180, 270 [0] */
+	uint32_t audio_only;        /* 1: one second of a tone, no video stream (tests) */
+	uint64_t seed;              /* varies the moving content */
+};
+
+/* Checks video options as create would (defaults applied to a copy, ranges,
+ * what spans options).  0, or <0 with "name: reason" in err. */
+STK_API int stk_video_opts_check(const struct stk_video_opts *opts, char *err, size_t errlen);
+/* Bytes of one clip's output: frames × out_size² × 3; 0 for bad options. */
+STK_API size_t stk_video_clip_bytes(const struct stk_video_opts *opts);
+/* Decodes clip `clip` (0 .. clips_per_video-1) of the video in data/len (the
+ * whole file, in memory) as the loader would for sample `index` of `epoch`
+ * under `seed`, into out (stk_video_clip_bytes); info (may be NULL) says
+ * which frames.  0, or <0 with the reason in err: STK_EFORMAT (no video
+ * stream, or no decoder for it), STK_ECORRUPT (unreadable container, no
+ * moov, truncated, no frame decoded), STK_ECLIP (the video is shorter than
+ * the clip and short_clip is refuse), STK_ETOOBIG (a frame above max_pixels,
+ * or a decode past max_decode_time), -ERANGE/-EINVAL for options, -ENOSYS
+ * without FFmpeg.  The caller names the file. */
+STK_API int stk_video_decode(const struct stk_video_opts *opts, const void *data, size_t len,
+			     uint64_t seed, uint64_t epoch, uint64_t index, uint32_t clip,
+			     void *out, struct stk_clip_info *info, char *err, size_t errlen);
+/* The stream's facts without decoding (the first frame is decoded only
+ * where the container leaves the pixel format unknown).  0, or <0 as above. */
+STK_API int stk_video_probe(const void *data, size_t len, struct stk_video_info *info,
+			    char *err, size_t errlen);
+/* Writes a synthetic video to path: moving gradients, and each frame's index
+ * drawn in pixels (stk_video_frame_number reads it back) so tests and
+ * benchmarks can tell which frame they got.  The container from the
+ * extension (.mp4 .m4v .mov .mkv .webm).  0, or <0 with the reason in err
+ * (STK_EFORMAT: no such encoder in the installed FFmpeg). */
+STK_API int stk_video_make(const char *path, const struct stk_video_make_opts *o,
+			   char *err, size_t errlen);
+/* The frame index stk_video_make drew into one decoded frame, read from RGB
+ * pixels (3 bytes a pixel, `pitch` bytes a row) of a w×h frame that shows the
+ * whole picture (no crop, any scale, flip undone by the caller); -1 when the
+ * marks do not read as a number. */
+STK_API int64_t stk_video_frame_number(const uint8_t *rgb, uint32_t w, uint32_t h, size_t pitch);
+/* The decoders the installed FFmpeg has among h264, hevc, vp9, av1, mpeg4,
+ * as "h264 vp9 ..." in out: their count, or -ENOSYS (no FFmpeg: its reason
+ * in out). */
+STK_API int stk_video_codecs(char *out, size_t len);
+
 /* The loader's options.  Zero fields take their defaults; every default and
  * range is in the option table below. */
 struct stk_loader_opts {
@@ -248,6 +363,11 @@ struct stk_loader_opts {
 	uint64_t remote_connect_timeout_ns; /* remote data: its connect time-out */
 	uint32_t remote_tries;              /* remote data: tries of a request at most (0: no cap) */
 	uint64_t remote_retry_time_ns;      /* remote data: how long a request is tried again */
+	/* non-NULL: video mode (copied at create; not with image): each sample
+	 * is a clip, clips_per_video of them a video file (.mp4 .m4v .mov .mkv
+	 * .webm in folders, unless extensions says otherwise), the whole file
+	 * read into the slot and decoded by the decode threads into the batch */
+	const struct stk_video_opts *video;
 };
 
 /* ------------------------------------------------------------------------ */
@@ -407,7 +527,52 @@ struct stk_loader_opts {
 	  "a decode that takes more CPU time than this (the decode thread's own) is stopped "    \
 	  "and the sample refused")
 
-enum stk_opt_group { STK_OPT_LOADER = 0, STK_OPT_IMAGE };
+/* The video options (struct stk_video_opts), the same columns.  Their rows
+ * are a list of their own (stk_video_option_at, stk_video_option_find): some
+ * names repeat the image rows' (crop, flip, layout, scale_min, ...), and the
+ * front ends that read stk_option_at know two structs. */
+#define STK_VIDEO_OPTIONS(X)                                                                     \
+	X(VIDEO, frames, NULL, U32, frames, 0, "16", 1, 1024, NULL, "frames per clip (T)")       \
+	X(VIDEO, stride, NULL, U32, stride, 0, "1", 1, 1000, NULL,                               \
+	  "take every stride-th frame of the video (by the stream's frame times)")               \
+	X(VIDEO, fps, NULL, FLOAT, fps, 0, "0", 0, 1000, NULL,                                   \
+	  "> 0: the frame nearest each 1/fps step instead of stride (0: stride)")                \
+	X(VIDEO, size, NULL, U32, out_size, 0, "224", 8, 4096, NULL,                             \
+	  "output side in pixels (square frames)")                                               \
+	X(VIDEO, crop, NULL, ENUM, crop, 0, "random", 0, 0, "random,center",                     \
+	  "one RandomResizedCrop box (and flip) for the whole clip, or resize + centre crop; "   \
+	  "and the clip's start: random, or the clips spread evenly over the video")             \
+	X(VIDEO, flip, NULL, NOFLAG, flags, STK_VID_NO_FLIP, "true", 0, 0, NULL,                 \
+	  "random horizontal flip of the whole clip, p = 0.5 (crop random)")                     \
+	X(VIDEO, scale_min, NULL, FLOAT, scale_min, 0, "0.08", 0, 1, NULL,                       \
+	  "random crop: smallest share of the area, in (0, scale_max]")                          \
+	X(VIDEO, scale_max, NULL, FLOAT, scale_max, 0, "1", 0, 1, NULL,                          \
+	  "random crop: largest share of the area, in [scale_min, 1]")                           \
+	X(VIDEO, ratio_min, NULL, FLOAT, ratio_min, 0, "0.75", 0, 1000, NULL,                    \
+	  "random crop: smallest aspect ratio, in (0, ratio_max]")                               \
+	X(VIDEO, ratio_max, NULL, FLOAT, ratio_max, 0, "1.3333334", 0, 1000, NULL,               \
+	  "random crop: largest aspect ratio")                                                   \
+	X(VIDEO, crop_frac, NULL, FLOAT, crop_frac, 0, "0.875", 0, 1, NULL,                      \
+	  "center: output / resized short side (224 of 256)")                                    \
+	X(VIDEO, clips_per_video, NULL, U32, clips_per_video, 0, "1", 1, 1024, NULL,             \
+	  "clips per video file: sample index = video x clips_per_video + clip")                 \
+	X(VIDEO, layout, NULL, ENUM, layout, 0, "THWC", 0, 0, "THWC,TCHW",                       \
+	  "a clip is T x H x W x 3, or T x 3 x H x W")                                           \
+	X(VIDEO, short_clip, NULL, ENUM, short_clip, 0, "pad", 0, 0, "pad,refuse",               \
+	  "a video shorter than the clip: repeat its last frame, or refuse the sample")          \
+	X(VIDEO, codec_threads, NULL, U32, threads, 0, "1", 1, 64, NULL,                         \
+	  "FFmpeg's frame threads inside one decoder (more only when clips are fewer than "      \
+	  "decode threads)")                                                                     \
+	X(VIDEO, max_pixels, NULL, U64, max_pixels, 0, "100000000", 1, 1099511627776.0, NULL,    \
+	  "videos with larger frames are refused before decoding")                               \
+	X(VIDEO, max_decode_time, NULL, DURATION, max_decode_ns, 0, "5s", 1000000, 3.6e12, NULL, \
+	  "a clip that takes more CPU time than this (the decode thread's own, checked between " \
+	  "frames) is stopped and the sample refused")                                           \
+	X(VIDEO, decode_threads, NULL, U32, decode_threads, 0, "auto", 1, 1024, "auto",          \
+	  "the loader's decode threads, one clip each (auto: the CPU share less the trainer's "  \
+	  "core, as image mode's)")
+
+enum stk_opt_group { STK_OPT_LOADER = 0, STK_OPT_IMAGE, STK_OPT_VIDEO };
 /* In the bit column of a U64 row: the value is a size in bytes (takes units). */
 #define STK_OPT_BYTES 1u
 enum stk_opt_type {
@@ -435,6 +600,11 @@ STK_API const struct stk_option *stk_option_at(int i);
 /* The row named `name` ("queue_depth"; '-' is taken for '_') or by one of its
  * aliases of more than one letter ("qd"), or NULL. */
 STK_API const struct stk_option *stk_option_find(const char *name);
+/* The video rows (group STK_OPT_VIDEO): row i, or NULL past the end; by
+ * name (no aliases).  stk_option_set and stk_option_get take them with a
+ * struct stk_video_opts. */
+STK_API const struct stk_option *stk_video_option_at(int i);
+STK_API const struct stk_option *stk_video_option_find(const char *name);
 /* Parses `value` (text, as the CLI gets it; NULL: the default) into the
  * option's field of `opts` (a struct stk_loader_opts or stk_image_opts as
  * the row's group says).  0, or -EINVAL / -ERANGE with "name: reason (the
@@ -515,6 +685,17 @@ struct stk_batch {
 	uint32_t nhwc;          /* 1: N×H×W×C, 0: N×C×H×W */
 	uint32_t replaced;      /* on_error replace: samples that stand in for bad ones
 				   (their indices and labels are the stand-ins') */
+	/* video mode (else NULL and 0): count clips of clip_bytes each, back to
+	 * back, uint8 RGB: frames x height x width x 3 (tchw 0) or frames x 3 x
+	 * height x width (tchw 1).  indices[i] is clip i's video (a dataset
+	 * index, as stk_loader_sample takes); clip_info[i] says which of the
+	 * video's clips_per_video it is (its sample number is indices[i] x
+	 * clips_per_video + clip), where it starts and what its decode took.
+	 * Owned by the loader: valid until stk_batch_release. */
+	void *clips;
+	size_t clip_bytes;
+	uint32_t frames, tchw;
+	const struct stk_clip_info *clip_info;
 };
 
 /* Checks options as create would, without touching the data: the defaults
@@ -630,6 +811,11 @@ STK_API const char *stk_loader_engine(const struct stk_loader *loader);
  * else 0 (img then zeroed). */
 STK_API int stk_loader_options(const struct stk_loader *loader, struct stk_loader_opts *out,
 			       struct stk_image_opts *img);
+/* Video mode: the video options in effect (defaults applied) into out
+ * (out->size says how much it takes; 0: all), and 1; 0 in other modes (out
+ * then zeroed). */
+STK_API int stk_loader_video_options(const struct stk_loader *loader,
+				     struct stk_video_opts *out);
 
 /* A snapshot of the loader's counters.  Times in seconds, latencies in ns.
  * One time base: the window runs from create or the last reset (the last

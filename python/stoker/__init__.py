@@ -12,6 +12,11 @@
     for images, labels in loader:   # images: uint8 (256, 3, 224, 224), no copy
         ...
 
+    # video mode: random 16-frame clips, decoded in C threads into the batch
+    loader = stoker.Loader("/data/videos", 8, video=stoker.Video(frames=16, stride=2))
+    for clips, labels in loader:    # clips: uint8 (8, 16, 224, 224, 3)
+        ...
+
 See docs/python.md.  The library is found through $STOKER_LIB, else beside this
 file (pip), where make install put it, the build tree (build/libstoker.so.0),
 else the system's libstoker; it must be this package's version.
@@ -30,14 +35,16 @@ except ImportError as e:
         "pip install torch in it" % (_sys.executable, e)) from e
 
 from .errors import DeviceError, Error, NoSlotError, OptionError
-from .batch import Batch, ImageBatch
+from .batch import Batch, ImageBatch, VideoBatch
 from .image import IMAGENET_MEAN, IMAGENET_STD, Image
+from .video import Video
 from .cpus import cpu_share
 from .loader import Loader
 from .surface import SampleBatch, TransformError
 from .jpeg import restart_info, transcode_jpeg
 
-__all__ = ["Loader", "cpu_share", "Batch", "Image", "ImageBatch", "Error", "NoSlotError",
+__all__ = ["Loader", "cpu_share", "Batch", "Image", "ImageBatch", "Video", "VideoBatch",
+           "Error", "NoSlotError",
            "OptionError", "DeviceError", "IMAGENET_MEAN", "IMAGENET_STD", "version", "lib_version",
            "lib_path", "transcode_jpeg", "restart_info", "SampleBatch", "TransformError"]
 

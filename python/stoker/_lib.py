@@ -149,6 +149,64 @@ class ImageOpts(ctypes.Structure):
     ]
 
 
+class VideoOpts(ctypes.Structure):
+    """struct stk_video_opts."""
+    _fields_ = [
+        ("size", c_u32),
+        ("flags", c_u32),             # VID_NO_FLIP
+        ("frames", c_u32),
+        ("stride", c_u32),
+        ("fps", ctypes.c_float),
+        ("out_size", c_u32),
+        ("crop", c_u32),              # enum stk_video_crop
+        ("scale_min", ctypes.c_float),
+        ("scale_max", ctypes.c_float),
+        ("ratio_min", ctypes.c_float),
+        ("ratio_max", ctypes.c_float),
+        ("crop_frac", ctypes.c_float),
+        ("clips_per_video", c_u32),
+        ("layout", c_u32),            # enum stk_video_layout
+        ("short_clip", c_u32),        # enum stk_video_short
+        ("threads", c_u32),           # FFmpeg's inside one decoder
+        ("max_pixels", c_u64),
+        ("max_decode_ns", c_u64),
+        ("decode_threads", c_u32),
+    ]
+
+
+class ClipInfo(ctypes.Structure):
+    """struct stk_clip_info: what a video batch carries per clip."""
+    _fields_ = [
+        ("size", c_u32),
+        ("clip", c_u32),
+        ("start_pts", c_i64),
+        ("start_s", ctypes.c_double),
+        ("frames_decoded", c_u32),
+        ("padded", c_u32),
+        ("width", c_u32),
+        ("height", c_u32),
+        ("duration_s", ctypes.c_double),
+        ("fps", ctypes.c_double),
+    ]
+
+
+class VideoMakeOpts(ctypes.Structure):
+    """struct stk_video_make_opts (stk_video_make: synthetic test videos)."""
+    _fields_ = [
+        ("size", c_u32),
+        ("width", c_u32),
+        ("height", c_u32),
+        ("frames", c_u32),
+        ("fps", ctypes.c_double),
+        ("gop", c_u32),
+        ("codec", ctypes.c_char_p),
+        ("pix_fmt", ctypes.c_char_p),
+        ("rotation", ctypes.c_int32),
+        ("audio_only", c_u32),
+        ("seed", c_u64),
+    ]
+
+
 class LoaderOpts(ctypes.Structure):
     """struct stk_loader_opts."""
     _fields_ = [
@@ -181,6 +239,7 @@ class LoaderOpts(ctypes.Structure):
         ("remote_connect_timeout_ns", c_u64),
         ("remote_tries", c_u32),
         ("remote_retry_time_ns", c_u64),
+        ("video", ctypes.POINTER(VideoOpts)),  # NULL: not video mode
     ]
 
 
@@ -261,6 +320,12 @@ class BatchStruct(ctypes.Structure):
         ("dtype", ctypes.c_int),       # enum stk_dtype
         ("nhwc", c_u32),
         ("replaced", c_u32),           # on_error replace: stand-ins in this batch
+        # video mode: count clips of clip_bytes each, back to back
+        ("clips", ctypes.c_void_p),
+        ("clip_bytes", ctypes.c_size_t),
+        ("frames", c_u32),
+        ("tchw", c_u32),
+        ("clip_info", ctypes.c_void_p),  # const struct stk_clip_info *
     ]
 
 
@@ -465,6 +530,10 @@ stk_loader_add_time = _proto("stk_loader_add_time", None, _vp, ctypes.c_int, c_u
 stk_loader_restart = _proto("stk_loader_restart", ctypes.c_int, _vp, c_u64, c_u64, c_u32)
 stk_option_at = _proto("stk_option_at", ctypes.POINTER(Option), ctypes.c_int)
 stk_option_find = _proto("stk_option_find", ctypes.POINTER(Option), ctypes.c_char_p)
+stk_video_option_at = _proto("stk_video_option_at", ctypes.POINTER(Option), ctypes.c_int)
+stk_video_make = _proto("stk_video_make", ctypes.c_int, ctypes.c_char_p,
+                        ctypes.POINTER(VideoMakeOpts), ctypes.c_char_p, ctypes.c_size_t)
+stk_video_codecs = _proto("stk_video_codecs", ctypes.c_int, ctypes.c_char_p, ctypes.c_size_t)
 stk_loader_memory = _proto("stk_loader_memory", ctypes.c_int, ctypes.c_void_p,
                            ctypes.POINTER(Memory))
 stk_option_set = _proto("stk_option_set", ctypes.c_int, ctypes.POINTER(Option), ctypes.c_void_p,
@@ -526,6 +595,12 @@ stk_jpeg_restart_info = _proto("stk_jpeg_restart_info", ctypes.c_int, ctypes.c_v
                                   ctypes.POINTER(ctypes.c_uint32), ctypes.c_char_p,
                                   ctypes.c_size_t)
 stk_free = _proto("stk_free", None, ctypes.c_void_p)
+stk_video_opts_check = _proto("stk_video_opts_check", ctypes.c_int, ctypes.POINTER(VideoOpts),
+                              ctypes.c_char_p, ctypes.c_size_t)
+stk_video_clip_bytes = _proto("stk_video_clip_bytes", ctypes.c_size_t,
+                              ctypes.POINTER(VideoOpts))
+stk_loader_video_options = _proto("stk_loader_video_options", ctypes.c_int, ctypes.c_void_p,
+                                  ctypes.POINTER(VideoOpts))
 stk_image_decode = _proto("stk_image_decode", ctypes.c_int, ctypes.POINTER(ImageOpts),
                              ctypes.c_void_p, ctypes.c_size_t, c_u64, c_u64, c_i64,
                              ctypes.c_void_p, ctypes.c_char_p, ctypes.c_size_t)
@@ -571,7 +646,9 @@ def _check_layout():
                        ("stk_loader_state", LoaderState), ("stk_verdict", Verdict),
                        ("stk_option", Option), ("stk_resume", Resume),
                        ("stk_resume_segment", ResumeSegment), ("stk_cpu_share", CpuShare),
-                       ("stk_memory", Memory), ("stk_remote_stats", RemoteStats)):
+                       ("stk_memory", Memory), ("stk_remote_stats", RemoteStats),
+                       ("stk_video_opts", VideoOpts), ("stk_clip_info", ClipInfo),
+                       ("stk_video_make_opts", VideoMakeOpts)):
         theirs, ours = stk_struct_size(cname.encode()), ctypes.sizeof(cls)
         if theirs != ours:
             bad.append("struct %s: %d bytes in %s, %d in stoker/_lib.py" % (cname, theirs,
@@ -586,7 +663,7 @@ _check_layout()
 
 # --- the option table ---------------------------------------------------------
 
-OPT_LOADER, OPT_IMAGE = 0, 1
+OPT_LOADER, OPT_IMAGE, OPT_VIDEO = 0, 1, 2
 (OPT_U32, OPT_U64, OPT_FLOAT, OPT_FLOAT3, OPT_DURATION, OPT_STR, OPT_ENUM, OPT_FLAG,
  OPT_NOFLAG, OPT_BITCHOICE) = range(10)
 OPT_BYTES = 1  # a U64 row's bit: a size in bytes (stoker.h's STK_OPT_BYTES)
@@ -649,10 +726,10 @@ class OptionRow:
         return buf.value.decode() if n >= 0 else None
 
 
-def _rows():
+def _rows(at):
     out, i = {}, 0
     while True:
-        p = stk_option_at(i)
+        p = at(i)
         if not p:
             return out
         row = OptionRow(p)
@@ -660,12 +737,14 @@ def _rows():
         i += 1
 
 
-OPTIONS = _rows()
+OPTIONS = _rows(stk_option_at)
+# The video rows are a list of their own: their names repeat image rows'.
+VIDEO_OPTIONS = _rows(stk_video_option_at)
 
 
 def _check_offsets():
-    for row in OPTIONS.values():
-        cls = LoaderOpts if row.group == OPT_LOADER else ImageOpts
+    for row in list(OPTIONS.values()) + list(VIDEO_OPTIONS.values()):
+        cls = {OPT_LOADER: LoaderOpts, OPT_IMAGE: ImageOpts, OPT_VIDEO: VideoOpts}[row.group]
         mine = [f for f, _ in cls._fields_ if getattr(cls, f).offset == row.offset]
         if not mine:
             raise ImportError("stoker: option %s sits at offset %d of the C struct, where "

@@ -6,7 +6,8 @@ array's base, and ``torch.from_numpy`` keeps the array alive from the tensor's
 storage.  When the last tensor (or view) over the slot is freed, the lease's
 ``__del__`` gives the slot back with ``stk_batch_release`` (callable from any
 thread).  In image mode the lease spans the slot from its raw bytes to the end
-of its images, so the images tensor, any view of it and `raw` all keep it.
+of its images, so the images tensor, any view of it and `raw` all keep it;
+in video mode likewise to the end of its clips.
 _Core owns the C handle: close() stops the loader at once (stk_loader_stop
 joins its threads but keeps the pool mapped) and destroys it, unmapping the
 slots, once no lease is left.
@@ -126,7 +127,8 @@ class _Lease:
 class _SlotViews:
     """numpy views over one slot's per-sample arrays (fixed C allocations)."""
 
-    __slots__ = ("view", "key", "offsets", "sizes", "labels", "indices", "image", "block")
+    __slots__ = ("view", "key", "offsets", "sizes", "labels", "indices", "image", "video",
+                 "block")
 
     def __init__(self, addr, batch_size):
         self.view = _lib.BatchStruct.from_address(addr)
@@ -136,6 +138,15 @@ class _SlotViews:
         if v.images:
             shape = (v.height, v.width, v.channels) if v.nhwc else (v.channels, v.height, v.width)
             self.image = (v.images - v.data, v.image_bytes, shape, _np_dtype(v.dtype))
+        # video mode: (clips - data, bytes per clip, one clip's shape, the clip_info array)
+        self.video = None
+        if v.clips:
+            t, h, w = v.frames, v.height, v.width
+            shape = (t, 3, h, w) if v.tchw else (t, h, w, 3)
+            isz = ctypes.sizeof(_lib.ClipInfo)
+            info = (ctypes.c_char * (isz * batch_size)).from_address(v.clip_info)
+            self.video = (v.clips - v.data, v.clip_bytes, shape,
+                          np.frombuffer(info, dtype=_clip_dtype()))
 
         def arr(ptr, n):
             p = ctypes.cast(ptr, ctypes.POINTER(ctypes.c_int64))
@@ -159,8 +170,25 @@ class _SlotViews:
         """The slot's array pointers now (fixed for the loader's life; checked
         anyway, cheaply: the other three follow offsets, see above)."""
         v = self.view
-        return (v.offsets, v.images) if self.block is not None else \
-            (v.offsets, v.sizes, v.labels, v.indices, v.images)
+        return (v.offsets, v.images, v.clips) if self.block is not None else \
+            (v.offsets, v.sizes, v.labels, v.indices, v.images, v.clips)
+
+
+_CLIP_DTYPE = []
+
+
+def _clip_dtype():
+    """numpy's view of struct stk_clip_info (from the ctypes mirror's fields
+    and offsets, padding included)."""
+    if not _CLIP_DTYPE:
+        c = _lib.ClipInfo
+        names = [f for f, _ in c._fields_]
+        _CLIP_DTYPE.append(np.dtype({
+            "names": names,
+            "formats": [np.dtype(t) for _, t in c._fields_],
+            "offsets": [getattr(c, f).offset for f in names],
+            "itemsize": ctypes.sizeof(c)}))
+    return _CLIP_DTYPE[0]
 
 
 def _closed_message(core):

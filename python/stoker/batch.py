@@ -1,4 +1,5 @@
-"""stoker.Batch and stoker.ImageBatch: what iterating a Loader yields.
+"""stoker.Batch, stoker.ImageBatch and stoker.VideoBatch: what iterating a
+Loader yields.
 
 They are namedtuples (``images, labels = batch`` unpacks as a DataLoader's
 batch does) with attributes besides the fields (indices, epoch, number,
@@ -134,3 +135,37 @@ class ImageBatch(_Movable, collections.namedtuple("ImageBatch", "images labels")
             "device=%s)" % (getattr(self, "epoch", "?"), getattr(self, "number", "?"),
                             self.count, tuple(im.shape), str(im.dtype).replace("torch.", ""),
                             getattr(self, "slot", "?"), im.device)
+
+
+class VideoBatch(_Movable, collections.namedtuple("VideoBatch", "clips labels")):
+    """One batch in video mode (Loader(video=stoker.Video(...))).
+
+    Unpacks as ``clips, labels``:
+        clips:  uint8 (count, T, H, W, 3), or (count, T, 3, H, W) with
+                layout="TCHW": the slot memory itself (no copy); on `device`
+                when one was given;
+        labels: int64, count entries (the video's class; -1 unlabelled); on
+                `device` when one was given.
+
+    Attributes (CPU tensors, copied out of the slot: they stay valid after
+    the batch is freed): indices (int64: each clip's video, an index of
+    Loader.dataset), clip_ids (int64: which of the video's clips_per_video
+    clips, from 0), starts (float64: the clip's first frame, in seconds),
+    start_pts (int64: the same in the stream's time base), frames_decoded
+    (int64: frames the decoder went through for the clip, those before its
+    start included), padded (int64: frames repeated at its end, a video
+    shorter than the clip); epoch, number, slot and count as ImageBatch's.
+    .to(device, ...) moves clips, labels and the attributes as Tensor.to
+    does.
+    """
+
+    @property
+    def count(self):
+        """Clips in the batch."""
+        return self.labels.shape[0]
+
+    def __repr__(self):
+        c = self.clips
+        return "VideoBatch(epoch=%s, number=%s, count=%d, shape=%s, slot=%s, device=%s)" % (
+            getattr(self, "epoch", "?"), getattr(self, "number", "?"), self.count,
+            tuple(c.shape), getattr(self, "slot", "?"), c.device)

@@ -17,7 +17,7 @@ import time
 import torch
 
 from . import _lib
-from .batch import Batch, ImageBatch
+from .batch import Batch, ImageBatch, VideoBatch
 from .errors import DeviceError
 
 _now_ns = time.monotonic_ns
@@ -85,7 +85,8 @@ class Copier:
         the copy has finished."""
         dev = self.device
         cur = torch.cuda.current_stream(dev)
-        big = host.images if isinstance(host, ImageBatch) else host.data
+        big = host.images if isinstance(host, ImageBatch) else \
+            host.clips if isinstance(host, VideoBatch) else host.data
         with torch.cuda.stream(self._stream):
             data = big.to(dev, non_blocking=True)
             labels = host.labels.to(dev, non_blocking=True)
@@ -97,7 +98,10 @@ class Copier:
         data.record_stream(cur)
         labels.record_stream(cur)
         self._pending.append((ev, host))
-        if isinstance(host, ImageBatch):
+        if isinstance(host, VideoBatch):
+            batch = VideoBatch(data, labels)
+            batch.__dict__.update(host.__dict__)  # the clips' facts stay on the host
+        elif isinstance(host, ImageBatch):
             batch = ImageBatch(data, labels)
             batch.indices = host.indices
             batch._raw = None  # the host slot is released once the copy is done

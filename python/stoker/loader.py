@@ -34,9 +34,10 @@ import torch
 
 from . import _lib, _resume, cuda, surface
 from ._slots import _Core, _Lease, _SlotViews, _closed_message
-from .batch import Batch, ImageBatch
+from .batch import Batch, ImageBatch, VideoBatch
 from .errors import error_from, option_error
 from .image import Image
+from .video import Video
 
 _LOADER_ROWS = {n: r for n, r in _lib.OPTIONS.items() if r.group == _lib.OPT_LOADER}
 _LOADER_DEFAULTS = {n: r.python_default() for n, r in _LOADER_ROWS.items()}
@@ -77,6 +78,8 @@ class _EpochIter:
             return batch
         if isinstance(batch, ImageBatch):
             return fn(batch.images, batch.labels)
+        if isinstance(batch, VideoBatch):
+            return fn(batch.clips, batch.labels)
         return fn(batch)
 
     def __len__(self):
@@ -96,6 +99,12 @@ class Loader:
             a stoker.Image (image mode: C threads decode and crop each JPEG
             into the batch; iteration yields stoker.ImageBatch, which unpacks
             as ``images, labels``), or a dict of Image's arguments.
+        video: None, or a stoker.Video (video mode: each sample is a clip of
+            a video file, clips_per_video clips a file; C threads decode and
+            crop it into the batch; iteration yields stoker.VideoBatch, which
+            unpacks as ``clips, labels`` and carries each clip's video,
+            clip number and start time), or a dict of Video's arguments.
+            Not with image.
         device: None or "cpu" (batches stay in pinned host memory), or a CUDA
             device: data (or images) and labels are copied there with
             non_blocking=True on a side stream that the current stream waits
@@ -110,7 +119,8 @@ class Loader:
         report_every: seconds; every so often while iterating, one line through
             logging (logger "stoker", INFO): samples/s, data stall %, the
             verdict and what to try (see diagnose()).  None: no report.
-        batch_transform: fn(images, labels) (image mode) or fn(batch) (raw
+        batch_transform: fn(images, labels) (image mode), fn(clips, labels)
+            (video mode) or fn(batch) (raw
             mode), run on each batch after the device copy; iteration yields
             what it returns (a collate_fn's place: Mixup, CutMix).
         sample_transform: raw mode: fn(sample bytes) per sample, on a pool of
@@ -144,7 +154,7 @@ class Loader:
     collate_fn = staticmethod(surface.one_batch)
 
     def __init__(self, path, batch_size=_LOADER_DEFAULTS["batch_size"], *, image=None,
-                 device=None, copy_free=False, report_every=None, batch_transform=None,
+                 video=None, device=None, copy_free=False, report_every=None, batch_transform=None,
                  sample_transform=None, transform_threads=None, publish_metrics=True,
                  **options):
         self._core = None
@@ -165,17 +175,23 @@ class Loader:
         if sample_transform is not None:
             if not callable(sample_transform):
                 raise TypeError("sample_transform must be callable, not %r" % (sample_transform,))
-            if image is not None:
-                raise ValueError("sample_transform is for raw mode (image=None): image mode "
-                                 "decodes in C; use batch_transform for a transform of the "
-                                 "decoded batch")
+            if image is not None or video is not None:
+                raise ValueError("sample_transform is for raw mode (image=None, video=None): "
+                                 "image and video modes decode in C; use batch_transform for "
+                                 "a transform of the decoded batch")
             if copy_free:
                 raise ValueError("sample_transform reads batches ahead of the loop: not with "
                                  "copy_free=True")
         self.batch_transform = batch_transform
+        if image is not None and video is not None:
+            raise ValueError("image and video together: a loader is in one mode (image=... "
+                             "for pictures, video=... for clips)")
         if image is not None:
             image = Image._from(image)
         self.image = image
+        if video is not None:
+            video = Video._from(video)
+        self.video = video
         for alias, name in _LOADER_ALIASES.items():  # the option table's
             if alias in options:
                 if name in options:
@@ -213,6 +229,9 @@ class Loader:
         if image is not None:
             self._image_opts = image._opts()  # kept alive while create reads it
             o.image = ctypes.pointer(self._image_opts)
+        if video is not None:
+            self._video_opts = video._opts()  # kept alive while create reads it
+            o.video = ctypes.pointer(self._video_opts)
         err = ctypes.create_string_buffer(4096)
         rc = _lib.stk_loader_opts_check(ctypes.byref(o), err, len(err))
         if rc < 0:
@@ -624,7 +643,22 @@ class Loader:
             meta = np.concatenate((views.offsets[:n + 1], views.sizes[:n], views.labels[:n],
                                    views.indices[:n]))
         img = views.image
-        if img is None:
+        if views.video is not None:
+            off, cb, shape, info = views.video
+            lease = _Lease(core, addr, v.data, off + n * cb)
+            out.value = None
+            span = np.asarray(lease)
+            clips = span[off:off + n * cb].reshape((n,) + shape)
+            batch = VideoBatch(torch.from_numpy(clips),
+                               torch.from_numpy(meta[2 * n + 1:3 * n + 1]))
+            batch.indices = torch.from_numpy(meta[3 * n + 1:])
+            ci = info[:n].copy()
+            batch.clip_ids = torch.from_numpy(ci["clip"].astype(np.int64))
+            batch.starts = torch.from_numpy(ci["start_s"].copy())
+            batch.start_pts = torch.from_numpy(ci["start_pts"].copy())
+            batch.frames_decoded = torch.from_numpy(ci["frames_decoded"].astype(np.int64))
+            batch.padded = torch.from_numpy(ci["padded"].astype(np.int64))
+        elif img is None:
             lease = _Lease(core, addr, v.data, v.data_bytes)
             out.value = None
             batch = Batch(torch.from_numpy(np.asarray(lease)), torch.from_numpy(meta[:n + 1]),
@@ -912,7 +946,8 @@ class Loader:
             return "<stoker.Loader %r closed>" % (self._path,)
         return "<stoker.Loader %r batch_size=%d rank=%d/%d %d batches/epoch%s>" % (
             self._path, self.batch_size, self.rank, self.world_size, self._len,
-            " image=%r" % (self.image,) if self.image is not None else "")
+            " image=%r" % (self.image,) if self.image is not None else
+            " video=%r" % (self.video,) if self.video is not None else "")
 
 
 # Loader's own keyword arguments (not options): for the nearest-name hint

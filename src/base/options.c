@@ -34,11 +34,15 @@
 /* offsetof needs a type name per group */
 #define stk_LOADER_opts_t stk_loader_opts
 #define stk_IMAGE_opts_t stk_image_opts
+#define stk_VIDEO_opts_t stk_video_opts
 
 static const struct stk_option rows[] = {
 	STK_LOADER_OPTIONS(ROW) STK_IMAGE_OPTIONS(ROW)
 };
 #define NROWS ((int)(sizeof(rows) / sizeof(rows[0])))
+/* The video rows: a list of their own (stoker.h says why). */
+static const struct stk_option vrows[] = {STK_VIDEO_OPTIONS(ROW)};
+#define NVROWS ((int)(sizeof(vrows) / sizeof(vrows[0])))
 
 const struct stk_option *stk_option_at(int i)
 {
@@ -54,6 +58,19 @@ static bool same_name(const char *name, size_t len, const char *want)
 		if (name[i] != want[i] && !(name[i] == '_' && want[i] == '-'))
 			return false;
 	return (i == len || !name[i]) && !want[i];
+}
+
+const struct stk_option *stk_video_option_at(int i)
+{
+	return i >= 0 && i < NVROWS ? &vrows[i] : NULL;
+}
+
+const struct stk_option *stk_video_option_find(const char *name)
+{
+	for (int i = 0; name && i < NVROWS; i++)
+		if (same_name(vrows[i].name, SIZE_MAX, name))
+			return &vrows[i];
+	return NULL;
 }
 
 const struct stk_option *stk_option_find(const char *name)
@@ -523,15 +540,17 @@ static bool is_zero(const struct stk_option *o, const void *opts)
 
 int stk__opts_apply(enum stk_opt_group group, void *opts, char *err, size_t errlen)
 {
+	const struct stk_option *tab = group == STK_OPT_VIDEO ? vrows : rows;
+	int ntab = group == STK_OPT_VIDEO ? NVROWS : NROWS;
 	/* vectors (mean, std) take their defaults together, or not at all: a
 	 * zero mean beside a given std is a zero mean */
 	bool vec_set = false;
-	for (int i = 0; i < NROWS; i++)
-		if (rows[i].group == group && rows[i].type == STK_OPT_FLOAT3 &&
-		    !is_zero(&rows[i], opts))
+	for (int i = 0; i < ntab; i++)
+		if (tab[i].group == group && tab[i].type == STK_OPT_FLOAT3 &&
+		    !is_zero(&tab[i], opts))
 			vec_set = true;
-	for (int i = 0; i < NROWS; i++) {
-		const struct stk_option *o = &rows[i];
+	for (int i = 0; i < ntab; i++) {
+		const struct stk_option *o = &tab[i];
 		if (o->group != group)
 			continue;
 		if (is_zero(o, opts) && !(o->type == STK_OPT_FLOAT3 && vec_set)) {
@@ -604,7 +623,8 @@ size_t stk_struct_size(const char *name)
 		size_t size;
 	} sizes[] = {
 #define S(t) {#t, sizeof(struct t)}
-		S(stk_loader_opts), S(stk_image_opts), S(stk_batch),	 S(stk_stats),
+		S(stk_loader_opts), S(stk_image_opts), S(stk_video_opts), S(stk_clip_info),
+		S(stk_video_info), S(stk_video_make_opts), S(stk_batch),	 S(stk_stats),
 		S(stk_loader_state), S(stk_verdict),	  S(stk_option),
 		S(stk_resume),	     S(stk_resume_segment), S(stk_cpu_share),
 		S(stk_memory),

@@ -204,6 +204,8 @@ static struct stk_batch *hand_out(struct stk_loader *l, struct slot *s, uint64_t
 		b->width = l->img.width;
 		b->dtype = l->img.dtype;
 		b->nhwc = !!(l->img.flags & STK_IMG_NHWC);
+	} else if (l->video) {
+		stk__vloader_batch(l, b->slot, b);
 	}
 	l->next_out++; /* after the state: a ring that sees the window move sees the slot held */
 	atomic_fetch_add(&l->batches, 1);

@@ -29,7 +29,9 @@ static uint64_t worst_batch_bytes(const struct stk_loader *l, uint64_t limit)
 	if (!heap)
 		return UINT64_MAX;
 	uint32_t len = 0;
-	for (int64_t i = 0; i < l->ds->n; i++) {
+	/* video: a batch may hold several clips of one video, each its own read */
+	uint32_t reps = l->per_file < k ? l->per_file : k;
+	for (int64_t i = 0, rep = 0; i < l->ds->n; rep = rep + 1 < reps ? rep + 1 : 0, i += !rep) {
 		uint64_t v = stk__loader_read_len(l, l->ds->entries[i].size);
 		if (v > limit)
 			continue;
@@ -95,7 +97,8 @@ static uint64_t slot_limit(const struct stk_loader *l)
 	if (mem == UINT64_MAX)
 		return UINT64_MAX;
 	uint64_t per = mem / 2 / l->o.prefetch;
-	uint64_t img = l->image ? (uint64_t)l->o.batch_size * stk__image_bytes(&l->img) + 4096 : 0;
+	uint64_t img = l->image ? (uint64_t)l->o.batch_size * stk__image_bytes(&l->img) + 4096
+				: l->video ? stk__vloader_out_bytes(l) + 4096 : 0;
 	return per > img ? per - img : 0;
 }
 
@@ -268,6 +271,8 @@ static int start_rings(struct stk_loader *l)
 static int start_decoders(struct stk_loader *l)
 {
 	uint32_t n = l->img.decode_threads ? l->img.decode_threads : l->share.decode_threads;
+	if (l->video)
+		n = stk__vloader_decode_threads(l);
 	l->dq_cap = l->pool.nslots * l->o.batch_size;
 	l->dq = calloc(l->dq_cap, sizeof(*l->dq));
 	l->dthreads = calloc(n, sizeof(*l->dthreads));
@@ -305,7 +310,7 @@ static int shard_mode(struct stk_loader *l, char *err, size_t errlen)
 		return -ENOMEM;
 	for (int64_t i = 1; i <= n; i++)
 		if (i == n || l->ds->entries[i].name != l->ds->entries[i - 1].name)
-			l->group_end[g++] = (uint32_t)i;
+			l->group_end[g++] = (uint32_t)(i * l->per_file); /* in samples */
 	if (g < l->o.world_size) {
 		snprintf(err, errlen, "%s: %u shard%s for %u ranks: shuffle_mode shard gives every "
 			 "rank whole shards; pack into at least %u shards, or use shuffle_mode global",
@@ -332,6 +337,18 @@ static int validate(const struct stk_loader_opts *o, uint32_t caller_size, char 
 	if (o->local_world_size && o->local_rank >= o->local_world_size) {
 		snprintf(err, errlen, "local_rank: %u must be below local_world_size %u", o->local_rank,
 			 o->local_world_size);
+		return -EINVAL;
+	}
+	bool has_video = !caller_size || caller_size >= offsetof(struct stk_loader_opts, video) +
+								sizeof(void *);
+	if (has_video && o->video && o->image) {
+		snprintf(err, errlen, "video: image and video options together: a loader is in one "
+				      "mode (image=... for pictures, video=... for clips)");
+		return -EINVAL;
+	}
+	if (has_video && o->video && o->read_bytes) {
+		snprintf(err, errlen, "read_bytes: video mode reads whole files; read_bytes is for "
+				      "raw mode");
 		return -EINVAL;
 	}
 	if (o->read_bytes && o->image &&
@@ -384,6 +401,8 @@ int stk_loader_opts_check(const struct stk_loader_opts *opts, char *errbuf, size
 	if ((!opts->size || opts->size >= offsetof(struct stk_loader_opts, image) + sizeof(void *)) &&
 	    opts->image)
 		return stk__image_opts(&img, opts->image, errbuf, errlen);
+	if (o.video)
+		return stk__vloader_check(o.video, errbuf, errlen);
 	return 0;
 }
 
@@ -482,6 +501,14 @@ int stk_loader_create(struct stk_loader **out, const struct stk_loader_opts *opt
 		l->image = true;
 	}
 	l->o.image = NULL;
+	l->per_file = 1;
+	if (l->o.video) { /* (take_opts read it only from a struct that has it) */
+		if ((rc = stk__vloader_init(l, l->o.video, errbuf, errlen)))
+			goto fail;
+		if (!l->extensions) /* folders: the video files */
+			l->o.extensions = l->extensions = dup_opt(STK__VIDEO_EXTS, &oom);
+	}
+	l->o.video = NULL;
 	if (oom || stk_hist_create(&l->h_wait) || stk_hist_create(&l->h_read) ||
 	    stk_hist_create(&l->h_decode)) {
 		snprintf(errbuf, errlen, "out of memory");
@@ -514,7 +541,7 @@ int stk_loader_create(struct stk_loader **out, const struct stk_loader_opts *opt
 		l->index_errors = l->ds->nbad;
 		snprintf(l->detail, sizeof(l->detail), "%s", warning);
 	}
-	rc = stk__sampler_init(&l->sampler, l->ds->n, l->o.rank, l->o.world_size, l->o.batch_size,
+	rc = stk__sampler_init(&l->sampler, l->ds->n * l->per_file, l->o.rank, l->o.world_size, l->o.batch_size,
 			       !(l->o.flags & STK_F_NO_SHUFFLE), l->o.flags & STK_F_DROP_LAST,
 			       l->o.seed);
 	if (!rc && l->o.shuffle_mode == STK_SHUFFLE_SHARD)
@@ -541,6 +568,8 @@ int stk_loader_create(struct stk_loader **out, const struct stk_loader_opts *opt
 	l->img_off = STK_ALIGN_UP(l->raw_bytes, 4096);
 	if (l->image) /* the images follow the reads, page-aligned */
 		slot_bytes = l->img_off + (uint64_t)l->o.batch_size * stk__image_bytes(&l->img);
+	else if (l->video) /* the clips likewise */
+		slot_bytes = l->img_off + stk__vloader_out_bytes(l);
 	uint32_t nslots = l->o.prefetch;
 	uint64_t meta = (uint64_t)l->o.batch_size;
 	l->slots = calloc(nslots, sizeof(*l->slots));
@@ -572,7 +601,12 @@ int stk_loader_create(struct stk_loader **out, const struct stk_loader_opts *opt
 		s->labels = (int64_t *)(s->sizes + meta);
 		s->indices = s->labels + meta;
 	}
-	if (l->image && (rc = start_decoders(l))) {
+	if (l->video && stk__vloader_slots(l)) {
+		snprintf(errbuf, errlen, "out of memory");
+		rc = -ENOMEM;
+		goto fail;
+	}
+	if ((l->image || l->video) && (rc = start_decoders(l))) {
 		snprintf(errbuf, errlen, "cannot start the decode threads: %s", stk_strerror(rc));
 		goto fail;
 	}
@@ -658,6 +692,7 @@ void stk_loader_destroy(struct stk_loader *l)
 	free(l->path);
 	free(l->extensions);
 	free(l->cache_dir);
+	stk__vloader_free(l);
 	pthread_mutex_destroy(&l->mu);
 	pthread_cond_destroy(&l->cv);
 	pthread_mutex_destroy(&l->wmu);

@@ -282,8 +282,10 @@ int stk_loader_diagnose(const struct stk_loader *cl, double window_s, struct stk
 		snprintf(v.evidence, sizeof(v.evidence),
 			 "%u decode thread%s busy %.0f %% of the time; %s reads in flight",
 			 dthreads, dthreads == 1 ? "" : "s", v.decode_busy * 100, fl);
-		snprintf(v.advice, sizeof(v.advice),
-			 "more decode_threads (cores), a smaller image size, or data stored smaller");
+		snprintf(v.advice, sizeof(v.advice), "%s", l->video
+			 ? "more decode_threads (cores), fewer frames or a smaller size a clip, or "
+			   "videos stored at a lower resolution or with keyframes closer together"
+			 : "more decode_threads (cores), a smaller image size, or data stored smaller");
 	} else if (disk_busy) {
 		v.kind = STK_BOUND_STORAGE;
 		char r[32];

@@ -212,6 +212,8 @@ struct stk_loader {
 	bool pin;
 	struct stk_image_opts img;
 	bool image;
+	struct stk__vloader *video; /* video mode (loader/video.c), else NULL */
+	uint32_t per_file;      /* samples a dataset entry gives: clips_per_video, else 1 */
 	uint64_t raw_bytes;     /* of a slot: the reads; the images follow */
 	uint64_t oversize;      /* samples above what a slot may take (loader/create.c) */
 	int64_t oversize_idx;   /* the largest of them */
@@ -283,6 +285,7 @@ struct stk_loader {
 /* The loader's files, bottom to top: each calls only those above it in this
  * list (tests/cli_layers.sh checks).
  *   common.c     messages, read lengths, free slots, the wakes
+ *   video.c      video mode: clips of videos, their decode and facts
  *   error.c      a failed sample counted and named
  *   shard_read.c tar members: descriptors, merged runs, each member's check
  *   read.c       a batch's reads laid out in its slot
@@ -317,6 +320,41 @@ void stk__loader_wake_rings(struct stk_loader *l);
 /* Wakes whoever waits for the loader: a start or a create (cv, under mu)
  * and a consumer waiting for its batch (wcv).  After the change it is for. */
 void stk__loader_signal(struct stk_loader *l);
+
+/* --- loader/video.c ------------------------------------------------------- */
+/* Video mode: a sample is clip k of video v (sample v x per_file + k).  The
+ * sampler counts clips; a claimed batch's samples become their videos (the
+ * reads, labels, indices and stand-ins are per file, as in the other modes)
+ * and each place keeps its k; the decode threads decode the clip into the
+ * slot's clip area (after the reads, page-aligned at img_off). */
+#define STK__VIDEO_EXTS ".mp4,.m4v,.mov,.mkv,.webm"
+/* The options checked as create would (stk_loader_opts_check). */
+int stk__vloader_check(const struct stk_video_opts *o, char *err, size_t errlen);
+/* At create, before the index: the options checked and copied, per_file set. */
+int stk__vloader_init(struct stk_loader *l, const struct stk_video_opts *o, char *err,
+		      size_t errlen);
+/* After the pool: each slot's clip arrays. */
+int stk__vloader_slots(struct stk_loader *l);
+void stk__vloader_free(struct stk_loader *l);
+/* The decode threads asked for, else the CPU share's. */
+uint32_t stk__vloader_decode_threads(const struct stk_loader *l);
+/* Bytes of a batch's clips (0 when not video mode). */
+uint64_t stk__vloader_out_bytes(const struct stk_loader *l);
+/* A claimed batch's n samples (clip numbers in idx) become their videos;
+ * slot keeps each place's clip.  Under mu. */
+void stk__vloader_claim(struct stk_loader *l, uint32_t slot, int64_t *idx, uint32_t n);
+/* Decodes place i of slot (video v = its index now, a stand-in's too) from
+ * data/len into the slot's clip area: 0 or <0 with the reason in why.  A
+ * decode thread, without mu. */
+int stk__vloader_decode(struct stk_loader *l, uint32_t slot, uint32_t i, int64_t video,
+			uint64_t epoch, const void *data, size_t len, char *why, size_t whylen);
+/* Skip's compaction: place `from` moves to `to`.  Under mu. */
+void stk__vloader_move(struct stk_loader *l, uint32_t slot, uint32_t to, uint32_t from);
+/* The batch's video fields. */
+void stk__vloader_batch(const struct stk_loader *l, uint32_t slot, struct stk_batch *b);
+/* Per-slot arrays and the decoders' working memory, for stk_loader_memory. */
+uint64_t stk__vloader_meta_bytes(const struct stk_loader *l);
+uint64_t stk__vloader_decode_bytes(const struct stk_loader *l, uint32_t threads);
 
 /* --- loader/error.c ------------------------------------------------------- */
 /* Unlinks the index cache (once): the data no longer matches it.  Under mu. */

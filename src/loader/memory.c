@@ -74,7 +74,12 @@ int stk_loader_memory(const struct stk_loader *l, struct stk_memory *out)
 	const struct stk_dataset *ds = l->ds;
 	m.index_bytes = ds->map ? ds->map_len
 				: (uint64_t)ds->n * sizeof(*ds->entries) + ds->names_len;
-	m.meta_bytes = (uint64_t)m.nslots * meta_per_slot(l->o.batch_size);
+	m.meta_bytes = (uint64_t)m.nslots * meta_per_slot(l->o.batch_size) +
+		       stk__vloader_meta_bytes(l);
+	if (l->video) { /* the clips are in the slots; the decoders hold frames */
+		m.decode_threads = l->ndthreads;
+		m.decode_bytes = stk__vloader_decode_bytes(l, l->ndthreads);
+	}
 	if (l->image) {
 		m.decode_threads = l->ndthreads;
 		double mean = 0;

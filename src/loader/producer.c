@@ -88,6 +88,8 @@ static void compact(struct stk_loader *l, struct slot *s)
 			uint8_t *img = base + l->img_off;
 			memcpy(img + (size_t)k * ib, img + (size_t)i * ib, ib);
 		}
+		if (l->video && k != i)
+			stk__vloader_move(l, (uint32_t)(s - l->slots), k, i);
 		s->offsets[k] = stay ? s->offsets[i] : off;
 		s->sizes[k] = s->sizes[i];
 		s->labels[k] = s->labels[i];
@@ -127,6 +129,8 @@ void stk__loader_finish_slot(struct stk_loader *l, struct slot *s)
 static void claim(struct stk_loader *l, struct io_thread *r, struct slot *s, int64_t number)
 {
 	uint32_t n = stk__sampler_batch(&l->sampler, number, l->scratch_idx);
+	if (l->video) /* clips: their videos are what is read */
+		stk__vloader_claim(l, (uint32_t)(s - l->slots), l->scratch_idx, n);
 	s->state = SLOT_FILLING;
 	s->gen = l->gen;
 	s->number = number;
@@ -177,7 +181,7 @@ static void sample_done(struct stk_loader *l, struct slot *s, struct sio *x)
 	if (rc < 0)
 		stk__loader_sample_error(l, s, x, rc, l->ds->shards && l->ops != &stk__engine_null ? why
 											   : NULL);
-	else if (l->image && s->gen == l->gen) {
+	else if ((l->image || l->video) && s->gen == l->gen) {
 		s->decoding++;
 		l->dq[(l->dq_head + l->dq_len++) % l->dq_cap] = x;
 		pthread_cond_signal(&l->dcv);
@@ -226,16 +230,25 @@ void *stk__loader_decode_main(void *arg)
 			uint64_t seed = stk__sample_seed(l->o.seed, s->epoch, s->indices[x->idx]);
 			uint8_t *out = stk__pool_slot(&l->pool, x->slot) + l->img_off +
 				       (size_t)x->idx * stk__image_bytes(&l->img);
+			int64_t video = s->indices[x->idx];
+			uint64_t epoch = s->epoch;
 			pthread_mutex_unlock(&l->mu);
 			uint64_t t0 = stk__now_ns();
-			struct stk__decode_info info;
-			rc = stk__image_decode(&l->img, (uint8_t *)x->io.buf + x->skip, x->size, seed,
-					       out, why, sizeof(why), &info);
+			struct stk__decode_info info = {.format = -1};
+			if (l->video)
+				rc = stk__vloader_decode(l, x->slot, x->idx, video, epoch,
+							 (uint8_t *)x->io.buf + x->skip, x->size, why,
+							 sizeof(why));
+			else
+				rc = stk__image_decode(&l->img, (uint8_t *)x->io.buf + x->skip, x->size,
+						       seed, out, why, sizeof(why), &info);
 			uint64_t dt = stk__now_ns() - t0;
 			stk_hist_add(l->h_decode, dt);
 			pthread_mutex_lock(&l->mu);
 			l->decode_ns += dt;
-			if (!rc) {
+			if (!rc && l->video) {
+				l->decoded++;
+			} else if (!rc) {
 				l->decoded++;
 				l->decoded_fast += info.fast;
 				l->entropy_sum += info.entropy;

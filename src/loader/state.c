@@ -58,6 +58,8 @@ static uint64_t loader_fingerprint(struct stk_loader *l)
 	uint64_t fp = atomic_load(&l->fingerprint);
 	if (!fp) { /* the index never changes: two threads racing here agree */
 		fp = fingerprint(l->ds);
+		if (l->per_file > 1) /* video: clips a video, which fixes what a sample is */
+			fp = fp_mix(fp, l->per_file);
 		atomic_store(&l->fingerprint, fp);
 	}
 	return fp;

@@ -48,8 +48,14 @@ static void print_human(struct stk_loader *l, const struct bench_opts *o, const 
 	struct stk_stats now = {.size = sizeof(now)};
 	unsigned qd = stk_loader_stats(l, &now) == 0 ? now.queue_depth : s->st.queue_depth;
 	printf("stoker bench: %s\n", o->path);
-	printf("  %lld samples, %lld classes; engine %s, queue depth %u%s, batch %u, prefetch %u%s\n",
-	       (long long)stk_loader_num_samples(l), (long long)count_classes(l),
+	char what[96];
+	if (o->video) /* the dataset's entries are videos; an epoch's samples, clips */
+		snprintf(what, sizeof(what), "%lld videos (%lld clips an epoch)",
+			 (long long)stk_loader_num_samples(l), (long long)stk_loader_rank_samples(l));
+	else
+		snprintf(what, sizeof(what), "%lld samples", (long long)stk_loader_num_samples(l));
+	printf("  %s, %lld classes; engine %s, queue depth %u%s, batch %u, prefetch %u%s\n",
+	       what, (long long)count_classes(l),
 	       stk_loader_engine(l), qd, eff.queue_depth ? "" : " (auto: chosen below)",
 	       eff.batch_size, eff.prefetch, s->st.direct ? ", O_DIRECT" : "");
 	char cw[160];
@@ -140,6 +146,8 @@ static void print_human(struct stk_loader *l, const struct bench_opts *o, const 
 		}
 	}
 	printf("\n");
+	if (o->video) /* a sample is a clip */
+		bench_video_print(l, S, n);
 	if (B) /* the reference, named once: a user knows this loop */
 		printf("\n  plain read loop: one thread reading each sample in stoker's order (%s)%s,\n"
 		       "  what PyTorch's DataLoader with num_workers=0 does\n",
@@ -166,7 +174,9 @@ latencies:
 		walls += S[i].wall + (B ? B[i].wall : 0);
 	bench_remote_print(l, walls);
 	bench_remote_runs(S, n);
-	if (s->st.decode_threads) {
+	if (s->st.decode_threads && o->video) {
+		bench_video_decode_print(l, &s->st);
+	} else if (s->st.decode_threads) {
 		const struct run *bm = B ? &B[median_run(B, n)] : NULL;
 		printf("  decode                     %u thread%s, %.0f images/s per core, p50/p99 %s / %s",
 		       s->st.decode_threads, s->st.decode_threads == 1 ? "" : "s",
@@ -444,6 +454,7 @@ int cmd_bench(int argc, char **argv)
 		"loader's options, their defaults and ranges are the library's (docs/options.md).",
 		"stoker bench /data/imagenet/train          # the loader against the baseline\n"
 		"stoker bench --image -b 128 /data/train    # decode and crop too, as training does\n"
+		"stoker bench --video --frames 16 --stride 2 -b 8 /data/videos  # random clips\n"
 		"stoker bench --sweep qd=16,64,256 --plot qd.svg /data/train  # queue depths charted"};
 	struct opt opts[128] = {
 		OPT_GROUP("run"),
@@ -477,7 +488,12 @@ int cmd_bench(int argc, char **argv)
 		{"image", 'i', OPT_BOOL, &o.image, NULL, 0, 0, NULL, NULL,
 		 "decode and crop every sample (JPEG, PNG, WebP) into the batch, as training does"},
 		{"size", 0, OPT_STR, &o.size, NULL, 0, 0, NULL, "N",
-		 "--image: output N x N pixels (sets --width and --height)"},
+		 "--image, --video: output N x N pixels (sets --width and --height)"},
+		OPT_GROUP("video"),
+		{"video", 0, OPT_BOOL, &o.video, NULL, 0, 0, NULL, NULL,
+		 "each sample a clip of a video file (.mp4 .m4v .mov .mkv .webm), decoded, cropped "
+		 "(--crop, --no-flip, --scale-min ... as --image's) and resized into the batch: "
+		 "clips/s and frames/s"},
 		OPT_GROUP("run"),
 		{"sweep", 0, OPT_STR, &o.sweep, NULL, 0, 0, NULL, "K=V,..",
 		 "--repeat runs per value of a numeric option (threads, qd, prefetch, batch, "
@@ -500,7 +516,10 @@ int cmd_bench(int argc, char **argv)
 		nopts++;
 	nopts = opt_add_library(opts, nopts, sizeof(opts) / sizeof(opts[0]), STK_OPT_LOADER, &o.lo,
 				 NULL);
-	opt_add_library(opts, nopts, sizeof(opts) / sizeof(opts[0]), STK_OPT_IMAGE, &o.img, NULL);
+	nopts = opt_add_library(opts, nopts, sizeof(opts) / sizeof(opts[0]), STK_OPT_IMAGE, &o.img,
+				NULL);
+	opt_add_library(opts, nopts, sizeof(opts) / sizeof(opts[0]), STK_OPT_VIDEO, &o.vid,
+			bench_video_rows);
 	int first = opt_parse(&help, opts, argc, argv);
 	if (first < 0)
 		return -first;
@@ -529,6 +548,8 @@ int cmd_bench(int argc, char **argv)
 			return EXIT_USAGE;
 		}
 	}
+	if (bench_video_setup(&o))
+		return EXIT_USAGE;
 	char vs_bad[256];
 	if (o.vs && bench_vs_check(o.vs, vs_bad, sizeof(vs_bad))) {
 		fprintf(stderr, "stoker bench: %s\n", vs_bad);
@@ -670,6 +691,9 @@ int cmd_bench(int argc, char **argv)
 								   "decode_bytes",
 								   (json_int_t)mem.decode_bytes,
 								   "total", (json_int_t)mem.total));
+		json_t *vj = o.video ? bench_video_json(l, S, n, &S[med].st) : NULL;
+		if (vj)
+			json_object_set_new(j, "video", vj);
 		if (o.image)
 			json_object_set_new(j, "image", json_pack("{s:I,s:I,s:s,s:I}", "width",
 								  (json_int_t)effimg.width, "height",

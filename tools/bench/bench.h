@@ -15,11 +15,12 @@ struct bench_opts {
 	const char *path;
 	struct stk_loader_opts lo;  /* the loader's options, as the table parses them */
 	struct stk_image_opts img;  /* with --image */
+	struct stk_video_opts vid;  /* with --video (bench/video.c) */
 	int64_t epochs, max_samples, max_batches, repeat;
 	double compute_ms, seconds, runtime, ramp;
 	int run_index; /* which of the --repeat runs is going */
 	int cache; /* CACHE_* */
-	bool image, cold, json, no_baseline;
+	bool image, video, cold, json, no_baseline;
 	const char *sweep, *plot, *size, *vs;
 };
 
@@ -148,6 +149,17 @@ void loader_opts(const struct bench_opts *o, struct stk_loader_opts *lo,
 		 struct stk_image_opts *img);
 /* Classes: the folder's, or the distinct labels of shards and file lists. */
 int64_t count_classes(struct stk_loader *l);
+
+/* bench/video.c: --video.  The video rows with flags of their own; the
+ * options checked and completed from the shared flags (--size, the crop's),
+ * or -1 said on stderr; the report's clips/s and frames/s lines, its decode
+ * line, and the JSON's "video" object (NULL outside video mode). */
+extern const char *const bench_video_rows[];
+int bench_video_setup(struct bench_opts *o);
+void bench_video_print(struct stk_loader *l, const struct run *S, int n);
+void bench_video_decode_print(struct stk_loader *l, const struct stk_stats *st);
+json_t *bench_video_json(struct stk_loader *l, const struct run *S, int n,
+			 const struct stk_stats *st);
 
 /* The verdict as bench's JSON has it: kind, evidence, try, and the device. */
 json_t *verdict_json(const struct stk_verdict *v);

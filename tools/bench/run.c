@@ -644,6 +644,7 @@ void loader_opts(const struct bench_opts *o, struct stk_loader_opts *lo,
 	*img = o->img;
 	img->size = sizeof(*img);
 	lo->image = o->image ? img : NULL;
+	lo->video = o->video ? &o->vid : NULL;
 }
 
 void run_release(struct run *r)

@@ -61,7 +61,8 @@ struct cmd_help {
 };
 
 /* Appends an OPT_LIB entry for every row of the library's option table in
- * `group`, writing into `base` (a struct stk_loader_opts or stk_image_opts),
+ * `group`, writing into `base` (a struct stk_loader_opts, stk_image_opts or
+ * stk_video_opts),
  * after the n entries of opts (room for cap); returns the new count.  Long
  * names are the rows' with '-' for '_' (--no-NAME for an option on by
  * default); a few have the short letters users know (-b, -p, -q, -t, -e).

@@ -14,8 +14,8 @@
 
 /* OPT_LIB entries: their CLI names live here, beside the rows they stand
  * for, for the process's life (an entry's name says which row it is). */
-static char lib_names[64][40];
-static const struct stk_option *lib_rows[64];
+static char lib_names[96][40];
+static const struct stk_option *lib_rows[96];
 static size_t lib_used;
 
 const char *opt_num_text(char *buf, size_t len, double v)
@@ -95,6 +95,8 @@ const char *opt_lib_group(const struct stk_option *r)
 		return "options";
 	if (r->group == STK_OPT_IMAGE)
 		return "image";
+	if (r->group == STK_OPT_VIDEO)
+		return "video";
 	if (!strncmp(r->name, "remote", 6) || !strcmp(r->name, "cache_limit"))
 		return "remote";
 	if (!strcmp(r->name, "quiet"))
@@ -140,7 +142,9 @@ size_t opt_add_library(struct opt *opts, size_t n, size_t cap, enum stk_opt_grou
 		       void *base, const char *const *only)
 {
 	const struct stk_option *r;
-	for (int i = 0; (r = stk_option_at(i)) && n + 1 < cap; i++) {
+	/* the video rows are a list of their own (stoker.h says why) */
+	for (int i = 0; (r = group == STK_OPT_VIDEO ? stk_video_option_at(i) : stk_option_at(i)) &&
+			n + 1 < cap; i++) {
 		if (r->group != group || lib_used == sizeof(lib_names) / sizeof(lib_names[0]))
 			continue;
 		bool wanted = !only;
