@@ -204,7 +204,7 @@ $(BUILD)/fuzz_rst: tests/fuzz/fuzz_rst.c src/image/jpeg_rst.c src/image/jpeg_rst
 # with clang.  Their corpora, tests/fuzz/image_corpus and index_corpus
 # (tests/fuzz/make_corpus.py wrote the seeds), are replayed by test_fuzz.
 FUZZ_LIB_CFLAGS = -g -O1 -fsanitize=fuzzer,address,undefined -std=gnu11 -D_GNU_SOURCE -pthread \
-	-Iinclude -Isrc $(shell $(PKG_CONFIG) --cflags $(PKGS) 2>/dev/null)
+	-Iinclude -Isrc $(shell $(PKG_CONFIG) --cflags $(PKGS) $(AV_PKGS) 2>/dev/null)
 $(BUILD)/fuzz_image: tests/fuzz/fuzz_image.c $(LIB_SRC) $(wildcard src/*/*.h)
 	@mkdir -p $(@D)
 	$(Q)clang $(FUZZ_LIB_CFLAGS) tests/fuzz/fuzz_image.c $(LIB_SRC) -o $@ $(LIBS)
@@ -225,7 +225,13 @@ $(BUILD)/fuzz_png $(BUILD)/fuzz_webp: $(BUILD)/fuzz_%: tests/fuzz/fuzz_%.c tests
 		$(LIB_SRC) $(wildcard src/*/*.h)
 	@mkdir -p $(@D)
 	$(Q)clang $(FUZZ_LIB_CFLAGS) $< $(LIB_SRC) -o $@ $(LIBS)
-FUZZERS = tar rst image index url_list tar_types png webp
+# The video path (src/video/: demux from memory, probe, a clip's decode over
+# FFmpeg's libraries, which are not instrumented); test_video replays
+# tests/fuzz/video_corpus (tests/fuzz/make_video_corpus.c wrote the seeds).
+$(BUILD)/fuzz_video: tests/fuzz/fuzz_video.c $(LIB_SRC) $(wildcard src/*/*.h)
+	@mkdir -p $(@D)
+	$(Q)clang $(FUZZ_LIB_CFLAGS) tests/fuzz/fuzz_video.c $(LIB_SRC) -o $@ $(LIBS)
+FUZZERS = tar rst image index url_list tar_types png webp video
 # clang and libFuzzer first (installed as root, else the apt-get line)
 .PHONY: fuzz-deps
 fuzz-deps:
@@ -235,7 +241,7 @@ $(FUZZERS:%=$(BUILD)/fuzz_%): | fuzz-deps
 fuzz: $(FUZZERS:%=$(BUILD)/fuzz_%)
 	$(Q)mkdir -p $(BUILD)/fuzz-corpus $(BUILD)/fuzz-rst-corpus $(BUILD)/fuzz-image-corpus \
 		$(BUILD)/fuzz-index-corpus $(BUILD)/fuzz-tar-types-corpus $(BUILD)/fuzz-png-corpus \
-		$(BUILD)/fuzz-webp-corpus $(BUILD)/fuzz-url-list-corpus
+		$(BUILD)/fuzz-webp-corpus $(BUILD)/fuzz-url-list-corpus $(BUILD)/fuzz-video-corpus
 	$(Q)$(BUILD)/fuzz_tar -max_total_time=$(FUZZ_TIME) -max_len=65536 \
 		-artifact_prefix=$(BUILD)/ $(BUILD)/fuzz-corpus tests/fuzz/tar_corpus
 	$(Q)$(BUILD)/fuzz_rst -max_total_time=$(FUZZ_TIME) -max_len=65536 \
@@ -252,6 +258,8 @@ fuzz: $(FUZZERS:%=$(BUILD)/fuzz_%)
 	$(Q)for f in png webp; do $(BUILD)/fuzz_$$f -max_total_time=$(FUZZ_TIME) -max_len=65536 \
 		-rss_limit_mb=4096 -artifact_prefix=$(BUILD)/$$f- $(BUILD)/fuzz-$$f-corpus \
 		tests/fuzz/$${f}_corpus || exit 1; done
+	$(Q)$(BUILD)/fuzz_video -max_total_time=$(FUZZ_TIME) -max_len=65536 -rss_limit_mb=4096 \
+		-artifact_prefix=$(BUILD)/video- $(BUILD)/fuzz-video-corpus tests/fuzz/video_corpus
 
 # The soak (not in `make test`: minutes): SOAK_EPOCHS epochs in image mode over
 # a generated folder while a thread deletes and restores its files; every

@@ -132,4 +132,30 @@ if [ "$(id -u)" != 0 ]; then
 	[ $rc -eq 1 ] || fail "unwritable DIR: exit $rc, expected 1"
 	grep -q "$T/ro/x" "$T/err" || fail "the error does not name DIR: $(cat "$T/err")"
 fi
+# --video: H.264 MP4s in class folders (FFmpeg's libraries, when present),
+# each of the length and size asked; the same folder rules; bad lists refused.
+if "$STOKER" doctor 2>/dev/null | grep -Eq '^  ok +video '; then
+	"$STOKER" gen --video --count 3 --classes 2 --min-seconds 0.4 --max-seconds 0.8 \
+		--sizes 64x48,96x64 --fps 25 --json "$T/v" >"$T/vjson" 2>"$T/err" ||
+		fail "gen --video: $(cat "$T/err")"
+	n=$(find "$T/v" -name '*.mp4' | wc -l)
+	[ "$n" = 3 ] || fail "gen --video: $n videos, want 3"
+	[ -s "$T/v/c0000/00000000.mp4" ] && [ -s "$T/v/c0001/00000001.mp4" ] ||
+		fail "gen --video: not in class folders: $(find "$T/v")"
+	find "$T/v" -name '*.tmp*' | grep -q . && fail "gen --video left a .tmp file"
+	grep -q '"videos": 3' "$T/vjson" || fail "gen --video --json: $(cat "$T/vjson")"
+	frames=$(sed -n 's/.*"frames": \([0-9]*\).*/\1/p' "$T/vjson")
+	[ "$frames" -ge 30 ] && [ "$frames" -le 60 ] || fail "gen --video: $frames frames for 3 x 0.4-0.8 s"
+	"$STOKER" gen --video --count 3 "$T/v" >/dev/null 2>&1
+	[ $? -eq 2 ] || fail "gen --video into a non-empty DIR: expected exit 2"
+	for args in "--sizes 64x" "--sizes 63x48" "--fps 0" "--count 1 --classes 2" \
+		"--min-seconds 3 --max-seconds 2"; do
+		# shellcheck disable=SC2086
+		"$STOKER" gen --video $args "$T/ve" >/dev/null 2>&1
+		rc=$?
+		[ $rc -eq 2 ] || fail "gen --video $args: exit $rc, expected 2"
+	done
+else
+	echo "gen --video: skipped (no FFmpeg libraries: stoker doctor says why)"
+fi
 echo "ok"

@@ -2,34 +2,19 @@
 # stoker bench --video: every clip of the epochs read and decoded (clips/s,
 # frames/s in the report and the JSON), nothing of image mode claimed, a
 # corrupt video named, the flags that cannot go together refused.  The
-# videos are made by libstoker's stk_video_make (`stoker gen --video` where
-# the CLI has it, else through the Python binding's ctypes).
+# videos are made by `stoker gen --video` (libstoker's stk_video_make).
 . "$(dirname "$0")/cli-common.sh"
 t=$tmp
 QUICK="--runtime 0 --ramp 0 --repeat 1"
-codecs=$(STOKER_LIB=${STOKER_LIB:-$(dirname "$S")/libstoker.so.0} \
-	PYTHONPATH="$top/python" "$PY" -c '
-import ctypes, sys
-from stoker import _lib
-b = ctypes.create_string_buffer(256)
-rc = _lib.stk_video_codecs(b, len(b))
-print(b.value.decode()); sys.exit(0 if rc > 0 else 1)' 2>&1) || skip "no video decoding here: $codecs"
-
 # 2 classes x 3 videos, 40 frames of 96x64 at 25 fps
-STOKER_LIB=${STOKER_LIB:-$(dirname "$S")/libstoker.so.0} PYTHONPATH="$top/python" "$PY" - "$t/d" <<'EOF' || fail "making the videos"
-import ctypes, os, sys
-from stoker import _lib
-root = sys.argv[1]
-for c in ("walk", "run"):
-    os.makedirs(os.path.join(root, c))
-    for i in range(3):
-        m = _lib.VideoMakeOpts(size=ctypes.sizeof(_lib.VideoMakeOpts), width=96, height=64,
-                               frames=40, fps=25, gop=10, seed=i)
-        err = ctypes.create_string_buffer(512)
-        p = os.path.join(root, c, "v%d.mp4" % i)
-        if _lib.stk_video_make(p.encode(), ctypes.byref(m), err, len(err)):
-            sys.exit("%s: %s" % (p, err.value.decode()))
-EOF
+"$S" gen "$t/d" --video --count 6 --classes 2 --min-seconds 1.6 --max-seconds 1.6 \
+	--sizes 96x64 --fps 25 --gop 10 >"$t/out" 2>"$t/err" || {
+	grep -q "needs FFmpeg's libraries" "$t/err" && skip "$(head -n 1 "$t/err")"
+	fail "gen --video exit $?"
+}
+[ "$(find "$t/d" -name '*.mp4' | wc -l)" = 6 ] || fail "gen --video: not 6 videos"
+cls=$(find "$t/d" -name '*.mp4' | sed 's|/[^/]*$||' | sort -u | wc -l)
+[ "$cls" = 2 ] || fail "gen --video: $cls class folders, not 2"
 
 "$S" bench $QUICK "$t/d" --video --frames 4 --stride 2 --size 48 --clips-per-video 2 \
 	--batch-size 4 --epochs 2 --json >"$t/out" 2>"$t/err" || fail "bench --video exit $?"
@@ -63,7 +48,8 @@ for not in "images/s" "restart intervals" "plain read loop" "formats"; do
 done
 
 # a corrupt video: named under --on-error fail, counted under skip
-printf 'not an mp4 at all' >"$t/d/run/zzz.mp4"
+bad=$(find "$t/d" -mindepth 1 -maxdepth 1 -type d | head -n 1)
+printf 'not an mp4 at all' >"$bad/zzz.mp4"
 "$S" bench $QUICK "$t/d" --video --frames 4 --size 48 -b 4 --on-error fail >"$t/out" 2>"$t/err"
 rc=$?
 [ $rc = 1 ] || fail "corrupt video under --on-error fail: exit $rc"
@@ -76,7 +62,7 @@ j = json.load(open(sys.argv[1]))
 assert j["stoker"]["errors"] == 1 and j["stoker"]["samples"] == 6, j["stoker"]
 assert any("zzz.mp4" in b for b in j["stoker"]["bad_samples"]), j["stoker"]["bad_samples"]
 ' "$t/out" || fail "skip: the bad video counted and named"
-rm "$t/d/run/zzz.mp4"
+rm "$bad/zzz.mp4"
 
 # usage: what cannot go together, said; the flags in --help
 "$S" bench "$t/d" --video --image >"$t/out" 2>"$t/err"

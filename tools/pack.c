@@ -473,7 +473,7 @@ int cmd_pack(int argc, char **argv)
 	int64_t seed = -1;
 	bool json = false, transcode = false, replace = false;
 	uint64_t align = 0;
-	const char *stage;
+	const char *stage, *exts = NULL;
 	const char *tmpdir = getenv("TMPDIR");
 	const struct opt opts[] = {
 		OPT_GROUP("shards"),
@@ -483,6 +483,9 @@ int cmd_pack(int argc, char **argv)
 		 "shard names: NAME-000000.tar ... (not starting with '.': loaders skip hidden "
 		 "files)"},
 		OPT_SEED('s', &seed, NULL, "shuffle the samples with this seed [ImageFolder order]"),
+		{"extensions", 0, OPT_STR, &exts, NULL, 0, 0, NULL, "LIST",
+		 "the files of DIR that are samples: \".mp4,.mkv,.webm\" for videos (a loader's "
+		 "video mode reads them from the shards), \"*\" any [ImageFolder's images]"},
 		{"transcode", 0, OPT_BOOL, &transcode, NULL, 0, 0, NULL, NULL,
 		 "rewrite each JPEG losslessly with restart markers, so image mode decodes only "
 		 "a crop's intervals (see stoker transcode) [bytes as they are]"},
@@ -563,6 +566,7 @@ int cmd_pack(int argc, char **argv)
 		.size = sizeof(lo),
 		.flags = STK_F_NO_SHUFFLE | STK_F_QUIET | STK_F_NO_CACHE,
 		.path = p.dir,
+		.extensions = exts,
 		.batch_size = 1,
 		.prefetch = 1,
 		.engine = STK_ENGINE_NULL,

@@ -444,7 +444,8 @@ struct stk_loader_opts {
 	X(LOADER, index_beside, NULL, FLAG, flags, STK_F_INDEX_BESIDE, "false", 0, 0, NULL,      \
 	  "write the index cache beside the data (ROOT/.stoker-index) instead of cache_dir")     \
 	X(LOADER, extensions, NULL, STR, extensions, 0, "", 0, 0, NULL,                          \
-	  "folder mode: extensions to index, \".jpg,.png\" or \"*\" (default: ImageFolder's)")   \
+	  "folder mode: extensions to index, \".jpg,.png\" or \"*\" (default: ImageFolder's; "    \
+	  "in video mode .mp4,.m4v,.mov,.mkv,.webm)")                                           \
 	X(LOADER, cache_dir, NULL, STR, cache_dir, 0, "", 0, 0, NULL,                            \
 	  "where index caches go (default: ~/.cache/stoker), unless index_beside")               \
 	X(LOADER, slot_bytes, NULL, U64, slot_bytes, STK_OPT_BYTES, "auto", 1, 1099511627776.0,  \
@@ -806,7 +807,8 @@ STK_API int stk_loader_cpu_share(const struct stk_loader *loader, struct stk_cpu
 STK_API const char *stk_loader_engine(const struct stk_loader *loader);
 /* The options in effect: the caller's, with every default applied and every
  * "auto" resolved to what the loader chose (io_threads, decode_threads...).
- * Strings point into the loader (valid until destroy); out->image is NULL.
+ * Strings point into the loader (valid until destroy); out->image and
+ * out->video are NULL (stk_loader_video_options gives the video options).
  * img (may be NULL) receives the image options.  Returns 1 in image mode,
  * else 0 (img then zeroed). */
 STK_API int stk_loader_options(const struct stk_loader *loader, struct stk_loader_opts *out,
@@ -893,9 +895,11 @@ struct stk_memory {
 	uint64_t pool_bytes;      /* nslots x slot_bytes */
 	uint64_t index_bytes;     /* the dataset's index: entries and names */
 	uint64_t meta_bytes;      /* each slot's offsets, sizes, labels, indices, read records */
-	uint32_t decode_threads;  /* image mode; 0 in raw mode */
+	uint32_t decode_threads;  /* image and video mode; 0 in raw mode */
 	uint64_t decode_bytes;    /* their working memory, estimated: the decoded region of an
-				     image of the mean sample size, twice, per thread */
+				     image of the mean sample size, twice, per thread; video:
+				     a decoder's reference frames at the largest frame size
+				     decoded so far (720p before the first) */
 	uint64_t total;           /* all of the above */
 };
 /* What this loader takes.  0 or -EINVAL. */

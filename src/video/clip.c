@@ -65,6 +65,20 @@ struct clip {
 	size_t errlen;
 };
 
+/* Bad data from the demuxer or the decoder: STK_ECORRUPT, said as
+ * truncation when the reads had run out of file. */
+static int corrupt(const struct clip *c, const char *what, int averr)
+{
+	char ab[128];
+	if (c->d.mem.ran_out)
+		return stk__errf(c->err, c->errlen, STK_ECORRUPT,
+				 "truncated: the file (%zu bytes) ends inside its video data, %s "
+				 "after %u frames (%s)", c->d.mem.len, what, c->decoded,
+				 stk__av_err(averr, ab, sizeof(ab)));
+	return stk__errf(c->err, c->errlen, STK_ECORRUPT, "%s after %u frames (%s)", what,
+			 c->decoded, stk__av_err(averr, ab, sizeof(ab)));
+}
+
 static double frame_time(const struct clip *c, const AVFrame *f)
 {
 	int64_t pts = f->best_effort_timestamp != AV_NOPTS_VALUE ? f->best_effort_timestamp : f->pts;
@@ -229,15 +243,12 @@ static int take(struct clip *c)
 /* Drains the decoder's frames; 1 when the clip is full. */
 static int receive(struct clip *c, bool *first, bool *retry)
 {
-	char ab[128];
 	for (;;) {
 		int e = AV(avcodec_receive_frame)(c->cc, c->cur);
 		if (e == AVERROR(EAGAIN) || e == AVERROR_EOF)
 			return 0;
 		if (e < 0)
-			return stk__errf(c->err, c->errlen, STK_ECORRUPT,
-					 "corrupt video data after %u frames (%s)", c->decoded,
-					 stk__av_err(e, ab, sizeof(ab)));
+			return corrupt(c, "corrupt video data", e);
 		c->decoded++;
 		if (*first) {
 			*first = false;
@@ -277,7 +288,6 @@ static int seek(struct clip *c, double t)
 
 static int decode(struct clip *c)
 {
-	char ab[128];
 	bool first = true, retry = c->t0 > 0, sought = c->t0 > 0 || c->d.probed;
 	if (sought && seek(c, c->t0) < 0 && c->t0 > 0)
 		retry = false; /* reading on from where it is: the first frames */
@@ -286,9 +296,7 @@ static int decode(struct clip *c)
 		if (e == AVERROR_EOF)
 			break;
 		if (e < 0)
-			return stk__errf(c->err, c->errlen, STK_ECORRUPT,
-					 "unreadable after %u frames: truncated or corrupt (%s)",
-					 c->decoded, stk__av_err(e, ab, sizeof(ab)));
+			return corrupt(c, "unreadable container", e);
 		if (c->pkt->stream_index != c->d.si) {
 			AV(av_packet_unref)(c->pkt);
 			continue;
@@ -296,9 +304,7 @@ static int decode(struct clip *c)
 		e = AV(avcodec_send_packet)(c->cc, c->pkt);
 		AV(av_packet_unref)(c->pkt);
 		if (e < 0 && e != AVERROR(EAGAIN))
-			return stk__errf(c->err, c->errlen, STK_ECORRUPT,
-					 "corrupt video data after %u frames (%s)", c->decoded,
-					 stk__av_err(e, ab, sizeof(ab)));
+			return corrupt(c, "corrupt video data", e);
 		int rc = receive(c, &first, &retry);
 		if (rc == 2) {
 			seek(c, 0);

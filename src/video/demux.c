@@ -22,10 +22,13 @@
 static int mem_read(void *opaque, uint8_t *buf, int n)
 {
 	struct stk__vdemux *d = opaque;
-	if (d->mem.pos < 0 || (uint64_t)d->mem.pos >= d->mem.len)
+	if (d->mem.pos < 0 || (uint64_t)d->mem.pos >= d->mem.len) {
+		d->mem.ran_out = true;
 		return AVERROR_EOF;
+	}
 	size_t left = d->mem.len - (size_t)d->mem.pos;
 	size_t k = (size_t)n < left ? (size_t)n : left;
+	d->mem.ran_out |= k < (size_t)n;
 	memcpy(buf, d->mem.p + d->mem.pos, k);
 	d->mem.pos += (int64_t)k;
 	return (int)k;
@@ -100,6 +103,10 @@ static int stream_facts(struct stk__vdemux *d, char *err, size_t errlen)
 		d->duration_s = (double)d->fc->duration / AV_TIME_BASE;
 	else
 		d->duration_s = 0;
+	if (!(d->fps > 0) && st->nb_frames > 1 && d->duration_s > 0)
+		d->fps = (double)st->nb_frames / d->duration_s;
+	else if (!(d->fps > 0) && st->nb_frames == 1)
+		d->fps = 25; /* one frame has no rate: any will do */
 	d->frames_exact = st->nb_frames > 0;
 	d->frames = d->frames_exact ? st->nb_frames : (int64_t)(d->duration_s * d->fps + 0.5);
 	const int32_t *m = (const int32_t *)AV(av_stream_get_side_data)(

@@ -12,6 +12,7 @@ struct stk__vdemux {
 		const uint8_t *p;
 		size_t len;
 		int64_t pos;
+		bool ran_out; /* a read asked for bytes past the end */
 	} mem;
 	AVStream *st;
 	int si;                /* the stream's index */

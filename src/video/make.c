@@ -31,25 +31,30 @@ static int cell_bit(int k)
 	return bit[k];
 }
 
-/* The displayed picture of frame i, Wd × Hd RGB. */
+/* The displayed picture of frame i, Wd × Hd RGB (gradients moving with i,
+ * the marks in the centre square). */
 static void draw(uint8_t *rgb, int Wd, int Hd, int64_t i, uint64_t seed)
 {
 	int m = (Wd < Hd ? Wd : Hd) / 2, mx = (Wd - m) / 2, my = (Hd - m) / 2;
 	unsigned s = (unsigned)(seed * 37 % 251);
-	for (int y = 0; y < Hd; y++)
+	for (int y = 0; y < Hd; y++) {
+		uint8_t *row = rgb + (size_t)y * Wd * 3;
+		uint8_t g = (uint8_t)(y * 255 / (Hd > 1 ? Hd - 1 : 1) + 2 * i);
 		for (int x = 0; x < Wd; x++) {
-			uint8_t *p = rgb + ((size_t)y * Wd + x) * 3;
-			if (x >= mx && x < mx + m && y >= my && y < my + m) {
-				int cx = (x - mx) * GRID / m, cy = (y - my) * GRID / m, k = cy * GRID + cx;
-				int b = cell_bit(k);
-				bool white = b < 0 ? k == 0 : (i >> b) & 1;
-				p[0] = p[1] = p[2] = white ? 255 : 0;
-				continue;
-			}
-			p[0] = (uint8_t)(x * 255 / (Wd > 1 ? Wd - 1 : 1) + 3 * i + s);
-			p[1] = (uint8_t)(y * 255 / (Hd > 1 ? Hd - 1 : 1) + 2 * i);
-			p[2] = (uint8_t)((x + y) / 2 + 5 * i + 7 * s);
+			row[3 * x] = (uint8_t)(x * 255 / (Wd > 1 ? Wd - 1 : 1) + 3 * i + s);
+			row[3 * x + 1] = g;
+			row[3 * x + 2] = (uint8_t)((x + y) / 2 + 5 * i + 7 * s);
 		}
+		if (y < my || y >= my + m)
+			continue;
+		int cy = (y - my) * GRID / m;
+		for (int cx = 0; cx < GRID; cx++) {
+			int k = cy * GRID + cx, b = cell_bit(k);
+			bool white = b < 0 ? k == 0 : (i >> b) & 1;
+			int x0 = mx + cx * m / GRID, x1 = mx + (cx + 1) * m / GRID;
+			memset(row + 3 * x0, white ? 255 : 0, (size_t)(x1 - x0) * 3);
+		}
+	}
 }
 
 int64_t stk_video_frame_number(const uint8_t *rgb, uint32_t w, uint32_t h, size_t pitch)
@@ -101,6 +106,8 @@ static int drain(struct mk *m, char *err, size_t errlen)
 		if (e < 0)
 			return stk__errf(err, errlen, STK_EFORMAT, "encoder: %s",
 					 stk__av_err(e, ab, sizeof(ab)));
+		if (m->cc->codec_type == AVMEDIA_TYPE_VIDEO && m->pkt->duration <= 0)
+			m->pkt->duration = 1; /* one frame (else a lone frame's edit list is empty) */
 		AV(av_packet_rescale_ts)(m->pkt, m->cc->time_base, m->st->time_base);
 		m->pkt->stream_index = m->st->index;
 		e = AV(av_interleaved_write_frame)(m->oc, m->pkt); /* takes the packet's data */
@@ -188,7 +195,9 @@ static int video_stream(struct mk *m, const char *path, const struct stk_video_m
 								      9 * sizeof(int32_t));
 		if (!mat)
 			return stk__errf(err, errlen, -ENOMEM, "out of memory (a display matrix)");
-		AV(av_display_rotation_set)(mat, -(double)o->rotation); /* counterclockwise */
+		/* FFmpeg 5.1's setter turns clockwise, its getter reads counterclockwise:
+		 * this gives the "rotation -90" of a phone's portrait video for 90 */
+		AV(av_display_rotation_set)(mat, (double)o->rotation);
 	}
 	return 0;
 }
@@ -249,8 +258,8 @@ static int video_frame(struct mk *m, const struct stk_video_make_opts *o, int64_
 {
 	int W = (int)o->width, H = (int)o->height, r = o->rotation;
 	int Wd = r % 180 ? H : W, Hd = r % 180 ? W : H;
-	draw(m->disp, Wd, Hd, i, o->seed);
-	for (int yc = 0; yc < H; yc++)
+	draw(r ? m->disp : m->rgb, Wd, Hd, i, o->seed);
+	for (int yc = 0; r && yc < H; yc++)
 		for (int xc = 0; xc < W; xc++) {
 			int xd = xc, yd = yc;
 			if (r == 90)
@@ -334,7 +343,11 @@ int stk_video_make(const char *path, const struct stk_video_make_opts *opts, cha
 		rc = stk__errf(err, errlen, -EIO, "%s: %s", path, stk__av_err(e, ab, sizeof(ab)));
 		goto out;
 	}
-	e = AV(avformat_write_header)(m.oc, NULL);
+	AVDictionary *mux = NULL; /* MP4: the index first, so a cut file keeps it */
+	if (strstr(m.oc->oformat->name, "mp4") || strstr(m.oc->oformat->name, "mov"))
+		AV(av_dict_set)(&mux, "movflags", "+faststart", 0);
+	e = AV(avformat_write_header)(m.oc, &mux);
+	AV(av_dict_free)(&mux);
 	if (e < 0) {
 		rc = stk__errf(err, errlen, STK_EFORMAT, "%s: the container refuses the stream (%s)",
 			       path, stk__av_err(e, ab, sizeof(ab)));

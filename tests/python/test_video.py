@@ -212,3 +212,25 @@ def test_cuda_video_batches(video_folder):
             assert clips.is_cuda and labels.is_cuda and not b.starts.is_cuda
             assert torch.equal(clips.cpu(), r.clips)
             assert torch.equal(b.clip_ids, r.clip_ids)
+
+
+def test_tar_shards_of_videos(video_folder, tmp_path):
+    """`stoker pack --extensions` packs the videos; video mode reads them from
+    the shards, every clip once, in global or shard shuffle."""
+    import subprocess
+    from conftest import stoker_cli
+    cli = stoker_cli()
+    if cli is None:
+        pytest.skip("no stoker CLI ($STOKER, build/stoker)")
+    out = str(tmp_path / "shards")
+    subprocess.run([cli, "pack", video_folder, out, "--extensions", ".mp4,.mkv",
+                    "--shard-size", "16k"], check=True, stdout=subprocess.DEVNULL)
+    assert len([f for f in os.listdir(out) if f.endswith(".tar")]) > 1
+    for mode in ("global", "shard"):
+        with stoker.Loader(out, 4, seed=2, shuffle_mode=mode,
+                           video=stoker.Video(clips_per_video=2, **SMALL)) as l:
+            assert len(l.dataset) == NVID
+            got = _epoch(l)
+            assert sorted((v, k) for v, k, *_ in got) == [(v, k) for v in range(NVID)
+                                                          for k in range(2)]
+            assert sorted(set(lab for _, _, lab, *_ in got)) == [0, 1]

@@ -454,8 +454,7 @@ int cmd_bench(int argc, char **argv)
 		"loader's options, their defaults and ranges are the library's (docs/options.md).",
 		"stoker bench /data/imagenet/train          # the loader against the baseline\n"
 		"stoker bench --image -b 128 /data/train    # decode and crop too, as training does\n"
-		"stoker bench --video --frames 16 --stride 2 -b 8 /data/videos  # random clips\n"
-		"stoker bench --sweep qd=16,64,256 --plot qd.svg /data/train  # queue depths charted"};
+		"stoker bench --video --frames 16 --stride 2 -b 8 /data/videos  # random clips"};
 	struct opt opts[128] = {
 		OPT_GROUP("run"),
 		{"runtime", 0, OPT_SECONDS, &o.runtime, MIN_RUNTIME, 0, 1e6, NULL, "S",

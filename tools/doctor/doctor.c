@@ -3,8 +3,8 @@
  * warn / fail with the measured value, why it matters and the exact command
  * that fixes it.  CPU, memory against the loader's budget and the cgroup
  * limit, /dev/shm, io_uring (a real probe), vm dirty limits, open-file limit,
- * transparent huge pages, locked-memory limit and GPUs (NVML, when the driver
- * is there); with PATH, its filesystem, device and queue settings, and the
+ * transparent huge pages, locked-memory limit, FFmpeg's video decoders
+ * (doctor/video.c) and GPUs (NVML, when the driver is there); with PATH, its filesystem, device and queue settings, and the
  * I/O plan for that storage (doctor/path.c).  The checks are rows of one
  * table (`checks`), in the order they print.
  *
@@ -428,7 +428,7 @@ static void path_slot(struct doctor *d)
 /* The checks in the order they print: a new check is one more row. */
 static void (*const checks[])(struct doctor *) = {
 	check_cpu,      doc_share_check, check_memory, check_shm, check_io_uring, check_memlock,
-	path_slot,      check_dirty,  check_nofile, check_thp,    check_gpus,
+	path_slot,      check_dirty,  check_nofile, check_thp,    doc_video_check, check_gpus,
 };
 
 static void print_human(const struct doctor *d, bool verbose)
@@ -496,8 +496,8 @@ int cmd_doctor(int argc, char **argv)
 		"doctor", "[options] [PATH]",
 		"Checks this machine for feeding GPUs: CPU cores, memory against the loader's budget\n"
 		"and the cgroup limit, /dev/shm, io_uring, the locked-memory limit (pinning, RDMA),\n"
-		"vm dirty limits, open-file limit, huge pages and GPUs (through NVML when the driver\n"
-		"is present); with PATH, also its filesystem, mount options, device, I/O scheduler,\n"
+		"vm dirty limits, open-file limit, huge pages, FFmpeg's video decoders and GPUs\n"
+		"(through NVML when the driver is present); with PATH, also its filesystem, mount options, device, I/O scheduler,\n"
 		"read-ahead, nr_requests, O_DIRECT, and the I/O plan for that storage (queue depth\n"
 		"and I/O threads, beside the DataLoader rule of thumb).  Each line is ok, warn or\n"
 		"fail, with why it matters and the command that fixes it.  Nothing on the system is\n"

@@ -56,6 +56,8 @@ int cmd_doctor(int argc, char **argv);
 
 /* The "cpu share" check: each rank's share of the host (doctor/share.c). */
 void doc_share_check(struct doctor *d);
+/* doctor/video.c: FFmpeg's libraries and decoders for video mode. */
+void doc_video_check(struct doctor *d);
 
 /* The checks about PATH: filesystem, mount options, device, queue settings,
  * the I/O plan for that storage, O_DIRECT (doctor/path.c). */

@@ -331,7 +331,10 @@ int cmd_gen(int argc, char **argv)
 {
 	int64_t images, classes, seed, threads, quality;
 	int format = 0;
-	bool force = false, replace = false, json = false;
+	bool force = false, replace = false, json = false, video = false;
+	int64_t count, gop;
+	double min_s, max_s;
+	const char *sizes = NULL, *rates = NULL;
 	const struct opt opts[] = {
 		OPT_GROUP("dataset"),
 		{"images", 'n', OPT_INT, &images, "10000", 1, 1e9, NULL, "N", "number of images"},
@@ -346,6 +349,21 @@ int cmd_gen(int argc, char **argv)
 		{"format", 0, OPT_CHOICE, &format, "jpeg", 0, 0, "jpeg,png,webp,mixed", "F",
 		 "file format (PNG: 8-bit RGB; WebP: lossy; mixed: the three in turn in each "
 		 "class)"},
+		OPT_GROUP("video"),
+		{"video", 0, OPT_BOOL, &video, NULL, 0, 0, NULL, NULL,
+		 "H.264 MP4s instead of pictures: DIR/<class>/<n>.mp4, each frame's index drawn "
+		 "in its centre (needs FFmpeg's libraries)"},
+		{"count", 0, OPT_INT, &count, "200", 1, 1e7, NULL, "N", "--video: number of videos"},
+		{"min-seconds", 0, OPT_DOUBLE, &min_s, "5", 0.04, 600, NULL, "S",
+		 "--video: shortest length"},
+		{"max-seconds", 0, OPT_DOUBLE, &max_s, "20", 0.04, 600, NULL, "S",
+		 "--video: longest length (each video's drawn between; at most 4095 frames)"},
+		{"sizes", 0, OPT_STR, &sizes, "640x360,960x540,1280x720", 0, 0, NULL, "WxH,...",
+		 "--video: frame sizes, one drawn per video (even sides)"},
+		{"fps", 0, OPT_STR, &rates, "25,30", 0, 0, NULL, "F,...",
+		 "--video: frame rates, one drawn per video"},
+		{"gop", 0, OPT_INT, &gop, "250", 1, 4095, NULL, "K",
+		 "--video: a keyframe every K frames (250: x264's and the ffmpeg command's default)"},
 		OPT_GROUP("output"),
 		{"replace", 0, OPT_BOOL, &replace, NULL, 0, 0, NULL, NULL,
 		 "DIR is a folder with files in it: replace it whole (what it holds is removed "
@@ -359,11 +377,12 @@ int cmd_gen(int argc, char **argv)
 		"gen", "[options] DIR",
 		"Writes an ImageNet-like folder of real JPEGs, DIR/<class>/<n>.jpg: 300-640 x\n"
 		"240-480 pixels, ~100 KB each at quality 90, labelled by sorted class folder;\n"
-		"or the same pictures as .png or .webp files (--format).\n"
+		"or the same pictures as .png or .webp files (--format); or, with --video,\n"
+		"H.264 MP4s (DIR/<class>/<n>.mp4) made with FFmpeg's libraries.\n"
 		"The bytes depend only on the seed, not on the thread count.",
 		"stoker gen /data/fake                   # 10,000 JPEGs in 100 classes\n"
 		"stoker gen -n 1000000 -c 1000 /data/big # ImageNet's size\n"
-		"stoker gen --format mixed -s 3 /tmp/mix # JPEG, PNG and WebP, another seed",
+		"stoker gen --video -c 10 /data/vid      # 200 H.264 MP4s, 5-20 s, 360p-720p",
 	};
 	char **av = malloc((size_t)(argc + 2) * sizeof(*av));
 	if (!av) {
@@ -389,6 +408,26 @@ int cmd_gen(int argc, char **argv)
 		fprintf(stderr, "stoker gen: --force is gone: writing into a non-empty DIR mixed old "
 			"files with new; --replace replaces DIR whole\n");
 		return EXIT_USAGE;
+	}
+	if (video) {
+		struct gen_video_params v = {.dir = dirarg, .count = count, .classes = classes,
+					      .seed = (uint64_t)seed, .threads = (int)threads,
+					      .min_seconds = min_s, .max_seconds = max_s,
+					      .gop = (uint32_t)gop, .replace = replace};
+		if (classes > count) {
+			fprintf(stderr, "stoker gen: --classes is more than --count\n");
+			return EXIT_USAGE;
+		}
+		if (min_s > max_s) {
+			fprintf(stderr, "stoker gen: --min-seconds is more than --max-seconds\n");
+			return EXIT_USAGE;
+		}
+		if (gen_video_sizes(sizes, &v) || gen_video_rates(rates, &v)) {
+			fprintf(stderr, "stoker gen: --sizes takes WxH,... (even sides, 16..8192, at "
+				"most %d) and --fps F,... (1..240)\n", GEN_VIDEO_MAX);
+			return EXIT_USAGE;
+		}
+		return gen_videos(&v, json);
 	}
 	if (classes > images) { /* an empty class folder would not load */
 		fprintf(stderr, "stoker gen: --classes is more than --images\n");

@@ -45,4 +45,25 @@ int gen_png(const unsigned char *rgb, int w, int h, unsigned char **out, size_t 
 int gen_webp(const unsigned char *rgb, int w, int h, int quality, unsigned char **out,
 	     size_t *outlen);
 
+/* gen/video.c: what `stoker gen DIR --video` writes: DIR/<class>/<n>.mp4. */
+#define GEN_VIDEO_MAX 16
+struct gen_video_params {
+	const char *dir;
+	int64_t count, classes;
+	uint64_t seed;
+	int threads;                        /* videos made at once; 0: the online CPUs */
+	double min_seconds, max_seconds;
+	uint32_t sizes[GEN_VIDEO_MAX][2];   /* width, height: one drawn per video */
+	int nsizes;
+	double fps[GEN_VIDEO_MAX];          /* one drawn per video */
+	int nfps;
+	uint32_t gop;                       /* keyframe interval in frames */
+	bool replace;
+};
+/* Writes the videos (the CLI's exit code), as gen_dataset does images. */
+int gen_videos(const struct gen_video_params *p, bool json);
+/* "640x360,1280x720" and "25,30" into p: 0 or -EINVAL. */
+int gen_video_sizes(const char *text, struct gen_video_params *p);
+int gen_video_rates(const char *text, struct gen_video_params *p);
+
 #endif
