@@ -8,9 +8,10 @@ install="$build help2man"
 deb="$install build-essential debhelper dh-python dpkg-dev lintian python3"
 # the tests also build the .deb and pip-install the Python package into a venv
 # (and mk/venvs.sh pip's packages into theirs: python3-venv, ca-certificates);
-# prometheus: promtool, and a server of the test's own for the Grafana queries
+# prometheus: promtool, and a server of the test's own for the Grafana queries;
+# python3-av: PyAV on Debian's FFmpeg, the reference of the video pixel test
 test="$deb g++ libcmocka-dev librsvg2-bin python3-pytest python3-numpy python3-torch python3-torchvision \
-	python3-pil python3-venv python3-pip python3-setuptools python3-wheel ca-certificates \
+	python3-pil python3-av python3-venv python3-pip python3-setuptools python3-wheel ca-certificates \
 	libopenmpi-dev openmpi-bin prometheus nginx-light openssl \
 	libavformat59 libavcodec59 libswscale6 libavutil57"
 bench="$test fio sysstat"

@@ -28,7 +28,12 @@ LOG=$DIR/peers.txt
 STATUS=$DIR/peers.status
 touch "$STATUS"
 
-# name|import check|pip arguments
+# name|import check|pip arguments.  The video peers (bench/video_bench.py):
+# av is PyAV with the FFmpeg its wheel bundles; torchcodec loads the system's
+# FFmpeg (Debian 12: 5.1, which its wheels support), its import check loads it,
+# and torch stays pinned (pip would otherwise fetch the newest);
+# decord's 0.6.0 wheel is py3-none (any CPython 3) with its own FFmpeg;
+# DALI's video reader on the CPU comes with the dali entry.
 PEERS='torch|import torch, torchvision|'"$TORCH_PINS"' numpy pytest
 dali|import nvidia.dali|nvidia-dali-cuda120
 spdl|import spdl.io|spdl
@@ -38,10 +43,13 @@ litdata|import litdata, boto3|litdata boto3
 wds|import webdataset|webdataset
 torchdata|from torchdata.stateful_dataloader import StatefulDataLoader|torchdata
 ffcv|import ffcv|ffcv
-pillow-simd|import PIL; assert "post" in PIL.__version__|pillow-simd'
+pillow-simd|import PIL; assert "post" in PIL.__version__|pillow-simd
+av|import av|av
+torchcodec|from torchcodec.decoders import VideoDecoder|torchcodec '"$TORCH_PINS"'
+decord|import decord|decord'
 
 want=" ${*:-all} "
-# Debian libraries the peers load or build against: SPDL dlopens FFmpeg's
+# Debian libraries the peers load or build against: SPDL and torchcodec dlopen FFmpeg's
 # (Debian 12: 5.1); FFCV's setup.py finds OpenCV and libturbojpeg with
 # pkg-config.  Installed as root (like mk/deps.sh), else the line is printed.
 DEB="libavdevice59 libavfilter8 libavformat59 libavcodec59 libswscale6 libswresample4 libavutil57 \
@@ -50,7 +58,7 @@ missing=
 for p in $DEB; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
 done
-case "$want" in *" all "*|*" spdl "*|*" ffcv "*) ;; *) missing= ;; esac
+case "$want" in *" all "*|*" spdl "*|*" ffcv "*|*" torchcodec "*) ;; *) missing= ;; esac
 if [ -n "$missing" ] && command -v apt-get >/dev/null; then
 	if [ "$(id -u)" = 0 ]; then
 		say "installing Debian packages:$missing"
@@ -103,7 +111,8 @@ done
 	"$VPY" - <<'PYEOF'
 import importlib.metadata as m
 for d in ("torch", "torchvision", "nvidia-dali-cuda120", "spdl", "simplejpeg", "pillow", "pillow-simd",
-          "mosaicml-streaming", "litdata", "boto3", "webdataset", "torchdata", "ffcv", "numpy"):
+          "mosaicml-streaming", "litdata", "boto3", "webdataset", "torchdata", "ffcv", "numpy",
+          "av", "torchcodec", "decord"):
     try:
         print("%s %s" % (d, m.version(d)))
     except m.PackageNotFoundError:

@@ -511,7 +511,9 @@ int cmd_bench(int argc, char **argv)
 		{"vs", 0, OPT_STR, &o.vs, NULL, 0, 0, NULL, "PEER,..",
 		 "also the peers on the same samples, and stoker's ratio to each: torch (Debian's "
 		 "DataLoader, python3 -m stoker.vs_torch); dali, dali-wds, spdl, ffcv, streaming, litdata, wds, "
-		 "torch-pil or all (the venv of `make peers`, python3 -m stoker.vs_peers)"},
+		 "torch-pil or all (the venv of `make peers`, python3 -m stoker.vs_peers); with "
+		 "--video: pyav, torchcodec, decord, dali, ceiling, ceiling-sws or all "
+		 "(python3 -m stoker.vs_video)"},
 		OPT_GROUP("output"),
 		{"json", 'j', OPT_BOOL, &o.json, NULL, 0, 0, NULL, NULL, "print JSON"},
 		OPT_END,
@@ -556,7 +558,7 @@ int cmd_bench(int argc, char **argv)
 	if (bench_video_setup(&o))
 		return EXIT_USAGE;
 	char vs_bad[256];
-	if (o.vs && bench_vs_check(o.vs, vs_bad, sizeof(vs_bad))) {
+	if (o.vs && !o.video && bench_vs_check(o.vs, vs_bad, sizeof(vs_bad))) {
 		fprintf(stderr, "stoker bench: %s\n", vs_bad);
 		return EXIT_USAGE;
 	}
@@ -643,7 +645,12 @@ int cmd_bench(int argc, char **argv)
 	if (o.vs && rc == 0 && !bench_interrupted) {
 		if (o.cache == CACHE_WARM)
 			set_cache(l, &o, order, norder, &cache);
-		if (bench_vs_torch_only(o.vs))
+		if (o.video) {
+			struct stk_video_opts ev = {.size = sizeof(ev)};
+			stk_loader_video_options(l, &ev);
+			vp = bench_vs_video(&o, &eff, &ev, S[median_run(S, n)].st.decode_threads,
+					    vt_why, sizeof(vt_why));
+		} else if (bench_vs_torch_only(o.vs))
 			vt = bench_vs_torch(&o, &eff, &effimg, 0, vt_why, sizeof(vt_why));
 		else
 			vp = bench_vs_peers(&o, &eff, &effimg, vt_why, sizeof(vt_why));

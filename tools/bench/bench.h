@@ -210,6 +210,16 @@ bool bench_vs_torch_only(const char *vs);
 json_t *bench_vs_peers(const struct bench_opts *o, const struct stk_loader_opts *lo,
 		       const struct stk_image_opts *img, char *why, size_t len);
 void vs_peers_print(const json_t *vp);
+/* The peers' venv interpreter into buf (STOKER_PEERS_PYTHON, STOKER_PEERS,
+ * the cache's stoker/peers); 0, or -1 with where it was looked for in dir. */
+int bench_peers_python(char *buf, size_t len, char *dir, size_t dlen);
+/* --video --vs NAME,...: the video peers (bench/vs_video.c, python3 -m
+ * stoker.vs_video in the peers' venv).  The check: 0, or -1 with the reason
+ * (a name that is no video peer, options the peers cannot match). */
+int bench_vs_video_check(const char *vs, const struct stk_video_opts *v, char *why, size_t len);
+json_t *bench_vs_video(const struct bench_opts *o, const struct stk_loader_opts *lo,
+		       const struct stk_video_opts *v, uint32_t decode_threads, char *why,
+		       size_t len);
 /* stoker bench PATH1 PATH2 ...: the paths side by side (bench/paths.c). */
 int bench_paths(struct bench_opts *o, char **paths, int n);
 /* Its lines in bench's human report: each side's start-up and steady rate,

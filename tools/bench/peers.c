@@ -49,8 +49,7 @@ int bench_vs_check(const char *vs, char *why, size_t len)
 	return 0;
 }
 
-/* The peers' interpreter into buf; 0, or -1 with where it was looked for. */
-static int peers_python(char *buf, size_t len, char *dir, size_t dlen)
+int bench_peers_python(char *buf, size_t len, char *dir, size_t dlen)
 {
 	const char *e = getenv("STOKER_PEERS_PYTHON");
 	if (e && *e) {
@@ -76,7 +75,7 @@ json_t *bench_vs_peers(const struct bench_opts *o, const struct stk_loader_opts 
 		       const struct stk_image_opts *img, char *why, size_t len)
 {
 	char py[PATH_MAX + 16], dir[PATH_MAX];
-	if (peers_python(py, sizeof(py), dir, sizeof(dir))) {
+	if (bench_peers_python(py, sizeof(py), dir, sizeof(dir))) {
 		snprintf(why, len, "skipped %s: no peers environment at %s; make it with: make peers "
 				   "(sh bench/peers/setup.sh)", o->vs, dir);
 		return NULL;

@@ -28,11 +28,6 @@ int bench_video_setup(struct bench_opts *o)
 				"or clips, not both\n");
 		return -1;
 	}
-	if (o->vs) {
-		fprintf(stderr, "stoker bench: --vs with --video: the video peers (torchcodec, PyAV, "
-				"decord) are compared by bench/video_bench.py\n");
-		return -1;
-	}
 	struct stk_video_opts *v = &o->vid;
 	const struct stk_image_opts *i = &o->img;
 	char why[256];
@@ -55,6 +50,10 @@ int bench_video_setup(struct bench_opts *o)
 	v->decode_threads = i->decode_threads;
 	v->size = sizeof(*v);
 	if (stk_video_opts_check(v, why, sizeof(why)) < 0) {
+		fprintf(stderr, "stoker bench: %s\n", why);
+		return -1;
+	}
+	if (o->vs && bench_vs_video_check(o->vs, v, why, sizeof(why))) {
 		fprintf(stderr, "stoker bench: %s\n", why);
 		return -1;
 	}
