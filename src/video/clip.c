@@ -20,10 +20,10 @@
  *
  * Conversion: libswscale from the crop box of the decoded frame (plane
  * pointers moved to the box, aligned to the chroma grid) to S×S RGB24 with
- * SWS_AREA (docs/BENCHMARKS.md "Video: libswscale's filter": 0.91x
- * SWS_BILINEAR's instructions and nearer swscale's best, Lanczos;
- * FAST_BILINEAR halves a conversion that is 3.7 % of a clip, and is the
- * farthest, 2.6 grey levels off), straight into the output
+ * SWS_BILINEAR (docs/BENCHMARKS.md "Video: libswscale's filter": within
+ * 2 grey levels of PIL's resize, image mode's tolerance, where SWS_AREA,
+ * 0.91x its instructions, is 2.4 off; the conversion is 3.4 % of a clip),
+ * straight into the output
  * when nothing else is to be done; else into a scratch frame turned
  * (rotation), mirrored (flip) and laid out (THWC, TCHW) into the output.
  * 10-bit, 4:4:4 and every other pixel format are swscale's to convert.
@@ -38,8 +38,11 @@
 #include "image/image.h"
 #include "image/span.h"
 
-int stk__video_sws_flags = SWS_AREA;
+int stk__video_sws_flags = SWS_BILINEAR;
 uint64_t *stk__video_sws_ns;
+
+/* room past a scratch frame for what libswscale writes beyond its last row */
+#define TMP_PAD 64
 
 struct clip {
 	const struct stk_video_opts *o;
@@ -51,7 +54,8 @@ struct clip {
 	bool prev_out;        /* ... and it was the last one written out */
 	double prev_t;
 	struct SwsContext *sws;
-	uint8_t *tmp;         /* S×S×3 when the output needs turning, mirroring or planes */
+	uint8_t *tmp;         /* S×S×3 (+ libswscale's overrun) when the output needs
+				 turning, mirroring or planes, or nothing is resized */
 	uint8_t *out;
 	uint32_t S;
 	/* the plan */
@@ -163,7 +167,12 @@ static int convert(struct clip *c, const AVFrame *f, uint32_t j)
 		return stk__errf(c->err, c->errlen, STK_EFORMAT,
 				 "libswscale cannot convert %s (%dx%d) to RGB", pd->name, w, h);
 	size_t fb = (size_t)c->S * c->S * 3;
-	bool direct = !c->d.rotation && !c->dbox.flip && c->o->layout == STK_VLAYOUT_THWC;
+	/* straight into the clip unless the output needs turning or mirroring, or
+	 * nothing is resized: libswscale's unscaled YUV->RGB24 converters write
+	 * whole groups of 8 pixels, up to 24 bytes past the last row (into the
+	 * next clip, or past the slot); the scratch frame has room for them */
+	bool direct = !c->d.rotation && !c->dbox.flip && c->o->layout == STK_VLAYOUT_THWC &&
+		      (w != (int)c->S || h != (int)c->S);
 	uint8_t *dst = direct ? c->out + j * fb : c->tmp;
 	int dls = (int)c->S * 3;
 	int r = AV(sws_scale)(c->sws, src, ls, 0, h, &dst, &dls);
@@ -458,8 +467,8 @@ int stk__video_decode(const struct stk_video_opts *o, const uint8_t *src, size_t
 	rc = open_decoder(&c);
 	if (!rc)
 		rc = plan(&c, sample_seed, clip);
-	if (!rc && (c.d.rotation || c.o->layout != STK_VLAYOUT_THWC || c.dbox.flip)) {
-		c.tmp = malloc((size_t)c.S * c.S * 3);
+	if (!rc) { /* whether a frame goes through it is known only at its size */
+		c.tmp = malloc((size_t)c.S * c.S * 3 + TMP_PAD);
 		if (!c.tmp)
 			rc = stk__errf(err, errlen, -ENOMEM, "out of memory (a %ux%u frame)", c.S, c.S);
 	}

@@ -26,7 +26,7 @@ int stk__video_decode(const struct stk_video_opts *o, const uint8_t *src, size_t
 int stk__video_probe(const uint8_t *src, size_t len, struct stk_video_info *info, char *err,
 		     size_t errlen);
 
-/* libswscale's filter for every clip [SWS_AREA]; benchmarks set others. */
+/* libswscale's filter for every clip [SWS_BILINEAR]; benchmarks set others. */
 extern int stk__video_sws_flags;
 /* Benchmarks: when set, the thread CPU time spent in libswscale (its
  * context's set-up and sws_scale) is added there. */

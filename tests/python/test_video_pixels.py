@@ -151,10 +151,6 @@ def test_resized_within_image_tolerance_of_pil(lib, tmp_path):
     print("resized: worst mean |diff| %.3f (limit 2)" % worst)
 
 
-@pytest.mark.xfail(reason="libswscale's unscaled YUV->RGB24 path writes 8 pixels past the last "
-                          "row when the output side is no multiple of 16 and no resize is done "
-                          "(src/video/clip.c converts straight into out): reported to vcore",
-                   strict=False)
 def test_decode_writes_only_its_clip(lib, tmp_path):
     """stk_video_decode writes stk_video_clip_bytes and not a byte past them
     (in the loader, past a clip is the next clip or the slot's end), at
