@@ -33,9 +33,15 @@
  * that window; when it is in, they all go back to the cache's readers.  An
  * object store answers a request in milliseconds whatever its size, so one
  * request for ~80 members instead of 80 is the difference between the
- * server's request rate and its bandwidth.  At most WIN_INFLIGHT windows are
- * fetched at once (their staging buffers are the memory this costs); the
- * others queue.  A member the window left out (it runs past the window's
+ * server's request rate and its bandwidth.  A miss that joins its window
+ * before the window's stream has passed its first byte is filled from the
+ * stream as it comes (curl's buffer straight into the slot, once the
+ * answer's ETag is the index's) and delivered at its last byte, not after
+ * the whole window is in the cache and read back: its bytes are copied
+ * into the slot once (not from the cache again), and the batch waits for
+ * them, not for the window.  At most STK__WIN_INFLIGHT windows are fetched at
+ * once (their staging buffers are the memory this costs); the others
+ * queue.  A member the window left out (it runs past the window's
  * end) or one whose window failed or could not be cached is fetched alone.
  */
 #include "io/engine.h"
@@ -47,7 +53,6 @@
 #include <strings.h>
 
 #define HIT_THREADS 4
-#define WIN_INFLIGHT 16
 #define WIN_STAGE (1u << 20)
 /* Bytes handed to the cache's writer and not yet written, at most: past it
  * the curl thread writes a stage itself, so a disk slower than the network
@@ -85,6 +90,8 @@ struct req {
 	bool over;          /* more bytes than asked for */
 	bool nokeep;        /* a window's answer without the ETag: not for the cache */
 	bool fresh;         /* its next try on a new connection */
+	bool paused;        /* a window's: on the paused list (win_yield) */
+	uint64_t burst;     /* a window's bytes since it was last resumed */
 	CURLcode cc;        /* how its last transfer ended */
 	unsigned attempt;
 	uint64_t first;     /* when its first try started: retries have a time */
@@ -96,6 +103,7 @@ struct stk_eng {
 	CURLM *m;
 	struct stk__remote *r;
 	struct req *free_reqs, *delayed;
+	struct req *paused; /* windows paused to let the thread out (win_yield) */
 	struct req **all;   /* every req made, for exit */
 	size_t nall, capall;
 	/* the cache's readers (hit_main) */
@@ -223,6 +231,67 @@ static void flush_stage(struct stk_eng *e, struct req *q)
 	q->staged = 0;
 }
 
+static void finish(struct stk_eng *e, struct stk_io *io, int64_t res);
+
+/* The window's next k bytes (at window offset pos) into the waiters that
+ * joined before the stream passed their start (priv.pending 2); a waiter
+ * whose last byte came is delivered (out of the list). */
+static unsigned win_feed(struct stk_eng *e, struct win *w, const uint8_t *p, uint64_t pos,
+			 uint64_t k)
+{
+	unsigned n = 0;
+	uint64_t a = w->off + pos, b = a + k;
+	for (struct stk_io **pp = &w->waiters, *io; (io = *pp);) {
+		uint64_t s = io->offset, t = io->offset + io->priv.t;
+		if (io->priv.pending != 2 || t <= a || s >= b) {
+			pp = &io->priv.next;
+			continue;
+		}
+		uint64_t from = s > a ? s : a, to = t < b ? t : b;
+		memcpy((uint8_t *)io->buf + (from - s), p + (from - a), to - from);
+		if (t > b) {
+			pp = &io->priv.next;
+			continue;
+		}
+		*pp = io->priv.next;
+		atomic_fetch_add(&e->r->c.streamed, 1);
+		finish(e, io, (int64_t)io->priv.t);
+		n++;
+	}
+	return n;
+}
+
+/* One curl_multi_perform reads each transfer while its socket has bytes (up
+ * to 100 buffers of it): from a fast server, a whole round of windows,
+ * seconds under load, with the misses filled meanwhile waiting for it to
+ * return.  A window that delivered a miss, or took WIN_STAGE since it was
+ * last resumed, pauses (its bytes so far taken) and the reap loop resumes
+ * it on its next turn, after handing out what is done. */
+static void win_yield(struct stk_eng *e, struct req *q, unsigned delivered, uint64_t k)
+{
+	q->burst += k;
+	if (q->paused || (!delivered && q->burst < WIN_STAGE))
+		return;
+	if (curl_easy_pause(q->h, CURLPAUSE_RECV) != CURLE_OK)
+		return;
+	q->paused = true;
+	q->next = e->paused;
+	e->paused = q;
+}
+
+/* The paused windows go on. */
+static void win_resume(struct stk_eng *e)
+{
+	while (e->paused) {
+		struct req *q = e->paused;
+		e->paused = q->next;
+		q->next = NULL;
+		q->paused = false;
+		q->burst = 0;
+		curl_easy_pause(q->h, CURLPAUSE_CONT);
+	}
+}
+
 static size_t on_wbody(char *ptr, size_t size, size_t n, void *arg)
 {
 	struct req *q = arg;
@@ -234,6 +303,8 @@ static size_t on_wbody(char *ptr, size_t size, size_t n, void *arg)
 		q->nokeep = true; /* not known to be the indexed version's: never cached */
 		return 0;
 	}
+	unsigned delivered = k ? win_feed(q->e, q->w, (const uint8_t *)ptr + at, q->got, (uint64_t)k)
+			       : 0;
 	while (done < (size_t)k) {
 		size_t c = WIN_STAGE - q->staged < (size_t)k - done ? WIN_STAGE - q->staged
 							      : (size_t)k - done;
@@ -244,6 +315,8 @@ static size_t on_wbody(char *ptr, size_t size, size_t n, void *arg)
 			flush_stage(q->e, q);
 	}
 	q->got += (uint64_t)k;
+	if (!q->enough)
+		win_yield(q->e, q, delivered, (uint64_t)k);
 	return q->enough ? 0 : l;
 }
 
@@ -280,7 +353,7 @@ static int start(struct stk_eng *e, struct req *q)
 	if (q->w)
 		curl_easy_setopt(q->h, CURLOPT_BUFFERSIZE, 512L << 10);
 	curl_easy_setopt(q->h, CURLOPT_WRITEDATA, q);
-	q->staged = q->flushed = 0;
+	q->staged = q->flushed = q->burst = 0;
 	curl_easy_setopt(q->h, CURLOPT_HEADERFUNCTION, on_header);
 	curl_easy_setopt(q->h, CURLOPT_HEADERDATA, q);
 	curl_easy_setopt(q->h, CURLOPT_PRIVATE, q);
@@ -365,6 +438,12 @@ static bool retry_later(struct stk_eng *e, struct req *q);
 static long transfer_ended(struct stk_eng *e, struct req *q, CURLcode *cc)
 {
 	struct stk__remote *r = e->r;
+	for (struct req **pp = &e->paused; q->paused && *pp; pp = &(*pp)->next)
+		if (*pp == q) { /* ended while paused: off the list */
+			*pp = q->next;
+			q->paused = false;
+			break;
+		}
 	curl_multi_remove_handle(e->m, q->h);
 	atomic_fetch_sub(&r->c.inflight, 1);
 	atomic_fetch_add(&r->c.requests, 1);
@@ -466,10 +545,10 @@ static void *writer_main(void *arg)
 	return NULL;
 }
 
-/* Starts queued windows while fewer than WIN_INFLIGHT are in flight. */
+/* Starts queued windows while fewer than STK__WIN_INFLIGHT are in flight. */
 static void win_pump(struct stk_eng *e)
 {
-	while (e->wqueue && e->nfly < WIN_INFLIGHT) {
+	while (e->wqueue && e->nfly < STK__WIN_INFLIGHT) {
 		struct win *w = e->wqueue;
 		struct req *q = get_req(e);
 		uint8_t *stage = q ? malloc(WIN_STAGE) : NULL;
@@ -496,6 +575,10 @@ static void win_pump(struct stk_eng *e)
 		if (start(e, q)) {
 			put_req(e, q);
 			win_done(e, w, false);
+		} else {
+			atomic_fetch_add(&e->r->c.windows, 1);
+			if (e->nfly > atomic_load(&e->r->c.win_inflight_max))
+				atomic_store(&e->r->c.win_inflight_max, e->nfly);
 		}
 	}
 }
@@ -546,6 +629,9 @@ static bool win_wait(struct stk_eng *e, struct stk_io *io, const struct stk__rob
 		*pp = w;
 		st[k] = 1;
 	}
+	/* filled from the stream unless it has passed the member's start (a
+	 * retry starts the window again: the bytes come again, the same) */
+	io->priv.pending = !w->q || w->off + w->q->got <= io->offset ? 2 : 1;
 	io->priv.next = w->waiters;
 	w->waiters = io;
 	win_pump(e);
@@ -792,6 +878,7 @@ static long run_delayed(struct stk_eng *e)
 static int http_reap(struct stk_eng *e, struct stk_io **done, unsigned max, bool wait)
 {
 	for (;;) {
+		win_resume(e);
 		take_hits(e);
 		long delay = run_delayed(e);
 		int running = 0;
@@ -811,6 +898,8 @@ static int http_reap(struct stk_eng *e, struct stk_io **done, unsigned max, bool
 		}
 		if (e->done_head || !wait || atomic_exchange(&e->woken, false))
 			break;
+		if (e->paused) /* resumed at the loop's top: no sleep */
+			continue;
 		/* nothing in flight: sleeps until wake (a slot freed, a stop) */
 		int timeout = delay >= 0 && delay < 1000 ? (int)delay : 1000;
 		curl_multi_poll(e->m, NULL, 0, timeout, NULL);

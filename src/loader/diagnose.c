@@ -310,19 +310,43 @@ int stk_loader_diagnose(const struct stk_loader *cl, double window_s, struct stk
 				 v.remote_retrying);
 		stk_fmt_rate(each, sizeof(each), v.req_mb_per_s_each * 1e6);
 		stk_fmt_rate(all, sizeof(all), v.mb_per_s * 1e6);
-		snprintf(v.evidence, sizeof(v.evidence),
-			 "%s requests in flight (the cap: queue_depth), each %.1f ms p50, %.1f ms "
-			 "p99 (the fastest %.1f ms); %s per request in flight, %s in "
-			 "all; %.1f retries/s%s; %.0f %% from the local cache: every read waits on %s",
-			 fl, v.req_p50_ms, v.req_p99_ms, v.req_min_ms, each, all,
-			 v.retries_per_s, waiting, v.cache_hit_ratio * 100,
-			 rm->s3 ? "the object store" : "the HTTP server");
+		uint64_t nreq = atomic_load(&rm->c.requests), nwin = atomic_load(&rm->c.windows);
+		uint64_t miss = atomic_load(&rm->c.misses);
+		if (rm->window && nwin) /* the reads wait on windows: what those cost */
+			snprintf(v.evidence, sizeof(v.evidence),
+				 "%llu requests, %.1f MB each (%llu windows, %u of %u at once at most), "
+				 "%.1f ms p50, %.1f ms p99 (the fastest %.1f ms); %s in all; %.1f "
+				 "retries/s%s; %.0f %% of the misses filled from the stream, %.0f %% "
+				 "from the local cache: the reads wait on %s",
+				 (unsigned long long)nreq, (double)atomic_load(&rm->c.bytes) / 1e6 /
+				 (double)(nreq ? nreq : 1), (unsigned long long)nwin,
+				 atomic_load(&rm->c.win_inflight_max), STK__WIN_INFLIGHT, v.req_p50_ms,
+				 v.req_p99_ms, v.req_min_ms, all, v.retries_per_s, waiting,
+				 miss ? 100.0 * (double)atomic_load(&rm->c.streamed) / (double)miss : 0,
+				 v.cache_hit_ratio * 100, rm->s3 ? "the object store" : "the HTTP server");
+		else
+			snprintf(v.evidence, sizeof(v.evidence),
+				 "%s requests in flight (the cap: queue_depth), each %.1f ms p50, %.1f "
+				 "ms p99 (the fastest %.1f ms); %s per request in flight, %s in all; "
+				 "%.1f retries/s%s; %.0f %% from the local cache: every read waits on %s",
+				 fl, v.req_p50_ms, v.req_p99_ms, v.req_min_ms, each, all,
+				 v.retries_per_s, waiting, v.cache_hit_ratio * 100,
+				 rm->s3 ? "the object store" : "the HTTP server");
 		/* a request taking twice the fastest's time: the server queues them
 		 * (its throughput fixed, a deeper queue waits longer: Little's law) */
 		bool saturated = v.req_min_ms > 0 && v.req_p50_ms >= 2 * v.req_min_ms;
 		const char *cache = rm->cache ? "" : ", the local cache (remote_cache) for later "
 						     "epochs";
-		if (saturated)
+		if (rm->window && nwin)
+			snprintf(v.advice, sizeof(v.advice),
+				 "%s; the windows already ask for %.1f MiB a request (STOKER_REMOTE_WINDOW)%s",
+				 saturated ? "not more requests: the server is saturated (a request "
+					     "waits twice the fastest's time), a faster server or more "
+					     "of them"
+					   : "a server nearer or faster",
+				 (double)rm->window / 1048576.0,
+				 v.retries_per_s > 0 ? "; retries: the server throttles or fails" : "");
+		else if (saturated)
 			snprintf(v.advice, sizeof(v.advice),
 				 "not more requests: the server is saturated (p50 %.1fx the fastest "
 				 "request), a deeper queue only waits longer; larger ranged reads "
