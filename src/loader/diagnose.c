@@ -239,9 +239,14 @@ int stk_loader_diagnose(const struct stk_loader *cl, double window_s, struct stk
 						      v.inflight_mean;
 		}
 	}
-	/* the reads went to the server (a cache serving most of them is local disk) */
+	/* the reads went to the server (a cache serving most of them is local
+	 * disk), or the bytes did: windows make most reads hits of what a
+	 * window just brought, the network's time all the same */
+	double delivered = (double)(now.bytes - b.bytes), fetched = rm ? (double)(now.rbytes - b.rbytes)
+									: 0;
 	bool from_net = rm && l->o.engine != STK_ENGINE_NULL &&
-			(reads == 0 || v.cache_hit_ratio < 0.5);
+			(reads == 0 || v.cache_hit_ratio < 0.5 ||
+			 (delivered > 0 && fetched >= 0.5 * delivered));
 	double stall = v.stall_ratio, inflight = v.inflight_mean;
 	/* "12.3 of 16"; over a window that held a probe's deeper levels the mean
 	 * can pass today's depth: said so, not "148.5 of 16" */

@@ -78,3 +78,27 @@ def test_a_dataset_the_cache_cannot_keep_is_read_a_member_a_request(aws, tmp_pat
     got, rs, _ = read_all("s3://bkt/ds/", cache_dir=indexed(tmp_path / "b"), seed=3)
     assert got == reference and rs["requests"] >= len(reference)
     assert os.path.isdir(tmp_path / "b" / "remote")
+
+
+def test_the_verdict_over_windows_says_what_they_cost(aws, s3, tmp_path):
+    """+50 ms a request: the epoch waits on windows, and the network-bound
+    verdict says so with their figures (requests, MB each, windows at once
+    against the cap, the misses filled from the stream), though most reads
+    were hits of what a window had just brought."""
+    proxy = FaultProxy(s3.port, latency_s=0.05)
+    try:
+        aws.setenv("AWS_ENDPOINT_URL", proxy.url)
+        with stoker.Loader("s3://bkt/ds/", batch_size=8, queue_depth=8, quiet=True,
+                           cache_dir=indexed(tmp_path)) as l:
+            for _ in l:
+                pass
+            v = l.diagnose(0)
+            rs = l.remote_stats()
+    finally:
+        proxy.close()
+    assert rs["windows"] > 0
+    assert v["kind"] == "network-bound", v
+    for words in ("requests, ", "MB each", "windows, ", "of 16 at once at most", "ms p50",
+                  "filled from the stream", "the object store"):
+        assert words in v["evidence"], (words, v["evidence"])
+    assert "MiB a request (STOKER_REMOTE_WINDOW)" in v["try"], v["try"]
