@@ -16,8 +16,10 @@
  * into the slot once (not from the cache again), and the batch waits for
  * them, not for the window.  At most STK__WIN_INFLIGHT windows are fetched at
  * once (their staging buffers are the memory this costs); the others
- * queue.  A member the window left out (it runs past the window's
- * end) or one whose window failed or could not be cached is fetched alone.
+ * queue; a miss that starts a window queues the object's next one too
+ * (read ahead: its reads come next in shard mode).  A member the window
+ * left out (it runs past the window's end) or one whose window failed or
+ * could not be cached is fetched alone.
  */
 #include "io/http.h"
 
@@ -284,6 +286,25 @@ static void win_pump(struct stk_eng *e)
 /* A miss of io (want bytes of o) waits for its window: true, or false when
  * it is to be fetched alone (no windows, its window done already, a member
  * too large for one). */
+/* Window k of o queued (FIFO: the oldest misses first), or NULL. */
+static struct win *win_queue(struct stk_eng *e, const struct stk__robj *o, uint8_t *st,
+			     uint64_t k)
+{
+	uint64_t W = e->r->window;
+	struct win *w = calloc(1, sizeof(*w));
+	if (!w)
+		return NULL;
+	w->o = o;
+	w->off = k * W;
+	w->len = o->size - w->off < W ? o->size - w->off : W;
+	struct win **pp = &e->wqueue;
+	while (*pp)
+		pp = &(*pp)->next;
+	*pp = w;
+	st[k] = 1;
+	return w;
+}
+
 bool stk__hwin_wait(struct stk_eng *e, struct stk_io *io, const struct stk__robj *o,
 		     uint64_t want)
 {
@@ -316,16 +337,13 @@ bool stk__hwin_wait(struct stk_eng *e, struct stk_io *io, const struct stk__robj
 				w = x;
 	}
 	if (!w) {
-		if (!(w = calloc(1, sizeof(*w))))
+		if (!(w = win_queue(e, o, st, k)))
 			return false;
-		w->o = o;
-		w->off = k * W;
-		w->len = o->size - w->off < W ? o->size - w->off : W;
-		struct win **pp = &e->wqueue; /* FIFO: the oldest misses first */
-		while (*pp)
-			pp = &(*pp)->next;
-		*pp = w;
-		st[k] = 1;
+		/* read ahead: the object's next window, which the reads after
+		 * these will want (a shard is read in order in shard mode; under
+		 * global shuffle every window is wanted at once anyway) */
+		if (k + 1 < nwin && !st[k + 1])
+			win_queue(e, o, st, k + 1);
 	}
 	/* filled from the stream unless it has passed the member's start (a
 	 * retry starts the window again: the bytes come again, the same) */

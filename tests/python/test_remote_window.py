@@ -102,3 +102,25 @@ def test_the_verdict_over_windows_says_what_they_cost(aws, s3, tmp_path):
                   "filled from the stream", "the object store"):
         assert words in v["evidence"], (words, v["evidence"])
     assert "MiB a request (STOKER_REMOTE_WINDOW)" in v["try"], v["try"]
+
+
+def test_small_windows_read_ahead_and_deliver_local_disks_order(aws, tmp_path, data):
+    # 256 KiB windows: several to a shard, each miss's window queues the
+    # next (read ahead, no reads waiting on it yet); shard mode's order and
+    # bytes are local disk's, every window fetched once
+    d, names = data
+    aws.setenv("STOKER_REMOTE_WINDOW", str(256 << 10))
+    kw = dict(shuffle_mode="shard", seed=7)
+    with stoker.Loader("s3://bkt/ds/", batch_size=8, quiet=True, cache_dir=indexed(tmp_path),
+                       **kw) as l:
+        remote = []
+        for data_, offsets, sizes, labels, indices in l:
+            for k in range(len(indices)):
+                o, n = int(offsets[k]), int(sizes[k])
+                remote.append((int(indices[k]), int(labels[k]),
+                               bytes(data_[o:o + n].numpy())))
+        rs = l.remote_stats()
+    assert remote == order_of(str(d / "shards"), **kw)
+    total = sum((os.path.getsize(d / "shards" / n) + (256 << 10) - 1) // (256 << 10)
+                for n in names)
+    assert rs["window"] == 256 << 10 and len(names) < rs["windows"] <= total
