@@ -242,11 +242,11 @@ int stk_loader_diagnose(const struct stk_loader *cl, double window_s, struct stk
 	/* the reads went to the server (a cache serving most of them is local
 	 * disk), or the bytes did: windows make most reads hits of what a
 	 * window just brought, the network's time all the same */
-	double delivered = (double)(now.bytes - b.bytes), fetched = rm ? (double)(now.rbytes - b.rbytes)
-									: 0;
+	double delivered = (double)(now.bytes - b.bytes),
+	       fetched = rm ? (double)(now.rbytes - b.rbytes) : 0;
+	bool net_bytes = delivered > 0 && fetched >= 0.5 * delivered;
 	bool from_net = rm && l->o.engine != STK_ENGINE_NULL &&
-			(reads == 0 || v.cache_hit_ratio < 0.5 ||
-			 (delivered > 0 && fetched >= 0.5 * delivered));
+			(reads == 0 || v.cache_hit_ratio < 0.5 || net_bytes);
 	double stall = v.stall_ratio, inflight = v.inflight_mean;
 	/* "12.3 of 16"; over a window that held a probe's deeper levels the mean
 	 * can pass today's depth: said so, not "148.5 of 16" */
@@ -260,7 +260,8 @@ int stk_loader_diagnose(const struct stk_loader *cl, double window_s, struct stk
 	/* the device is ours to blame only when our reads reached it: page-cache
 	 * hits never do, and others may be keeping it busy */
 	bool from_disk = sampled && v.mb_per_s > 0 && v.dev_share >= 0.5;
-	bool disk_busy = from_disk && v.dev_util >= 80;
+	/* (not when the bytes came over the network: a busy device is others') */
+	bool disk_busy = from_disk && v.dev_util >= 80 && !(rm && net_bytes);
 	if (dt < 0.01 || (now.batches == b.batches && now.wait_ns == b.wait_ns)) {
 		v.kind = STK_BOUND_UNKNOWN;
 		snprintf(v.evidence, sizeof(v.evidence),
@@ -306,7 +307,8 @@ int stk_loader_diagnose(const struct stk_loader *cl, double window_s, struct stk
 			 "consumer waits %.0f %% of the time",
 			 qd, prefetch, inflight, stall * 100);
 		snprintf(v.advice, sizeof(v.advice), "raise queue_depth (64-256) and prefetch (4)");
-	} else if (from_net && inflight >= 0.8 * qd) {
+	} else if (from_net && (inflight >= 0.8 * qd || (rm->window && net_bytes))) {
+		/* (windows: the reads wait on them, whatever the queue's depth) */
 		v.kind = STK_BOUND_NETWORK;
 		/* an outage: the reads waiting to be tried again are counted */
 		char waiting[64] = "", each[16], all[16];
