@@ -20,9 +20,15 @@ only, no decode: what the transport delivers), samples/s; rounds alternate
   s3 e1 direct     s3:// straight to the gateway, no proxy: what the proxy's
                    latency and its own copying of every byte (Python, on the
                    same cores) cost
+  s3 e1 shard direct  the same in shard mode
+  curl direct      the server's ceiling: curl --parallel fetching the same
+  curl proxy       shards as 8 MiB ranges, 16 at once (the windows' size and
+                   number), straight to the gateway and through the proxy;
+                   samples/s = the dataset's samples over its seconds (no
+                   create, no cache: what a transport could reach at best)
   s3 e1 member     s3://, STOKER_REMOTE_WINDOW=0: a member a request
-  s3 e1 before     s3:// with STOKER_BEFORE's build (the tree before this
-                   change: a member a request, 64 in flight), if given
+  s3 e1 before     s3:// with STOKER_BEFORE's build (the tree before a
+  s3 e1 before direct  change), if given, through the proxy and without it
   http e1          stoker, the shards from nginx
   wds              WebDataset over HTTP from nginx (its curl pipes)
   streaming        Mosaic Streaming, remote=s3://... (boto3), a local cache dir
@@ -43,6 +49,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 TOP = os.path.dirname(HERE)
@@ -171,6 +178,26 @@ def main():
         def direct():
             add("s3 e1 direct", stoker_run("s3://bench/ds/", cache(), up, epochs=1)[0][0])
 
+        def shard_direct():
+            add("s3 e1 shard direct", stoker_run("s3://bench/ds/", cache(), up, epochs=1,
+                                                 shuffle_mode="shard")[0][0])
+
+        def ceiling(name, endpoint):
+            def run():
+                cmd = ["curl", "-s", "--fail", "--parallel", "--parallel-max", "16",
+                       "--aws-sigv4", "aws:amz:us-east-1:s3",
+                       "--user", "%s:%s" % (ACCESS_KEY, SECRET_KEY)]
+                for f in sorted(os.listdir(shards)):
+                    if f.endswith(".tar"):
+                        size = os.path.getsize(os.path.join(shards, f))
+                        for a in range(0, size, 8 << 20):
+                            cmd += ["-r", "%d-%d" % (a, min(a + (8 << 20), size) - 1),
+                                    "-o", "/dev/null", "%s/bench/ds/%s" % (endpoint, f)]
+                t = time.monotonic()
+                subprocess.run(cmd, check=True)
+                add(name, n / (time.monotonic() - t))
+            return run
+
         def member():
             add("s3 e1 member", stoker_run("s3://bench/ds/", cache(), dict(
                 env, STOKER_REMOTE_WINDOW="0"), epochs=1)[0][0])
@@ -178,6 +205,8 @@ def main():
         def old():
             add("s3 e1 before", stoker_run("s3://bench/ds/", cache(), env, epochs=1,
                                            build=before)[0][0])
+            add("s3 e1 before direct", stoker_run("s3://bench/ds/", cache(), up, epochs=1,
+                                                  build=before)[0][0])
 
         def http():
             add("http e1", stoker_run(hurl, cache(), base, epochs=1)[0][0])
@@ -197,7 +226,8 @@ def main():
                     add(name, sps)
             return run
 
-        runs = [local, s3e, shard, direct, member, http] + ([old] if before else []) + [peer(p) for p in peers]
+        runs = [local, s3e, shard, direct, shard_direct, member, http,
+                ceiling("curl direct", s3.endpoint), ceiling("curl proxy", proxy.url)] + ([old] if before else []) + [peer(p) for p in peers]
         for r in range(rounds):
             k = r % len(runs)
             for f in runs[k:] + runs[:k]:
@@ -225,8 +255,13 @@ def main():
         ratio("s3 e2", "local warm", "s3 e2 / local warm (target 0.9)")
         ratio("s3 e1", "s3 e1 member", "s3 e1 windows / a member a request")
         ratio("s3 e1 shard", "local cold", "s3 e1 shard mode / local cold")
-        ratio("s3 e1 direct", "local cold", "s3 e1 without the proxy / local cold")
+        ratio("s3 e1 direct", "local cold", "s3 e1 without the proxy / local cold (target 0.8)")
+        ratio("s3 e1 shard direct", "local cold", "s3 e1 shard mode, no proxy / local cold (0.9)")
+        ratio("s3 e1 direct", "curl direct", "s3 e1 without the proxy / curl's ceiling")
+        ratio("s3 e1", "curl proxy", "s3 e1 through the proxy / curl's ceiling")
+        ratio("curl direct", "local cold", "curl's ceiling, no proxy / local cold")
         ratio("s3 e1", "s3 e1 before", "s3 e1 / before this change")
+        ratio("s3 e1 direct", "s3 e1 before direct", "s3 e1 without the proxy / before")
         ratio("http e1", "local cold", "http e1 / local cold")
         best = max((p for p in peers if p in med), key=lambda p: med[p], default=None)
         if best:
@@ -235,10 +270,13 @@ def main():
                 ratio("s3 e1", p, "s3 e1 / %s" % p)
         rs = res.get("_rs", [None])[-1]
         if rs:
-            print("  stoker s3 e1+e2 transport: %d requests, at most %d in flight, latency p50 "
-                  "%.1f ms p99 %.1f ms, retries %d" % (rs["requests"], rs["inflight_max"],
-                                                       rs["latency_p50_ns"] / 1e6,
-                                                       rs["latency_p99_ns"] / 1e6, rs["retries"]))
+            print("  stoker s3 e1+e2 transport: %d requests (%d windows of %d MiB, %.1f MB a "
+                  "request), at most %d reads in flight, latency p50 %.1f ms p99 %.1f ms, "
+                  "retries %d; %d misses, %d of them filled from a window's stream"
+                  % (rs["requests"], rs["windows"], rs["window"] >> 20,
+                     rs["bytes"] / 1e6 / max(rs["requests"], 1), rs["inflight_max"],
+                     rs["latency_p50_ns"] / 1e6, rs["latency_p99_ns"] / 1e6, rs["retries"],
+                     rs["cache_misses"], rs["streamed"]))
     finally:
         for s in reversed(servers):
             try:

@@ -1,13 +1,15 @@
 #!/usr/bin/python3
 """One stoker run for bench/remote_bench.py: creates a loader over PATH (raw
 mode: every member's bytes, no decode) and reads EPOCHS epochs, printing
-JSON with each epoch's samples, bytes and wall seconds.  The first epoch's
-clock starts before the loader is created: `stoker bench` restarts its
+JSON with each epoch's samples, bytes, wall seconds and CPU seconds (the
+process's, all its threads).  The first epoch's clock starts before the
+loader is created: `stoker bench` restarts its
 loader after create, so reads made before its clock starts (a whole
 epoch's, once the transport fetches windows) would not be counted; here
 they are.  Usage: remote_epochs.py PATH EPOCHS CACHE_DIR [KEY=VALUE...]
 (loader options, e.g. remote_cache=False)."""
 import json
+import resource
 import sys
 import time
 
@@ -28,6 +30,8 @@ def main():
     kw = dict(a.split("=", 1) for a in sys.argv[4:])
     kw = {k: value(v) for k, v in kw.items()}
     out = []
+    ru = resource.getrusage(resource.RUSAGE_SELF)
+    c0 = ru.ru_utime + ru.ru_stime
     t0 = time.monotonic()
     with stoker.Loader(path, batch_size=256, cache_dir=cache, quiet=True, **kw) as l:
         create_s = time.monotonic() - t0
@@ -38,8 +42,10 @@ def main():
                 n += len(indices)
                 nbytes += int(sizes.sum())
             t1 = time.monotonic()
-            out.append({"samples": n, "bytes": nbytes, "seconds": t1 - t0})
-            t0 = t1
+            ru = resource.getrusage(resource.RUSAGE_SELF)
+            c1 = ru.ru_utime + ru.ru_stime
+            out.append({"samples": n, "bytes": nbytes, "seconds": t1 - t0, "cpu_s": c1 - c0})
+            t0, c0 = t1, c1
         rs = l.remote_stats()
     print(json.dumps({"create_s": create_s, "epochs": out, "remote": rs}))
 

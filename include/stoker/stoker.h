@@ -951,6 +951,9 @@ struct stk_remote_stats {
 	char credentials[256];    /* where they came from: "environment (...)", "profile ...",
 				     "anonymous (...)" (the key id masked, never the secret) */
 	uint32_t retrying;        /* requests waiting now to be tried again (an outage's reads) */
+	uint32_t window;          /* bytes a cache miss fetches around it (0: the member alone) */
+	uint64_t windows;         /* windows fetched (requests of `window` bytes, retries apart) */
+	uint64_t streamed;        /* misses filled from their window's stream as it came */
 };
 /* 0 and *out filled, or -ENOENT when the loader reads local data.  Any thread. */
 STK_API int stk_loader_remote_stats(const struct stk_loader *loader, struct stk_remote_stats *out);

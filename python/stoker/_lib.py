@@ -269,6 +269,9 @@ class RemoteStats(ctypes.Structure):
         ("root", ctypes.c_char * 256),
         ("credentials", ctypes.c_char * 256),
         ("retrying", c_u32),
+        ("window", c_u32),
+        ("windows", c_u64),
+        ("streamed", c_u64),
     ]
 
 

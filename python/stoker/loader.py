@@ -775,7 +775,9 @@ class Loader:
     def remote_stats(self):
         """Remote data (s3://, http(s)://): the transport's counters (requests,
         retries, failed, short bodies, bytes, in flight, retrying: requests
-        waiting now to be tried again, per-request latency)
+        waiting now to be tried again, per-request latency; window: the bytes a
+        miss fetches around it, windows: how many were fetched, streamed: the
+        misses filled from their window's stream as it came)
         and the local cache's (hits, misses, evictions, bytes, limit) since
         creation, as a dict; None for local data.  Any thread."""
         st = _lib.RemoteStats(size=ctypes.sizeof(_lib.RemoteStats))

@@ -16,7 +16,9 @@
  * (dataset/shards.c, the same WebDataset rules), its tar headers read
  * through ranged GETs of 1 MiB windows: a shard of large members costs a
  * request per member's header, one of small members about its size in
- * windows.  Shards are indexed by up to 16 threads at once; over HTTP and
+ * windows, which go to the remote cache (io/rcache.c; opened before the
+ * index is built, answers with the ETag indexed only): the members' bytes
+ * they hold are the loader's hits, not fetched again in epoch 1.  Shards are indexed by up to 16 threads at once; over HTTP and
  * for lists of URLs each shard's size and ETag come from a HEAD, 64 in
  * flight before the threads start.  A shard's index is cached on local disk
  * (the cache folder's remote-index/, one file per shard URL) with the ETag and
@@ -61,7 +63,14 @@ static int reader_read(void *ctx, void *dst, size_t len, uint64_t off)
 		memcpy(dst, rd->buf + (off - rd->boff), len);
 		return 0;
 	}
-	uint64_t n = len > WINDOW ? len : WINDOW;
+	/* with the cache on, a gap under a window since the last read is read
+	 * too (the tail of the member that ran past it): the cache then holds
+	 * a shard of small members whole, every member a hit */
+	uint64_t end = rd->boff + rd->blen, skip = 0;
+	if (rd->r->cache && rd->blen && off > end && off - end < WINDOW)
+		skip = off - end;
+	off -= skip;
+	uint64_t n = len + skip > WINDOW ? len + skip : WINDOW;
 	if (n > rd->o->size - off)
 		n = rd->o->size - off;
 	if (n > WINDOW) {
@@ -71,15 +80,20 @@ static int reader_read(void *ctx, void *dst, size_t len, uint64_t off)
 		rd->buf = b;
 	}
 	rd->blen = 0;
+	bool keep;
 	int rc = stk__remote_get(rd->r, rd->h, rd->o->rel, rd->o->etag, rd->o->size, rd->buf, n,
-				 off, rd->err, sizeof(rd->err));
+				 off, &keep, rd->err, sizeof(rd->err));
 	if (rc) {
 		rd->rc = rc;
 		return rc;
 	}
+	/* the bytes read for the headers are the members' too: kept, so the
+	 * loader's first epoch reads them from the cache, not the server again */
+	if (keep && rd->r->cache)
+		stk__rcache_offer(rd->r, rd->o, rd->buf, n, off);
 	rd->boff = off;
 	rd->blen = n;
-	memcpy(dst, rd->buf, len);
+	memcpy(dst, rd->buf + skip, len);
 	return 0;
 }
 
@@ -195,7 +209,8 @@ static int beside_load(struct pool *p, struct job *j, CURL *h)
 	void *buf = size <= (1ull << 32) ? malloc(size ? size : 1) : NULL;
 	if (!buf)
 		snprintf(why, sizeof(why), "%llu bytes: too large", (unsigned long long)size);
-	else if ((rc = stk__remote_get(r, h, rel, etag, size, buf, size, 0, err, sizeof(err))))
+	else if ((rc = stk__remote_get(r, h, rel, etag, size, buf, size, 0, NULL, err,
+				       sizeof(err))))
 		snprintf(why, sizeof(why), "%s", err);
 	else
 		rc = stk__sidx_decode(&j->b, j->o->rel, buf, size, j->o->size, j->o->etag, why,
@@ -479,6 +494,18 @@ static int remote_open(struct stk_dataset **out, const struct stk__index_opts *o
 		if (mkdir(idx_dir, 0755) && errno != EEXIST)
 			idx_dir[0] = 0;
 	}
+	/* the cache before the index: what the index build reads is kept */
+	if (!o->no_remote_cache && dir[0]) {
+		char cdir[PATH_MAX + 16];
+		snprintf(cdir, sizeof(cdir), "%s/remote", dir);
+		uint64_t limit = o->cache_limit ? o->cache_limit : auto_limit(dir);
+		why[0] = 0;
+		if (stk__rcache_open(&r->cache, cdir, limit, why, sizeof(why)) && o->notice &&
+		    o->noticelen && !o->notice[0])
+			snprintf(o->notice, o->noticelen, "no remote cache: %s", why);
+		if (r->cache && o->quiet)
+			stk__rcache_quiet(r->cache);
+	}
 	struct pool p = {.r = r, .io = o, .idx_dir = idx_dir, .n = r->nobjs, .idx = idx,
 			 .nidx = nidx};
 	p.jobs = calloc(p.n, sizeof(*p.jobs));
@@ -552,17 +579,6 @@ static int remote_open(struct stk_dataset **out, const struct stk__index_opts *o
 	struct stk_dataset *ds = rc ? NULL : calloc(1, sizeof(*ds));
 	if (!rc && (!ds || !(ds->root = strdup(r->root))))
 		rc = stk__build_fail(&b, -ENOMEM, "out of memory");
-	if (!rc && !o->no_remote_cache && dir[0]) {
-		char cdir[PATH_MAX + 16];
-		snprintf(cdir, sizeof(cdir), "%s/remote", dir);
-		uint64_t limit = o->cache_limit ? o->cache_limit : auto_limit(dir);
-		why[0] = 0;
-		if (stk__rcache_open(&r->cache, cdir, limit, why, sizeof(why)) && o->notice &&
-		    o->noticelen && !o->notice[0])
-			snprintf(o->notice, o->noticelen, "no remote cache: %s", why);
-		if (r->cache && o->quiet)
-			stk__rcache_quiet(r->cache);
-	}
 	if (rc) {
 		free(b.e);
 		free(b.names.p);

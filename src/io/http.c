@@ -26,109 +26,14 @@
  * threads (io/rcache.c: a hit is a pread of local disk, several at once);
  * a miss comes back to be fetched, and a range fetched is kept.
  *
- * Windows (r->window bytes, set by the loader when the cache will keep what
- * they bring: stk__remote_plan_window): a miss fetches the whole aligned
- * window of the object around the member (8 MiB), streamed into the cache
- * through a 1 MiB staging buffer, and waits for it with every other miss in
- * that window; when it is in, they all go back to the cache's readers.  An
- * object store answers a request in milliseconds whatever its size, so one
- * request for ~80 members instead of 80 is the difference between the
- * server's request rate and its bandwidth.  At most WIN_INFLIGHT windows are
- * fetched at once (their staging buffers are the memory this costs); the
- * others queue.  A member the window left out (it runs past the window's
- * end) or one whose window failed or could not be cached is fetched alone.
+ * Windows (a miss fetching the 8 MiB around it, and the misses that wait
+ * for it) are io/hwin.c's; io/http.h has what the two files share.
  */
-#include "io/engine.h"
-#include "io/remote.h"
+#include "io/http.h"
 
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-
-#define HIT_THREADS 4
-#define WIN_INFLIGHT 16
-#define WIN_STAGE (1u << 20)
-/* Bytes handed to the cache's writer and not yet written, at most: past it
- * the curl thread writes a stage itself, so a disk slower than the network
- * slows the transfers instead of the queue growing with the dataset. */
-#define WQ_MAX (32u << 20)
-
-/* A window of an object being fetched (or queued to be), and the misses
- * waiting on it (linked by priv.next). */
-struct win {
-	const struct stk__robj *o;
-	uint64_t off, len;
-	struct stk_io *waiters;
-	struct req *q;      /* its request, once started */
-	struct win *next;
-};
-
-struct req {
-	struct stk_eng *e;
-	CURL *h;
-	struct stk_io *io;  /* a member's read, or NULL for a window's */
-	struct win *w;      /* a window's fetch */
-	const char *path;
-	uint64_t off;       /* where the range starts */
-	uint8_t *stage;     /* a window's bytes not yet in the cache */
-	uint64_t staged, flushed;
-	const struct stk__robj *obj;
-	struct curl_slist *hdrs;
-	uint64_t want;      /* bytes asked for (the range, clamped to the object) */
-	uint64_t got;       /* bytes of the range taken */
-	uint64_t seen;      /* bytes of the body that came */
-	struct stk__answer a; /* the answer's headers */
-	int verdict;        /* stk__remote_verify's, at the end of the headers */
-	char vwhy[240];
-	bool enough;        /* a 200 (the whole object): stopped at the range's end */
-	bool over;          /* more bytes than asked for */
-	bool nokeep;        /* a window's answer without the ETag: not for the cache */
-	bool fresh;         /* its next try on a new connection */
-	CURLcode cc;        /* how its last transfer ended */
-	unsigned attempt;
-	uint64_t first;     /* when its first try started: retries have a time */
-	uint64_t due, t0;
-	struct req *next;
-};
-
-struct stk_eng {
-	CURLM *m;
-	struct stk__remote *r;
-	struct req *free_reqs, *delayed;
-	struct req **all;   /* every req made, for exit */
-	size_t nall, capall;
-	/* the cache's readers (hit_main) */
-	pthread_t hit[HIT_THREADS];
-	unsigned nhit;
-	pthread_mutex_t hmu;
-	pthread_cond_t hcv;
-	struct stk_io *htodo_head, *htodo_tail, *hdone_head, *hdone_tail;
-	bool hstop;
-	struct stk_io *done_head, *done_tail;
-	_Atomic bool woken;
-	uint64_t rng;
-	/* windows: each object's state per window (0 none, 1 queued or in
-	 * flight, 2 done or failed), the windows queued and in flight */
-	uint8_t **wstate;
-	struct win *wqueue, *wfly;
-	unsigned nfly;
-	/* the cache's writer: windows' bytes into the cache off this thread,
-	 * then (a marker after them, in order) their waiters to the readers */
-	pthread_t wthr;
-	bool wrun, wstop;
-	pthread_cond_t wcv;
-	struct wjob *wj_head, *wj_tail;
-	uint64_t wq_bytes; /* queued to the writer, not yet written (hmu) */
-};
-
-struct wjob {
-	struct wjob *next;
-	const struct stk__robj *o;
-	uint64_t off, len;
-	uint8_t *buf;           /* bytes to keep (freed once written), or NULL */
-	struct stk_io *waiters; /* a marker: these go to the readers */
-};
 
 static size_t on_header(char *ptr, size_t size, size_t n, void *arg)
 {
@@ -144,7 +49,7 @@ static size_t on_header(char *ptr, size_t size, size_t n, void *arg)
 /* Of a body's next l bytes, the part within the range asked for: its start
  * in *at and its length, or -1 to stop the transfer (not the object's
  * bytes, more than asked; or, a 200, the range is all in). */
-static int64_t in_range(struct req *q, size_t l, size_t *at)
+int64_t stk__http_in_range(struct req *q, size_t l, size_t *at)
 {
 	if ((q->a.status != 200 && q->a.status != 206) || !l)
 		return 0; /* an error's body: dropped */
@@ -172,7 +77,7 @@ static size_t on_body(char *ptr, size_t size, size_t n, void *arg)
 {
 	struct req *q = arg;
 	size_t l = size * n, at = 0;
-	int64_t k = in_range(q, l, &at);
+	int64_t k = stk__http_in_range(q, l, &at);
 	if (k < 0)
 		return 0;
 	memcpy((uint8_t *)q->io->buf + q->got, ptr + at, (size_t)k);
@@ -180,80 +85,13 @@ static size_t on_body(char *ptr, size_t size, size_t n, void *arg)
 	return q->enough ? 0 : l;
 }
 
-static void wjob_push(struct stk_eng *e, struct wjob *j)
-{
-	pthread_mutex_lock(&e->hmu);
-	if (e->wj_tail)
-		e->wj_tail->next = j;
-	else
-		e->wj_head = j;
-	e->wj_tail = j;
-	pthread_cond_signal(&e->wcv);
-	pthread_mutex_unlock(&e->hmu);
-}
-
-/* The staged bytes of a window to the cache: handed to the writer with
- * the buffer (a new one staged), or written here when memory is short. */
-static void flush_stage(struct stk_eng *e, struct req *q)
-{
-	if (!q->staged)
-		return;
-	uint64_t at = q->off + q->flushed;
-	pthread_mutex_lock(&e->hmu);
-	bool room = e->wrun && e->wq_bytes < WQ_MAX;
-	if (room)
-		e->wq_bytes += q->staged;
-	pthread_mutex_unlock(&e->hmu);
-	struct wjob *j = room ? calloc(1, sizeof(*j)) : NULL;
-	uint8_t *fresh = j ? malloc(WIN_STAGE) : NULL;
-	if (fresh) {
-		*j = (struct wjob){.o = q->obj, .off = at, .len = q->staged, .buf = q->stage};
-		q->stage = fresh;
-		wjob_push(e, j);
-	} else {
-		if (room) {
-			pthread_mutex_lock(&e->hmu);
-			e->wq_bytes -= q->staged;
-			pthread_mutex_unlock(&e->hmu);
-		}
-		free(j);
-		stk__rcache_write(e->r, q->obj, q->stage, q->staged, at);
-	}
-	q->flushed += q->staged;
-	q->staged = 0;
-}
-
-static size_t on_wbody(char *ptr, size_t size, size_t n, void *arg)
-{
-	struct req *q = arg;
-	size_t l = size * n, at = 0, done = 0;
-	int64_t k = in_range(q, l, &at);
-	if (k < 0)
-		return 0;
-	if (k && !stk__remote_keepable(&q->a, q->obj->etag)) {
-		q->nokeep = true; /* not known to be the indexed version's: never cached */
-		return 0;
-	}
-	while (done < (size_t)k) {
-		size_t c = WIN_STAGE - q->staged < (size_t)k - done ? WIN_STAGE - q->staged
-							      : (size_t)k - done;
-		memcpy(q->stage + q->staged, ptr + at + done, c);
-		q->staged += c;
-		done += c;
-		if (q->staged == WIN_STAGE)
-			flush_stage(q->e, q);
-	}
-	q->got += (uint64_t)k;
-	return q->enough ? 0 : l;
-}
-
-static void finish(struct stk_eng *e, struct stk_io *io, int64_t res)
+void stk__http_finish(struct stk_eng *e, struct stk_io *io, int64_t res)
 {
 	io->res = res;
 	stk__io_push(&e->done_head, &e->done_tail, io);
 }
 
-static int start(struct stk_eng *e, struct req *q)
+int stk__http_start(struct stk_eng *e, struct req *q)
 {
 	struct stk__remote *r = e->r;
 	curl_slist_free_all(q->hdrs);
@@ -275,12 +113,12 @@ static int start(struct stk_eng *e, struct req *q)
 		q->hdrs = h;
 	}
 	curl_easy_setopt(q->h, CURLOPT_HTTPHEADER, q->hdrs);
-	curl_easy_setopt(q->h, CURLOPT_WRITEFUNCTION, q->w ? on_wbody : on_body);
+	curl_easy_setopt(q->h, CURLOPT_WRITEFUNCTION, q->w ? stk__hwin_body : on_body);
 	/* a window comes in large reads: fewer calls, fewer wakeups */
 	if (q->w)
 		curl_easy_setopt(q->h, CURLOPT_BUFFERSIZE, 512L << 10);
 	curl_easy_setopt(q->h, CURLOPT_WRITEDATA, q);
-	q->staged = q->flushed = 0;
+	q->staged = q->flushed = q->burst = 0;
 	curl_easy_setopt(q->h, CURLOPT_HEADERFUNCTION, on_header);
 	curl_easy_setopt(q->h, CURLOPT_HEADERDATA, q);
 	curl_easy_setopt(q->h, CURLOPT_PRIVATE, q);
@@ -299,7 +137,7 @@ static int start(struct stk_eng *e, struct req *q)
 	return 0;
 }
 
-static void put_req(struct stk_eng *e, struct req *q)
+void stk__http_put_req(struct stk_eng *e, struct req *q)
 {
 	q->io = NULL;
 	q->w = NULL;
@@ -308,7 +146,7 @@ static void put_req(struct stk_eng *e, struct req *q)
 }
 
 /* A free request, or NULL (out of memory). */
-static struct req *get_req(struct stk_eng *e)
+struct req *stk__http_get_req(struct stk_eng *e)
 {
 	struct req *q = e->free_reqs;
 	if (q) {
@@ -336,9 +174,9 @@ static struct req *get_req(struct stk_eng *e)
 /* Starts the GET of io's range (want bytes of object o). */
 static void fetch(struct stk_eng *e, struct stk_io *io, const struct stk__robj *o, uint64_t want)
 {
-	struct req *q = get_req(e);
+	struct req *q = stk__http_get_req(e);
 	if (!q) {
-		finish(e, io, -ENOMEM);
+		stk__http_finish(e, io, -ENOMEM);
 		return;
 	}
 	q->io = io;
@@ -349,22 +187,24 @@ static void fetch(struct stk_eng *e, struct stk_io *io, const struct stk__robj *
 	q->attempt = 0;
 	q->fresh = false;
 	q->first = stk__now_ns();
-	int rc = start(e, q);
+	int rc = stk__http_start(e, q);
 	if (rc) {
-		put_req(e, q);
-		finish(e, io, rc);
+		stk__http_put_req(e, q);
+		stk__http_finish(e, io, rc);
 	}
 }
 
-/* --- windows ---------------------------------------------------------------- */
-
-static bool retry_later(struct stk_eng *e, struct req *q);
-
 /* A transfer is over, whatever its outcome: out of the multi handle and
  * counted; its HTTP status (a 200 stopped at what was asked is a success). */
-static long transfer_ended(struct stk_eng *e, struct req *q, CURLcode *cc)
+long stk__http_transfer_ended(struct stk_eng *e, struct req *q, CURLcode *cc)
 {
 	struct stk__remote *r = e->r;
+	for (struct req **pp = &e->paused; q->paused && *pp; pp = &(*pp)->next)
+		if (*pp == q) { /* ended while paused: off the list */
+			*pp = q->next;
+			q->paused = false;
+			break;
+		}
 	curl_multi_remove_handle(e->m, q->h);
 	atomic_fetch_sub(&r->c.inflight, 1);
 	atomic_fetch_add(&r->c.requests, 1);
@@ -377,184 +217,9 @@ static long transfer_ended(struct stk_eng *e, struct req *q, CURLcode *cc)
 	return status;
 }
 
-static uint8_t *wstate_of(struct stk_eng *e, const struct stk__robj *o, uint64_t *nwin)
-{
-	size_t i = (size_t)(o - e->r->objs);
-	*nwin = (o->size + e->r->window - 1) / e->r->window;
-	if (!e->wstate && !(e->wstate = calloc(e->r->nobjs, sizeof(*e->wstate))))
-		return NULL;
-	if (!e->wstate[i])
-		e->wstate[i] = calloc(*nwin ? *nwin : 1, 1);
-	return e->wstate[i];
-}
-
-/* The window will not be fetched again (it came in, or failed). */
-static void win_settled(struct stk_eng *e, const struct win *w)
-{
-	uint64_t nwin;
-	uint8_t *st = wstate_of(e, w->o, &nwin);
-	if (st)
-		st[w->off / e->r->window] = 2;
-}
-
-/* Misses back to the cache's readers (a window came in): hits now, or
- * misses again (not in the window, or not cached), then fetched alone. */
-static void to_readers(struct stk_eng *e, struct stk_io *list)
-{
-	if (!list)
-		return;
-	pthread_mutex_lock(&e->hmu);
-	while (list) {
-		struct stk_io *io = list;
-		list = io->priv.next;
-		io->priv.file_slot = 1; /* after its window: a second miss is fetched alone */
-		stk__io_push(&e->htodo_head, &e->htodo_tail, io);
-	}
-	pthread_cond_broadcast(&e->hcv);
-	pthread_mutex_unlock(&e->hmu);
-}
-
-/* The window is done (ok, or failed: state 2 either way); its waiters go
- * back to the readers: once its bytes are in the cache when it came (a
- * marker behind them in the writer's queue), now when it failed. */
-static void win_done(struct stk_eng *e, struct win *w, bool ok)
-{
-	struct win **pp = w->q ? &e->wfly : &e->wqueue;
-	while (*pp && *pp != w)
-		pp = &(*pp)->next;
-	if (*pp)
-		*pp = w->next;
-	if (w->q) {
-		e->nfly--;
-		free(w->q->stage);
-		w->q->stage = NULL;
-	}
-	struct wjob *j = ok && e->wrun ? calloc(1, sizeof(*j)) : NULL;
-	if (j) {
-		j->waiters = w->waiters;
-		wjob_push(e, j);
-	} else {
-		to_readers(e, w->waiters);
-	}
-	free(w);
-}
-
-static void *writer_main(void *arg)
-{
-	struct stk_eng *e = arg;
-	pthread_mutex_lock(&e->hmu);
-	for (;;) {
-		while (!e->wj_head && !e->wstop)
-			pthread_cond_wait(&e->wcv, &e->hmu);
-		if (!e->wj_head)
-			break;
-		struct wjob *j = e->wj_head;
-		if (!(e->wj_head = j->next))
-			e->wj_tail = NULL;
-		pthread_mutex_unlock(&e->hmu);
-		uint64_t written = j->buf ? j->len : 0;
-		if (j->buf)
-			stk__rcache_write(e->r, j->o, j->buf, j->len, j->off);
-		else
-			to_readers(e, j->waiters);
-		free(j->buf);
-		free(j);
-		pthread_mutex_lock(&e->hmu);
-		e->wq_bytes -= written;
-	}
-	pthread_mutex_unlock(&e->hmu);
-	return NULL;
-}
-
-/* Starts queued windows while fewer than WIN_INFLIGHT are in flight. */
-static void win_pump(struct stk_eng *e)
-{
-	while (e->wqueue && e->nfly < WIN_INFLIGHT) {
-		struct win *w = e->wqueue;
-		struct req *q = get_req(e);
-		uint8_t *stage = q ? malloc(WIN_STAGE) : NULL;
-		if (!stage) { /* its waiters are fetched alone */
-			if (q)
-				put_req(e, q);
-			win_done(e, w, false);
-			continue;
-		}
-		e->wqueue = w->next;
-		w->q = q;
-		w->next = e->wfly;
-		e->wfly = w;
-		e->nfly++;
-		q->w = w;
-		q->stage = stage;
-		q->path = w->o->rel;
-		q->off = w->off;
-		q->obj = w->o;
-		q->want = w->len;
-		q->attempt = 0;
-		q->fresh = false;
-		q->first = stk__now_ns();
-		if (start(e, q)) {
-			put_req(e, q);
-			win_done(e, w, false);
-		}
-	}
-}
-
-/* A miss of io (want bytes of o) waits for its window: true, or false when
- * it is to be fetched alone (no windows, its window done already, a member
- * too large for one). */
-static bool win_wait(struct stk_eng *e, struct stk_io *io, const struct stk__robj *o,
-		     uint64_t want)
-{
-	uint64_t W = e->r->window, nwin;
-	if (!W || !o || !e->r->cache || want > W / 2)
-		return false;
-	uint8_t *st = wstate_of(e, o, &nwin);
-	uint64_t k = io->offset / W;
-	if (!st || k >= nwin)
-		return false;
-	if (st[k] == 2) {
-		/* its window came in, maybe after this read missed, and its bytes
-		 * may still be on their way to the cache: once more to the readers,
-		 * behind them in the writer's queue; a second miss is fetched alone */
-		struct wjob *j = !io->priv.file_slot && e->wrun ? calloc(1, sizeof(*j)) : NULL;
-		if (!j)
-			return false;
-		io->priv.file_slot = 1;
-		io->priv.next = NULL;
-		j->waiters = io;
-		wjob_push(e, j);
-		return true;
-	}
-	struct win *w = NULL;
-	if (st[k] == 1) {
-		for (w = e->wfly; w && !(w->o == o && w->off == k * W); w = w->next)
-			;
-		for (struct win *x = w ? NULL : e->wqueue; x && !w; x = x->next)
-			if (x->o == o && x->off == k * W)
-				w = x;
-	}
-	if (!w) {
-		if (!(w = calloc(1, sizeof(*w))))
-			return false;
-		w->o = o;
-		w->off = k * W;
-		w->len = o->size - w->off < W ? o->size - w->off : W;
-		struct win **pp = &e->wqueue; /* FIFO: the oldest misses first */
-		while (*pp)
-			pp = &(*pp)->next;
-		*pp = w;
-		st[k] = 1;
-	}
-	io->priv.next = w->waiters;
-	w->waiters = io;
-	win_pump(e);
-	return true;
-}
-
 /* What a transfer's end means, the answer's checks first: 0 done, 1 try
  * again, or the -errno to fail with; why says it. */
-static int outcome(struct req *q, CURLcode cc, long status, char *why, size_t len)
+int stk__http_outcome(struct req *q, CURLcode cc, long status, char *why, size_t len)
 {
 	if (q->verdict) { /* not the object's bytes (1), or another version's */
 		snprintf(why, len, "%s", q->vwhy);
@@ -573,33 +238,6 @@ static int outcome(struct req *q, CURLcode cc, long status, char *why, size_t le
 	if (rc < 0)
 		stk__remote_region_hint(q->e->r, q->a.region, why, len);
 	return rc;
-}
-
-/* A window's transfer ended: into the cache and its waiters back to the
- * readers, retried, or failed (its waiters fetched alone). */
-static void wended(struct stk_eng *e, struct req *q, CURLcode cc)
-{
-	struct stk__remote *r = e->r;
-	struct win *w = q->w;
-	long status = transfer_ended(e, q, &cc);
-	char why[256];
-	/* an answer without the ETag (the server never sends one): its
-	 * members are fetched alone, delivered without being kept */
-	int rc = q->nokeep ? -EPROTO : outcome(q, cc, status, why, sizeof(why));
-	if (rc == 1) {
-		flush_stage(e, q); /* the bytes that came are right: kept */
-		if (retry_later(e, q))
-			return;
-	}
-	win_settled(e, w);
-	if (rc == 0 && status != 416) {
-		flush_stage(e, q);
-		atomic_fetch_add(&r->c.bytes, q->got);
-	}
-	/* failed: no count here; each waiter's own fetch says what it gets */
-	win_done(e, w, rc == 0 && status != 416);
-	put_req(e, q);
-	win_pump(e);
 }
 
 /* The cache's readers: a hit is a pread of local disk, several at once as
@@ -658,11 +296,11 @@ static void take_hits(struct stk_eng *e)
 		/* read once: an io win_wait hands on may be back with the readers,
 		 * its fields theirs, before win_wait returns */
 		if (!io->priv.pending) {
-			finish(e, io, io->res);
+			stk__http_finish(e, io, io->res);
 			continue;
 		}
 		const struct stk__robj *o = stk__remote_find(e->r, io->path);
-		if (!win_wait(e, io, o, io->priv.t))
+		if (!stk__hwin_wait(e, io, o, io->priv.t))
 			fetch(e, io, o, io->priv.t);
 	}
 }
@@ -674,7 +312,7 @@ static int http_submit(struct stk_eng *e, struct stk_io **ios, unsigned n)
 	for (unsigned i = 0; i < n; i++) {
 		struct stk_io *io = ios[i];
 		if (io->op != STK_IO_READ_FILE) {
-			finish(e, io, -EOPNOTSUPP);
+			stk__http_finish(e, io, -EOPNOTSUPP);
 			continue;
 		}
 		io->priv.file_slot = 0; /* not yet sent back to the cache after its window */
@@ -682,14 +320,14 @@ static int http_submit(struct stk_eng *e, struct stk_io **ios, unsigned n)
 		uint64_t want = io->len;
 		if (o) {
 			if (io->offset >= o->size) {
-				finish(e, io, 0);
+				stk__http_finish(e, io, 0);
 				continue;
 			}
 			if (want > o->size - io->offset)
 				want = o->size - io->offset;
 		}
 		if (!want) {
-			finish(e, io, 0);
+			stk__http_finish(e, io, 0);
 			continue;
 		}
 		if (r->cache && o && e->nhit) {
@@ -712,7 +350,7 @@ static int http_submit(struct stk_eng *e, struct stk_io **ios, unsigned n)
 
 /* Puts q on the delayed list to be tried again (stk__remote_retry's rule):
  * true, or false when its time or tries are spent. */
-static bool retry_later(struct stk_eng *e, struct req *q)
+bool stk__http_retry_later(struct stk_eng *e, struct req *q)
 {
 	uint64_t wait;
 	if (!stk__remote_retry(e->r, q->h, q->first, q->attempt + 1, &e->rng, &wait))
@@ -732,31 +370,31 @@ static void ended(struct stk_eng *e, struct req *q, CURLcode cc)
 {
 	struct stk__remote *r = e->r;
 	struct stk_io *io = q->io;
-	long status = transfer_ended(e, q, &cc);
+	long status = stk__http_transfer_ended(e, q, &cc);
 	char why[256];
-	int rc = outcome(q, cc, status, why, sizeof(why));
-	if (rc == 1 && retry_later(e, q))
+	int rc = stk__http_outcome(q, cc, status, why, sizeof(why));
+	if (rc == 1 && stk__http_retry_later(e, q))
 		return;
 	if (rc == 1) {
 		atomic_fetch_add(&r->c.failed, 1);
 		stk__remote_failed(r, q->obj, q->attempt + 1, why);
-		finish(e, io, cc == CURLE_OPERATION_TIMEDOUT ? -ETIME
+		stk__http_finish(e, io, cc == CURLE_OPERATION_TIMEDOUT ? -ETIME
 			      : cc == CURLE_COULDNT_CONNECT ? -ECONNREFUSED
 			      : q->verdict || q->over ? -EPROTO : -EIO);
 	} else if (rc < 0) {
 		atomic_fetch_add(&r->c.failed, 1);
 		stk__remote_failed(r, q->obj, q->attempt + 1, why);
-		finish(e, io, rc);
+		stk__http_finish(e, io, rc);
 	} else if (status == 416) {
-		finish(e, io, 0);
+		stk__http_finish(e, io, 0);
 	} else {
 		atomic_fetch_add(&r->c.bytes, q->got);
 		/* only what was verified against the index's ETag and size */
 		if (r->cache && q->obj && stk__remote_keepable(&q->a, q->obj->etag))
 			stk__rcache_write(r, q->obj, io->buf, q->got, io->offset);
-		finish(e, io, (int64_t)q->got);
+		stk__http_finish(e, io, (int64_t)q->got);
 	}
-	put_req(e, q);
+	stk__http_put_req(e, q);
 }
 
 /* Starts the delayed retries that are due; the wait until the next, in ms
@@ -770,15 +408,15 @@ static long run_delayed(struct stk_eng *e)
 		if (q->due <= now) {
 			*pp = q->next;
 			atomic_fetch_sub(&e->r->c.retrying, 1);
-			int rc = start(e, q);
+			int rc = stk__http_start(e, q);
 			if (rc && q->w) {
 				struct win *w = q->w;
-				win_settled(e, w);
-				win_done(e, w, false);
-				put_req(e, q);
+				stk__hwin_settled(e, w);
+				stk__hwin_done(e, w, false);
+				stk__http_put_req(e, q);
 			} else if (rc) {
-				finish(e, q->io, rc);
-				put_req(e, q);
+				stk__http_finish(e, q->io, rc);
+				stk__http_put_req(e, q);
 			}
 			continue;
 		}
@@ -792,6 +430,7 @@ static long run_delayed(struct stk_eng *e)
 static int http_reap(struct stk_eng *e, struct stk_io **done, unsigned max, bool wait)
 {
 	for (;;) {
+		stk__hwin_resume(e);
 		take_hits(e);
 		long delay = run_delayed(e);
 		int running = 0;
@@ -805,12 +444,14 @@ static int http_reap(struct stk_eng *e, struct stk_io **done, unsigned max, bool
 			struct req *q = NULL;
 			curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, (char **)&q);
 			if (q->w)
-				wended(e, q, msg->data.result);
+				stk__hwin_ended(e, q, msg->data.result);
 			else
 				ended(e, q, msg->data.result);
 		}
 		if (e->done_head || !wait || atomic_exchange(&e->woken, false))
 			break;
+		if (e->paused) /* resumed at the loop's top: no sleep */
+			continue;
 		/* nothing in flight: sleeps until wake (a slot freed, a stop) */
 		int timeout = delay >= 0 && delay < 1000 ? (int)delay : 1000;
 		curl_multi_poll(e->m, NULL, 0, timeout, NULL);
@@ -891,7 +532,7 @@ static int http_init(struct stk_eng **out, const struct stk_engine_cfg *cfg)
 	pthread_mutex_init(&e->hmu, NULL);
 	pthread_cond_init(&e->hcv, NULL);
 	pthread_cond_init(&e->wcv, NULL);
-	if (e->r->cache && e->r->window && !pthread_create(&e->wthr, NULL, writer_main, e)) {
+	if (e->r->cache && e->r->window && !pthread_create(&e->wthr, NULL, stk__hwin_writer, e)) {
 		pthread_setname_np(e->wthr, "stk-cachew");
 		e->wrun = true;
 	}
@@ -903,27 +544,6 @@ static int http_init(struct stk_eng **out, const struct stk_engine_cfg *cfg)
 	}
 	*out = e;
 	return 0;
-}
-
-void stk__remote_plan_window(struct stk__remote *r, bool shard_mode)
-{
-	const char *v = getenv("STOKER_REMOTE_WINDOW");
-	char *end;
-	r->window = 0;
-	if (v && *v) {
-		unsigned long long x = strtoull(v, &end, 10);
-		if (!*end)
-			r->window = x && x < 65536 ? 65536 : x;
-		return;
-	}
-	if (!r->cache)
-		return;
-	uint64_t total = 0, used, limit;
-	for (size_t i = 0; i < r->nobjs; i++)
-		total += r->objs[i].size;
-	stk__rcache_usage(r->cache, &used, &limit);
-	if (shard_mode || total <= limit / 2)
-		r->window = 8u << 20;
 }
 
 const struct stk_engine_ops stk__engine_http = {

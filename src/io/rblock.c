@@ -206,8 +206,11 @@ static int request(struct stk__remote *r, CURL *h, struct curl_slist *hdrs, stru
 }
 
 int stk__remote_get(struct stk__remote *r, CURL *h, const char *rel, const char *etag,
-		    uint64_t size, void *buf, size_t len, uint64_t off, char *err, size_t errlen)
+		    uint64_t size, void *buf, size_t len, uint64_t off, bool *keep, char *err,
+		    size_t errlen)
 {
+	if (keep)
+		*keep = false;
 	struct curl_slist *hdrs = NULL;
 	char range[96], im[128], what[2048];
 	snprintf(what, sizeof(what), "%s/%s", r->root, rel);
@@ -229,6 +232,8 @@ int stk__remote_get(struct stk__remote *r, CURL *h, const char *rel, const char 
 	if (!rc && s.len < len)
 		rc = stk__errf(err, errlen, STK_ESHORT, "%s: %zu bytes at offset %llu asked, %zu came",
 			       what, len, (unsigned long long)off, s.len);
+	if (!rc && keep && etag && etag[0])
+		*keep = stk__remote_keepable(&s.a, etag);
 	return rc;
 }
 

@@ -390,8 +390,23 @@ static void evict(struct stk__rcache *c, struct stk__remote *r)
 	flock(c->lock_fd, LOCK_UN);
 }
 
+static void write_range(struct stk__remote *r, const struct stk__robj *o, const void *buf,
+			uint64_t len, uint64_t off, bool stop_when_full);
+
 void stk__rcache_write(struct stk__remote *r, const struct stk__robj *o, const void *buf,
 		       uint64_t len, uint64_t off)
+{
+	write_range(r, o, buf, len, off, true);
+}
+
+void stk__rcache_offer(struct stk__remote *r, const struct stk__robj *o, const void *buf,
+		       uint64_t len, uint64_t off)
+{
+	write_range(r, o, buf, len, off, false);
+}
+
+static void write_range(struct stk__remote *r, const struct stk__robj *o, const void *buf,
+			uint64_t len, uint64_t off, bool stop_when_full)
 {
 	struct stk__rcache *c = r->cache;
 	if (!c || atomic_load(&c->off) || !len || len > c->limit)
@@ -422,6 +437,8 @@ void stk__rcache_write(struct stk__remote *r, const struct stk__robj *o, const v
 		}
 	}
 	pthread_mutex_unlock(&c->mu);
+	if ((rc == -ENOSPC || rc == -EDQUOT) && !stop_when_full)
+		return;
 	if (rc == -ENOSPC || rc == -EDQUOT) {
 		if (!atomic_exchange(&c->off, true) && !c->quiet)
 			fprintf(stderr, "stoker: the remote cache in %s stops: %s (reads go to the "

@@ -30,6 +30,9 @@ struct stk__remote_counters {
 	_Atomic uint64_t hits, misses, hit_bytes, evictions, cache_bytes_written;
 	_Atomic uint32_t inflight, inflight_max;
 	_Atomic uint32_t retrying; /* requests waiting to be tried again */
+	/* io/http.c's windows: fetched, and the misses filled from their stream */
+	_Atomic uint64_t windows, streamed;
+	_Atomic uint32_t win_inflight_max;
 };
 
 struct stk__remote {
@@ -156,9 +159,11 @@ bool stk__remote_retry(const struct stk__remote *r, CURL *h, uint64_t t0, unsign
 /* Blocking ranged read of len bytes at off of rel (indexed with etag and
  * size: every answer checked against them, stk__remote_verify) into buf,
  * retried; 0, STK_ESHORT (the object ends first) or <0 with the reason in
- * err (-ESTALE: the object changed). */
+ * err (-ESTALE: the object changed).  *keep (if not NULL): the answer
+ * carried the ETag asked for (stk__remote_keepable: the cache may keep it). */
 int stk__remote_get(struct stk__remote *r, CURL *h, const char *rel, const char *etag,
-		    uint64_t size, void *buf, size_t len, uint64_t off, char *err, size_t errlen);
+		    uint64_t size, void *buf, size_t len, uint64_t off, bool *keep, char *err,
+		    size_t errlen);
 /* HEAD of rel: size and ETag.  0 or <0 with the reason in err. */
 int stk__remote_head(struct stk__remote *r, CURL *h, const char *rel, uint64_t *size,
 		     char *etag, size_t etaglen, char *err, size_t errlen);
@@ -208,6 +213,8 @@ int stk__remote_failure(struct stk__remote *r, const char *rel, char *out, size_
  * its limit), else 0 (a member a request); STOKER_REMOTE_WINDOW (bytes, 0:
  * off) overrides. */
 void stk__remote_plan_window(struct stk__remote *r, bool shard_mode);
+/* Windows fetched at once, at most (io/http.c; the others queue). */
+#define STK__WIN_INFLIGHT 16
 
 /* io/rcache.c: the bounded local cache of remote bytes.  Ranges of an
  * object (by URL, ETag and size) live in a sparse file with a log of the
@@ -225,6 +232,11 @@ int64_t stk__rcache_read(struct stk__remote *r, const struct stk__robj *o, void 
 /* Keeps [off, off+len) of the object (best effort: a full disk stops the
  * cache with a notice). */
 void stk__rcache_write(struct stk__remote *r, const struct stk__robj *o, const void *buf,
+		       uint64_t len, uint64_t off);
+/* As stk__rcache_write for bytes read for another purpose (the index
+ * build's): a full disk skips them, and stops the cache only when the
+ * loader's own reads find it full. */
+void stk__rcache_offer(struct stk__remote *r, const struct stk__robj *o, const void *buf,
 		       uint64_t len, uint64_t off);
 /* The cache's folder, or NULL for none. */
 const char *stk__rcache_dir(const struct stk__rcache *c);

@@ -239,9 +239,14 @@ int stk_loader_diagnose(const struct stk_loader *cl, double window_s, struct stk
 						      v.inflight_mean;
 		}
 	}
-	/* the reads went to the server (a cache serving most of them is local disk) */
+	/* the reads went to the server (a cache serving most of them is local
+	 * disk), or the bytes did: windows make most reads hits of what a
+	 * window just brought, the network's time all the same */
+	double delivered = (double)(now.bytes - b.bytes),
+	       fetched = rm ? (double)(now.rbytes - b.rbytes) : 0;
+	bool net_bytes = delivered > 0 && fetched >= 0.5 * delivered;
 	bool from_net = rm && l->o.engine != STK_ENGINE_NULL &&
-			(reads == 0 || v.cache_hit_ratio < 0.5);
+			(reads == 0 || v.cache_hit_ratio < 0.5 || net_bytes);
 	double stall = v.stall_ratio, inflight = v.inflight_mean;
 	/* "12.3 of 16"; over a window that held a probe's deeper levels the mean
 	 * can pass today's depth: said so, not "148.5 of 16" */
@@ -255,7 +260,8 @@ int stk_loader_diagnose(const struct stk_loader *cl, double window_s, struct stk
 	/* the device is ours to blame only when our reads reached it: page-cache
 	 * hits never do, and others may be keeping it busy */
 	bool from_disk = sampled && v.mb_per_s > 0 && v.dev_share >= 0.5;
-	bool disk_busy = from_disk && v.dev_util >= 80;
+	/* (not when the bytes came over the network: a busy device is others') */
+	bool disk_busy = from_disk && v.dev_util >= 80 && !(rm && net_bytes);
 	if (dt < 0.01 || (now.batches == b.batches && now.wait_ns == b.wait_ns)) {
 		v.kind = STK_BOUND_UNKNOWN;
 		snprintf(v.evidence, sizeof(v.evidence),
@@ -303,7 +309,8 @@ int stk_loader_diagnose(const struct stk_loader *cl, double window_s, struct stk
 			 "consumer waits %.0f %% of the time",
 			 qd, prefetch, inflight, stall * 100);
 		snprintf(v.advice, sizeof(v.advice), "raise queue_depth (64-256) and prefetch (4)");
-	} else if (from_net && inflight >= 0.8 * qd) {
+	} else if (from_net && (inflight >= 0.8 * qd || (rm->window && net_bytes))) {
+		/* (windows: the reads wait on them, whatever the queue's depth) */
 		v.kind = STK_BOUND_NETWORK;
 		/* an outage: the reads waiting to be tried again are counted */
 		char waiting[64] = "", each[16], all[16];
@@ -312,19 +319,43 @@ int stk_loader_diagnose(const struct stk_loader *cl, double window_s, struct stk
 				 v.remote_retrying);
 		stk_fmt_rate(each, sizeof(each), v.req_mb_per_s_each * 1e6);
 		stk_fmt_rate(all, sizeof(all), v.mb_per_s * 1e6);
-		snprintf(v.evidence, sizeof(v.evidence),
-			 "%s requests in flight (the cap: queue_depth), each %.1f ms p50, %.1f ms "
-			 "p99 (the fastest %.1f ms); %s per request in flight, %s in "
-			 "all; %.1f retries/s%s; %.0f %% from the local cache: every read waits on %s",
-			 fl, v.req_p50_ms, v.req_p99_ms, v.req_min_ms, each, all,
-			 v.retries_per_s, waiting, v.cache_hit_ratio * 100,
-			 rm->s3 ? "the object store" : "the HTTP server");
+		uint64_t nreq = atomic_load(&rm->c.requests), nwin = atomic_load(&rm->c.windows);
+		uint64_t miss = atomic_load(&rm->c.misses);
+		if (rm->window && nwin) /* the reads wait on windows: what those cost */
+			snprintf(v.evidence, sizeof(v.evidence),
+				 "%llu requests, %.1f MB each (%llu windows, %u of %u at once at most), "
+				 "%.1f ms p50, %.1f ms p99 (the fastest %.1f ms); %s in all; %.1f "
+				 "retries/s%s; %.0f %% of the misses filled from the stream, %.0f %% "
+				 "from the local cache: the reads wait on %s",
+				 (unsigned long long)nreq, (double)atomic_load(&rm->c.bytes) / 1e6 /
+				 (double)(nreq ? nreq : 1), (unsigned long long)nwin,
+				 atomic_load(&rm->c.win_inflight_max), STK__WIN_INFLIGHT, v.req_p50_ms,
+				 v.req_p99_ms, v.req_min_ms, all, v.retries_per_s, waiting,
+				 miss ? 100.0 * (double)atomic_load(&rm->c.streamed) / (double)miss : 0,
+				 v.cache_hit_ratio * 100, rm->s3 ? "the object store" : "the HTTP server");
+		else
+			snprintf(v.evidence, sizeof(v.evidence),
+				 "%s requests in flight (the cap: queue_depth), each %.1f ms p50, %.1f "
+				 "ms p99 (the fastest %.1f ms); %s per request in flight, %s in all; "
+				 "%.1f retries/s%s; %.0f %% from the local cache: every read waits on %s",
+				 fl, v.req_p50_ms, v.req_p99_ms, v.req_min_ms, each, all,
+				 v.retries_per_s, waiting, v.cache_hit_ratio * 100,
+				 rm->s3 ? "the object store" : "the HTTP server");
 		/* a request taking twice the fastest's time: the server queues them
 		 * (its throughput fixed, a deeper queue waits longer: Little's law) */
 		bool saturated = v.req_min_ms > 0 && v.req_p50_ms >= 2 * v.req_min_ms;
 		const char *cache = rm->cache ? "" : ", the local cache (remote_cache) for later "
 						     "epochs";
-		if (saturated)
+		if (rm->window && nwin)
+			snprintf(v.advice, sizeof(v.advice),
+				 "%s; the windows already ask for %.1f MiB a request (STOKER_REMOTE_WINDOW)%s",
+				 saturated ? "not more requests: the server is saturated (a request "
+					     "waits twice the fastest's time), a faster server or more "
+					     "of them"
+					   : "a server nearer or faster",
+				 (double)rm->window / 1048576.0,
+				 v.retries_per_s > 0 ? "; retries: the server throttles or fails" : "");
+		else if (saturated)
 			snprintf(v.advice, sizeof(v.advice),
 				 "not more requests: the server is saturated (p50 %.1fx the fastest "
 				 "request), a deeper queue only waits longer; larger ranged reads "

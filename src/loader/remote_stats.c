@@ -6,6 +6,7 @@
 #include "loader/loader.h"
 #include "io/remote.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -29,6 +30,9 @@ int stk_loader_remote_stats(const struct stk_loader *l, struct stk_remote_stats 
 	out->latency_p99_ns = stk_hist_percentile(r->h_lat, 99);
 	out->latency_max_ns = stk_hist_max(r->h_lat);
 	out->cache_on = r->cache != NULL;
+	out->window = r->window > UINT32_MAX ? UINT32_MAX : (uint32_t)r->window;
+	out->windows = atomic_load(&c->windows);
+	out->streamed = atomic_load(&c->streamed);
 	out->cache_hits = atomic_load(&c->hits);
 	out->cache_misses = atomic_load(&c->misses);
 	out->cache_hit_bytes = atomic_load(&c->hit_bytes);
