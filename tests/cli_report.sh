@@ -97,9 +97,11 @@ assert int(share[2]) == io and int(plan[1]) == io, (share[0], plan[0], io)
 if n < 4:  # docs/options.md: 1 I/O thread below 4 CPUs
     assert io == 1, io
 m = re.search(r"takes ([\d.]+ \w+): slots (\d+) x ([\d.]+ \w+) = ([\d.]+ \w+), "
+              r"(?:read areas (\d+) x ([\d.]+ \w+), )?"
               r"slot records ([\d.]+ \w+), index ([\d.]+ \w+), decode ([\d.]+ \w+)", t)
 assert m, "memory line without its parts"
-parts = bytes_(m[4]) + bytes_(m[5]) + bytes_(m[6]) + bytes_(m[7])
+areas = int(m[5]) * bytes_(m[6]) if m[5] else 0  # image mode's reads, apart from the slots
+parts = bytes_(m[4]) + areas + bytes_(m[7]) + bytes_(m[8]) + bytes_(m[9])
 assert abs(parts - bytes_(m[1])) <= 0.01 * bytes_(m[1]), (m[0], parts)
 assert abs(int(m[2]) * bytes_(m[3]) - bytes_(m[4])) <= 0.01 * bytes_(m[4]), m[0]
 assert re.search(r"O_DIRECT +O_DIRECT read of data/\S+ works \(a read: nothing written\)", t) \
