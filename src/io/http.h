@@ -63,6 +63,9 @@ struct stk_eng {
 	struct stk__remote *r;
 	struct req *free_reqs, *delayed;
 	struct req *paused; /* windows paused to let the thread out (win_yield) */
+	/* a window's body callback (io/hwin.c's, set by http.c): io/hreq.c
+	 * starts its GETs without calling up into hwin.c */
+	size_t (*win_body)(char *ptr, size_t size, size_t n, void *arg);
 	struct req **all;   /* every req made, for exit */
 	size_t nall, capall;
 	/* the cache's readers (hit_main) */
