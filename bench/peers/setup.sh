@@ -28,13 +28,15 @@ LOG=$DIR/peers.txt
 STATUS=$DIR/peers.status
 touch "$STATUS"
 
-# name|import check|pip arguments.  The video peers (bench/video_bench.py):
+# name|import check|pip arguments.  torch's venv also serves the binding's
+# tests on PyTorch 2.x (make test-py-venv, test-wheel): PyAV with it, so the
+# video pixel tests run there too.  The video peers (bench/video_bench.py):
 # av is PyAV with the FFmpeg its wheel bundles; torchcodec loads the system's
 # FFmpeg (Debian 12: 5.1, which its wheels support), its import check loads it,
 # and torch stays pinned (pip would otherwise fetch the newest);
 # decord's 0.6.0 wheel is py3-none (any CPython 3) with its own FFmpeg;
 # DALI's video reader on the CPU comes with the dali entry.
-PEERS='torch|import torch, torchvision|'"$TORCH_PINS"' numpy pytest
+PEERS='torch|import torch, torchvision, av|'"$TORCH_PINS"' numpy pytest av
 dali|import nvidia.dali|nvidia-dali-cuda120
 spdl|import spdl.io|spdl
 simplejpeg|import simplejpeg|simplejpeg
