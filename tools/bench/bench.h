@@ -206,6 +206,10 @@ int bench_py_crop_args(const struct stk_image_opts *img, struct py_crop_args *a,
  * anything else runs python3 -m stoker.vs_peers in the peers' venv (bench/
  * peers.c).  bench_vs_check: 0, or -1 with the reason for a bad list. */
 int bench_vs_check(const char *vs, char *why, size_t len);
+/* Every name of the comma list vs among names (NULL-ended): 0, or -1 with
+ * the reason naming the kind ("peer", "video peer") and the names known. */
+int bench_vs_names(const char *vs, const char *const *names, const char *kind, char *why,
+		   size_t len);
 bool bench_vs_torch_only(const char *vs);
 json_t *bench_vs_peers(const struct bench_opts *o, const struct stk_loader_opts *lo,
 		       const struct stk_image_opts *img, char *why, size_t len);

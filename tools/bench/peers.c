@@ -27,26 +27,33 @@ bool bench_vs_torch_only(const char *vs)
 	return strcmp(vs, "torch") == 0;
 }
 
-int bench_vs_check(const char *vs, char *why, size_t len)
+int bench_vs_names(const char *vs, const char *const *names, const char *kind, char *why,
+		   size_t len)
 {
-	char buf[256];
+	char list[256] = "", buf[256];
+	for (int k = 0; names[k]; k++)
+		snprintf(list + strlen(list), sizeof(list) - strlen(list), "%s%s", k ? ", " : "",
+			 names[k]);
 	if (snprintf(buf, sizeof(buf), "%s", vs) >= (int)sizeof(buf) || !*vs) {
-		snprintf(why, len, "--vs: a list of peers: torch, dali, dali-wds, spdl, ffcv, "
-				   "streaming, litdata, wds or all");
+		snprintf(why, len, "--vs: a list of %ss: %s", kind, list);
 		return -1;
 	}
 	char *save = NULL;
 	for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
 		int k = 0;
-		while (known[k] && strcmp(known[k], t))
+		while (names[k] && strcmp(names[k], t))
 			k++;
-		if (!known[k]) {
-			snprintf(why, len, "--vs: '%s' is not a peer (torch, torch-pil, dali, "
-					   "dali-wds, spdl, ffcv, streaming, litdata, wds, all)", t);
+		if (!names[k]) {
+			snprintf(why, len, "--vs: '%s' is not a %s (%s)", t, kind, list);
 			return -1;
 		}
 	}
 	return 0;
+}
+
+int bench_vs_check(const char *vs, char *why, size_t len)
+{
+	return bench_vs_names(vs, known, "peer", why, len);
 }
 
 int bench_peers_python(char *buf, size_t len, char *dir, size_t dlen)

@@ -22,23 +22,8 @@ static const char *const known[] = {"pyav", "torchcodec", "decord", "dali", "cei
 
 int bench_vs_video_check(const char *vs, const struct stk_video_opts *v, char *why, size_t len)
 {
-	char buf[256];
-	if (snprintf(buf, sizeof(buf), "%s", vs) >= (int)sizeof(buf) || !*vs) {
-		snprintf(why, len, "--vs with --video: a list of video peers: pyav, torchcodec, "
-				   "decord, dali, ceiling, ceiling-sws or all");
+	if (bench_vs_names(vs, known, "video peer", why, len))
 		return -1;
-	}
-	char *save = NULL;
-	for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-		int k = 0;
-		while (known[k] && strcmp(known[k], t))
-			k++;
-		if (!known[k]) {
-			snprintf(why, len, "--vs: '%s' is not a video peer (pyav, torchcodec, decord, "
-					   "dali, ceiling, ceiling-sws, all)", t);
-			return -1;
-		}
-	}
 	if (v->fps > 0 || v->crop != STK_VCROP_RANDOM || (v->flags & STK_VID_NO_FLIP) ||
 	    v->clips_per_video > 1) {
 		snprintf(why, len, "the video peers are compared on random clips at --stride with "
