@@ -79,6 +79,43 @@ def pss_kb(pid):
     return tot, anon
 
 
+def run_sampled(argv, timeout, env=None, started=None):
+    """Runs argv in a session of its own, sampling its process tree's PSS
+    every 50 ms until it exits or timeout s pass, then kills the session
+    (its workers too).  started(pid) is called once it runs.  Returns
+    (stdout lines, hung, returncode, stderr's last 3 non-blank lines, peak PSS
+    MB, peak anonymous + shared-memory PSS MB, wall s)."""
+    import signal
+    import subprocess
+    import tempfile
+    import threading
+    err = tempfile.TemporaryFile()
+    p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=err, start_new_session=True,
+                         env=env)
+    if started:
+        started(p.pid)
+    lines = []
+    reader = threading.Thread(target=lambda: lines.extend(p.stdout), daemon=True)
+    reader.start()
+    peak, peak_anon, t0 = 0, 0, time.monotonic()
+    while p.poll() is None and time.monotonic() - t0 < timeout:
+        m = [pss_kb(pid) for pid in proc_tree(p.pid)]
+        peak = max(peak, sum(t for t, _ in m))
+        peak_anon = max(peak_anon, sum(a for _, a in m))
+        time.sleep(0.05)
+    hung = p.poll() is None
+    try:
+        os.killpg(p.pid, signal.SIGKILL)  # its workers too
+    except ProcessLookupError:
+        pass
+    p.wait()
+    reader.join(2)
+    wall = time.monotonic() - t0
+    err.seek(0)
+    tail = [ln for ln in err.read().decode(errors="replace").splitlines() if ln.strip()][-3:]
+    return lines, hung, p.returncode, tail, peak / 1024.0, peak_anon / 1024.0, wall
+
+
 # what each run imports before it builds its loader: measured after these
 # and before the loader, the process's own memory is the baseline its
 # loader's memory is counted above

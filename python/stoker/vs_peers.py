@@ -33,11 +33,9 @@ import signal
 import statistics
 import subprocess
 import sys
-import tempfile
-import threading
 import time
 
-from ._peers import PEERS, DATALOADER, proc_tree, pss_kb
+from ._peers import PEERS, DATALOADER, run_sampled
 from ._timing import worker_counts
 
 # peer -> (module to find, pip package, format it reads)
@@ -147,28 +145,10 @@ def _on_signal(sig, frame):
 def child(spec, timeout):
     """Runs python3 -m stoker._peers SPEC in its own session; (result or None,
     error, (peak PSS MB, peak anonymous + shared-memory PSS MB), wall s)."""
-    err = tempfile.TemporaryFile()
     env = dict(os.environ, PYTHONUNBUFFERED="1")
-    p = subprocess.Popen([sys.executable, "-m", "stoker._peers", json.dumps(spec)],
-                         stdout=subprocess.PIPE, stderr=err, start_new_session=True, env=env)
-    _running[:] = [p.pid]
-    lines = []
-    reader = threading.Thread(target=lambda: lines.extend(p.stdout), daemon=True)
-    reader.start()
-    peak, peak_anon, t0 = 0, 0, time.monotonic()
-    while p.poll() is None and time.monotonic() - t0 < timeout:
-        m = [pss_kb(pid) for pid in proc_tree(p.pid)]
-        peak = max(peak, sum(t for t, _ in m))
-        peak_anon = max(peak_anon, sum(a for _, a in m))
-        time.sleep(0.05)
-    hung = p.poll() is None
-    try:
-        os.killpg(p.pid, signal.SIGKILL)  # its workers too
-    except ProcessLookupError:
-        pass
-    p.wait()
-    reader.join(2)
-    wall = time.monotonic() - t0
+    lines, hung, rc, tail, peak, peak_anon, wall = run_sampled(
+        [sys.executable, "-m", "stoker._peers", json.dumps(spec)], timeout, env=env,
+        started=lambda pid: _running.__setitem__(slice(None), [pid]))
     res = None
     for line in lines:
         try:
@@ -177,12 +157,10 @@ def child(spec, timeout):
             pass
     why = None
     if res is None:
-        err.seek(0)
-        tail = [ln for ln in err.read().decode(errors="replace").splitlines() if ln.strip()][-3:]
         tail = " | ".join(tail)[-600:]
         why = ("hung: no result after %.0f s%s" % (timeout, "; it said: " + tail if tail else "")
-               if hung else "exited %d: %s" % (p.returncode, tail or "no output"))
-    return res, why, (peak / 1024.0, peak_anon / 1024.0), wall
+               if hung else "exited %d: %s" % (rc, tail or "no output"))
+    return res, why, (peak, peak_anon), wall
 
 
 def convert(peer, path, fmt, data_dir, stoker_bin, timeout):

@@ -45,15 +45,12 @@ import argparse
 import json
 import os
 import random
-import signal
 import statistics
 import subprocess
 import sys
 import tempfile
-import threading
-import time
 
-from ._peers import proc_tree, pss_kb, tree_cpu_s
+from ._peers import pss_kb, run_sampled, tree_cpu_s
 from ._timing import timed
 
 SIDES = ("stoker", "pyav", "torchcodec", "decord", "dali", "ceiling", "ceiling-sws")
@@ -221,7 +218,7 @@ def run_dali(s):
     """DALI's video reader on the CPU (experimental.readers.video,
     device='cpu': no GPU), sequences of --frames at --stride, one random
     crop box per sequence via fn.random_resized_crop, flip."""
-    from nvidia.dali import pipeline_def, fn, types
+    from nvidia.dali import pipeline_def, fn
     files = [p for p, _ in s["videos"]]
     labels = [y for _, y in s["videos"]]
 
@@ -270,26 +267,8 @@ def spawn(spec, timeout):
     f = tempfile.NamedTemporaryFile("w", suffix=".json", delete=False)
     json.dump(spec, f)
     f.close()
-    err = tempfile.TemporaryFile()
-    p = subprocess.Popen([sys.executable, "-m", "stoker.vs_video", "--child", f.name],
-                         stdout=subprocess.PIPE, stderr=err, start_new_session=True)
-    lines = []
-    rd = threading.Thread(target=lambda: lines.extend(p.stdout), daemon=True)
-    rd.start()
-    peak = peak_a = 0
-    t0 = time.monotonic()
-    while p.poll() is None and time.monotonic() - t0 < timeout:
-        m = [pss_kb(pid) for pid in proc_tree(p.pid)]
-        peak = max(peak, sum(a for a, _ in m))
-        peak_a = max(peak_a, sum(b for _, b in m))
-        time.sleep(0.05)
-    hung = p.poll() is None
-    try:
-        os.killpg(p.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
-    p.wait()
-    rd.join(2)
+    lines, hung, rc, tail, peak, peak_a, _ = run_sampled(
+        [sys.executable, "-m", "stoker.vs_video", "--child", f.name], timeout)
     os.unlink(f.name)
     res = None
     for ln in lines:
@@ -299,11 +278,9 @@ def spawn(spec, timeout):
             pass
     why = None
     if res is None:
-        err.seek(0)
-        tail = [ln for ln in err.read().decode(errors="replace").splitlines() if ln.strip()][-3:]
-        why = ("hung after %.0f s" % timeout if hung else "exited %d" % p.returncode) + \
+        why = ("hung after %.0f s" % timeout if hung else "exited %d" % rc) + \
             (": " + " | ".join(tail)[-500:] if tail else "")
-    return res, why, peak / 1024.0, peak_a / 1024.0
+    return res, why, peak, peak_a
 
 
 def importable(side):
