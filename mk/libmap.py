@@ -3,11 +3,15 @@
 name, nothing else exported.  Run it after adding a public function:
     python3 mk/libmap.py > src/libstoker.map
 (tests/cli_symbols.sh fails while the map, the headers and nm -D disagree)."""
+import glob
 import os
 import re
 
-HEADERS = ("stoker", "metrics", "sys", "upload")
 top = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# every public header, stoker.h first
+HEADERS = sorted((os.path.basename(p)[:-2] for p in
+                  glob.glob(os.path.join(top, "include", "stoker", "*.h"))),
+                 key=lambda h: (h != "stoker", h))
 out = ["/* libstoker's exported symbols, by name: every STK_API function of",
        " * include/stoker/*.h and nothing else (stk__ internals stay local).",
        " * Written by mk/libmap.py; tests/cli_symbols.sh fails when this list,",

@@ -14,10 +14,10 @@ command -v nm >/dev/null 2>&1 || fail "nm is missing (Debian: binutils, which gc
 nm -D --defined-only --format=posix "$lib" >"$tmp/nm" 2>"$tmp/err" || fail "nm -D $lib: $(cat "$tmp/err")"
 
 cat >"$tmp/check.py" <<'EOF'
-import re, sys
+import glob, os, re, sys
 
 top, nm_file = sys.argv[1], sys.argv[2]
-headers = ["stoker.h", "metrics.h", "sys.h", "upload.h"]
+headers = sorted(os.path.basename(p) for p in glob.glob(top + "/include/stoker/*.h"))
 api = {}
 for h in headers:
     text = open("%s/include/stoker/%s" % (top, h)).read()

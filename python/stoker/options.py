@@ -129,7 +129,7 @@ def markdown():
     out = ["# Options", "",
            "Every option of the loader, of image mode and of video mode, with its default",
            "and range, as libstoker's option table holds them (`STK_LOADER_OPTIONS`,",
-           "`STK_IMAGE_OPTIONS` and `STK_VIDEO_OPTIONS` in include/stoker/stoker.h).  The",
+           "`STK_IMAGE_OPTIONS` and `STK_VIDEO_OPTIONS` in include/stoker/options.h).  The",
            "same names are Python's keyword arguments (`stoker.Loader(path, **options)`,",
            "`stoker.Image(...)`, `stoker.Video(...)`), the CLI's flags (`-` for `_`; an",
            "option on by default is `--no-NAME`) and the C struct fields' options; a zero",
