@@ -2,7 +2,6 @@
 
 import ctypes
 import errno
-import math
 import operator
 
 import numpy as np
