@@ -7,8 +7,6 @@
  * contract; a crasher found by the fuzzer goes into its corpus once fixed. */
 #include "testutil.h"
 
-#include <dirent.h>
-#include <limits.h>
 
 #define LLVMFuzzerTestOneInput fuzz_image_one
 #include "fuzz/fuzz_image.c"
@@ -29,31 +27,8 @@
 /* Runs fn over every file of dir; the count of files. */
 static int replay(const char *dir, int (*fn)(const uint8_t *, size_t))
 {
-	DIR *d = opendir(dir);
-	if (!d)
-		return -1;
-	struct dirent *e;
-	int files = 0;
-	while ((e = readdir(d))) {
-		if (e->d_name[0] == '.')
-			continue;
-		char p[PATH_MAX];
-		snprintf(p, sizeof(p), "%s/%s", dir, e->d_name);
-		FILE *f = fopen(p, "rb");
-		assert_non_null(f);
-		fseek(f, 0, SEEK_END);
-		long n = ftell(f);
-		rewind(f);
-		uint8_t *buf = malloc(n > 0 ? (size_t)n : 1);
-		assert_non_null(buf);
-		assert_int_equal(fread(buf, 1, (size_t)n, f), (size_t)n);
-		fclose(f);
-		fn(buf, (size_t)n);
-		free(buf);
-		files++;
-	}
-	closedir(d);
-	return files;
+	struct tu_target t = {fn};
+	return tu_replay(dir, tu_target_one, &t);
 }
 
 static void test_image_corpus(void **state)

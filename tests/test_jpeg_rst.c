@@ -468,33 +468,22 @@ static void test_loader_stats(void **state)
 }
 
 /* Replays tests/fuzz/rst_corpus through the fuzz target's checks. */
+static void corpus_one(const char *path, const uint8_t *buf, size_t n, void *arg)
+{
+	(void)path;
+	LLVMFuzzerTestOneInput(buf, n);
+	struct stk__jpeg_rst r;
+	*(int *)arg += stk__jpeg_rst_scan(buf, n, &r, NULL, 0) == 1;
+	stk__jpeg_rst_free(&r);
+}
+
 static void test_corpus(void **state)
 {
 	(void)state;
-	const char *dir = "tests/fuzz/rst_corpus";
-	DIR *dd = opendir(dir);
-	if (!dd)
+	int indexed = 0;
+	int files = tu_replay("tests/fuzz/rst_corpus", corpus_one, &indexed);
+	if (files < 0)
 		skip(); /* run from another folder than the repository's */
-	struct dirent *e;
-	int files = 0, indexed = 0;
-	while ((e = readdir(dd))) {
-		char p[4200];
-		if (e->d_name[0] == '.')
-			continue;
-		snprintf(p, sizeof(p), "%s/%s", dir, e->d_name);
-		FILE *f = fopen(p, "rb");
-		assert_non_null(f);
-		uint8_t *buf = malloc(1 << 20);
-		size_t n = fread(buf, 1, 1 << 20, f);
-		fclose(f);
-		LLVMFuzzerTestOneInput(buf, n);
-		struct stk__jpeg_rst r;
-		indexed += stk__jpeg_rst_scan(buf, n, &r, NULL, 0) == 1;
-		stk__jpeg_rst_free(&r);
-		free(buf);
-		files++;
-	}
-	closedir(dd);
 	assert_true(files >= 10);
 	assert_true(indexed >= 4);
 }

@@ -4,7 +4,6 @@
  * encodings, a corrupt corpus, and a replay of the fuzz corpus. */
 #include "testutil.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <sys/mman.h>
 
@@ -484,35 +483,31 @@ static void test_truncations(void **state)
 }
 
 /* Replays tests/fuzz/tar_corpus: defined returns, no crash (ASan builds). */
+static void corpus_one(const char *path, const uint8_t *buf, size_t n, void *arg)
+{
+	(void)buf;
+	(void)n;
+	(void)arg;
+	struct stk__tar_iter *it;
+	int fd;
+	open_iter(path, &it, &fd);
+	struct stk__tar_member m;
+	char err[256];
+	int r;
+	while ((r = stk__tar_next(it, &m, err, sizeof(err))) == 1)
+		;
+	if (r != 0 && r != STK_ECORRUPT)
+		fail_msg("%s: returned %d", path, r);
+	stk__tar_close(it);
+	close(fd);
+}
+
 static void test_corpus(void **state)
 {
 	(void)state;
-	const char *dir = "tests/fuzz/tar_corpus";
-	DIR *d = opendir(dir);
-	if (!d)
+	int files = tu_replay("tests/fuzz/tar_corpus", corpus_one, NULL);
+	if (files < 0)
 		skip(); /* run from another folder than the repository's */
-	struct dirent *e;
-	int files = 0;
-	while ((e = readdir(d))) {
-		char p[4200];
-		if (e->d_name[0] == '.')
-			continue;
-		snprintf(p, sizeof(p), "%s/%s", dir, e->d_name);
-		struct stk__tar_iter *it;
-		int fd;
-		open_iter(p, &it, &fd);
-		struct stk__tar_member m;
-		char err[256];
-		int r, n = 0;
-		while ((r = stk__tar_next(it, &m, err, sizeof(err))) == 1)
-			n++;
-		if (r != 0 && r != STK_ECORRUPT)
-			fail_msg("%s: returned %d", p, r);
-		stk__tar_close(it);
-		close(fd);
-		files++;
-	}
-	closedir(d);
 	assert_true(files >= 10);
 }
 
@@ -521,30 +516,10 @@ static void test_corpus(void **state)
 static void test_types_corpus(void **state)
 {
 	(void)state;
-	const char *dir = "tests/fuzz/tar_types_corpus";
-	DIR *d = opendir(dir);
-	if (!d)
+	struct tu_target t = {fuzz_tar_types_one};
+	int files = tu_replay("tests/fuzz/tar_types_corpus", tu_target_one, &t);
+	if (files < 0)
 		skip(); /* run from another folder than the repository's */
-	struct dirent *e;
-	int files = 0;
-	while ((e = readdir(d))) {
-		char p[4200];
-		if (e->d_name[0] == '.')
-			continue;
-		snprintf(p, sizeof(p), "%s/%s", dir, e->d_name);
-		int fd = open(p, O_RDONLY | O_CLOEXEC);
-		assert_true(fd >= 0);
-		struct stat st;
-		assert_int_equal(fstat(fd, &st), 0);
-		uint8_t *buf = malloc((size_t)st.st_size + 1);
-		assert_non_null(buf);
-		assert_int_equal(read(fd, buf, (size_t)st.st_size), st.st_size);
-		close(fd);
-		fuzz_tar_types_one(buf, (size_t)st.st_size);
-		free(buf);
-		files++;
-	}
-	closedir(d);
 	assert_true(files >= 8);
 }
 

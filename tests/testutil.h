@@ -12,6 +12,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <ftw.h>
 #include <stdio.h>
@@ -122,6 +123,49 @@ static inline void tu_tree(const char *root, int nclass, const char *const *name
 		}
 	}
 	free(buf);
+}
+
+/* Each file of a fuzz corpus, read whole, to fn(path, bytes, length, arg),
+ * dot files left out: the number of files, or -1 when the folder is missing
+ * (a test run from another folder than the repository's: skip()). */
+static inline int tu_replay(const char *dir,
+			    void (*fn)(const char *path, const uint8_t *buf, size_t n, void *arg),
+			    void *arg)
+{
+	DIR *d = opendir(dir);
+	if (!d)
+		return -1;
+	struct dirent *e;
+	int files = 0;
+	while ((e = readdir(d))) {
+		if (e->d_name[0] == '.')
+			continue;
+		char p[4200];
+		snprintf(p, sizeof(p), "%s/%s", dir, e->d_name);
+		FILE *f = fopen(p, "rb");
+		assert_non_null(f);
+		struct stat st;
+		assert_int_equal(fstat(fileno(f), &st), 0);
+		uint8_t *buf = malloc((size_t)st.st_size + 1);
+		assert_non_null(buf);
+		assert_int_equal(fread(buf, 1, (size_t)st.st_size, f), (size_t)st.st_size);
+		fclose(f);
+		fn(p, buf, (size_t)st.st_size, arg);
+		free(buf);
+		files++;
+	}
+	closedir(d);
+	return files;
+}
+
+/* tu_replay's fn for a fuzz target's entry point (arg: a struct tu_target). */
+struct tu_target {
+	int (*one)(const uint8_t *buf, size_t n);
+};
+static inline void tu_target_one(const char *path, const uint8_t *buf, size_t n, void *arg)
+{
+	(void)path;
+	((const struct tu_target *)arg)->one(buf, n);
 }
 
 #endif
