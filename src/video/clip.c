@@ -15,8 +15,12 @@
  * each target time takes the decoded frame nearest it (the previous frame is
  * held by reference to compare), so stride mode on a constant-rate stream
  * takes exactly frames s, s+stride, ...  A seek that lands after t0 (a
- * container without an index) is done again from the start.  The CPU-time
- * deadline (max_decode_time) is checked between frames.
+ * container without an index) is done again from the start.  Frames that no
+ * target can take and no other frame references are not decoded at all
+ * (video/skip.c: the rule, its proof and its checks; skip_frame set per
+ * packet, a few packets read ahead; the output is byte-identical to
+ * decoding every frame, stk__video_skip = 0).  The CPU-time deadline
+ * (max_decode_time) is checked between frames.
  *
  * Conversion: libswscale from the crop box of the decoded frame (plane
  * pointers moved to the box, aligned to the chroma grid) to S×S RGB24 with
@@ -29,6 +33,7 @@
  * 10-bit, 4:4:4 and every other pixel format are swscale's to convert.
  */
 #include "video/demux.h"
+#include "video/skip.h"
 #include "video/video.h"
 
 #include <math.h>
@@ -43,6 +48,12 @@ uint64_t *stk__video_sws_ns;
 
 /* room past a scratch frame for what libswscale writes beyond its last row */
 #define TMP_PAD 64
+/* packets read ahead of the one sent, while frames may be dropped: the
+ * neighbours in time of a B-frame of MPEG-4 part 2 come after it */
+#define LOOK 4
+/* decode(): a check of video/skip.c's rule failed after a packet was sent
+ * to be dropped: the clip is decoded again, dropping nothing */
+#define AGAIN 3
 
 struct clip {
 	const struct stk_video_opts *o;
@@ -67,6 +78,16 @@ struct clip {
 	int fw, fh;           /* the coded frame size the box was made for */
 	struct stk__deadline dl;
 	uint32_t decoded;
+	/* dropping the frames no target takes (video/skip.c) */
+	struct stk__vskip sk; /* the targets and the packets' pts read since the seek */
+	bool skip;            /* this pass sends packets to be dropped */
+	bool unplannable;     /* a packet read has no pts, or a repeated one */
+	uint32_t dropped;     /* packets sent with AVDISCARD_NONREF, this pass */
+	uint32_t fed;         /* packets sent since the seek */
+	int64_t out_pts;      /* the last frame out's pts, since the seek */
+	bool out_any;
+	AVPacket *q[LOOK + 1]; /* read ahead: q[0 .. qn-1] */
+	int qn, qend;         /* qend: av_read_frame's EOF or error, once the queue is drained */
 	int64_t first_pts;
 	char *err;
 	size_t errlen;
@@ -91,7 +112,7 @@ static double frame_time(const struct clip *c, const AVFrame *f)
 	int64_t pts = f->best_effort_timestamp != AV_NOPTS_VALUE ? f->best_effort_timestamp : f->pts;
 	if (pts == AV_NOPTS_VALUE)
 		return c->prev_ok ? c->prev_t + 1.0 / c->fps : 0;
-	return (double)(pts - c->d.start_pts) * c->d.tb;
+	return stk__vskip_time(&c->sk, pts);
 }
 
 /* The displayed box turned into the coded frame's coordinates. */
@@ -229,8 +250,8 @@ static int take(struct clip *c)
 	double t = frame_time(c, c->cur);
 	bool cur_out = false; /* cur is in output frame next - 1 */
 	while (c->next < c->o->frames) {
-		double target = c->t0 + c->next * c->step;
-		if (t + c->tol < target)
+		double target = stk__vskip_target(&c->sk, c->next);
+		if (!stk__vskip_reaches(&c->sk, t, c->next))
 			break;
 		bool use_prev = c->prev_ok && target - c->prev_t < t - target;
 		int rc = 0;
@@ -260,7 +281,19 @@ static int take(struct clip *c)
 	return 0;
 }
 
-/* Drains the decoder's frames; 1 when the clip is full. */
+/* While frames may be dropped: whether frame f keeps to what video/skip.c's
+ * rule rests on (its packet's pts, in increasing pts). */
+static bool in_order(struct clip *c, const AVFrame *f)
+{
+	bool ok = f->pts != AV_NOPTS_VALUE && f->best_effort_timestamp == f->pts &&
+		  (!c->out_any || f->pts > c->out_pts);
+	c->out_pts = f->pts;
+	c->out_any = true;
+	return ok;
+}
+
+/* Drains the decoder's frames; 1 when the clip is full, 2 to decode from the
+ * video's start, AGAIN. */
 static int receive(struct clip *c, bool *first, bool *retry)
 {
 	for (;;) {
@@ -270,6 +303,13 @@ static int receive(struct clip *c, bool *first, bool *retry)
 		if (e < 0)
 			return corrupt(c, "corrupt video data", e);
 		c->decoded++;
+		if ((c->skip || c->dropped) && !in_order(c, c->cur)) {
+			if (c->dropped) {
+				AV(av_frame_unref)(c->cur);
+				return AGAIN;
+			}
+			c->skip = false;
+		}
 		if (*first) {
 			*first = false;
 			double t = frame_time(c, c->cur);
@@ -303,24 +343,82 @@ static int seek(struct clip *c, double t)
 	AV(avcodec_flush_buffers)(c->cc);
 	c->prev_ok = c->prev_out = false;
 	AV(av_frame_unref)(c->prev);
+	for (int i = 0; i < c->qn; i++)
+		AV(av_packet_unref)(c->q[i]);
+	c->qn = c->qend = 0;
+	c->fed = c->dropped = 0;
+	c->out_any = false;
+	stk__vskip_reset(&c->sk);
 	return e;
 }
 
-static int decode(struct clip *c)
+/* The next packet of the stream into c->pkt, reading ahead while frames may
+ * be dropped: 0, AVERROR_EOF, or av_read_frame's error (once the packets read
+ * before it are sent). */
+static int next_packet(struct clip *c)
 {
-	bool first = true, retry = c->t0 > 0, sought = c->t0 > 0 || c->d.probed;
-	if (sought && seek(c, c->t0) < 0 && c->t0 > 0)
-		retry = false; /* reading on from where it is: the first frames */
-	for (;;) {
-		int e = AV(av_read_frame)(c->d.fc, c->pkt);
-		if (e == AVERROR_EOF)
+	int want = c->skip ? LOOK + 1 : 1;
+	while (c->qn < want && !c->qend) {
+		AVPacket *p = c->q[c->qn];
+		int e = AV(av_read_frame)(c->d.fc, p);
+		if (e < 0) {
+			c->qend = e;
 			break;
-		if (e < 0)
-			return corrupt(c, "unreadable container", e);
-		if (c->pkt->stream_index != c->d.si) {
-			AV(av_packet_unref)(c->pkt);
+		}
+		if (p->stream_index != c->d.si) {
+			AV(av_packet_unref)(p);
 			continue;
 		}
+		e = stk__vskip_note(&c->sk, p->pts);
+		if (e < 0)
+			return e;
+		if (e)
+			c->unplannable = true;
+		c->qn++;
+	}
+	if (!c->qn)
+		return c->qend ? c->qend : AVERROR_EOF;
+	AVPacket *h = c->q[0];
+	memmove(c->q, c->q + 1, LOOK * sizeof(*c->q));
+	c->q[LOOK] = c->pkt;
+	c->pkt = h;
+	c->qn--;
+	return 0;
+}
+
+/* One pass from the seek to the clip's last target.  Frames are dropped
+ * only after a seek that worked: a second pass starts from the same one. */
+static int decode_pass(struct clip *c)
+{
+	bool first = true, retry = c->t0 > 0, sought = c->t0 > 0 || c->d.probed;
+	if (!sought) {
+		c->skip = false;
+	} else if (seek(c, c->t0) < 0) {
+		c->skip = false;
+		if (c->t0 > 0)
+			retry = false; /* reading on from where it is: the first frames */
+	}
+	for (;;) {
+		int e = next_packet(c);
+		if (e == AVERROR_EOF)
+			break;
+		if (e == -ENOMEM)
+			return stk__errf(c->err, c->errlen, -ENOMEM, "out of memory (a clip's plan)");
+		if (e < 0)
+			return corrupt(c, "unreadable container", e);
+		if (c->unplannable) {
+			c->unplannable = false;
+			if (c->dropped) {
+				AV(av_packet_unref)(c->pkt);
+				return AGAIN;
+			}
+			c->skip = false;
+		}
+		bool drop = c->skip && c->fed && !(c->pkt->flags & AV_PKT_FLAG_KEY) &&
+			    !stk__vskip_needed(&c->sk, c->pkt->pts);
+		c->cc->skip_frame = drop ? AVDISCARD_NONREF : AVDISCARD_DEFAULT;
+		c->dropped += drop;
+		c->fed++;
 		e = AV(avcodec_send_packet)(c->cc, c->pkt);
 		AV(av_packet_unref)(c->pkt);
 		if (e < 0 && e != AVERROR(EAGAIN))
@@ -332,11 +430,28 @@ static int decode(struct clip *c)
 			continue;
 		}
 		if (rc)
-			return rc < 0 ? rc : 0;
+			return rc < 0 || rc == AGAIN ? rc : 0;
 	}
 	AV(avcodec_send_packet)(c->cc, NULL); /* the frames the decoder still holds */
 	int rc = receive(c, &first, &retry);
-	return rc < 0 ? rc : 0;
+	return rc < 0 || rc == AGAIN ? rc : 0;
+}
+
+/* Decodes the clip, dropping the frames no target takes (video/skip.c);
+ * should a check of that rule fail after a frame was dropped, once more from
+ * the seek, dropping none. */
+static int decode(struct clip *c)
+{
+	c->skip = stk__video_skip != 0;
+	int rc = decode_pass(c);
+	if (rc != AGAIN)
+		return rc;
+	c->skip = false;
+	c->dropped = 0;
+	c->next = 0;
+	c->first_pts = AV_NOPTS_VALUE;
+	rc = decode_pass(c);
+	return rc == AGAIN ? 0 : rc;
 }
 
 /* The targets the video ended before. */
@@ -420,6 +535,12 @@ static int plan(struct clip *c, uint64_t sample_seed, uint32_t clip)
 	};
 	stk__image_box(&io, sample_seed, W, H, &c->dbox);
 	stk__deadline_start(&c->dl, &io);
+	c->sk.t0 = c->t0;
+	c->sk.step = c->step;
+	c->sk.tol = c->tol;
+	c->sk.tb = c->d.tb;
+	c->sk.start_pts = c->d.start_pts;
+	c->sk.frames = o->frames;
 	return 0;
 }
 
@@ -441,7 +562,10 @@ static int open_decoder(struct clip *c)
 	c->pkt = AV(av_packet_alloc)();
 	c->cur = AV(av_frame_alloc)();
 	c->prev = AV(av_frame_alloc)();
-	if (!c->cc || !c->pkt || !c->cur || !c->prev)
+	bool q = true;
+	for (int i = 0; i <= LOOK; i++)
+		q = (c->q[i] = AV(av_packet_alloc)()) && q;
+	if (!c->cc || !c->pkt || !c->cur || !c->prev || !q)
 		return stk__errf(c->err, c->errlen, -ENOMEM, "out of memory (FFmpeg's decoder)");
 	int e = AV(avcodec_parameters_to_context)(c->cc, cp);
 	if (e >= 0) {
@@ -500,6 +624,10 @@ int stk__video_decode(const struct stk_video_opts *o, const uint8_t *src, size_t
 		AV(av_frame_free)(&c.prev);
 	if (c.pkt)
 		AV(av_packet_free)(&c.pkt);
+	for (int i = 0; i <= LOOK; i++)
+		if (c.q[i])
+			AV(av_packet_free)(&c.q[i]);
+	stk__vskip_free(&c.sk);
 	if (c.cc)
 		AV(avcodec_free_context)(&c.cc);
 	stk__vdemux_close(&c.d);
