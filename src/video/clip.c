@@ -83,7 +83,6 @@ struct clip {
 	bool skip;            /* this pass sends packets to be dropped */
 	bool unplannable;     /* a packet read has no pts, or a repeated one */
 	uint32_t dropped;     /* packets sent with AVDISCARD_NONREF, this pass */
-	uint32_t fed;         /* packets sent since the seek */
 	int64_t out_pts;      /* the last frame out's pts, since the seek */
 	bool out_any;
 	AVPacket *q[LOOK + 1]; /* read ahead: q[0 .. qn-1] */
@@ -253,7 +252,7 @@ static int take(struct clip *c)
 		double target = stk__vskip_target(&c->sk, c->next);
 		if (!stk__vskip_reaches(&c->sk, t, c->next))
 			break;
-		bool use_prev = c->prev_ok && target - c->prev_t < t - target;
+		bool use_prev = c->prev_ok && stk__vskip_nearer(target, c->prev_t, t);
 		int rc = 0;
 		if (use_prev && c->prev_out)
 			repeat(c, c->next);
@@ -346,7 +345,7 @@ static int seek(struct clip *c, double t)
 	for (int i = 0; i < c->qn; i++)
 		AV(av_packet_unref)(c->q[i]);
 	c->qn = c->qend = 0;
-	c->fed = c->dropped = 0;
+	c->dropped = 0;
 	c->out_any = false;
 	stk__vskip_reset(&c->sk);
 	return e;
@@ -414,11 +413,10 @@ static int decode_pass(struct clip *c)
 			}
 			c->skip = false;
 		}
-		bool drop = c->skip && c->fed && !(c->pkt->flags & AV_PKT_FLAG_KEY) &&
+		bool drop = c->skip && c->out_any && !(c->pkt->flags & AV_PKT_FLAG_KEY) &&
 			    !stk__vskip_needed(&c->sk, c->pkt->pts);
 		c->cc->skip_frame = drop ? AVDISCARD_NONREF : AVDISCARD_DEFAULT;
 		c->dropped += drop;
-		c->fed++;
 		e = AV(avcodec_send_packet)(c->cc, c->pkt);
 		AV(av_packet_unref)(c->pkt);
 		if (e < 0 && e != AVERROR(EAGAIN))

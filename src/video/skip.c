@@ -17,23 +17,31 @@
  * f1, f2, ... at times t1, t2, ...; target j (time Tj = t0 + j·step) is
  * filled when the first frame that reaches it comes out, a frame at t
  * reaching j when !(t + tol < Tj): that frame Aj, or the one just before it,
- * Pj, whichever is nearer.  Decoding a subsequence of the frames that keeps
- * every Aj and Pj fills every target with the same frame: the first frame
- * of the subsequence that reaches j is still Aj (the frames before it in the
- * subsequence were before it in the whole), and the frame before Aj is still
- * Pj.  The frames come out in pts order, so for a frame f at t with
- * neighbours t' < t < t'' (the frames before and after it in time):
- * f = Aj means f reaches j and t' does not; f = Pj means f does not and t''
- * does.  Either way t' does not reach j and t'' does.  The neighbours are
- * not known when f's packet is sent (decode order is not display order),
- * but the packets read so far (the packets since the seek and a few read
- * ahead) give lo ≤ t' (the largest pts below t read so far; -inf if none)
- * and hi ≥ t'' (the smallest above; +inf if none), and "reaches" is
- * monotone in t (and in j), so f can be dropped when no j has lo not
- * reaching j and hi reaching it: checked at the first j that lo does not
- * reach.  The last frame of the video has hi = +inf, so it is kept whenever
- * a target lies past it (the padding of a short clip repeats it).  Variable
- * frame rate changes nothing: only pts are compared, never a frame rate.
+ * Pj, when Tj - tP < tA - Tj (Pj is "picked").  Decoding a subsequence that
+ * keeps every Aj and every picked Pj fills every target with the same
+ * frame: the first frame of the subsequence that reaches j is still Aj (the
+ * frames before it in the subsequence were before it in the whole); the
+ * frame before it is Pj where Pj was picked, so Pj is picked again, and
+ * where Aj was picked it is Pj or an earlier frame Q, tQ <= tP, so
+ * Tj - tQ >= Tj - tP >= tA - Tj and Aj is picked again.  A target past the
+ * last frame takes the last frame (its padding): Pj with tA = +inf.
+ *
+ * The frames come out in pts order, so for a frame f at t with neighbours
+ * t' < t < t'' (the frames before and after it in time): f = Aj means f
+ * reaches j and t' does not; f = Pj picked means f does not reach j, t''
+ * does and Tj - t < t'' - Tj.  The neighbours are not known when f's packet
+ * is sent (decode order is not display order), but the packets read so far
+ * (those since the seek and a few read ahead) give lo <= t' (the largest
+ * pts below t read so far; -inf if none) and hi >= t'' (the smallest above;
+ * +inf if none), and "reaches" and x - Tj are monotone in x, so f is kept
+ * when some j has f reaching j and lo not, or f not reaching j, hi reaching
+ * it and Tj - t < hi - Tj (the same expressions as take()'s, in doubles).
+ * Variable frame rate changes nothing: only pts are compared.  On a
+ * constant-rate stream at stride 2 the frame between two targets is never
+ * picked (the next one is exactly on its target), so it goes where nothing
+ * references it.  Nothing is dropped before the first frame after the seek
+ * has come out: that frame decides whether the seek overshot (clip.c
+ * retries from the video's start), and must be the same one.
  *
  * What the rule rests on, and what clip.c checks as the frames come out:
  * every packet carries a pts, read once (a packet without one, or a repeat,
@@ -65,6 +73,11 @@ double stk__vskip_time(const struct stk__vskip *s, int64_t pts)
 bool stk__vskip_reaches(const struct stk__vskip *s, double t, uint32_t j)
 {
 	return !(t + s->tol < stk__vskip_target(s, j));
+}
+
+bool stk__vskip_nearer(double T, double tp, double ta)
+{
+	return T - tp < ta - T;
 }
 
 void stk__vskip_reset(struct stk__vskip *s)
@@ -102,12 +115,19 @@ bool stk__vskip_needed(const struct stk__vskip *s, int64_t pts)
 		else if (p > pts && (!has_hi || p < hi))
 			hi = p, has_hi = true;
 	}
+	double t = stk__vskip_time(s, pts);
 	double tlo = has_lo ? stk__vskip_time(s, lo) : -INFINITY;
 	double thi = has_hi ? stk__vskip_time(s, hi) : INFINITY;
-	for (uint32_t j = 0; j < s->frames; j++)
-		if (!stk__vskip_reaches(s, tlo, j))
-			return stk__vskip_reaches(s, thi, j);
-	return false; /* every target is filled at or before lo */
+	for (uint32_t j = 0; j < s->frames; j++) {
+		double T = stk__vskip_target(s, j);
+		if (stk__vskip_reaches(s, t, j)) {
+			if (!stk__vskip_reaches(s, tlo, j))
+				return true; /* may be Aj */
+		} else if (stk__vskip_reaches(s, thi, j) && stk__vskip_nearer(T, t, thi)) {
+			return true; /* may be Pj, picked */
+		}
+	}
+	return false;
 }
 
 void stk__vskip_free(struct stk__vskip *s)

@@ -23,6 +23,9 @@ double stk__vskip_time(const struct stk__vskip *s, int64_t pts);
 /* Whether a frame at time t is at or past target j (less the tolerance):
  * the frame that fills j is the first such frame or the one before it. */
 bool stk__vskip_reaches(const struct stk__vskip *s, double t, uint32_t j);
+/* Whether the frame at tp before target time T is nearer to it than the
+ * frame at ta that reaches it: the pick takes the earlier one then. */
+bool stk__vskip_nearer(double T, double tp, double ta);
 /* Forgets the packets read (a seek). */
 void stk__vskip_reset(struct stk__vskip *s);
 /* Notes a packet read: 0; 1 when its pts cannot be planned with (none, or a
