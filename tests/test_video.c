@@ -478,6 +478,12 @@ static void test_limits(void **state)
 	ASSERT_ERR(decode("big.mp4", &o, 0, 0, &out, &ci, err, sizeof(err)), STK_ETOOBIG, err,
 		   "max_decode_time");
 	free(out);
+	/* with frame threads the decoding is theirs: the clip's wall-clock time counts */
+	o.threads = 4;
+	ASSERT_ERR(decode("big.mp4", &o, 0, 0, &out, &ci, err, sizeof(err)), STK_ETOOBIG, err,
+		   "wall clock");
+	free(out);
+	o.threads = 0;
 	o.max_decode_ns = 0; /* the default, 5 s: enough */
 	assert_int_equal(decode("big.mp4", &o, 0, 0, &out, &ci, err, sizeof(err)), 0);
 	free(out);

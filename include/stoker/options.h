@@ -225,7 +225,8 @@ extern "C" {
 	  "videos with larger frames are refused before decoding")                               \
 	X(VIDEO, max_decode_time, NULL, DURATION, max_decode_ns, 0, "5s", 1000000, 3.6e12, NULL, \
 	  "a clip that takes more CPU time than this (the decode thread's own, checked between " \
-	  "frames) is stopped and the sample refused")                                           \
+	  "frames; with codec_threads > 1 its wall-clock time) is stopped and the sample "       \
+	  "refused")                                                                             \
 	X(VIDEO, decode_threads, NULL, U32, decode_threads, 0, "auto", 1, 1024, "auto",          \
 	  "the loader's decode threads, one clip each (auto: the CPU share less the trainer's "  \
 	  "core, as image mode's)")

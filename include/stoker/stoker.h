@@ -253,7 +253,8 @@ struct stk_clip_info {
 	uint32_t clip;              /* which of clips_per_video */
 	int64_t start_pts;          /* the first frame's pts, in the stream's time base */
 	double start_s;             /* its time in seconds from the stream's start */
-	uint32_t frames_decoded;    /* frames decoded for the clip (those before the start too) */
+	uint32_t frames_decoded;    /* frames decoded for the clip (those before the start too;
+				       not the non-reference ones no target takes) */
 	uint32_t padded;            /* frames repeated at the end (short video) */
 	uint32_t width, height;     /* the video's size (after rotation) */
 	double duration_s, fps;     /* the stream's */

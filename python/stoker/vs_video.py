@@ -29,9 +29,12 @@ pairs); DALI's reader picks its own clips (random_shuffle, step = its
 sequence span) — it cannot take a list.
 
 Ceiling: FFmpeg alone (PyAV's libavcodec, no colour conversion, no resize)
-decoding the peers' clips (seek + decode forward to the clip's last frame)
-in 2 DataLoader workers, one decoder thread each: 2 cores.  ceiling-sws
-adds libswscale's conversion of the 16 kept frames to 224x224 RGB.
+decoding the peers' clips (seek + decode forward to the clip's last frame,
+every frame from the keyframe on) in 2 DataLoader workers, one decoder
+thread each: 2 cores.  ceiling-sws adds libswscale's conversion of the 16
+kept frames to 224x224 RGB.  It is the ceiling of a loader that decodes
+every frame; stoker leaves the non-reference frames no clip takes
+undecoded (src/video/skip.c), so its share of it can pass 100 %.
 
 Timing: stoker._timing.timed (start-up, --ramp s not measured, the window of
 --seconds) in a process of its own per run; its tree's PSS is sampled every
@@ -423,6 +426,8 @@ def table(out):
         if "ceiling" in sd and s != "ceiling":
             vs.append("%.0f%% of the ceiling" % (100 * e["clips_per_s"] /
                                                  sd["ceiling"]["clips_per_s"]))
+        if s == "ceiling":  # stoker leaves frames undecoded: it can pass it
+            vs.append("FFmpeg alone, decoding every frame from the keyframe")
         lines.append("%-12s %8.2f %13s %8.1f %7.1f %7.1f %7.2f %6.0f %s" % (
             s, e["clips_per_s"], "[%.2f-%.2f]" % tuple(e["spread"]), e["frames_per_s"],
             e["mem_mb"], e["pss_peak_mb"], e["startup_s"], 1000 * e["cpu_s_per_clip"],

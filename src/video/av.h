@@ -31,7 +31,7 @@
 	X(C, avcodec_receive_frame) X(C, avcodec_send_frame) X(C, avcodec_receive_packet)        \
 	X(C, av_packet_alloc) X(C, av_packet_free) X(C, av_packet_unref)                         \
 	X(C, av_packet_rescale_ts) X(C, avcodec_get_name)    \
-	X(C, avcodec_flush_buffers)                                      \
+	X(C, avcodec_flush_buffers) X(C, avcodec_parameters_copy)                               \
 	X(F, avformat_alloc_context) X(F, avformat_open_input) X(F, avformat_find_stream_info)   \
 	X(F, avformat_close_input) X(F, av_find_best_stream) X(F, av_read_frame)                 \
 	X(F, av_seek_frame) X(F, avio_alloc_context) X(F, avio_context_free)                     \

@@ -15,66 +15,32 @@
  * each target time takes the decoded frame nearest it (the previous frame is
  * held by reference to compare), so stride mode on a constant-rate stream
  * takes exactly frames s, s+stride, ...  A seek that lands after t0 (a
- * container without an index) is done again from the start.  The CPU-time
- * deadline (max_decode_time) is checked between frames.
+ * container without an index) is done again from the start.  Frames that no
+ * target can take and no other frame references are not decoded at all
+ * (video/skip.c: the rule, its proof and its checks; skip_frame set per
+ * packet, a few packets read ahead; the output is byte-identical to
+ * decoding every frame, stk__video_skip = 0).  The deadline
+ * (max_decode_time) is checked between frames: the thread's CPU time, or
+ * with codec threads (whose CPU time this thread cannot read) the clip's
+ * wall-clock time.
  *
- * Conversion: libswscale from the crop box of the decoded frame (plane
- * pointers moved to the box, aligned to the chroma grid) to S×S RGB24 with
- * SWS_BILINEAR (docs/BENCHMARKS.md "Video: libswscale's filter": within
- * 2 grey levels of PIL's resize, image mode's tolerance, where SWS_AREA,
- * 0.91x its instructions, is 2.4 off; the conversion is 3.4 % of a clip),
- * straight into the output
- * when nothing else is to be done; else into a scratch frame turned
- * (rotation), mirrored (flip) and laid out (THWC, TCHW) into the output.
- * 10-bit, 4:4:4 and every other pixel format are swscale's to convert.
+ * Conversion: video/convert.c, each output frame once (a frame that fills
+ * two targets is copied).
  */
-#include "video/demux.h"
+#include "video/clip.h"
 #include "video/video.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "image/image.h"
-#include "image/span.h"
-
-int stk__video_sws_flags = SWS_BILINEAR;
-uint64_t *stk__video_sws_ns;
-
-/* room past a scratch frame for what libswscale writes beyond its last row */
-#define TMP_PAD 64
-
-struct clip {
-	const struct stk_video_opts *o;
-	struct stk__vdemux d;
-	AVCodecContext *cc;
-	AVPacket *pkt;
-	AVFrame *cur, *prev;
-	bool prev_ok;         /* prev holds the last decoded frame */
-	bool prev_out;        /* ... and it was the last one written out */
-	double prev_t;
-	struct SwsContext *sws;
-	uint8_t *tmp;         /* S×S×3 (+ libswscale's overrun) when the output needs
-				 turning, mirroring or planes, or nothing is resized */
-	uint8_t *out;
-	uint32_t S;
-	/* the plan */
-	double t0, step, tol, fps;
-	uint32_t next;        /* the next target to fill */
-	struct stk__box dbox; /* in displayed pixels */
-	bool boxed;
-	int bx, by, bw, bh;   /* the box in the coded frame */
-	int fw, fh;           /* the coded frame size the box was made for */
-	struct stk__deadline dl;
-	uint32_t decoded;
-	int64_t first_pts;
-	char *err;
-	size_t errlen;
-};
+/* decode(): a check of video/skip.c's rule failed after a packet was sent
+ * to be dropped: the clip is decoded again, dropping nothing */
+#define AGAIN 3
 
 /* Bad data from the demuxer or the decoder: STK_ECORRUPT, said as
  * truncation when the reads had run out of file. */
-static int corrupt(const struct clip *c, const char *what, int averr)
+static int corrupt(const struct stk__clip *c, const char *what, int averr)
 {
 	char ab[128];
 	if (c->d.mem.ran_out)
@@ -86,137 +52,16 @@ static int corrupt(const struct clip *c, const char *what, int averr)
 			 c->decoded, stk__av_err(averr, ab, sizeof(ab)));
 }
 
-static double frame_time(const struct clip *c, const AVFrame *f)
+static double frame_time(const struct stk__clip *c, const AVFrame *f)
 {
 	int64_t pts = f->best_effort_timestamp != AV_NOPTS_VALUE ? f->best_effort_timestamp : f->pts;
 	if (pts == AV_NOPTS_VALUE)
 		return c->prev_ok ? c->prev_t + 1.0 / c->fps : 0;
-	return (double)(pts - c->d.start_pts) * c->d.tb;
-}
-
-/* The displayed box turned into the coded frame's coordinates. */
-static void coded_box(struct clip *c, int fw, int fh)
-{
-	int W = c->d.rotation % 180 ? fh : fw, H = c->d.rotation % 180 ? fw : fh;
-	int x0 = (int)floor(c->dbox.x + 1e-6), y0 = (int)floor(c->dbox.y + 1e-6);
-	int x1 = (int)ceil(c->dbox.x + c->dbox.w - 1e-6), y1 = (int)ceil(c->dbox.y + c->dbox.h - 1e-6);
-	x0 = x0 < 0 ? 0 : x0;
-	y0 = y0 < 0 ? 0 : y0;
-	x1 = x1 > W ? W : x1 <= x0 ? x0 + 1 : x1;
-	y1 = y1 > H ? H : y1 <= y0 ? y0 + 1 : y1;
-	int w = x1 - x0, h = y1 - y0;
-	switch (c->d.rotation) {
-	case 90: /* displayed (x, y) is coded (y, fh-1-x) */
-		c->bx = y0, c->by = fh - x0 - w, c->bw = h, c->bh = w;
-		break;
-	case 180:
-		c->bx = fw - x0 - w, c->by = fh - y0 - h, c->bw = w, c->bh = h;
-		break;
-	case 270: /* displayed (x, y) is coded (fw-1-y, x) */
-		c->bx = fw - y0 - h, c->by = x0, c->bw = h, c->bh = w;
-		break;
-	default:
-		c->bx = x0, c->by = y0, c->bw = w, c->bh = h;
-	}
-	c->fw = fw;
-	c->fh = fh;
-}
-
-/* Writes frame f into output frame j. */
-static int convert(struct clip *c, const AVFrame *f, uint32_t j)
-{
-	char ab[128];
-	if ((uint64_t)f->width * (uint64_t)f->height > c->o->max_pixels)
-		return stk__errf(c->err, c->errlen, STK_ETOOBIG,
-				 "a frame of %dx%d (%.0f pixels) is above max_pixels (%llu)", f->width,
-				 f->height, (double)f->width * f->height,
-				 (unsigned long long)c->o->max_pixels);
-	if (!c->fw)
-		coded_box(c, f->width, f->height);
-	else if (f->width != c->fw || f->height != c->fh)
-		return stk__errf(c->err, c->errlen, STK_EFORMAT,
-				 "the frame size changes mid-stream (%dx%d, then %dx%d)", c->fw, c->fh,
-				 f->width, f->height);
-	const AVPixFmtDescriptor *pd = AV(av_pix_fmt_desc_get)(f->format);
-	if (!pd || (pd->flags & (AV_PIX_FMT_FLAG_BITSTREAM | AV_PIX_FMT_FLAG_HWACCEL)))
-		return stk__errf(c->err, c->errlen, STK_EFORMAT, "pixel format %s is not supported",
-				 pd ? pd->name : "unknown");
-	/* the box on the chroma grid: its corner moves left/up by at most one pixel */
-	int ax = (1 << pd->log2_chroma_w) - 1, ay = (1 << pd->log2_chroma_h) - 1;
-	int x = c->bx & ~ax, y = c->by & ~ay;
-	int w = c->bw + (c->bx - x), h = c->bh + (c->by - y);
-	const uint8_t *src[4] = {0};
-	int ls[4] = {0};
-	for (int p = 0; p < 4 && f->data[p]; p++) {
-		src[p] = f->data[p];
-		ls[p] = f->linesize[p];
-		for (int k = 0; k < pd->nb_components; k++)
-			if (pd->comp[k].plane == p) {
-				int chroma = !(pd->flags & AV_PIX_FMT_FLAG_RGB) && (k == 1 || k == 2);
-				int sx = chroma ? pd->log2_chroma_w : 0, sy = chroma ? pd->log2_chroma_h : 0;
-				src[p] += (ptrdiff_t)(y >> sy) * ls[p] + (ptrdiff_t)(x >> sx) * pd->comp[k].step;
-				break;
-			}
-	}
-	struct timespec t0, t1;
-	if (stk__video_sws_ns) /* benchmarks: the filter's set-up and its work */
-		clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t0);
-	c->sws = AV(sws_getCachedContext)(c->sws, w, h, f->format, (int)c->S, (int)c->S,
-					  AV_PIX_FMT_RGB24, stk__video_sws_flags, NULL, NULL, NULL);
-	if (!c->sws)
-		return stk__errf(c->err, c->errlen, STK_EFORMAT,
-				 "libswscale cannot convert %s (%dx%d) to RGB", pd->name, w, h);
-	size_t fb = (size_t)c->S * c->S * 3;
-	/* straight into the clip unless the output needs turning or mirroring, or
-	 * nothing is resized: libswscale's unscaled YUV->RGB24 converters write
-	 * whole groups of 8 pixels, up to 24 bytes past the last row (into the
-	 * next clip, or past the slot); the scratch frame has room for them */
-	bool direct = !c->d.rotation && !c->dbox.flip && c->o->layout == STK_VLAYOUT_THWC &&
-		      (w != (int)c->S || h != (int)c->S);
-	uint8_t *dst = direct ? c->out + j * fb : c->tmp;
-	int dls = (int)c->S * 3;
-	int r = AV(sws_scale)(c->sws, src, ls, 0, h, &dst, &dls);
-	if (stk__video_sws_ns) {
-		clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t1);
-		*stk__video_sws_ns += (uint64_t)((t1.tv_sec - t0.tv_sec) * 1000000000ll +
-						 (t1.tv_nsec - t0.tv_nsec));
-	}
-	if (r <= 0)
-		return stk__errf(c->err, c->errlen, STK_ECORRUPT, "libswscale failed (%s)",
-				 stk__av_err(r, ab, sizeof(ab)));
-	if (direct)
-		return 0;
-	int S = (int)c->S;
-	uint8_t *o = c->out + j * fb;
-	bool tchw = c->o->layout == STK_VLAYOUT_TCHW;
-	for (int yd = 0; yd < S; yd++)
-		for (int xd = 0; xd < S; xd++) {
-			int xs = c->dbox.flip ? S - 1 - xd : xd, xc, yc;
-			switch (c->d.rotation) {
-			case 90:
-				xc = yd, yc = S - 1 - xs;
-				break;
-			case 180:
-				xc = S - 1 - xs, yc = S - 1 - yd;
-				break;
-			case 270:
-				xc = S - 1 - yd, yc = xs;
-				break;
-			default:
-				xc = xs, yc = yd;
-			}
-			const uint8_t *px = c->tmp + ((size_t)yc * S + xc) * 3;
-			if (tchw)
-				for (int k = 0; k < 3; k++)
-					o[(size_t)k * S * S + (size_t)yd * S + xd] = px[k];
-			else
-				memcpy(o + ((size_t)yd * S + xd) * 3, px, 3);
-		}
-	return 0;
+	return stk__vskip_time(&c->sk, pts);
 }
 
 /* Output frame j as a copy of frame j - 1 (the same decoded frame again). */
-static void repeat(struct clip *c, uint32_t j)
+static void repeat(struct stk__clip *c, uint32_t j)
 {
 	size_t fb = (size_t)c->S * c->S * 3;
 	memcpy(c->out + j * fb, c->out + (j - 1) * fb, fb);
@@ -224,24 +69,24 @@ static void repeat(struct clip *c, uint32_t j)
 
 /* A decoded frame (in c->cur, at time t): fills the targets it is nearest
  * to; then it becomes prev. */
-static int take(struct clip *c)
+static int take(struct stk__clip *c)
 {
 	double t = frame_time(c, c->cur);
 	bool cur_out = false; /* cur is in output frame next - 1 */
 	while (c->next < c->o->frames) {
-		double target = c->t0 + c->next * c->step;
-		if (t + c->tol < target)
+		double target = stk__vskip_target(&c->sk, c->next);
+		if (!stk__vskip_reaches(&c->sk, t, c->next))
 			break;
-		bool use_prev = c->prev_ok && target - c->prev_t < t - target;
+		bool use_prev = c->prev_ok && stk__vskip_nearer(target, c->prev_t, t);
 		int rc = 0;
 		if (use_prev && c->prev_out)
 			repeat(c, c->next);
 		else if (use_prev)
-			rc = convert(c, c->prev, c->next);
+			rc = stk__clip_convert(c, c->prev, c->next);
 		else if (cur_out)
 			repeat(c, c->next);
 		else
-			rc = convert(c, c->cur, c->next);
+			rc = stk__clip_convert(c, c->cur, c->next);
 		if (rc < 0)
 			return rc;
 		if (!c->next)
@@ -260,8 +105,38 @@ static int take(struct clip *c)
 	return 0;
 }
 
-/* Drains the decoder's frames; 1 when the clip is full. */
-static int receive(struct clip *c, bool *first, bool *retry)
+/* While frames may be dropped: whether frame f keeps to what video/skip.c's
+ * rule rests on (its packet's pts, in increasing pts). */
+static bool in_order(struct stk__clip *c, const AVFrame *f)
+{
+	bool ok = f->pts != AV_NOPTS_VALUE && f->best_effort_timestamp == f->pts &&
+		  (!c->out_any || f->pts > c->out_pts);
+	c->out_pts = f->pts;
+	c->out_any = true;
+	return ok;
+}
+
+static uint64_t wall_ns(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
+}
+
+/* max_decode_time: this thread's CPU time (image mode's deadline); when the
+ * decoder runs threads of its own (codec_threads > 1), whose CPU time no
+ * clock of this thread counts, the clip's wall-clock time, which bounds it
+ * (threads × the limit at most). */
+static bool late(const struct stk__clip *c)
+{
+	if (!c->cc->active_thread_type)
+		return stk__deadline_passed(&c->dl);
+	return c->dl.max_ns != UINT64_MAX && wall_ns() - c->wall0 > c->dl.max_ns;
+}
+
+/* Drains the decoder's frames; 1 when the clip is full, 2 to decode from the
+ * video's start, AGAIN. */
+static int receive(struct stk__clip *c, bool *first, bool *retry)
 {
 	for (;;) {
 		int e = AV(avcodec_receive_frame)(c->cc, c->cur);
@@ -270,6 +145,13 @@ static int receive(struct clip *c, bool *first, bool *retry)
 		if (e < 0)
 			return corrupt(c, "corrupt video data", e);
 		c->decoded++;
+		if ((c->skip || c->dropped) && !in_order(c, c->cur)) {
+			if (c->dropped) {
+				AV(av_frame_unref)(c->cur);
+				return AGAIN;
+			}
+			c->skip = false;
+		}
 		if (*first) {
 			*first = false;
 			double t = frame_time(c, c->cur);
@@ -285,16 +167,19 @@ static int receive(struct clip *c, bool *first, bool *retry)
 			return rc;
 		if (c->next == c->o->frames)
 			return 1;
-		if (stk__deadline_passed(&c->dl))
+		if (late(c))
 			return stk__errf(c->err, c->errlen, STK_ETOOBIG,
-					 "video of %dx%d still decoding after %.3g s of CPU time "
+					 "video of %dx%d still decoding after %.3g s of %s "
 					 "(max_decode_time), %u frames decoded: refused",
 					 c->d.st->codecpar->width, c->d.st->codecpar->height,
-					 (double)c->dl.max_ns / 1e9, c->decoded);
+					 (double)c->dl.max_ns / 1e9,
+					 c->cc->active_thread_type ? "time (wall clock: the codec's "
+								     "own threads decode)" : "CPU time",
+					 c->decoded);
 	}
 }
 
-static int seek(struct clip *c, double t)
+static int seek(struct stk__clip *c, double t)
 {
 	int64_t ts = c->d.start_pts + (int64_t)llround(t / c->d.tb);
 	int e = AV(av_seek_frame)(c->d.fc, c->d.si, ts, AVSEEK_FLAG_BACKWARD);
@@ -303,24 +188,81 @@ static int seek(struct clip *c, double t)
 	AV(avcodec_flush_buffers)(c->cc);
 	c->prev_ok = c->prev_out = false;
 	AV(av_frame_unref)(c->prev);
+	for (int i = 0; i < c->qn; i++)
+		AV(av_packet_unref)(c->q[i]);
+	c->qn = c->qend = 0;
+	c->dropped = 0;
+	c->out_any = false;
+	stk__vskip_reset(&c->sk);
 	return e;
 }
 
-static int decode(struct clip *c)
+/* The next packet of the stream into c->pkt, reading ahead while frames may
+ * be dropped: 0, AVERROR_EOF, or av_read_frame's error (once the packets read
+ * before it are sent). */
+static int next_packet(struct stk__clip *c)
 {
-	bool first = true, retry = c->t0 > 0, sought = c->t0 > 0 || c->d.probed;
-	if (sought && seek(c, c->t0) < 0 && c->t0 > 0)
-		retry = false; /* reading on from where it is: the first frames */
-	for (;;) {
-		int e = AV(av_read_frame)(c->d.fc, c->pkt);
-		if (e == AVERROR_EOF)
+	int want = c->skip ? LOOK + 1 : 1;
+	while (c->qn < want && !c->qend) {
+		AVPacket *p = c->q[c->qn];
+		int e = AV(av_read_frame)(c->d.fc, p);
+		if (e < 0) {
+			c->qend = e;
 			break;
-		if (e < 0)
-			return corrupt(c, "unreadable container", e);
-		if (c->pkt->stream_index != c->d.si) {
-			AV(av_packet_unref)(c->pkt);
+		}
+		if (p->stream_index != c->d.si) {
+			AV(av_packet_unref)(p);
 			continue;
 		}
+		e = stk__vskip_note(&c->sk, p->pts);
+		if (e < 0)
+			return e;
+		if (e)
+			c->unplannable = true;
+		c->qn++;
+	}
+	if (!c->qn)
+		return c->qend ? c->qend : AVERROR_EOF;
+	AVPacket *h = c->q[0];
+	memmove(c->q, c->q + 1, LOOK * sizeof(*c->q));
+	c->q[LOOK] = c->pkt;
+	c->pkt = h;
+	c->qn--;
+	return 0;
+}
+
+/* One pass from the seek to the clip's last target.  Frames are dropped
+ * only after a seek that worked: a second pass starts from the same one. */
+static int decode_pass(struct stk__clip *c)
+{
+	bool first = true, retry = c->t0 > 0, sought = c->t0 > 0 || c->d.probed;
+	if (!sought) {
+		c->skip = false;
+	} else if (seek(c, c->t0) < 0) {
+		c->skip = false;
+		if (c->t0 > 0)
+			retry = false; /* reading on from where it is: the first frames */
+	}
+	for (;;) {
+		int e = next_packet(c);
+		if (e == AVERROR_EOF)
+			break;
+		if (e == -ENOMEM)
+			return stk__errf(c->err, c->errlen, -ENOMEM, "out of memory (a clip's plan)");
+		if (e < 0)
+			return corrupt(c, "unreadable container", e);
+		if (c->unplannable) {
+			c->unplannable = false;
+			if (c->dropped) {
+				AV(av_packet_unref)(c->pkt);
+				return AGAIN;
+			}
+			c->skip = false;
+		}
+		bool drop = c->skip && c->out_any && !(c->pkt->flags & AV_PKT_FLAG_KEY) &&
+			    !stk__vskip_needed(&c->sk, c->pkt->pts);
+		c->cc->skip_frame = drop ? AVDISCARD_NONREF : AVDISCARD_DEFAULT;
+		c->dropped += drop;
 		e = AV(avcodec_send_packet)(c->cc, c->pkt);
 		AV(av_packet_unref)(c->pkt);
 		if (e < 0 && e != AVERROR(EAGAIN))
@@ -332,15 +274,32 @@ static int decode(struct clip *c)
 			continue;
 		}
 		if (rc)
-			return rc < 0 ? rc : 0;
+			return rc < 0 || rc == AGAIN ? rc : 0;
 	}
 	AV(avcodec_send_packet)(c->cc, NULL); /* the frames the decoder still holds */
 	int rc = receive(c, &first, &retry);
-	return rc < 0 ? rc : 0;
+	return rc < 0 || rc == AGAIN ? rc : 0;
+}
+
+/* Decodes the clip, dropping the frames no target takes (video/skip.c);
+ * should a check of that rule fail after a frame was dropped, once more from
+ * the seek, dropping none. */
+static int decode(struct stk__clip *c)
+{
+	c->skip = stk__video_skip != 0;
+	int rc = decode_pass(c);
+	if (rc != AGAIN)
+		return rc;
+	c->skip = false;
+	c->dropped = 0;
+	c->next = 0;
+	c->first_pts = AV_NOPTS_VALUE;
+	rc = decode_pass(c);
+	return rc == AGAIN ? 0 : rc;
 }
 
 /* The targets the video ended before. */
-static int finish(struct clip *c, uint32_t *padded)
+static int finish(struct stk__clip *c, uint32_t *padded)
 {
 	*padded = 0;
 	if (c->next == c->o->frames)
@@ -360,7 +319,7 @@ static int finish(struct clip *c, uint32_t *padded)
 				 "short_clip refuse", c->prev_t, c->next, c->t0 + c->next * c->step);
 	while (c->next < c->o->frames) {
 		if (!c->prev_out) {
-			int rc = convert(c, c->prev, c->next);
+			int rc = stk__clip_convert(c, c->prev, c->next);
 			if (rc < 0)
 				return rc;
 			if (!c->next)
@@ -376,7 +335,7 @@ static int finish(struct clip *c, uint32_t *padded)
 }
 
 /* Where the clip starts and its box: from the header and the seed only. */
-static int plan(struct clip *c, uint64_t sample_seed, uint32_t clip)
+static int plan(struct stk__clip *c, uint64_t sample_seed, uint32_t clip)
 {
 	const struct stk_video_opts *o = c->o;
 	c->fps = c->d.fps;
@@ -420,10 +379,17 @@ static int plan(struct clip *c, uint64_t sample_seed, uint32_t clip)
 	};
 	stk__image_box(&io, sample_seed, W, H, &c->dbox);
 	stk__deadline_start(&c->dl, &io);
+	c->wall0 = wall_ns();
+	c->sk.t0 = c->t0;
+	c->sk.step = c->step;
+	c->sk.tol = c->tol;
+	c->sk.tb = c->d.tb;
+	c->sk.start_pts = c->d.start_pts;
+	c->sk.frames = o->frames;
 	return 0;
 }
 
-static int open_decoder(struct clip *c)
+static int open_decoder(struct stk__clip *c)
 {
 	char ab[128];
 	const AVCodecParameters *cp = c->d.st->codecpar;
@@ -441,7 +407,10 @@ static int open_decoder(struct clip *c)
 	c->pkt = AV(av_packet_alloc)();
 	c->cur = AV(av_frame_alloc)();
 	c->prev = AV(av_frame_alloc)();
-	if (!c->cc || !c->pkt || !c->cur || !c->prev)
+	bool q = true;
+	for (int i = 0; i <= LOOK; i++)
+		q = (c->q[i] = AV(av_packet_alloc)()) && q;
+	if (!c->cc || !c->pkt || !c->cur || !c->prev || !q)
 		return stk__errf(c->err, c->errlen, -ENOMEM, "out of memory (FFmpeg's decoder)");
 	int e = AV(avcodec_parameters_to_context)(c->cc, cp);
 	if (e >= 0) {
@@ -459,7 +428,7 @@ int stk__video_decode(const struct stk_video_opts *o, const uint8_t *src, size_t
 		      uint64_t sample_seed, uint32_t clip, void *out, struct stk_clip_info *info,
 		      char *err, size_t errlen)
 {
-	struct clip c = {.o = o, .out = out, .S = o->out_size, .err = err, .errlen = errlen};
+	struct stk__clip c = {.o = o, .out = out, .S = o->out_size, .err = err, .errlen = errlen};
 	uint32_t padded = 0;
 	int rc = stk__vdemux_open(&c.d, src, len, false, err, errlen);
 	if (rc < 0)
@@ -500,6 +469,10 @@ int stk__video_decode(const struct stk_video_opts *o, const uint8_t *src, size_t
 		AV(av_frame_free)(&c.prev);
 	if (c.pkt)
 		AV(av_packet_free)(&c.pkt);
+	for (int i = 0; i <= LOOK; i++)
+		if (c.q[i])
+			AV(av_packet_free)(&c.q[i]);
+	stk__vskip_free(&c.sk);
 	if (c.cc)
 		AV(avcodec_free_context)(&c.cc);
 	stk__vdemux_close(&c.d);
