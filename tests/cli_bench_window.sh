@@ -94,6 +94,30 @@ if [ -n "$name" ] && [ -n "$(disk_read "$name")" ]; then
 		b=$(disk_read "$name")
 		cold_check c.json $((b - a)) || fail "cold $args: device read $((b - a)) B: $(cat c.json)"
 	done
+	# a cold run opens its files cold: the folders' blocks are read inside
+	# the measured window, not before it (opening every file to evict its
+	# pages after the drop read them all back before the clock started).
+	# 40 folders of 50 files of 8191 bytes: an O_DIRECT read of each is
+	# 8192, so the device's bytes past the samples' are the metadata's
+	"$PY" - <<'PY' || fail "meta dataset"
+import os
+for d in range(40):
+    os.makedirs("meta/c%02d" % d)
+    for i in range(50):
+        with open("meta/c%02d/%02d.jpg" % (d, i), "wb") as f:
+            f.write(os.urandom(8191))
+PY
+	"$STOKER" bench meta --cache cold --no-baseline -r 1 --runtime 0 -E 1 -b 50 -p 2 \
+		--compute-ms 5 --json >m.json 2>err.txt || fail "cold meta exit $?: $(cat err.txt)"
+	"$PY" - m.json <<'PY' || fail "cold run with warm metadata: $(cat m.json)"
+import json, sys
+j = json.load(open(sys.argv[1]))
+s = j["stoker"]
+assert j["cache"].startswith("cold (dropped"), j["cache"]
+assert s["samples"] == 2000 and s["bytes"] == 2000 * 8191, s
+# the 40 folders' blocks at least (others' reads can only add)
+assert s["device"]["read_bytes"] >= s["bytes"] + 40 * 4096, (s["device"], s["bytes"])
+PY
 	# 200 samples in one epoch (under the 256 a cold figure needs, however
 	# long a starved machine takes over them): no figure, said so
 	"$STOKER" gen tiny --images 200 --classes 2 --seed 3 >/dev/null || fail "gen tiny"

@@ -256,7 +256,7 @@ static int run_repeats(struct stk_loader *l, struct bench_opts *o, struct run *S
 		if (o->cache == CACHE_COLD || (i == 0 && o->cache == CACHE_WARM))
 			set_cache(l, o, NULL, 0, cache);
 		if (i == 0 && cached)
-			*cached = cached_fraction(l);
+			*cached = resident_at_start(l, o);
 		if (bench_interrupted)
 			break; /* a Ctrl-C in the warm-up: no restart to wait for */
 		/* the first batches may already be in flight: start over, in a new stats
