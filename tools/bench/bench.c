@@ -667,6 +667,7 @@ int cmd_bench(int argc, char **argv)
 		json_object_set_new(j, "options", options_json(&eff, o.image ? &effimg : NULL));
 		if (cached < 0) /* not known as this user */
 			json_object_set_new(j, "cached_fraction", json_null());
+		json_object_set_new(j, "cache_evicted_files", json_integer((json_int_t)bench_evicted_files));
 		json_object_set_new(j, "create_s", json_real(create_s));
 		json_object_set_new(j, "runtime_s", json_real(o.runtime));
 		json_object_set_new(j, "ramp_s", json_real(o.ramp));
