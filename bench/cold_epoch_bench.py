@@ -15,6 +15,10 @@ their ratio (the median of the rounds' ratios), and stoker's MB/s against
 the bytes the device's counters (/proc/diskstats) saw per second while the
 epoch was measured, less what other processes read from it (sampled for
 1 s just before: on a shared disk the counters count everyone's reads).
+A second line per path gives fio at each depth (the median over the rounds)
+and stoker's median against the best of those: on a disk whose rate swings
+from one second to the next, the best of three fio runs in a round is also
+the luckiest of three draws, which one stoker epoch a round does not get.
 
 usage: cold_epoch_bench.py [--rounds N] [--opts "..."] PATH...   (root)
 """
@@ -44,7 +48,8 @@ def mean_size(stoker, path):
     return s["bytes"] / s["samples"]
 
 
-def fio_best(ffile, bs, secs, qds):
+def fio_best(ffile, bs, secs, qds, per_qd=None):
+    """fio's best MB/s over qds; each depth's figure appended to per_qd[qd]."""
     best = 0
     for qd in qds:
         drop()
@@ -53,7 +58,10 @@ def fio_best(ffile, bs, secs, qds):
                               "--bs=%d" % bs, "--iodepth=%d" % qd, "--time_based",
                               "--runtime=%d" % secs, "--randrepeat=0"],
                              check=True, capture_output=True, text=True).stdout
-        best = max(best, json.loads(out)["jobs"][0]["read"]["bw_bytes"] / 1e6)
+        mb = json.loads(out)["jobs"][0]["read"]["bw_bytes"] / 1e6
+        if per_qd is not None:
+            per_qd.setdefault(qd, []).append(mb)
+        best = max(best, mb)
     return best
 
 
@@ -114,10 +122,11 @@ def main():
         "seconds, qd"))
     for p in a.paths:
         bs = int(round(mean_size(a.stoker, p) / 512)) * 512
-        rows, other = [], []
+        rows, other, per_qd = [], [], {}
+        qds = [int(q) for q in a.fio_qd.split(",")]
         for r in range(a.rounds):
             if r % 2 == 0:
-                f = fio_best(ffile, bs, a.fio_seconds, [int(q) for q in a.fio_qd.split(",")])
+                f = fio_best(ffile, bs, a.fio_seconds, qds, per_qd)
                 st = stoker_epoch(a.stoker, p, opts, disk)
                 if a.compare:
                     other.append((stoker_epoch(a.compare, p, opts, disk), f))
@@ -125,7 +134,7 @@ def main():
                 if a.compare:
                     other.append((stoker_epoch(a.compare, p, opts, disk), 0))
                 st = stoker_epoch(a.stoker, p, opts, disk)
-                f = fio_best(ffile, bs, a.fio_seconds, [int(q) for q in a.fio_qd.split(",")])
+                f = fio_best(ffile, bs, a.fio_seconds, qds, per_qd)
                 if a.compare:
                     other[-1] = (other[-1][0], f)
             rows.append((st, f))
@@ -140,6 +149,11 @@ def main():
             med([x[0][5] for x in rows]),
             med([x[0][0] / (x[0][1] - x[0][5]) if x[0][1] > x[0][5] else 0 for x in rows]),
             ", ".join("%.2f s qd %s" % (x[0][2], x[0][3]) for x in rows)))
+        fio_med = {q: med(v) for q, v in per_qd.items()}
+        best_qd = max(fio_med, key=fio_med.get)
+        print("%-36s %8s %10s %10.0f %7.2f   (fio by depth, medians: %s; the best, QD %d)" % (
+            "", "", "", fio_med[best_qd], med([x[0][0] for x in rows]) / fio_med[best_qd],
+            ", ".join("QD %d %.0f" % (q, fio_med[q]) for q in sorted(fio_med)), best_qd))
         if a.compare:
             print("%-36s %8s %10.0f %10s %7.2f   (--compare %s)" % (
                 "", "", med([x[0][0] for x in other]), "", med([x[0][0] / x[1] for x in other]),

@@ -94,6 +94,26 @@ if [ -n "$name" ] && [ -n "$(disk_read "$name")" ]; then
 		b=$(disk_read "$name")
 		cold_check c.json $((b - a)) || fail "cold $args: device read $((b - a)) B: $(cat c.json)"
 	done
+	# a cold run opens its files cold: after a drop (root) no file is opened
+	# to evict its pages, which read back every folder and inode the drop
+	# had let go (the epoch's opens then all ran inline, warm)
+	"$PY" - <<'PY' || fail "meta dataset"
+import os
+for d in range(40):
+    os.makedirs("meta/c%02d" % d)
+    for i in range(50):
+        with open("meta/c%02d/%02d.jpg" % (d, i), "wb") as f:
+            f.write(os.urandom(8191))
+PY
+	"$STOKER" bench meta --cache cold --no-baseline -r 1 --runtime 0 -E 1 -b 50 -p 2 \
+		--compute-ms 5 --json >m.json 2>err.txt || fail "cold meta exit $?: $(cat err.txt)"
+	"$PY" - m.json <<'PY' || fail "cold run re-read the metadata it dropped: $(cat m.json)"
+import json, sys
+j = json.load(open(sys.argv[1]))
+assert j["cache"].startswith("cold (dropped"), j["cache"]
+assert j["stoker"]["samples"] == 2000, j["stoker"]
+assert j["cache_evicted_files"] == 0, j["cache_evicted_files"]
+PY
 	# 200 samples in one epoch (under the 256 a cold figure needs, however
 	# long a starved machine takes over them): no figure, said so
 	"$STOKER" gen tiny --images 200 --classes 2 --seed 3 >/dev/null || fail "gen tiny"

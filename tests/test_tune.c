@@ -137,6 +137,53 @@ static void test_probe_finds_the_knee(void **state)
 	unsetenv("STOKER_NULL_CHANNELS");
 }
 
+/* O_DIRECT reads go to the device: the probe never steps below where it
+ * started (a cold epoch's first levels wait on their opens' metadata and
+ * read flat, which walked the depth down to 8 on a disk that wanted 32 and
+ * more).  The same knee at 16 as above, the climb starting at 32; the null
+ * engine stands in for the device (it reads nothing, so the loader never
+ * takes it for O_DIRECT: the flag O_DIRECT sets is set by hand, before the
+ * climb's end). */
+static void test_direct_never_below_the_start(void **state)
+{
+	(void)state;
+	setenv("STOKER_NULL_CHANNELS", "16", 1);
+	struct stk_loader *l = NULL;
+	/* set before the first level closes (40 ms of reads at the least); a
+	 * starved test thread that comes later tries a fresh loader */
+	for (int tries = 0; !l; tries++) {
+		l = make((struct stk_loader_opts){.batch_size = 16, .prefetch = 8,
+						  .engine = STK_ENGINE_NULL,
+						  .null_latency_ns = 10000000});
+		pthread_mutex_lock(&l->mu);
+		bool early = l->tune.npts == 0;
+		l->tune.floor_start = true;
+		pthread_mutex_unlock(&l->mu);
+		if (!early) {
+			if (tries == 4)
+				fail_msg("the probe's first level closed before the test could set the floor");
+			stk_loader_destroy(l);
+			l = NULL;
+		}
+	}
+	struct stk_stats st = {.size = sizeof(st)};
+	consume(l, 3.0);
+	char why[1024];
+	assert_int_equal(stk_loader_stats(l, &st), 0);
+	assert_true(stk_loader_tuning(l, why, sizeof(why)) > 0);
+	print_message("%s\n", why);
+	unsigned start = l->tune.plan_qd / 4 > 8 ? l->tune.plan_qd / 4 : 8;
+	start = start < l->tune.max_qd ? start : l->tune.max_qd;
+	assert_true(l->tune.npts >= 1);
+	for (unsigned i = 0; i < l->tune.npts; i++)
+		if (l->tune.pts[i].qd < start)
+			fail_msg("probed %u, below the start %u: %s", l->tune.pts[i].qd, start, why);
+	if (st.queue_depth < start)
+		fail_msg("queue depth %u below the start %u: %s", st.queue_depth, start, why);
+	stk_loader_destroy(l);
+	unsetenv("STOKER_NULL_CHANNELS");
+}
+
 static void test_explicit_depth_wins(void **state)
 {
 	(void)state;
@@ -268,6 +315,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_probe_finds_the_knee),
+		cmocka_unit_test(test_direct_never_below_the_start),
 		cmocka_unit_test(test_explicit_depth_wins),
 		cmocka_unit_test(test_stop_during_probe),
 		cmocka_unit_test(test_direct_policy),

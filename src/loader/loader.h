@@ -202,6 +202,7 @@ struct tune {
 	unsigned probes;
 	bool unsure;            /* the last probe could not fill its levels */
 	bool down;              /* the probe steps below its start (nothing above it gained) */
+	bool floor_start;       /* never below the start: O_DIRECT reads (tune.c's climbed) */
 	bool extend;            /* this level's window goes on: its first part was marginal */
 	bool warmed;            /* the first probe's first window was let pass (a cold
 				   start: the directories' and inodes' first reads) */

@@ -256,7 +256,7 @@ static int run_repeats(struct stk_loader *l, struct bench_opts *o, struct run *S
 		if (o->cache == CACHE_COLD || (i == 0 && o->cache == CACHE_WARM))
 			set_cache(l, o, NULL, 0, cache);
 		if (i == 0 && cached)
-			*cached = cached_fraction(l);
+			*cached = resident_at_start(l, o);
 		if (bench_interrupted)
 			break; /* a Ctrl-C in the warm-up: no restart to wait for */
 		/* the first batches may already be in flight: start over, in a new stats
@@ -667,6 +667,7 @@ int cmd_bench(int argc, char **argv)
 		json_object_set_new(j, "options", options_json(&eff, o.image ? &effimg : NULL));
 		if (cached < 0) /* not known as this user */
 			json_object_set_new(j, "cached_fraction", json_null());
+		json_object_set_new(j, "cache_evicted_files", json_integer((json_int_t)bench_evicted_files));
 		json_object_set_new(j, "create_s", json_real(create_s));
 		json_object_set_new(j, "runtime_s", json_real(o.runtime));
 		json_object_set_new(j, "ramp_s", json_real(o.ramp));

@@ -105,8 +105,15 @@ void cold_check(struct run *r, const struct bench_opts *o, bool direct, double r
 
 /* bench/run.c: set by SIGINT/SIGTERM; every loop stops at it. */
 extern volatile sig_atomic_t bench_interrupted;
+/* bench/cold.c: files evict_dataset opened so far (each open reads its folder's
+ * and its inode's blocks back: JSON cache_evicted_files). */
+extern uint64_t bench_evicted_files;
 /* Fraction of a spread of samples whose pages are in the page cache. */
 double cached_fraction(struct stk_loader *l);
+/* cached_fraction before a run; on a cold one the page cache is dropped once
+ * more after it (root), since its opens read back the folders and inodes of
+ * the files it sampled: the run opens its files cold, metadata and all. */
+double resident_at_start(struct stk_loader *l, const struct bench_opts *o);
 /* "37 % of sampled file pages resident at the start", or why that is unknown
  * (cached < 0). */
 const char *cached_words(double cached, char *buf, size_t len);

@@ -331,7 +331,7 @@ int bench_mpi(struct bench_opts *o, const char *path)
 		if (m.local_rank == 0 && (o->cache == CACHE_COLD || (i == 0 && o->cache == CACHE_WARM)))
 			set_cache(l, o, NULL, 0, &cache);
 		else if (o->cache == CACHE_COLD)
-			cache = "cold (dropped before each run)";
+			cache = "cold (dropped before each run, file metadata too)";
 		else if (o->cache == CACHE_WARM)
 			cache = "warm (files read once before each run)";
 		/* every rank ready: they start together */

@@ -22,6 +22,8 @@
 #define TMPFS_MAGIC 0x01021994
 #define RAMFS_MAGIC 0x858458f6
 
+uint64_t bench_evicted_files;
+
 int evict_dataset(struct stk_loader *l)
 {
 	int64_t n = stk_loader_num_samples(l);
@@ -37,6 +39,7 @@ int evict_dataset(struct stk_loader *l)
 		int fd = open(path, O_RDONLY | O_CLOEXEC);
 		if (fd < 0)
 			continue; /* the loader's read will say why */
+		bench_evicted_files++;
 		int e = posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
 		if (e && !rc)
 			rc = -e;

@@ -279,7 +279,7 @@ int bench_paths(struct bench_opts *o, char **paths, int n)
 			if (o->cache == CACHE_COLD || (r == 0 && o->cache == CACHE_WARM))
 				set_cache(p->l, o, NULL, 0, &p->cache);
 			if (r == 0)
-				p->cached = cached_fraction(p->l);
+				p->cached = resident_at_start(p->l, o);
 			/* round r reads epoch r on every path: the same sample order */
 			int e = stk_loader_restart(p->l, (uint64_t)r, 0, STK_START_RESET_STATS);
 			int64_t *order = NULL;
