@@ -6,11 +6,11 @@
  * the resampler's vertical pass, a progressive JPEG's coefficients.  Freed
  * after every image, glibc gives them back to the kernel (they are above its
  * trim threshold) and the next image faults them in again, a zeroed page at
- * a time: 160 faults an image for a 486x388 progressive file, 15-20 % of its
- * decode (docs/BENCHMARKS.md, "Val: where the time goes").  So each thread
- * keeps one buffer per slot, grown to the largest asked for up to
- * STK__SCRATCH_KEEP, and frees them when it exits (a pthread key's
- * destructor).  Larger requests are plain allocations, freed when put back.
+ * a time: 160 faults an image for a 486x388 progressive file, 13 % of its
+ * decode (docs/BENCHMARKS.md, "Val from a plain folder: where the time
+ * goes").  So each thread keeps one buffer per slot, grown to the largest
+ * asked for up to STK__SCRATCH_KEEP, and frees them when it exits (a
+ * pthread key's destructor).  Larger requests are plain allocations, freed when put back.
  *
  * libjpeg's coefficient arrays go there too, through the decompressor's
  * memory manager methods (struct jpeg_memory_mgr, which jpeglib.h lets an
