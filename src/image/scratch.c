@@ -10,7 +10,8 @@
  * decode (docs/BENCHMARKS.md, "Val from a plain folder: where the time
  * goes").  So each thread keeps one buffer per slot, grown to the largest
  * asked for up to STK__SCRATCH_KEEP, and frees them when it exits (a
- * pthread key's destructor).  Larger requests are plain allocations, freed when put back.
+ * pthread key's destructor).  Larger requests are plain allocations, freed
+ * when put back.
  *
  * libjpeg's coefficient arrays go there too, through the decompressor's
  * memory manager methods (struct jpeg_memory_mgr, which jpeglib.h lets an
