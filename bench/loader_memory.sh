@@ -6,6 +6,7 @@
 # stoker against BASE's (another checkout's build: before/after), alternating,
 # images/s and memory; then where stoker's memory goes (bench/loader_memory.py).
 #   ROUNDS=5 SECS=8 BASE=/work/main sh bench/loader_memory.sh
+# PEERS: the peers measured beside stoker (torch-pil,spdl,dali).
 set -u
 B=${BUILD:-build}
 PY=${STOKER_PEERS_PYTHON:-${XDG_CACHE_HOME:-$HOME/.cache}/stoker/peers/bin/python}
@@ -22,8 +23,8 @@ run() { # TREE PREFETCH PEERS NAME
 	"$PY" -c 'import json, sys; print("\n".join(json.load(open(sys.argv[1]))["table"]))' "$OUT/$4.json"
 }
 echo "== $(date -u +%H:%M) UTC, load $(cut -d' ' -f1-3 /proc/loadavg)"
-run "$PWD" 0 torch-pil,spdl,dali defaults "$R"
-run "$PWD" 2 torch-pil,spdl,dali equal "$R"
+run "$PWD" 0 "${PEERS:-torch-pil,spdl,dali}" defaults "$R"
+run "$PWD" 2 "${PEERS:-torch-pil,spdl,dali}" equal "$R"
 if [ -n "${BASE:-}" ]; then
 	i=1
 	while [ $i -le "$R" ]; do # alternating: BASE, this tree (stoker's default prefetch, 4)

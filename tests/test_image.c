@@ -655,6 +655,111 @@ static void test_progressive_tail(void **state)
 	}
 }
 
+/* A progressive JPEG's coefficient arrays live in the decoding thread's kept
+ * buffer (image/scratch.c), which holds the previous image's coefficients
+ * when the next one starts: the same output bytes as libjpeg's own fresh,
+ * zeroed arrays, image after image, larger and smaller ones in turn (a
+ * stale coefficient the scans do not overwrite would show), every chroma
+ * sampling and grey, centre and random crops. */
+static void test_progressive_scratch(void **state)
+{
+	(void)state;
+	const struct {
+		int w, h, comps, hs, vs;
+	} pics[] = {{800, 1200, 3, 0, 0}, {403, 301, 3, 0, 0}, {1024, 700, 3, 2, 1},
+		    {240, 421, 3, 0, 0}, {300, 449, 3, 1, 1}, {257, 390, 1, 0, 0},
+		    {640, 480, 1, 0, 0}, {333, 500, 3, 2, 1}};
+	char err[256];
+	for (int pass = 0; pass < 2; pass++)
+		for (size_t p = 0; p < sizeof(pics) / sizeof(pics[0]); p++) {
+			size_t len;
+			uint8_t *jpg = tu_jpeg(&(struct tu_jpeg){.w = pics[p].w, .h = pics[p].h,
+								  .comps = pics[p].comps,
+								  .h_samp = pics[p].hs,
+								  .v_samp = pics[p].vs,
+								  .progressive = true,
+								  .pixel = pass ? gray : texture},
+					       &len);
+			for (int crop = 0; crop < 2; crop++) {
+				struct stk_image_opts o = opts(crop ? STK_CROP_CENTER : STK_CROP_RANDOM_RESIZED, 0);
+				o.width = o.height = 224;
+				assert_int_equal(stk__image_defaults(&o, err, sizeof(err)), 0);
+				size_t n = stk__image_bytes(&o);
+				uint8_t *a = malloc(n), *b = malloc(n);
+				assert_non_null(a);
+				assert_non_null(b);
+				for (int64_t i = 0; i < (crop ? 1 : 4); i++) {
+					uint64_t seed = stk__sample_seed(9, 0, i);
+					stk__image_scratch = 0;
+					assert_int_equal(stk__image_decode(&o, jpg, len, seed, a, err, sizeof(err), NULL), 0);
+					stk__image_scratch = 1;
+					int rc = stk__image_decode(&o, jpg, len, seed, b, err, sizeof(err), NULL);
+					if (rc)
+						fail_msg("%dx%d: %s", pics[p].w, pics[p].h, err);
+					if (memcmp(a, b, n))
+						fail_msg("%dx%d comps %d sampling %dx%d, %s crop %lld: output differs "
+							 "with the coefficients in the kept buffer", pics[p].w, pics[p].h,
+							 pics[p].comps, pics[p].hs, pics[p].vs,
+							 crop ? "centre" : "random", (long long)i);
+				}
+				free(a);
+				free(b);
+			}
+			free(jpg);
+		}
+}
+
+/* The same picture progressive and as its lossless sequential twin
+ * (stk_jpeg_transcode: the same coefficients, restart intervals, decoded by
+ * the interval path): the same output bytes, centre and random crops, DCT
+ * scaling included, every chroma sampling and grey.  The progressive path's
+ * memory and scan-tail skipping against the baseline path, exactly. */
+static void test_progressive_equals_baseline(void **state)
+{
+	(void)state;
+	const struct {
+		int w, h, comps, hs, vs;
+	} pics[] = {{403, 301, 3, 0, 0}, {240, 421, 3, 0, 0}, {333, 500, 3, 2, 1},
+		    {300, 449, 3, 1, 1}, {257, 390, 1, 0, 0}, {1024, 768, 3, 0, 0}};
+	char err[256];
+	for (size_t p = 0; p < sizeof(pics) / sizeof(pics[0]); p++) {
+		size_t len, blen;
+		uint8_t *jpg = tu_jpeg(&(struct tu_jpeg){.w = pics[p].w, .h = pics[p].h,
+							  .comps = pics[p].comps, .h_samp = pics[p].hs,
+							  .v_samp = pics[p].vs, .progressive = true,
+							  .pixel = texture},
+				       &len);
+		void *base;
+		assert_int_equal(stk_jpeg_transcode(jpg, len, &base, &blen, err, sizeof(err)), 0);
+		assert_int_equal(stk_jpeg_restart_info(base, blen, NULL, NULL, NULL, 0), 1);
+		for (int crop = 0; crop < 2; crop++) {
+			struct stk_image_opts o = opts(crop ? STK_CROP_CENTER : STK_CROP_RANDOM_RESIZED, 0);
+			o.width = o.height = crop ? 224 : 96;
+			assert_int_equal(stk__image_defaults(&o, err, sizeof(err)), 0);
+			size_t n = stk__image_bytes(&o);
+			uint8_t *a = malloc(n), *b = malloc(n);
+			assert_non_null(a);
+			assert_non_null(b);
+			for (int64_t i = 0; i < (crop ? 1 : 12); i++) {
+				uint64_t seed = stk__sample_seed(3, 1, i);
+				struct stk__decode_info ia, ib;
+				assert_int_equal(stk__image_decode(&o, jpg, len, seed, a, err, sizeof(err), &ia), 0);
+				assert_int_equal(stk__image_decode(&o, base, blen, seed, b, err, sizeof(err), &ib), 0);
+				assert_false(ia.fast);
+				assert_true(ib.fast);
+				if (memcmp(a, b, n))
+					fail_msg("%dx%d comps %d sampling %dx%d, %s crop %lld: progressive and "
+						 "its sequential twin differ", pics[p].w, pics[p].h, pics[p].comps,
+						 pics[p].hs, pics[p].vs, crop ? "centre" : "random", (long long)i);
+			}
+			free(a);
+			free(b);
+		}
+		stk_free(base);
+		free(jpg);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -668,6 +773,8 @@ int main(void)
 		cmocka_unit_test(test_loader_image_mode),
 		cmocka_unit_test(test_scan_bomb),
 		cmocka_unit_test(test_progressive_tail),
+		cmocka_unit_test(test_progressive_scratch),
+		cmocka_unit_test(test_progressive_equals_baseline),
 	};
 	return cmocka_run_group_tests_name("image", tests, NULL, NULL);
 }

@@ -30,6 +30,7 @@
 #include "base/internal.h"
 #include "image/image.h"
 #include "image/resample.h"
+#include "image/scratch.h"
 #include "image/span.h"
 
 #include <math.h>
@@ -217,6 +218,7 @@ static void on_message(j_common_ptr c, int level)
 }
 
 int stk__image_tail = 1;
+int stk__image_scratch = 1;
 
 /* A progressive file's scans each cover the whole image, and libjpeg reads
  * them all before the first row comes out; the rows below the region are
@@ -381,6 +383,7 @@ int stk__image_decode_box(const struct stk_image_opts *o, const uint8_t *src, si
 	struct jpeg_decompress_struct ci;
 	struct err_mgr em;
 	struct stk__jpeg_fast fs = {0};
+	struct stk__jpeg_mem jm = {0};
 	uint8_t *volatile region = NULL;
 	volatile bool fast = false;
 	volatile int rc = 0;
@@ -407,6 +410,9 @@ int stk__image_decode_box(const struct stk_image_opts *o, const uint8_t *src, si
 				 ci.image_height, em.max_scans);
 		} else if (em.limit == LIMIT_TIME) {
 			stk__deadline_error(&em.dl, "JPEG", ci.image_width, ci.image_height, err, errlen);
+		} else if (em.pub.msg_code == JERR_OUT_OF_MEMORY) {
+			snprintf(err, errlen, "out of memory decoding %ux%u", ci.image_width,
+				 ci.image_height);
 		} else if (fast) {
 			stk__jpeg_fast_name(&fs, (size_t)(ci.src->next_input_byte - fs.buf), where,
 					    sizeof(where));
@@ -414,10 +420,12 @@ int stk__image_decode_box(const struct stk_image_opts *o, const uint8_t *src, si
 		} else {
 			snprintf(err, errlen, "corrupt JPEG: %s", msg);
 		}
+		bool oom = em.limit == LIMIT_NONE && em.pub.msg_code == JERR_OUT_OF_MEMORY;
 		stk__jpeg_fast_free(&fs);
 		jpeg_destroy_decompress(&ci);
-		free(region);
-		return em.limit != LIMIT_NONE ? STK_ETOOBIG : STK_ECORRUPT;
+		stk__jpeg_mem_release(&jm);
+		stk__scratch_put(STK__SCRATCH_REGION, region);
+		return oom ? -ENOMEM : em.limit != LIMIT_NONE ? STK_ETOOBIG : STK_ECORRUPT;
 	}
 	jpeg_create_decompress(&ci);
 	ci.progress = &em.progress;
@@ -487,6 +495,8 @@ int stk__image_decode_box(const struct stk_image_opts *o, const uint8_t *src, si
 	struct stk__jpeg_hook hook;
 	if (fast)
 		stk__jpeg_hook_prepare(&ci, &hook);
+	else if (stk__image_scratch) /* the interval path has one scan: no coefficient arrays */
+		stk__jpeg_mem_install(&ci, &jm);
 	jpeg_start_decompress(&ci);
 	if (fast)
 		stk__jpeg_hook_install(&ci, &hook);
@@ -509,7 +519,8 @@ int stk__image_decode_box(const struct stk_image_opts *o, const uint8_t *src, si
 	/* volatile: read after the jump target below (gcc -Wclobbered) */
 	volatile size_t stride = (size_t)ci.output_width * (size_t)comps; /* after crop: cw columns */
 	volatile int rows = g.y1 - g.y0;
-	region = malloc(stride * (size_t)rows + (size_t)cw * 3 * (size_t)rows);
+	region = stk__scratch_get(STK__SCRATCH_REGION, stride * (size_t)rows +
+						   (cmyk ? (size_t)cw * 3 * (size_t)rows : 0));
 	if (!region) {
 		snprintf(err, errlen, "out of memory decoding %dx%d", W, H);
 		rc = -ENOMEM;
@@ -543,9 +554,10 @@ done:
 	jpeg_abort_decompress(&ci);
 	bool adobe_inverted = ci.saw_Adobe_marker;
 	jpeg_destroy_decompress(&ci);
+	stk__jpeg_mem_release(&jm);
 	stk__jpeg_fast_free(&fs);
 	if (rc) {
-		free(region);
+		stk__scratch_put(STK__SCRATCH_REGION, region);
 		return rc;
 	}
 	uint8_t *rgb = region;
@@ -569,7 +581,7 @@ done:
 		stk__image_region_hook(rgb, (int)cw, rows, g.bx - (double)cx, g.by - (double)g.y0);
 	rc = stk__resample(o, rgb, (int)cw, rows, g.bx - (double)cx, g.by - (double)g.y0, g.bw, g.bh,
 			   box.flip, out);
-	free(region);
+	stk__scratch_put(STK__SCRATCH_REGION, region);
 	if (rc)
 		snprintf(err, errlen, "out of memory resampling");
 	return rc;

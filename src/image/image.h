@@ -40,6 +40,10 @@ extern int stk__image_fast;
 /* 0 makes a progressive JPEG's every scan decoded to its end, also below the
  * rows the crop needs (tests compare the two) [1]. */
 extern int stk__image_tail;
+/* 0 leaves a multi-scan JPEG's coefficient arrays to libjpeg's own memory
+ * manager instead of the thread's kept buffer (image/scratch.c; tests compare
+ * the two) [1]. */
+extern int stk__image_scratch;
 /* Tests: sees each decoded RGB region (w×h, the box's origin in it) before
  * it is resampled [NULL]. */
 extern void (*stk__image_region_hook)(const uint8_t *rgb, int w, int h, double bx, double by);

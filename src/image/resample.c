@@ -10,6 +10,7 @@
  */
 #include "base/internal.h"
 #include "image/resample.h"
+#include "image/scratch.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -451,7 +452,8 @@ int stk__resample(const struct stk_image_opts *o, const uint8_t *rgb, int rw, in
 	}
 	size_t n3 = (size_t)(c1 - c0) * 3;
 	/* +1 float: the horizontal pass loads four floats for a three-float pixel */
-	if (!rc && (!(tmp = malloc(sizeof(float) * (n3 * (size_t)oh + 1))) ||
+	if (!rc && (!(tmp = stk__scratch_get(STK__SCRATCH_RESAMPLE,
+					     sizeof(float) * (n3 * (size_t)oh + 1))) ||
 		    !(row = malloc(sizeof(v4f) * 2 * (size_t)ow)) ||
 		    !(w4 = malloc(sizeof(v4f) * (size_t)ow * (size_t)tx.max)) ||
 		    !(off = malloc(sizeof(int) * (size_t)ow)) ||
@@ -508,7 +510,7 @@ int stk__resample(const struct stk_image_opts *o, const uint8_t *rgb, int rw, in
 			put_row(o, out, y + 1, row + ow, flip, simd);
 	}
 out:
-	free(tmp);
+	stk__scratch_put(STK__SCRATCH_RESAMPLE, tmp);
 	free(row);
 	free(w4);
 	free(off);
