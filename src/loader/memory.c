@@ -12,7 +12,9 @@
  * at batch 256: the decoders start on a batch as its first reads land, and
  * a local read ahead of them pays nothing, bench/loader_memory.sh), at least
  * two for remote data (a request's latency each batch), at most prefetch;
- * the image option read_areas sets it.  With keep_raw the images follow
+ * the image option read_areas sets it.  Video mode: the slots hold the clips,
+ * two read areas the clips' byte ranges (decoding, not reading, is the pace:
+ * one batch decoding, the next read meanwhile).  With keep_raw the images follow
  * the reads in the slot, page-aligned.  Decode threads hold, per image, the
  * decoded region and its resized rows (freed after each image): estimated
  * at twice the RGB pixels of an image of the mean sample size, at 2 pixels a

@@ -2,7 +2,8 @@
  * loader/read.c — a batch's reads laid out in its slot.  Folders and file
  * lists: one read a file, in sample order, each asking for one byte past the
  * indexed size (loader/common.c's stk__loader_read_len) so a file that grew
- * shows; tar shards: members merged into runs by loader/shard_read.c.  Each
+ * shows; video clips with a byte index: their ranges, one read each
+ * (loader/video.c); tar shards: members merged into runs by loader/shard_read.c.  Each
  * read lands in place: no copy.  A sample that cannot fit is an error of
  * that sample (loader/error.c).  A file whose read says it changed size
  * since it was indexed (rewritten in place: its folder's mtime, and so the

@@ -8,15 +8,23 @@
  * reads, labels, indices, the skip policy's compaction and the replace
  * policy's stand-ins are per file as in the other modes, and each place
  * keeps its k (a stand-in video gives the clip k of the place it fills, so
- * stand-ins stay deterministic).  A video is read whole into the slot's read
- * area (its size is the index's; a file larger than a slot can be is the
- * oversize error of loader/create.c, naming it and its size); a decode
- * thread then decodes clip k (video/'s stk__video_decode: seek to the
- * keyframe before the clip's start, decode forward, convert and resize)
- * straight into the slot's clip area, which follows the reads page-aligned
- * (l->img_off), and records the clip's facts (start time, frames decoded)
- * in the slot's clip_info.  The clip's start and crop come from (seed,
- * epoch, sample number), never from thread timing.
+ * stand-ins stay deterministic).  At create the video index (issue 38:
+ * video/vindex.c's records, kept in the index cache by dataset/vcache.c,
+ * made from the whole file where the cache has none or refuses it) says each
+ * video's byte layout; when a batch is laid out, each clip's start (from
+ * (seed, epoch, sample number), the decoder's own rule, video/start.c) gives
+ * the byte ranges it needs (the header's, and keyframe to last packet), read
+ * one after another into the batch's read area: the first in ios[i], the
+ * others in `parts`, counting down on the first (loader/producer.c).  A
+ * video without a record (not an MP4, tar shards, remote data, O_DIRECT,
+ * stk__video_whole_files) is read whole, as before.  As in image mode the
+ * reads go to read areas (two: decoding is the pace) sized by the largest
+ * clip's ranges, given back once the batch is decoded; the slot holds only
+ * the clips.  A decode thread decodes clip k (stk__video_decode_ext over the
+ * ranges, or stk__video_decode over the file: seek to the keyframe before
+ * the clip's start, decode forward, convert and resize) straight into the
+ * slot's clip area and records the clip's facts (start time, frames
+ * decoded) in the slot's clip_info.
  */
 #include "loader/loader.h"
 #include "dataset/vcache.h"
