@@ -15,6 +15,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "dataset/vcache.h"
+
 extern bool stk__video_whole_files; /* loader/video.c: the test's switch */
 
 #define NCLASS 2
@@ -502,6 +504,46 @@ static void test_ranged_reads(void **state)
 	assert_int_equal(fseek(w, (long)cs.st_size - 20, SEEK_SET), 0);
 	assert_int_equal(fgetc(w), ch);
 	fclose(w);
+	/* writable by others: refused (not trusted), made again, written 0644 */
+	assert_int_equal(chmod(cpath, 0666), 0);
+	assert_int_equal(ranged_epoch(dir, cache, false, again, &sr, NULL, 0), LONG_VID * LONG_CPV);
+	assert_int_equal(stat(cpath, &cs), 0);
+	assert_int_equal(cs.st_mode & 0777, 0644);
+	assert_memory_equal(again, ranged, sizeof(again));
+	/* planted: a record whose checksum holds but whose keyframe positions
+	 * are another file's: the plan's reads then miss what FFmpeg asks for,
+	 * and the clip fails naming the video, never decoding other bytes */
+	struct stk__vcache vc;
+	char why[512];
+	assert_int_equal(stk__vcache_load(cpath, &vc, why, sizeof(why)), 1);
+	assert_int_equal(vc.n, LONG_VID);
+	struct stk__vcache_item *it = &vc.item[0];
+	assert_true(it->words > 12);
+	uint64_t *rec = (uint64_t *)it->rec;
+	uint64_t nhdr = rec[6], npk = rec[7], nkey = rec[8];
+	uint64_t *kpos = rec + 10 + 2 * nhdr + 2 * npk + nkey;
+	for (uint64_t j = 0; j < nkey; j++) /* every start reads from the file's end */
+		kpos[j] = it->size - 1;
+	assert_int_equal(stk__vcache_write(cpath, vc.item, vc.n), 0);
+	stk__vcache_free(&vc);
+	char eb[1024];
+	struct stk_video_opts vo1 = {.size = sizeof(vo1), .frames = 6, .stride = 3, .out_size = 24,
+				     .clips_per_video = LONG_CPV};
+	struct stk_loader_opts fo = {.size = sizeof(fo), .path = dir, .batch_size = 5, .seed = 7,
+				     .video = &vo1, .cache_dir = cache, .flags = STK_F_QUIET,
+				     .on_error = STK_ON_ERROR_FAIL};
+	struct stk_loader *fl = NULL;
+	assert_int_equal(stk_loader_create(&fl, &fo, eb, sizeof(eb)), 0);
+	struct stk_batch *fb;
+	int frc;
+	while ((frc = stk_loader_next(fl, &fb)) == 1)
+		stk_batch_release(fl, fb);
+	assert_true(frc < 0);
+	snprintf(eb, sizeof(eb), "%s", stk_last_error(fl));
+	stk_loader_destroy(fl);
+	if (!strstr(eb, "long0.mp4") || !strstr(eb, "index does not match"))
+		fail_msg("planted index: %s", eb);
+	assert_int_equal(unlink(cpath), 0); /* (the planted record would fail what follows) */
 	/* a planted index whose checksum holds but whose positions are wrong
 	 * (the file replaced behind the same name and size): the file's ctime
 	 * differs, so that video is indexed again, and the pixels stay */
