@@ -10,6 +10,14 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <stdbool.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "dataset/vcache.h"
+
+extern bool stk__video_whole_files; /* loader/video.c: the test's switch */
 
 #define NCLASS 2
 #define PER_CLASS 3
@@ -360,17 +368,218 @@ static void test_memory(void **state)
 	struct stk_memory m = {.size = sizeof(m)};
 	assert_int_equal(stk_loader_memory(l, &m), 0);
 	assert_int_equal(m.nslots, 3);
-	/* a slot holds the batch's videos whole, then its clips */
+	/* a slot holds the batch's clips; the reads (a clip's byte ranges, at
+	 * most its file) go to two read areas, reused once decoded */
 	uint64_t largest = 0, sz;
 	for (int64_t i = 0; i < NVID; i++) {
 		assert_int_equal(stk_loader_sample(l, i, NULL, 0, &sz, NULL), 0);
 		largest = sz > largest ? sz : largest;
 	}
-	assert_true(m.slot_bytes >= largest + 4ull * FRAMES * SIDE * SIDE * 3);
+	assert_true(m.slot_bytes >= 4ull * FRAMES * SIDE * SIDE * 3);
+	assert_true(m.slot_bytes < 4ull * FRAMES * SIDE * SIDE * 3 + 4096);
+	assert_int_equal(m.read_areas, 2);
+	assert_true(m.read_area_bytes > 0);
+	assert_true(m.read_area_bytes <= 4 * largest + 4 * 4096 + 8192);
 	assert_true(m.decode_threads >= 1);
 	assert_true(m.decode_bytes > 0);
-	assert_int_equal(m.total, m.pool_bytes + m.index_bytes + m.meta_bytes + m.decode_bytes);
+	assert_int_equal(m.total, m.pool_bytes + m.read_pool_bytes + m.index_bytes + m.meta_bytes +
+				   m.decode_bytes);
+	/* the estimate counts video mode the same way: clips in slots, reads in areas */
+	struct stk_memory e = {.size = sizeof(e)};
+	struct stk_loader_opts eo = {.size = sizeof(eo), .batch_size = 4, .prefetch = 3,
+				     .video = &vopts};
+	char err[256];
+	assert_int_equal(stk_memory_estimate(&eo, NVID, largest, &e, err, sizeof(err)), 0);
+	assert_int_equal(e.slot_bytes, m.slot_bytes);
+	assert_int_equal(e.read_areas, 2);
+	assert_true(e.decode_bytes > 0);
+	assert_true(e.read_pool_bytes > 0);
 	stk_loader_destroy(l);
+}
+
+/* Long videos (keyframes 25 apart), many random clips: the ranged reads give
+ * the same pixels as whole files, read far fewer bytes, and the index cache
+ * is reused, refused when damaged (naming it) and made again when stale. */
+#define LONG_VID 3
+#define LONG_CPV 24
+static int64_t ranged_epoch(const char *dir, const char *cache, bool whole, uint64_t *sums,
+			    struct stk_stats *st, char *errout, size_t errlen)
+{
+	struct stk_video_opts vo = {.size = sizeof(vo), .frames = 6, .stride = 3, .out_size = 24,
+				    .clips_per_video = LONG_CPV};
+	struct stk_loader_opts o = {.size = sizeof(o), .path = dir, .batch_size = 5, .seed = 7,
+				    .video = &vo, .cache_dir = cache};
+	stk__video_whole_files = whole;
+	struct stk_loader *l = NULL;
+	char err[1024];
+	int rc = stk_loader_create(&l, &o, err, sizeof(err));
+	stk__video_whole_files = false;
+	if (rc)
+		fail_msg("create: %s", err);
+	struct stk_batch *b;
+	int64_t n = 0;
+	while ((rc = stk_loader_next(l, &b)) == 1) {
+		for (uint32_t i = 0; i < b->count; i++) {
+			uint64_t h = 1469598103934665603ull;
+			const uint8_t *px = (const uint8_t *)b->clips + i * b->clip_bytes;
+			for (size_t k = 0; k < b->clip_bytes; k++)
+				h = (h ^ px[k]) * 1099511628211ull;
+			sums[b->indices[i] * LONG_CPV + b->clip_info[i].clip] = h;
+			n++;
+		}
+		stk_batch_release(l, b);
+	}
+	if (errout)
+		snprintf(errout, errlen, "%s", rc < 0 ? stk_last_error(l) : "");
+	st->size = sizeof(*st);
+	assert_int_equal(stk_loader_stats(l, st), 0);
+	if (rc < 0 || st->total_errors)
+		printf("epoch: %d %s\n", rc, stk_last_error(l));
+	stk_loader_destroy(l);
+	return rc < 0 ? rc : n;
+}
+
+static void test_ranged_reads(void **state)
+{
+	(void)state;
+	char *dir = tu_mkdtemp(), *cache = tu_mkdtemp(), p[PATH_MAX];
+	snprintf(p, sizeof(p), "%s/c", dir);
+	tu_mkdir(p);
+	uint64_t total = 0;
+	for (int i = 0; i < LONG_VID; i++) {
+		snprintf(p, sizeof(p), "%s/c/long%d.mp4", dir, i);
+		struct stk_video_make_opts m = {.size = sizeof(m), .width = 96, .height = 64,
+						.frames = 200 + 40 * (uint32_t)i, .fps = 25, .gop = 25,
+						.seed = 500 + (uint64_t)i};
+		char err[512];
+		if (stk_video_make(p, &m, err, sizeof(err)))
+			fail_msg("stk_video_make: %s", err);
+		struct stat st;
+		assert_int_equal(stat(p, &st), 0);
+		total += (uint64_t)st.st_size;
+	}
+	uint64_t whole[LONG_VID * LONG_CPV] = {0}, ranged[LONG_VID * LONG_CPV] = {0};
+	struct stk_stats sw, sr;
+	assert_int_equal(ranged_epoch(dir, cache, true, whole, &sw, NULL, 0), LONG_VID * LONG_CPV);
+	assert_int_equal(sw.total_video_whole, LONG_VID * LONG_CPV);
+	assert_int_equal(sw.total_video_ranged, 0);
+	assert_int_equal(ranged_epoch(dir, cache, false, ranged, &sr, NULL, 0), LONG_VID * LONG_CPV);
+	if (sr.total_video_ranged != LONG_VID * LONG_CPV)
+		fail_msg("ranged %llu whole %llu", (unsigned long long)sr.total_video_ranged,
+			 (unsigned long long)sr.total_video_whole);
+	for (int i = 0; i < LONG_VID * LONG_CPV; i++)
+		if (whole[i] != ranged[i])
+			fail_msg("clip %d: ranged pixels differ from the whole file's", i);
+	/* a clip reads its header and one or two keyframe intervals: far below its file */
+	double per_clip = (double)sr.total_bytes / (double)sr.total_samples;
+	double per_file = (double)sw.total_bytes / (double)sw.total_samples;
+	if (!(per_clip < per_file / 2))
+		fail_msg("ranged reads %.0f bytes a clip, whole files %.0f", per_clip, per_file);
+	/* the cache file is there; damaged, it is refused and made again */
+	char cpath[PATH_MAX] = "";
+	char cmd[2 * PATH_MAX];
+	snprintf(cmd, sizeof(cmd), "ls %s/*.video 2>/dev/null", cache);
+	FILE *f = popen(cmd, "r");
+	assert_non_null(f);
+	assert_non_null(fgets(cpath, sizeof(cpath), f));
+	pclose(f);
+	cpath[strcspn(cpath, "\n")] = 0;
+	struct stat cs;
+	assert_int_equal(stat(cpath, &cs), 0);
+	/* flip a byte inside a record (past the 40-byte header) */
+	FILE *w = fopen(cpath, "r+b");
+	assert_non_null(w);
+	assert_int_equal(fseek(w, (long)cs.st_size - 20, SEEK_SET), 0);
+	int ch = fgetc(w);
+	assert_int_equal(fseek(w, (long)cs.st_size - 20, SEEK_SET), 0);
+	fputc(ch ^ 0x5a, w);
+	fclose(w);
+	uint64_t again[LONG_VID * LONG_CPV];
+	assert_int_equal(ranged_epoch(dir, cache, false, again, &sr, NULL, 0), LONG_VID * LONG_CPV);
+	assert_memory_equal(again, ranged, sizeof(again));
+	assert_int_equal(sr.total_video_ranged, LONG_VID * LONG_CPV);
+	/* refused, made again and written back: the flipped byte is the file's again */
+	w = fopen(cpath, "rb");
+	assert_non_null(w);
+	assert_int_equal(fseek(w, (long)cs.st_size - 20, SEEK_SET), 0);
+	assert_int_equal(fgetc(w), ch);
+	fclose(w);
+	/* writable by others: refused (not trusted), made again, written 0644 */
+	assert_int_equal(chmod(cpath, 0666), 0);
+	assert_int_equal(ranged_epoch(dir, cache, false, again, &sr, NULL, 0), LONG_VID * LONG_CPV);
+	assert_int_equal(stat(cpath, &cs), 0);
+	assert_int_equal(cs.st_mode & 0777, 0644);
+	assert_memory_equal(again, ranged, sizeof(again));
+	/* planted: a record whose checksum holds but whose keyframe positions
+	 * are another file's: the plan's reads then miss what FFmpeg asks for,
+	 * and the clip fails naming the video, never decoding other bytes */
+	struct stk__vcache vc;
+	char why[512];
+	assert_int_equal(stk__vcache_load(cpath, &vc, why, sizeof(why)), 1);
+	assert_int_equal(vc.n, LONG_VID);
+	struct stk__vcache_item *it = &vc.item[0];
+	assert_true(it->words > 12);
+	uint64_t *rec = (uint64_t *)it->rec;
+	uint64_t nhdr = rec[6], npk = rec[7], nkey = rec[8];
+	uint64_t *kpos = rec + 10 + 2 * nhdr + 2 * npk + nkey;
+	for (uint64_t j = 0; j < nkey; j++) /* every start reads from the file's end */
+		kpos[j] = it->size - 1;
+	assert_int_equal(stk__vcache_write(cpath, vc.item, vc.n), 0);
+	stk__vcache_free(&vc);
+	char eb[1024];
+	struct stk_video_opts vo1 = {.size = sizeof(vo1), .frames = 6, .stride = 3, .out_size = 24,
+				     .clips_per_video = LONG_CPV};
+	struct stk_loader_opts fo = {.size = sizeof(fo), .path = dir, .batch_size = 5, .seed = 7,
+				     .video = &vo1, .cache_dir = cache, .flags = STK_F_QUIET,
+				     .on_error = STK_ON_ERROR_FAIL};
+	struct stk_loader *fl = NULL;
+	assert_int_equal(stk_loader_create(&fl, &fo, eb, sizeof(eb)), 0);
+	struct stk_batch *fb;
+	int frc;
+	while ((frc = stk_loader_next(fl, &fb)) == 1)
+		stk_batch_release(fl, fb);
+	assert_true(frc < 0);
+	snprintf(eb, sizeof(eb), "%s", stk_last_error(fl));
+	stk_loader_destroy(fl);
+	if (!strstr(eb, "long0.mp4") || !strstr(eb, "index does not match"))
+		fail_msg("planted index: %s", eb);
+	assert_int_equal(unlink(cpath), 0); /* (the planted record would fail what follows) */
+	/* a planted index whose checksum holds but whose positions are wrong
+	 * (the file replaced behind the same name and size): the file's ctime
+	 * differs, so that video is indexed again, and the pixels stay */
+	snprintf(p, sizeof(p), "%s/c/long1.mp4", dir);
+	snprintf(cmd, sizeof(cmd), "%s/new.mp4", cache);
+	struct stk_video_make_opts m = {.size = sizeof(m), .width = 96, .height = 64,
+					.frames = 240, .fps = 25, .gop = 30, .seed = 999};
+	char err[512];
+	if (stk_video_make(cmd, &m, err, sizeof(err)))
+		fail_msg("stk_video_make: %s", err);
+	/* rewritten in place (same inode), its mtime set back: only its ctime
+	 * tells, and the record made for the old bytes must not be used */
+	struct stat before;
+	assert_int_equal(stat(p, &before), 0);
+	FILE *in = fopen(cmd, "rb");
+	assert_non_null(in);
+	static char bytes[1 << 20];
+	size_t nlen = fread(bytes, 1, sizeof(bytes), in);
+	fclose(in);
+	assert_true(nlen > 0 && nlen < sizeof(bytes));
+	FILE *o = fopen(p, "r+b"); /* in place: the same inode */
+	assert_non_null(o);
+	assert_int_equal(fwrite(bytes, 1, nlen, o), nlen);
+	assert_int_equal(ftruncate(fileno(o), (off_t)nlen), 0);
+	fclose(o);
+	struct timespec ts[2] = {before.st_atim, before.st_mtim};
+	assert_int_equal(utimensat(AT_FDCWD, p, ts, 0), 0);
+	uint64_t w2[LONG_VID * LONG_CPV], r2[LONG_VID * LONG_CPV];
+	assert_int_equal(ranged_epoch(dir, cache, true, w2, &sw, NULL, 0), LONG_VID * LONG_CPV);
+	assert_int_equal(ranged_epoch(dir, cache, false, r2, &sr, NULL, 0), LONG_VID * LONG_CPV);
+	assert_memory_equal(w2, r2, sizeof(w2));
+	assert_int_equal(sr.total_video_ranged, LONG_VID * LONG_CPV);
+	tu_rmrf(dir);
+	tu_rmrf(cache);
+	free(dir);
+	free(cache);
 }
 
 int main(void)
@@ -388,6 +597,7 @@ int main(void)
 		cmocka_unit_test(test_corrupt_video),
 		cmocka_unit_test(test_options),
 		cmocka_unit_test(test_memory),
+		cmocka_unit_test(test_ranged_reads),
 	};
 	return cmocka_run_group_tests_name("loader_video", tests, setup, teardown);
 }

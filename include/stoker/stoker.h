@@ -632,6 +632,13 @@ struct stk_stats {
 	uint64_t format_decoded[STK_FORMATS];
 	double format_decode_busy_s[STK_FORMATS];
 	double format_fast_share[STK_FORMATS];
+	/* video mode, since create: clips decoded from byte ranges the video
+	 * index planned (header + keyframe to last packet), and clips decoded
+	 * from their whole file (no index: not an MP4, tar shards, remote data,
+	 * O_DIRECT; stderr said why at create).  total_bytes / total_samples
+	 * is then the bytes read a clip. */
+	uint64_t total_video_ranged;
+	uint64_t total_video_whole;
 };
 STK_API int stk_loader_stats(const struct stk_loader *loader, struct stk_stats *out);
 

@@ -383,6 +383,9 @@ class Stats(ctypes.Structure):
         ("format_decoded", c_u64 * 3),
         ("format_decode_busy_s", ctypes.c_double * 3),
         ("format_fast_share", ctypes.c_double * 3),
+        # video mode: clips read as byte ranges (the video index), and whole
+        ("total_video_ranged", c_u64),
+        ("total_video_whole", c_u64),
     ]
 
 

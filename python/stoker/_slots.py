@@ -147,7 +147,8 @@ class _SlotViews:
             shape = (t, 3, h, w) if v.tchw else (t, h, w, 3)
             isz = ctypes.sizeof(_lib.ClipInfo)
             info = (ctypes.c_char * (isz * batch_size)).from_address(v.clip_info)
-            self.video = (v.clips - v.data, v.clip_bytes, shape,
+            # the reads go to read areas (data NULL): the slot holds the clips
+            self.video = (v.clips - v.data if v.data else 0, v.clip_bytes, shape,
                           np.frombuffer(info, dtype=_clip_dtype()))
 
         def arr(ptr, n):

@@ -645,7 +645,7 @@ class Loader:
         img = views.image
         if views.video is not None:
             off, cb, shape, info = views.video
-            lease = _Lease(core, addr, v.data, off + n * cb)
+            lease = _Lease(core, addr, v.data or v.clips, off + n * cb)
             out.value = None
             span = np.asarray(lease)
             clips = span[off:off + n * cb].reshape((n,) + shape)

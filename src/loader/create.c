@@ -18,13 +18,22 @@
 #include <string.h>
 #include <unistd.h>
 
+/* Room sample i's read takes: a video's largest clip when its clips are
+ * read as ranges (the video index), else its file's read. */
+static uint64_t entry_room(const struct stk_loader *l, int64_t i)
+{
+	uint64_t clip = stk__vloader_room(l, i);
+	return clip ? clip : stk__loader_read_len(l, l->ds->entries[i].size);
+}
+
 /* The most bytes any batch can need: the batch_size largest samples (of
  * those no larger than `limit`). */
 static uint64_t worst_batch_bytes(const struct stk_loader *l, uint64_t limit)
 {
 	uint32_t k = l->o.batch_size;
-	if ((int64_t)k > l->ds->n)
-		k = (uint32_t)l->ds->n;
+	/* (video: a batch holds up to batch_size clips of fewer videos) */
+	if ((uint64_t)k > (uint64_t)l->ds->n * l->per_file)
+		k = (uint32_t)((uint64_t)l->ds->n * l->per_file);
 	uint64_t *heap = calloc(k, sizeof(*heap)); /* min-heap of the k largest */
 	if (!heap)
 		return UINT64_MAX;
@@ -32,7 +41,7 @@ static uint64_t worst_batch_bytes(const struct stk_loader *l, uint64_t limit)
 	/* video: a batch may hold several clips of one video, each its own read */
 	uint32_t reps = l->per_file < k ? l->per_file : k;
 	for (int64_t i = 0, rep = 0; i < l->ds->n; rep = rep + 1 < reps ? rep + 1 : 0, i += !rep) {
-		uint64_t v = stk__loader_read_len(l, l->ds->entries[i].size);
+		uint64_t v = entry_room(l, i);
 		if (v > limit)
 			continue;
 		if (len < k) {
@@ -74,7 +83,7 @@ static uint64_t slot_bytes_for_all(const struct stk_loader *l)
 	uint64_t worst = worst_batch_bytes(l, UINT64_MAX);
 	double sum = 0, sq = 0, mx = 0;
 	for (int64_t i = 0; i < l->ds->n; i++) {
-		double v = (double)stk__loader_read_len(l, l->ds->entries[i].size);
+		double v = (double)entry_room(l, i);
 		sum += v;
 		sq += v * v;
 		if (v > mx)
@@ -116,7 +125,7 @@ static uint64_t slot_bytes_for(struct stk_loader *l)
 	uint64_t limit = slot_limit(l), big = 0;
 	double sum = 0, sq = 0, mx = 0, n = 0;
 	for (int64_t i = 0; i < l->ds->n; i++) {
-		uint64_t r = stk__loader_read_len(l, l->ds->entries[i].size);
+		uint64_t r = entry_room(l, i);
 		if (r > limit) {
 			if (r > big) {
 				big = r;
@@ -222,7 +231,7 @@ static int start_rings(struct stk_loader *l)
 	l->rings = calloc(l->nrings, sizeof(*l->rings));
 	if (!l->rings)
 		return -ENOMEM;
-	uint32_t per_ring_ios = l->o.batch_size * l->pool.nslots;
+	uint32_t per_ring_ios = l->o.batch_size * l->pool.nslots * stk__vloader_reads_per_clip(l);
 	for (uint32_t i = 0; i < l->nrings; i++) {
 		struct io_thread *r = &l->rings[i];
 		r->l = l;
@@ -412,6 +421,9 @@ int stk_loader_opts_check(const struct stk_loader_opts *opts, char *errbuf, size
 static int check_fits(struct stk_loader *l, char *err, size_t errlen)
 {
 	uint64_t need = stk__loader_read_len(l, l->ds->max_size);
+	if (l->video) /* a clip's ranges, or its whole file */
+		for (int64_t i = need = 0; i < l->ds->n; i++)
+			need = entry_room(l, i) > need ? entry_room(l, i) : need;
 	if (need <= l->raw_bytes)
 		return 0;
 	if (l->oversize) { /* auto: left out of the sizing, each an error when read */
@@ -561,19 +573,22 @@ int stk_loader_create(struct stk_loader **out, const struct stk_loader_opts *opt
 	stk__tune_direct(l);
 	if (l->ds->shards && (rc = stk__shards_open(l, errbuf, errlen)))
 		goto fail;
+	if (l->video && (rc = stk__vloader_index(l, errbuf, errlen)))
+		goto fail;
 	l->raw_bytes = slot_bytes_for(l);
 	if ((rc = check_fits(l, errbuf, errlen)))
 		goto fail;
 	uint64_t slot_bytes = l->raw_bytes;
 	/* split: a slot holds the images, the reads go to read areas (memory.c) */
-	l->split = l->image && !(l->img.flags & STK_IMG_KEEP_RAW);
+	/* video: likewise, the clips in the slots, their ranges in read areas */
+	l->split = (l->image && !(l->img.flags & STK_IMG_KEEP_RAW)) || l->video;
 	l->img_off = l->split ? 0 : STK_ALIGN_UP(l->raw_bytes, 4096);
 	if (l->image) /* the images, after the reads when they are kept, page-aligned */
 		slot_bytes = l->img_off + (uint64_t)l->o.batch_size * stk__image_bytes(&l->img);
 	else if (l->video) /* the clips likewise */
 		slot_bytes = l->img_off + stk__vloader_out_bytes(l);
 	uint32_t nslots = l->o.prefetch;
-	uint32_t nareas = stk__read_areas(&l->o, &l->img, l->ds->remote != NULL);
+	uint32_t nareas = stk__read_areas(&l->o, l->video ? NULL : &l->img, l->ds->remote != NULL);
 	if (l->split && (rc = stk__pool_init(&l->areas, nareas, l->raw_bytes, false))) {
 		snprintf(errbuf, errlen, "cannot map the read areas (%llu bytes each): %s",
 			 (unsigned long long)l->raw_bytes, stk_strerror(rc));

@@ -37,6 +37,12 @@ struct sio {
 				 others), and the room it took there (alone, for shards) */
 	uint32_t attempt;     /* replace: candidates drawn so far */
 	uint32_t reads;       /* replace: stand-in reads so far */
+	/* video clips read as byte ranges (loader/video.c): the sample's first
+	 * read (ios[i]) counts its reads down; the others point to it */
+	bool ranged;
+	struct sio *whole;    /* a further range's read: the sample's first */
+	uint32_t nleft;       /* the first's reads not yet landed (0: one read) */
+	int64_t pres;         /* their bytes so far, or the first error */
 };
 
 /* A tar shard, opened once (loader/shard_read.c). */
@@ -387,9 +393,35 @@ int stk__vloader_decode(struct stk_loader *l, uint32_t slot, uint32_t i, int64_t
 void stk__vloader_move(struct stk_loader *l, uint32_t slot, uint32_t to, uint32_t from);
 /* The batch's video fields. */
 void stk__vloader_batch(const struct stk_loader *l, uint32_t slot, struct stk_batch *b);
+/* The video index (issue 38): loaded from the index cache or made (at
+ * create, after the engine is picked, before the slots are sized), so each
+ * clip reads only its byte ranges; videos without one are read whole.  0 or
+ * <0 (out of memory) with the reason in err. */
+int stk__vloader_index(struct stk_loader *l, char *err, size_t errlen);
+/* The most a clip of video idx takes in a slot's read area; 0 when its
+ * clips are read whole (the caller sizes it as a file). */
+uint64_t stk__vloader_room(const struct stk_loader *l, int64_t idx);
+/* Reads of each clip at most (1 unless ranged): the rings' queues hold them. */
+uint32_t stk__vloader_reads_per_clip(const struct stk_loader *l);
+/* Lays out the ranged reads of clip place i of slot s (video idx) at byte
+ * `place`: the first in s->ios[i] (the caller queues it, then
+ * stk__vloader_queue_parts the others: *more; its nleft counts all);
+ * returns the room taken, or 0 when the video is read whole (the caller lays
+ * that out).  Under mu. */
+uint64_t stk__vloader_setup(struct stk_loader *l, struct slot *s, uint32_t i, int64_t idx,
+			    uint64_t place, uint32_t *more);
+/* After x (a sample's first read) was queued: its further ranges' reads
+ * queued on the slot's ring; returns how many.  Under mu. */
+uint32_t stk__vloader_queue_parts(struct stk_loader *l, struct slot *s, struct sio *x);
+/* Tests: every clip read whole (its file), as before the video index. */
+extern bool stk__video_whole_files;
+/* Counters for stk_loader_stats: clips read as ranges, and whole. */
+void stk__vloader_counts(const struct stk_loader *l, uint64_t *ranged, uint64_t *whole);
 /* Per-slot arrays and the decoders' working memory, for stk_loader_memory. */
 uint64_t stk__vloader_meta_bytes(const struct stk_loader *l);
 uint64_t stk__vloader_decode_bytes(const struct stk_loader *l, uint32_t threads);
+/* The same rule for `threads` decoders of frames of px pixels (0: 720p). */
+uint64_t stk__video_decoder_bytes(uint32_t threads, uint32_t codec_threads, uint64_t px);
 
 /* --- loader/error.c ------------------------------------------------------- */
 /* Unlinks the index cache (once): the data no longer matches it.  Under mu. */

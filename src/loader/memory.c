@@ -12,7 +12,9 @@
  * at batch 256: the decoders start on a batch as its first reads land, and
  * a local read ahead of them pays nothing, bench/loader_memory.sh), at least
  * two for remote data (a request's latency each batch), at most prefetch;
- * the image option read_areas sets it.  With keep_raw the images follow
+ * the image option read_areas sets it.  Video mode: the slots hold the clips,
+ * two read areas the clips' byte ranges (decoding, not reading, is the pace:
+ * one batch decoding, the next read meanwhile).  With keep_raw the images follow
  * the reads in the slot, page-aligned.  Decode threads hold, per image, the
  * decoded region and its resized rows (freed after each image): estimated
  * at twice the RGB pixels of an image of the mean sample size, at 2 pixels a
@@ -20,6 +22,7 @@
  */
 #include "loader/loader.h"
 #include "image/image.h"
+#include "video/video.h"
 #include "io/remote.h"
 
 #include <math.h>
@@ -39,10 +42,13 @@ uint64_t stk__slot_bound(uint32_t batch, double n, double sum, double sq, double
 }
 
 #define AREAS_INFLIGHT 256u /* reads the read areas hold at least, prefetch allowing */
+#define VIDEO_AREAS 2u
 
 uint32_t stk__read_areas(const struct stk_loader_opts *o, const struct stk_image_opts *img,
 			 bool remote)
 {
+	if (!img) /* video: decode-bound; one batch decoding, the next read meanwhile */
+		return o->prefetch < VIDEO_AREAS ? o->prefetch : VIDEO_AREAS;
 	uint32_t n = (AREAS_INFLIGHT + o->batch_size - 1) / o->batch_size;
 	if (remote && n < 2) /* an object store's latency: the next batch read meanwhile */
 		n = 2;
@@ -150,6 +156,12 @@ int stk_memory_estimate(const struct stk_loader_opts *opts, uint64_t nsamples,
 							      sizeof(void *)) && opts->image;
 	if (image && (rc = stk__image_opts(&img, opts->image, errbuf, errlen)) < 0)
 		return rc;
+	struct stk_video_opts vid;
+	bool video = !image && opts && (!opts->size || opts->size >= offsetof(struct stk_loader_opts,
+									       video) + sizeof(void *)) &&
+		     opts->video;
+	if (video && (rc = stk__video_opts(&vid, opts->video, errbuf, errlen)) < 0)
+		return rc;
 	struct stk_memory m = {.size = sizeof(m), .nslots = o.prefetch};
 	/* buffered reads ask for one byte past each file (loader/common.c) */
 	uint64_t each = sample_bytes + 1, k = nsamples < o.batch_size ? nsamples : o.batch_size;
@@ -162,6 +174,15 @@ int stk_memory_estimate(const struct stk_loader_opts *opts, uint64_t nsamples,
 		m.read_areas = stk__read_areas(&o, &img,
 						 opts->path && stk__remote_is_url(opts->path));
 		m.read_area_bytes = STK_ALIGN_UP(raw, 4096);
+	}
+	if (video) { /* the clips in the slots; a clip's reads (at most its file) in read areas */
+		m.slot_bytes = STK_ALIGN_UP((uint64_t)o.batch_size * stk__video_clip_bytes(&vid), 4096);
+		m.read_areas = stk__read_areas(&o, NULL, opts->path && stk__remote_is_url(opts->path));
+		m.read_area_bytes = STK_ALIGN_UP(raw, 4096);
+		struct stk_cpu_share s = {.size = sizeof(s)};
+		stk_cpu_share(o.local_rank, o.local_world_size, &s, NULL, 0);
+		m.decode_threads = vid.decode_threads ? vid.decode_threads : s.decode_threads;
+		m.decode_bytes = stk__video_decoder_bytes(m.decode_threads, vid.threads, 0);
 	}
 	m.index_bytes = nsamples * (sizeof(struct stk_entry) + 32); /* a short relative path */
 	m.meta_bytes = (uint64_t)m.nslots * meta_per_slot(o.batch_size);

@@ -208,6 +208,18 @@ static void complete(struct stk_loader *l, struct sio *x, uint64_t now)
 		l->rd_bytes += (uint64_t)x->io.res;
 	if (l->tune.skip)
 		l->tune.skip--;
+	struct sio *w = x->whole ? x->whole : x;
+	if (w->nleft) { /* a clip read as ranges: its first read stands for them all */
+		if (w->pres >= 0)
+			w->pres = x->io.res < 0 ? x->io.res : w->pres + x->io.res;
+		if (--w->nleft) {
+			if (--s->pending == 0 && s->unsent == 0 && s->decoding == 0)
+				stk__loader_finish_slot(l, s);
+			return;
+		}
+		w->io.res = w->pres;
+		x = w;
+	}
 	for (struct sio *m = x->rider; m; m = m->rider) {
 		m->io.res = x->io.res;
 		m->changed = x->changed;

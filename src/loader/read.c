@@ -2,7 +2,8 @@
  * loader/read.c — a batch's reads laid out in its slot.  Folders and file
  * lists: one read a file, in sample order, each asking for one byte past the
  * indexed size (loader/common.c's stk__loader_read_len) so a file that grew
- * shows; tar shards: members merged into runs by loader/shard_read.c.  Each
+ * shows; video clips with a byte index: their ranges, one read each
+ * (loader/video.c); tar shards: members merged into runs by loader/shard_read.c.  Each
  * read lands in place: no copy.  A sample that cannot fit is an error of
  * that sample (loader/error.c).  A file whose read says it changed size
  * since it was indexed (rewritten in place: its folder's mtime, and so the
@@ -31,6 +32,9 @@ uint64_t stk__loader_room(const struct stk_loader *l, int64_t idx)
 {
 	if (l->ds->shards)
 		return stk__shards_room(l, idx);
+	uint64_t clip = stk__vloader_room(l, idx);
+	if (clip)
+		return clip;
 	bool prefix;
 	uint64_t want = want_of(l, l->ds->entries[idx].size, &prefix);
 	return prefix && !l->direct ? want : stk__loader_read_len(l, want);
@@ -65,6 +69,9 @@ static uint64_t setup_file(struct stk_loader *l, struct slot *s, uint32_t i, int
 	x->t_submit = 0;
 	x->at = e->offset;
 	x->rider = NULL;
+	x->ranged = false;
+	x->whole = NULL;
+	x->nleft = 0;
 	s->offsets[i] = place;
 	return x->io.len;
 }
@@ -74,6 +81,10 @@ uint64_t stk__loader_setup_read(struct stk_loader *l, struct slot *s, uint32_t i
 {
 	if (l->ds->shards)
 		return stk__shards_setup_one(l, s, i, idx, place);
+	uint32_t more;
+	uint64_t room = l->video ? stk__vloader_setup(l, s, i, idx, place, &more) : 0;
+	if (room)
+		return room;
 	return setup_file(l, s, i, idx, place, l->ds->entries[idx].size);
 }
 
@@ -90,7 +101,7 @@ void stk__loader_file_stat(const struct stk_loader *l, struct sio *x)
 
 bool stk__loader_reread(struct stk_loader *l, struct slot *s, struct sio *x)
 {
-	if (l->ds->shards || l->ds->remote || x->reread || x->now_size == UINT64_MAX ||
+	if (l->ds->shards || l->ds->remote || x->ranged || x->reread || x->now_size == UINT64_MAX ||
 	    s->gen != l->gen || l->draining || l->stop)
 		return false;
 	stk__loader_drop_index(l); /* the next create indexes it again */
@@ -146,6 +157,8 @@ static uint32_t lay_out_files(struct stk_loader *l, struct io_thread *r, struct 
 		off += len;
 		r->queue[(r->qhead + r->qlen++) % r->qcap] = x;
 		queued++;
+		if (l->video) /* a clip's further ranges */
+			queued += stk__vloader_queue_parts(l, s, x);
 	}
 	s->offsets[n] = off;
 	return queued;

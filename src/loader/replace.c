@@ -75,6 +75,8 @@ bool stk__loader_replace_round(struct stk_loader *l, struct slot *s)
 			x->reads++;
 			r->queue[(r->qhead + r->qlen++) % r->qcap] = x;
 			queued++;
+			if (l->video) /* a clip's further ranges */
+				queued += stk__vloader_queue_parts(l, s, x);
 			placed = true;
 			break;
 		}

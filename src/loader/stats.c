@@ -181,6 +181,7 @@ int stk_loader_stats(const struct stk_loader *cl, struct stk_stats *out)
 	s.total_copy_wait_s = (double)now.copy_ns / 1e9;
 	s.replaced = now.replaced - m.replaced;
 	s.total_replaced = now.replaced;
+	stk__vloader_counts(l, &s.total_video_ranged, &s.total_video_whole);
 	copy_sized(out, &s, sizeof(s));
 	return 0;
 }

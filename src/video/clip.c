@@ -43,6 +43,11 @@
 static int corrupt(const struct stk__clip *c, const char *what, int averr)
 {
 	char ab[128];
+	if (c->d.mem.outside)
+		return stk__errf(c->err, c->errlen, STK_ECORRUPT,
+				 "a read at byte %lld, outside the ranges the video index planned, "
+				 "%s after %u frames: the index does not match the file",
+				 (long long)c->d.mem.outside_at, what, c->decoded);
 	if (c->d.mem.ran_out)
 		return stk__errf(c->err, c->errlen, STK_ECORRUPT,
 				 "truncated: the file (%zu bytes) ends inside its video data, %s "
@@ -339,27 +344,14 @@ static int plan(struct stk__clip *c, uint64_t sample_seed, uint32_t clip)
 {
 	const struct stk_video_opts *o = c->o;
 	c->fps = c->d.fps;
-	c->step = o->fps > 0 ? 1.0 / o->fps : o->stride / c->fps;
 	c->tol = 0.25 / c->fps;
-	double span = (o->frames - 1) * c->step;
-	int64_t n = c->d.frames > 0 ? c->d.frames : 1;
-	double last = (n - 1) / c->fps;
-	if (span > last + c->tol) {
-		if (o->short_clip == STK_VSHORT_REFUSE)
-			return stk__errf(c->err, c->errlen, STK_ECLIP,
-					 "the video has %lld frames (%.3f s): a clip of %u frames "
-					 "spans %.3f s (short_clip refuse)",
-					 (long long)n, c->d.duration_s, o->frames, span + 1 / c->fps);
-		c->t0 = 0;
-	} else {
-		int64_t starts = (int64_t)floor((last - span) * c->fps + 1e-6) + 1;
-		int64_t s;
-		if (o->crop == STK_VCROP_CENTER)
-			s = (int64_t)((double)(starts - 1) * (2.0 * clip + 1) / (2.0 * o->clips_per_video) + 0.5);
-		else
-			s = (int64_t)((double)(stk__mix64(sample_seed ^ 0x5bd1e9955bd1e995ull) >> 11) *
-				      0x1.0p-53 * (double)starts);
-		c->t0 = s >= starts ? (double)(starts - 1) / c->fps : (double)s / c->fps;
+	if (stk__video_clip_start(o, c->d.fps, c->d.frames, sample_seed, clip, &c->t0, &c->step)) {
+		int64_t n = c->d.frames > 0 ? c->d.frames : 1;
+		return stk__errf(c->err, c->errlen, STK_ECLIP,
+				 "the video has %lld frames (%.3f s): a clip of %u frames "
+				 "spans %.3f s (short_clip refuse)",
+				 (long long)n, c->d.duration_s, o->frames,
+				 (o->frames - 1) * c->step + 1 / c->fps);
 	}
 	const AVCodecParameters *cp = c->d.st->codecpar;
 	int W = c->d.rotation % 180 ? cp->height : cp->width;
@@ -428,9 +420,17 @@ int stk__video_decode(const struct stk_video_opts *o, const uint8_t *src, size_t
 		      uint64_t sample_seed, uint32_t clip, void *out, struct stk_clip_info *info,
 		      char *err, size_t errlen)
 {
+	struct stk__vext one = {.off = 0, .len = len, .p = src};
+	return stk__video_decode_ext(o, &one, 1, len, sample_seed, clip, out, info, err, errlen);
+}
+
+int stk__video_decode_ext(const struct stk_video_opts *o, const struct stk__vext *ext, uint32_t next,
+			  size_t size, uint64_t sample_seed, uint32_t clip, void *out,
+			  struct stk_clip_info *info, char *err, size_t errlen)
+{
 	struct stk__clip c = {.o = o, .out = out, .S = o->out_size, .err = err, .errlen = errlen};
 	uint32_t padded = 0;
-	int rc = stk__vdemux_open(&c.d, src, len, false, err, errlen);
+	int rc = stk__vdemux_open_ext(&c.d, ext, next, size, false, NULL, err, errlen);
 	if (rc < 0)
 		return rc;
 	rc = open_decoder(&c);

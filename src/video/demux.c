@@ -1,23 +1,56 @@
 /*
  * DESIGN video/demux.c — demuxing from memory stoker already read.
  *
- * The loader reads each video whole into its slot; FFmpeg reads it from
- * there through a custom AVIOContext whose read and seek callbacks walk the
- * buffer (AVSEEK_SIZE answered), never from a path it opens itself.  The
- * container's own header is trusted for what decoding needs (MP4's moov,
- * Matroska's tracks: size, frame rate, duration), so a clip costs no
- * avformat_find_stream_info (which decodes frames to guess); only where the
- * header leaves the frame rate or size unknown, or a probe asks for the pixel
- * format, is it run.  Errors say what is wrong with the file in words: empty,
- * an MP4 with no moov atom, no video stream (audio only), no decoder.
- *
- * A later step (issue 38): ranged reads of only a clip's bytes, from a
- * per-video keyframe index kept in the index cache; today the whole file.
+ * FFmpeg reads the file from memory the loader filled, through a custom
+ * AVIOContext whose read and seek callbacks walk it (AVSEEK_SIZE answered
+ * with the file's size), never from a path it opens itself.  The memory is
+ * the whole file, or (issue 38: a clip's byte ranges from the video index,
+ * video/vindex.c) a few ranges of it: the header's bytes and the span from
+ * the keyframe before the clip to its last packet.  A read that starts
+ * outside every range fails (mem.outside: the plan did not match the file,
+ * said as such by the caller), and one that runs past a range's end stops
+ * there, so no byte is ever other than the file's.  While the index is made,
+ * the reads the opening makes are noted (struct stk__vrec): replayed over the
+ * same bytes FFmpeg makes the same reads, so those ranges are the header a
+ * clip needs.  The container's own header is trusted for what decoding needs
+ * (MP4's moov, Matroska's tracks: size, frame rate, duration), so a clip
+ * costs no avformat_find_stream_info (which decodes frames to guess); only
+ * where the header leaves the frame rate or size unknown, or a probe asks for
+ * the pixel format, is it run.  Streams other than the video's are discarded
+ * (their packets never read).  Errors say what is wrong with the file in
+ * words: empty, an MP4 with no moov atom, no video stream (audio only), no
+ * decoder.
  */
 #include "video/demux.h"
 
 #include <math.h>
 #include <stdio.h>
+
+/* The range holding byte pos, or NULL. */
+static const struct stk__vext *ext_at(const struct stk__vdemux *d, uint64_t pos)
+{
+	for (uint32_t i = 0; i < d->mem.n; i++)
+		if (pos >= d->mem.ext[i].off && pos - d->mem.ext[i].off < d->mem.ext[i].len)
+			return &d->mem.ext[i];
+	return NULL;
+}
+
+static void note(struct stk__vrec *r, uint64_t off, uint64_t len)
+{
+	for (uint32_t i = 0; i < r->n; i++)
+		if (off <= r->off[i] + r->len[i] && r->off[i] <= off + len) { /* touches: merged */
+			uint64_t end = off + len > r->off[i] + r->len[i] ? off + len : r->off[i] + r->len[i];
+			r->off[i] = off < r->off[i] ? off : r->off[i];
+			r->len[i] = end - r->off[i];
+			return;
+		}
+	if (r->n == STK__VREC_MAX) {
+		r->over = true;
+		return;
+	}
+	r->off[r->n] = off;
+	r->len[r->n++] = len;
+}
 
 static int mem_read(void *opaque, uint8_t *buf, int n)
 {
@@ -26,10 +59,20 @@ static int mem_read(void *opaque, uint8_t *buf, int n)
 		d->mem.ran_out = true;
 		return AVERROR_EOF;
 	}
-	size_t left = d->mem.len - (size_t)d->mem.pos;
+	const struct stk__vext *e = ext_at(d, (uint64_t)d->mem.pos);
+	if (!e) {
+		d->mem.outside = true;
+		d->mem.outside_at = d->mem.pos;
+		return AVERROR(EIO);
+	}
+	uint64_t in = (uint64_t)d->mem.pos - e->off;
+	size_t left = (size_t)(e->len - in);
 	size_t k = (size_t)n < left ? (size_t)n : left;
-	d->mem.ran_out |= k < (size_t)n;
-	memcpy(buf, d->mem.p + d->mem.pos, k);
+	/* short of n only at the file's end (a range's end: the next read asks) */
+	d->mem.ran_out |= k < (size_t)n && e->off + e->len >= d->mem.len;
+	memcpy(buf, e->p + in, k);
+	if (d->mem.rec)
+		note(d->mem.rec, (uint64_t)d->mem.pos, k);
 	d->mem.pos += (int64_t)k;
 	return (int)k;
 }
@@ -132,8 +175,25 @@ static bool header_enough(const struct stk__vdemux *d)
 	return cp->width > 0 && cp->height > 0 && d->fps > 0 && d->tb > 0;
 }
 
+/* A read outside the ranges held, said as what it is. */
+static int outside(struct stk__vdemux *d, char *err, size_t errlen)
+{
+	int64_t at = d->mem.outside_at;
+	stk__vdemux_close(d);
+	return stk__errf(err, errlen, STK_ECORRUPT,
+			 "a read at byte %lld, outside the ranges the video index planned: the "
+			 "index does not match the file", (long long)at);
+}
+
 int stk__vdemux_open(struct stk__vdemux *d, const uint8_t *src, size_t len, bool full, char *err,
 		     size_t errlen)
+{
+	struct stk__vext one = {.off = 0, .len = len, .p = src};
+	return stk__vdemux_open_ext(d, &one, 1, len, full, NULL, err, errlen);
+}
+
+int stk__vdemux_open_ext(struct stk__vdemux *d, const struct stk__vext *ext, uint32_t next,
+			 size_t len, bool full, struct stk__vrec *rec, char *err, size_t errlen)
 {
 	char ab[128];
 	memset(d, 0, sizeof(*d));
@@ -144,9 +204,19 @@ int stk__vdemux_open(struct stk__vdemux *d, const uint8_t *src, size_t len, bool
 		return stk__errf(err, errlen, STK_ECORRUPT, "empty file (0 bytes): not a video");
 	if (len > (size_t)INT64_MAX)
 		return stk__errf(err, errlen, STK_ETOOBIG, "file too large");
-	d->mem.p = src;
+	if (next == 1 && ext[0].off == 0 && ext[0].len == len) { /* whole: held in d (it may move
+								  the caller's copy) */
+		d->mem.one = ext[0];
+		d->mem.ext = &d->mem.one;
+	} else {
+		d->mem.ext = ext;
+	}
+	d->mem.n = next;
 	d->mem.len = len;
-	enum { BUF = 64 * 1024 };
+	d->mem.rec = rec;
+	const uint8_t *src = ext[0].off == 0 ? ext[0].p : NULL;
+	size_t srclen = src ? (size_t)ext[0].len : 0;
+	enum { BUF = 4096 }; /* small: the header's ranges are what the opening reads in it */
 	uint8_t *buf = AV(av_malloc)(BUF);
 	if (!buf)
 		return stk__errf(err, errlen, -ENOMEM, "out of memory (FFmpeg's I/O buffer)");
@@ -155,6 +225,9 @@ int stk__vdemux_open(struct stk__vdemux *d, const uint8_t *src, size_t len, bool
 		AV(av_free)(buf);
 		return stk__errf(err, errlen, -ENOMEM, "out of memory (FFmpeg's I/O context)");
 	}
+	/* every seek a seek: a short one forward would otherwise read through
+	 * the bytes between (a gap between a clip's ranges) */
+	d->pb->direct = 1;
 	d->fc = AV(avformat_alloc_context)();
 	if (!d->fc) {
 		stk__vdemux_close(d);
@@ -164,8 +237,10 @@ int stk__vdemux_open(struct stk__vdemux *d, const uint8_t *src, size_t len, bool
 	d->fc->flags |= AVFMT_FLAG_CUSTOM_IO;
 	int e = AV(avformat_open_input)(&d->fc, NULL, NULL, NULL); /* frees fc on failure */
 	if (e < 0) {
+		if (d->mem.outside)
+			return outside(d, err, errlen);
 		stk__vdemux_close(d);
-		if (mp4_without_moov(src, len))
+		if (src && mp4_without_moov(src, srclen))
 			return stk__errf(err, errlen, STK_ECORRUPT,
 					 "an MP4 with no moov atom (an unfinished recording, or cut "
 					 "before its index): unreadable");
@@ -195,6 +270,8 @@ int stk__vdemux_open(struct stk__vdemux *d, const uint8_t *src, size_t len, bool
 	if (si < 0 || full || !header_enough(d)) {
 		d->probed = true;
 		e = AV(avformat_find_stream_info)(d->fc, NULL);
+		if (e < 0 && d->mem.outside)
+			return outside(d, err, errlen);
 		if (e < 0) {
 			stk__vdemux_close(d);
 			return stk__errf(err, errlen, STK_ECORRUPT, "unreadable stream headers (%s)",
@@ -220,5 +297,9 @@ int stk__vdemux_open(struct stk__vdemux *d, const uint8_t *src, size_t len, bool
 		stk__vdemux_close(d);
 		return stk__errf(err, errlen, STK_ECORRUPT, "the video stream has no frame rate");
 	}
+	for (unsigned i = 0; i < d->fc->nb_streams; i++) /* their packets are never read */
+		if ((int)i != d->si)
+			d->fc->streams[i]->discard = AVDISCARD_ALL;
+	d->mem.rec = NULL;
 	return 0;
 }

@@ -1,18 +1,38 @@
-/* video/demux.h — a container opened over a file held in memory
- * (video/demux.c): the custom AVIOContext, the video stream and its facts. */
+/* video/demux.h — a container opened over a file held in memory, whole or
+ * as byte ranges of it (video/demux.c): the custom AVIOContext, the video
+ * stream and its facts. */
 #ifndef STK_VIDEO_DEMUX_H
 #define STK_VIDEO_DEMUX_H
 
 #include "video/av.h"
 
+/* Bytes of the file at off..off+len, held at p. */
+struct stk__vext {
+	uint64_t off, len;
+	const uint8_t *p;
+};
+
+/* The reads open() made (offset ranges, merged): the header's bytes. */
+#define STK__VREC_MAX 8
+struct stk__vrec {
+	uint32_t n;
+	bool over;    /* more ranges than fit: no byte index for this file */
+	uint64_t off[STK__VREC_MAX], len[STK__VREC_MAX];
+};
+
 struct stk__vdemux {
 	AVFormatContext *fc;
 	AVIOContext *pb;
 	struct {
-		const uint8_t *p;
-		size_t len;
+		const struct stk__vext *ext; /* sorted by off, not overlapping */
+		uint32_t n;
+		struct stk__vext one;   /* a whole file */
+		size_t len;             /* the file's size */
 		int64_t pos;
-		bool ran_out; /* a read asked for bytes past the end */
+		bool ran_out;           /* a read asked for bytes past the end */
+		bool outside;           /* a read fell outside every range held */
+		int64_t outside_at;
+		struct stk__vrec *rec;  /* while open() runs: its reads noted here */
 	} mem;
 	AVStream *st;
 	int si;                /* the stream's index */
@@ -33,6 +53,11 @@ struct stk__vdemux {
  * reason in err; d is closed on failure. */
 int stk__vdemux_open(struct stk__vdemux *d, const uint8_t *src, size_t len, bool full, char *err,
 		     size_t errlen);
+/* The same over n ranges of a file of `size` bytes (ext must outlive d): a
+ * read outside them fails (mem.outside), never gives other bytes.  rec, if
+ * not NULL, notes the reads the opening made. */
+int stk__vdemux_open_ext(struct stk__vdemux *d, const struct stk__vext *ext, uint32_t n,
+			 size_t size, bool full, struct stk__vrec *rec, char *err, size_t errlen);
 /* Frees everything open() made; safe on a closed or zeroed d. */
 void stk__vdemux_close(struct stk__vdemux *d);
 

@@ -22,6 +22,21 @@ size_t stk__video_clip_bytes(const struct stk_video_opts *o);
 int stk__video_decode(const struct stk_video_opts *o, const uint8_t *src, size_t len,
 		      uint64_t sample_seed, uint32_t clip, void *out, struct stk_clip_info *info,
 		      char *err, size_t errlen);
+/* The same over n byte ranges of a file of `size` bytes (video/demux.c's
+ * struct stk__vext: a clip's ranges from the video index); a read outside
+ * them is STK_ECORRUPT, said so. */
+struct stk__vext;
+int stk__video_decode_ext(const struct stk_video_opts *o, const struct stk__vext *ext, uint32_t n,
+			  size_t size, uint64_t sample_seed, uint32_t clip, void *out,
+			  struct stk_clip_info *info, char *err, size_t errlen);
+/* Where clip `clip` of a video (fps, frames: its header's) starts, in
+ * seconds from its first frame (on its frame grid), and the step between
+ * the clip's frames, from the options and the sample's seed only: the clip
+ * decoder's plan (video/clip.c) and the loader's read plan (the video index)
+ * alike.  0, or 1 when the clip is longer than the video (t0 0; short_clip
+ * refuse makes that an error). */
+int stk__video_clip_start(const struct stk_video_opts *o, double fps, int64_t frames,
+			  uint64_t sample_seed, uint32_t clip, double *t0, double *step);
 /* stk_video_probe without the public wrapper's checks. */
 int stk__video_probe(const uint8_t *src, size_t len, struct stk_video_info *info, char *err,
 		     size_t errlen);

@@ -180,7 +180,12 @@ def test_memory_and_pinned(video_folder):
             stoker.Loader(video_folder, 4, prefetch=2) as raw:
         m = l.memory()
         largest = max(l.sample(i)[1] for i in range(NVID))
-        assert m["slot_bytes"] >= largest + 4 * 4 * 32 * 32 * 3
+        # the slots hold the clips; the reads (a clip's byte ranges, at most
+        # its file) go to two read areas, reused once their batch is decoded
+        assert 4 * 4 * 32 * 32 * 3 <= m["slot_bytes"] < 4 * 4 * 32 * 32 * 3 + 4096
+        assert m["read_areas"] == 2 and 0 < m["read_area_bytes"] <= 4 * largest + 8192
+        assert m["total"] == (m["pool_bytes"] + m["read_pool_bytes"] + m["index_bytes"]
+                              + m["meta_bytes"] + m["decode_bytes"])
         assert m["decode_bytes"] > 0 and m["decode_threads"] >= 1
         # pinned as raw mode's slots are (both pinned where CUDA can register them)
         assert l.stats()["pinned"] == raw.stats()["pinned"]
