@@ -182,7 +182,12 @@ def test_timeout_and_tries_are_options(aws, tmp_path, s3):
     got, rs = read_through(aws, tmp_path, s3, hang_data, remote_timeout="300ms", remote_tries=2,
                            remote_connect_timeout="2s")
     assert got == {}  # none made up
-    assert rs["failed"] > 0 and rs["retries"] == rs["failed"], rs  # 2 tries: 1 retry each
+    # 2 tries: each failed request was tried again once, and no request more
+    # than once (retries <= the requests less their retries); a listing slow
+    # past 300 ms on a loaded machine is retried and goes through, so
+    # retries may pass failed by those
+    assert rs["failed"] > 0 and rs["retries"] >= rs["failed"], rs
+    assert 2 * rs["retries"] <= rs["requests"], rs
 
 
 def test_environment_overrides_the_tries_option(aws, tmp_path, s3):
