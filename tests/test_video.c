@@ -12,7 +12,6 @@
 
 #include "stoker/stoker.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <math.h>
 #include <stdbool.h>
@@ -529,27 +528,10 @@ static void test_corpus(void **state)
 {
 	(void)state;
 	NEED_AV();
-	const char *dir = "tests/fuzz/video_corpus";
-	DIR *dd = opendir(dir);
-	if (!dd)
+	struct tu_target t = {LLVMFuzzerTestOneInput};
+	int files = tu_replay("tests/fuzz/video_corpus", tu_target_one, &t);
+	if (files < 0)
 		skip(); /* run from another folder than the repository's */
-	struct dirent *e;
-	int files = 0;
-	while ((e = readdir(dd))) {
-		char p[4200];
-		if (e->d_name[0] == '.')
-			continue;
-		snprintf(p, sizeof(p), "%s/%s", dir, e->d_name);
-		FILE *f = fopen(p, "rb");
-		assert_non_null(f);
-		uint8_t *buf = malloc(1 << 20);
-		size_t n = fread(buf, 1, 1 << 20, f);
-		fclose(f);
-		LLVMFuzzerTestOneInput(buf, n);
-		free(buf);
-		files++;
-	}
-	closedir(dd);
 	assert_true(files >= 6);
 }
 
