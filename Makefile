@@ -147,6 +147,10 @@ venvs:
 # not the user's ~/.cache/stoker.
 TEST_ENV = XDG_CACHE_HOME=$(CURDIR)/$(BUILD)/test-cache \
 	STOKER_TRAINERS_PYTHON=$(or $(STOKER_TRAINERS_PYTHON),$(VENVS)/trainers-venv/bin/python)
+# Under ThreadSanitizer: FFmpeg's own frame threads are not instrumented (tests/tsan.supp).
+ifneq ($(findstring thread,$(SANITIZE)),)
+TEST_ENV += TSAN_OPTIONS="suppressions=$(CURDIR)/tests/tsan.supp $(TSAN_OPTIONS)"
+endif
 
 test-c: $(TEST_BIN) $(EXAMPLE_BIN)
 	$(Q)$(TEST_ENV) sh tests/run_c.sh $(BUILD) $(TEST_BIN)
