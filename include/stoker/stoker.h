@@ -655,8 +655,10 @@ struct stk_memory {
 	uint64_t index_bytes;     /* the dataset's index: entries and names */
 	uint64_t meta_bytes;      /* each slot's offsets, sizes, labels, indices, read records */
 	uint32_t decode_threads;  /* image and video mode; 0 in raw mode */
-	uint64_t decode_bytes;    /* their working memory, estimated: the decoded region of an
-				     image of the mean sample size, twice, per thread; video:
+	uint64_t decode_bytes;    /* their working memory, estimated: the buffers a thread keeps
+				     from one image to the next (image/scratch.c: the decoded
+				     region and the resampler's), an image of the mean sample
+				     size twice, per thread; video:
 				     a decoder's reference frames at the largest frame size
 				     decoded so far (720p before the first) */
 	uint64_t total;           /* all of the above */
