@@ -45,6 +45,29 @@ struct sio {
 	int64_t pres;         /* their bytes so far, or the first error */
 };
 
+/* A read record made ready for one new read: the read itself and its sample,
+ * the per-read state cleared.  Field by field, so the place's history (orig,
+ * place, room, attempt, reads) stays: a whole-struct copy a sample was a
+ * third of the loader's own instructions a batch. */
+static inline void stk__sio_begin(struct sio *x, struct stk_io io, uint64_t size, bool prefix,
+				  uint32_t slot, uint32_t idx, uint64_t at, bool ranged,
+				  struct sio *whole)
+{
+	x->io = io;
+	x->size = size;
+	x->prefix = prefix;
+	x->skip = 0;
+	x->now_size = UINT64_MAX;
+	x->slot = slot;
+	x->idx = idx;
+	x->t_submit = 0;
+	x->at = at;
+	x->rider = NULL;
+	x->ranged = ranged;
+	x->whole = whole;
+	x->nleft = 0;
+}
+
 /* A tar shard, opened once (loader/shard_read.c). */
 struct shard {
 	int64_t first;        /* its first sample in the index */
@@ -405,11 +428,11 @@ uint64_t stk__vloader_room(const struct stk_loader *l, int64_t idx);
 uint32_t stk__vloader_reads_per_clip(const struct stk_loader *l);
 /* Lays out the ranged reads of clip place i of slot s (video idx) at byte
  * `place`: the first in s->ios[i] (the caller queues it, then
- * stk__vloader_queue_parts the others: *more; its nleft counts all);
+ * stk__vloader_queue_parts the others; its nleft counts all);
  * returns the room taken, or 0 when the video is read whole (the caller lays
  * that out).  Under mu. */
 uint64_t stk__vloader_setup(struct stk_loader *l, struct slot *s, uint32_t i, int64_t idx,
-			    uint64_t place, uint32_t *more);
+			    uint64_t place);
 /* After x (a sample's first read) was queued: its further ranges' reads
  * queued on the slot's ring; returns how many.  Under mu. */
 uint32_t stk__vloader_queue_parts(struct stk_loader *l, struct slot *s, struct sio *x);

@@ -53,25 +53,12 @@ static uint64_t setup_file(struct stk_loader *l, struct slot *s, uint32_t i, int
 	s->indices[i] = idx;
 	s->labels[i] = e->label;
 	s->sizes[i] = want;
-	/* field by field: the place's history (orig, place, room, attempt,
-	 * reads) stays, and a whole-struct copy a sample was a third of the
-	 * loader's own instructions a batch */
-	x->io = (struct stk_io){.op = STK_IO_READ_FILE, .path = stk__entry_path(l->ds, idx),
-				.len = prefix && !l->direct ? want : stk__loader_read_len(l, want),
-				.offset = e->offset, .buf_index = stk__loader_read_buf(l, s),
-				.buf = stk__loader_read_base(l, s) + place};
-	x->size = want;
-	x->prefix = prefix;
-	x->skip = 0;
-	x->now_size = UINT64_MAX;
-	x->slot = si;
-	x->idx = i;
-	x->t_submit = 0;
-	x->at = e->offset;
-	x->rider = NULL;
-	x->ranged = false;
-	x->whole = NULL;
-	x->nleft = 0;
+	stk__sio_begin(x,
+		       (struct stk_io){.op = STK_IO_READ_FILE, .path = stk__entry_path(l->ds, idx),
+				       .len = prefix && !l->direct ? want : stk__loader_read_len(l, want),
+				       .offset = e->offset, .buf_index = stk__loader_read_buf(l, s),
+				       .buf = stk__loader_read_base(l, s) + place},
+		       want, prefix, si, i, e->offset, false, NULL);
 	s->offsets[i] = place;
 	return x->io.len;
 }
@@ -81,8 +68,7 @@ uint64_t stk__loader_setup_read(struct stk_loader *l, struct slot *s, uint32_t i
 {
 	if (l->ds->shards)
 		return stk__shards_setup_one(l, s, i, idx, place);
-	uint32_t more;
-	uint64_t room = l->video ? stk__vloader_setup(l, s, i, idx, place, &more) : 0;
+	uint64_t room = l->video ? stk__vloader_setup(l, s, i, idx, place) : 0;
 	if (room)
 		return room;
 	return setup_file(l, s, i, idx, place, l->ds->entries[idx].size);

@@ -444,12 +444,11 @@ uint32_t stk__vloader_reads_per_clip(const struct stk_loader *l)
 }
 
 uint64_t stk__vloader_setup(struct stk_loader *l, struct slot *s, uint32_t i, int64_t idx,
-			    uint64_t place, uint32_t *more)
+			    uint64_t place)
 {
 	struct stk__vloader *v = l->video;
 	uint32_t si = (uint32_t)(s - l->slots);
 	size_t at = (size_t)si * v->batch + i;
-	*more = 0;
 	if (!v->span)
 		return 0;
 	struct stk__vspan *sp = &v->span[at];
@@ -470,24 +469,13 @@ uint64_t stk__vloader_setup(struct stk_loader *l, struct slot *s, uint32_t i, in
 	uint64_t off = 0;
 	for (uint32_t j = 0; j < sp->n; j++) {
 		struct sio *p = j ? &v->parts[at * (STK__VSPAN_MAX - 1) + j - 1] : x;
-		p->io = (struct stk_io){.op = STK_IO_READ_FILE, .path = path, .len = sp->len[j],
-				       .offset = e->offset + sp->off[j],
-				       .buf_index = stk__loader_read_buf(l, s), .buf = base + off};
-		p->size = sp->len[j];
-		p->prefix = true;
-		p->skip = 0;
-		p->now_size = UINT64_MAX;
-		p->slot = si;
-		p->idx = i;
-		p->t_submit = 0;
-		p->at = e->offset;
-		p->rider = NULL;
-		p->ranged = true;
-		p->whole = j ? x : NULL;
-		p->nleft = 0;
+		stk__sio_begin(p,
+			       (struct stk_io){.op = STK_IO_READ_FILE, .path = path, .len = sp->len[j],
+					       .offset = e->offset + sp->off[j],
+					       .buf_index = stk__loader_read_buf(l, s), .buf = base + off},
+			       sp->len[j], true, si, i, e->offset, true, j ? x : NULL);
 		off += sp->len[j];
 	}
-	*more = sp->n - 1;
 	x->size = sp->bytes;
 	x->nleft = sp->n;
 	x->pres = 0;
