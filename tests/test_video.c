@@ -20,27 +20,18 @@
 
 static bool have_av;
 
-static char *vpath(const char *name)
-{
-	static char p[8][4200];
-	static int k;
-	char *s = p[k++ % 8];
-	snprintf(s, sizeof(p[0]), "%s/%s", tu_dir, name);
-	return s;
-}
-
 static void make(const char *name, struct stk_video_make_opts o)
 {
 	char err[512];
 	o.size = sizeof(o);
-	int rc = stk_video_make(vpath(name), &o, err, sizeof(err));
+	int rc = stk_video_make(tu_path(name), &o, err, sizeof(err));
 	if (rc)
 		fail_msg("stk_video_make %s: %d %s", name, rc, err);
 }
 
 static uint8_t *slurp(const char *name, size_t *len)
 {
-	FILE *f = fopen(vpath(name), "rb");
+	FILE *f = fopen(tu_path(name), "rb");
 	assert_non_null(f);
 	fseek(f, 0, SEEK_END);
 	long n = ftell(f);

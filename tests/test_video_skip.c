@@ -30,22 +30,13 @@ const char *__lsan_default_suppressions(void)
 	return "leak:libx265\n";
 }
 
-static char *vpath(const char *name)
-{
-	static char p[4][4200];
-	static int k;
-	char *s = p[k++ % 4];
-	snprintf(s, sizeof(p[0]), "%s/%s", tu_dir, name);
-	return s;
-}
-
 static int make(const char *name, struct stk_video_make_opts o)
 {
 	char err[512];
 	o.size = sizeof(o);
 	o.width = o.width ? o.width : 128;
 	o.height = o.height ? o.height : 96;
-	int rc = stk_video_make(vpath(name), &o, err, sizeof(err));
+	int rc = stk_video_make(tu_path(name), &o, err, sizeof(err));
 	if (rc && rc != STK_EFORMAT)
 		fail_msg("stk_video_make %s: %d %s", name, rc, err);
 	return rc;
@@ -122,8 +113,8 @@ static int setup(void **state)
 	if (!have_hevc)
 		fprintf(stderr, "test_video_skip: no libx265 encoder: HEVC not tried\n");
 	make("g30.mp4", (struct stk_video_make_opts){.frames = 150, .gop = 30, .fps = 25, .seed = 5});
-	remux_vfr(vpath("g30.mp4"), vpath("vfr.mkv"), false);
-	remux_vfr(vpath("g30.mp4"), vpath("dup.mkv"), true);
+	remux_vfr(tu_path("g30.mp4"), tu_path("vfr.mkv"), false);
+	remux_vfr(tu_path("g30.mp4"), tu_path("dup.mkv"), true);
 	return 0;
 }
 
@@ -201,7 +192,7 @@ static void test_rule(void **state)
 
 static uint8_t *slurp(const char *name, size_t *len)
 {
-	FILE *f = fopen(vpath(name), "rb");
+	FILE *f = fopen(tu_path(name), "rb");
 	assert_non_null(f);
 	fseek(f, 0, SEEK_END);
 	long n = ftell(f);

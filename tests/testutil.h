@@ -65,6 +65,16 @@ static inline int tu_dir_teardown(void **state)
 	return 0;
 }
 
+/* NAME in tu_dir: one of 8 buffers in turn, so a call may hold a few. */
+static inline char *tu_path(const char *name)
+{
+	static char p[8][4200];
+	static int k;
+	char *s = p[k++ % 8];
+	snprintf(s, sizeof(p[0]), "%s/%s", tu_dir, name);
+	return s;
+}
+
 /* Runs a shell command (the fmt's), failing the test when it exits non-zero. */
 static inline void tu_sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static inline void tu_sh(const char *fmt, ...)
