@@ -583,6 +583,7 @@ void stk__dataset_close(struct stk_dataset *ds)
 	}
 	free(ds->classes);
 	free(ds->cache_path);
+	free(ds->vcache_path);
 	if (ds->root_fd >= 0)
 		close(ds->root_fd);
 	free(ds->root);

@@ -65,6 +65,8 @@ struct stk_dataset {
 	uint64_t ndirs;
 	const char *dir_names;
 	struct stk__remote *remote; /* s3:// or http(s):// shards (dataset/remote.c), else NULL */
+	char *vcache_path;     /* remote data: the video index's cache file (loader/video.c),
+				  NULL if none; local data's is cache_path + ".video" */
 };
 
 struct stk__index_opts {

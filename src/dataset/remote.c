@@ -592,6 +592,14 @@ static int remote_open(struct stk_dataset **out, const struct stk__index_opts *o
 	ds->root_fd = -1;
 	ds->remote = r;
 	ds->shards = true;
+	if (idx_dir[0]) { /* the video index's, beside the shards' (one file a dataset) */
+		uint64_t h = stk__fnv1a(0xcbf29ce484222325ull, r->root, strlen(r->root));
+		h = stk__fnv1a(h, r->pattern, strlen(r->pattern));
+		h = stk__fnv1a(h, r->list, strlen(r->list));
+		char vp[PATH_MAX + 64];
+		snprintf(vp, sizeof(vp), "%s/video-%016llx", idx_dir, (unsigned long long)h);
+		ds->vcache_path = strdup(vp); /* NULL: not cached */
+	}
 	ds->n = b.n;
 	ds->entries = b.e;
 	ds->names = b.names.p;

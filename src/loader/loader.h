@@ -42,7 +42,10 @@ struct sio {
 	bool ranged;
 	struct sio *whole;    /* a further range's read: the sample's first */
 	uint32_t nleft;       /* the first's reads not yet landed (0: one read) */
-	int64_t pres;         /* their bytes so far, or the first error */
+	int64_t pres;         /* their bytes so far (each counted up to its need), or
+				 the first error */
+	uint64_t need;        /* the bytes this read must bring: its length but what
+				 O_DIRECT's rounding adds past the sample's end */
 };
 
 /* A read record made ready for one new read: the read itself and its sample,
@@ -428,11 +431,13 @@ uint64_t stk__vloader_room(const struct stk_loader *l, int64_t idx);
 uint32_t stk__vloader_reads_per_clip(const struct stk_loader *l);
 /* Lays out the ranged reads of clip place i of slot s (video idx) at byte
  * `place`: the first in s->ios[i] (the caller queues it, then
- * stk__vloader_queue_parts the others; its nleft counts all);
- * returns the room taken, or 0 when the video is read whole (the caller lays
- * that out).  Under mu. */
+ * stk__vloader_queue_parts the others; its nleft counts all), on fd (a tar
+ * shard's descriptor) or, fd -1, by the entry's path; O_DIRECT: each read
+ * rounded out to the block size, a shard's buffered first read from the
+ * member's tar header (its tag is checked).  Returns the room taken, or 0
+ * when the video is read whole (the caller lays that out).  Under mu. */
 uint64_t stk__vloader_setup(struct stk_loader *l, struct slot *s, uint32_t i, int64_t idx,
-			    uint64_t place);
+			    uint64_t place, int fd);
 /* After x (a sample's first read) was queued: its further ranges' reads
  * queued on the slot's ring; returns how many.  Under mu. */
 uint32_t stk__vloader_queue_parts(struct stk_loader *l, struct slot *s, struct sio *x);

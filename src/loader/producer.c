@@ -210,14 +210,17 @@ static void complete(struct stk_loader *l, struct sio *x, uint64_t now)
 		l->tune.skip--;
 	struct sio *w = x->whole ? x->whole : x;
 	if (w->nleft) { /* a clip read as ranges: its first read stands for them all */
-		if (w->pres >= 0)
-			w->pres = x->io.res < 0 ? x->io.res : w->pres + x->io.res;
+		if (w->pres >= 0) /* each read counted up to its need: a short one shows */
+			w->pres = x->io.res < 0 ? x->io.res
+				  : w->pres + (int64_t)((uint64_t)x->io.res < x->need
+							? (uint64_t)x->io.res : x->need);
 		if (--w->nleft) {
 			if (--s->pending == 0 && s->unsent == 0 && s->decoding == 0)
 				stk__loader_finish_slot(l, s);
 			return;
 		}
 		w->io.res = w->pres;
+		w->changed = x->changed; /* shards: the last read's stat came after them all */
 		x = w;
 	}
 	for (struct sio *m = x->rider; m; m = m->rider) {

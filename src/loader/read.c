@@ -30,7 +30,7 @@ static uint64_t want_of(const struct stk_loader *l, uint64_t size, bool *prefix)
 /* Room the read of dataset sample idx takes in a slot, read alone. */
 uint64_t stk__loader_room(const struct stk_loader *l, int64_t idx)
 {
-	if (l->ds->shards)
+	if (l->ds->shards) /* (a video clip's ranges too) */
 		return stk__shards_room(l, idx);
 	uint64_t clip = stk__vloader_room(l, idx);
 	if (clip)
@@ -66,9 +66,9 @@ static uint64_t setup_file(struct stk_loader *l, struct slot *s, uint32_t i, int
 uint64_t stk__loader_setup_read(struct stk_loader *l, struct slot *s, uint32_t i, int64_t idx,
 				uint64_t place)
 {
-	if (l->ds->shards)
+	if (l->ds->shards) /* (a video clip's ranges too) */
 		return stk__shards_setup_one(l, s, i, idx, place);
-	uint64_t room = l->video ? stk__vloader_setup(l, s, i, idx, place) : 0;
+	uint64_t room = l->video ? stk__vloader_setup(l, s, i, idx, place, -1) : 0;
 	if (room)
 		return room;
 	return setup_file(l, s, i, idx, place, l->ds->entries[idx].size);

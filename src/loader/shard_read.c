@@ -225,10 +225,27 @@ uint32_t stk__shards_lay_out(struct stk_loader *l, struct io_thread *r, struct s
 	uint32_t si = (uint32_t)(s - l->slots);
 	uint8_t *base = stk__loader_read_base(l, s);
 	struct sio **tmp = l->sort_scratch;
+	uint64_t off = 0;
+	uint32_t queued = 0, nt = 0;
 	for (uint32_t i = 0; i < n; i++) {
 		int64_t idx = l->scratch_idx[i];
 		const struct stk_entry *e = &l->ds->entries[idx];
 		struct sio *x = &s->ios[i];
+		/* a video clip with a byte index: its own ranges, first, never merged */
+		uint64_t room = l->video ? stk__vloader_setup(l, s, i, idx, off, shard_of(l, idx)->fd)
+					 : 0;
+		if (room > l->raw_bytes - off) {
+			/* a batch far above the size bound (see slot_bytes_for) */
+			stk__loader_sample_error(l, s, x, STK_ETOOBIG, NULL);
+			continue;
+		}
+		if (room) {
+			off += room;
+			r->queue[(r->qhead + r->qlen++) % r->qcap] = x;
+			queued += 1 + stk__vloader_queue_parts(l, s, x);
+			l->rd_members++;
+			continue;
+		}
 		s->indices[i] = idx;
 		s->labels[i] = e->label;
 		/* read_bytes: only the member's first bytes */
@@ -239,20 +256,18 @@ uint32_t stk__shards_lay_out(struct stk_loader *l, struct io_thread *r, struct s
 					 .buf_index = stk__loader_read_buf(l, s)},
 				  .size = s->sizes[i], .prefix = prefix, .at = e->offset, .slot = si,
 				  .idx = i};
-		tmp[i] = x;
+		tmp[nt++] = x;
 	}
-	qsort(tmp, n, sizeof(*tmp), by_place);
+	qsort(tmp, nt, sizeof(*tmp), by_place);
 	/* remote data under global shuffle: a member a request, the same ranges
 	 * every epoch, so what the local cache keeps serves the next epoch (its
 	 * neighbours in a batch are another epoch's; merges are rare there) */
 	bool merge = !(l->ds->remote && l->o.shuffle_mode == STK_SHUFFLE_GLOBAL);
-	uint64_t off = 0;
-	uint32_t queued = 0;
-	for (uint32_t k = 0; k < n;) {
+	for (uint32_t k = 0; k < nt;) {
 		struct sio *lead = tmp[k];
 		uint64_t start = run_start(l, lead->at), end = lead->at + lead->size;
 		uint32_t j = k + 1;
-		while (j < n && merge && tmp[j]->io.path == lead->io.path &&
+		while (j < nt && merge && tmp[j]->io.path == lead->io.path &&
 		       tmp[j]->at <= end + MERGE_GAP) {
 			uint64_t e2 = tmp[j]->at + tmp[j]->size;
 			e2 = e2 > end ? e2 : end;
@@ -291,12 +306,15 @@ uint32_t stk__shards_lay_out(struct stk_loader *l, struct io_thread *r, struct s
 	}
 	s->offsets[n] = off;
 	if (l->stream_ra)
-		stream_ahead(l, r, s, tmp, n);
+		stream_ahead(l, r, s, tmp, nt);
 	return queued;
 }
 
 uint64_t stk__shards_room(const struct stk_loader *l, int64_t idx)
 {
+	uint64_t clip = l->video ? stk__vloader_room(l, idx) : 0;
+	if (clip)
+		return clip;
 	const struct stk_entry *e = &l->ds->entries[idx];
 	bool prefix = l->o.read_bytes && l->o.read_bytes < e->size;
 	uint64_t size = prefix ? l->o.read_bytes : e->size;
@@ -306,6 +324,9 @@ uint64_t stk__shards_room(const struct stk_loader *l, int64_t idx)
 uint64_t stk__shards_setup_one(struct stk_loader *l, struct slot *s, uint32_t i, int64_t idx,
 			       uint64_t place)
 {
+	uint64_t room = l->video ? stk__vloader_setup(l, s, i, idx, place, shard_of(l, idx)->fd) : 0;
+	if (room)
+		return room; /* a video clip's ranges */
 	const struct stk_entry *e = &l->ds->entries[idx];
 	struct sio *x = &s->ios[i];
 	bool prefix = l->o.read_bytes && l->o.read_bytes < e->size;
@@ -324,6 +345,9 @@ uint64_t stk__shards_setup_one(struct stk_loader *l, struct slot *s, uint32_t i,
 	x->at = e->offset;
 	x->skip = (uint32_t)(e->offset - start);
 	x->rider = NULL;
+	x->ranged = false; /* (the place's last read may have been a clip's ranges) */
+	x->whole = NULL;
+	x->nleft = 0;
 	s->offsets[i] = place + x->skip;
 	return x->io.len;
 }
