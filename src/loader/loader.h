@@ -345,7 +345,8 @@ struct stk_loader {
 /* The loader's files, bottom to top: each calls only those above it in this
  * list (tests/cli_layers.sh checks).
  *   common.c     messages, read lengths, free slots, the wakes
- *   video.c      video mode: clips of videos, their decode and facts
+ *   video_index.c video mode's index: made, cached, learnt (loader/vloader.h)
+ *   video.c      video mode: clips of videos, their reads, decode and facts
  *   error.c      a failed sample counted and named
  *   shard_read.c tar members: descriptors, merged runs, each member's check
  *   read.c       a batch's reads laid out in its slot
@@ -419,10 +420,11 @@ int stk__vloader_decode(struct stk_loader *l, uint32_t slot, uint32_t i, int64_t
 void stk__vloader_move(struct stk_loader *l, uint32_t slot, uint32_t to, uint32_t from);
 /* The batch's video fields. */
 void stk__vloader_batch(const struct stk_loader *l, uint32_t slot, struct stk_batch *b);
-/* The video index (issue 38): loaded from the index cache or made (at
- * create, after the engine is picked, before the slots are sized), so each
- * clip reads only its byte ranges; videos without one are read whole.  0 or
- * <0 (out of memory) with the reason in err. */
+/* loader/video_index.c: the video index (issue 38): loaded from the index
+ * cache or made (at create, after the engine is picked, before the slots
+ * are sized; remote data: learnt from each video's first whole read), so
+ * each clip reads only its byte ranges; videos without one are read whole.
+ * 0 or <0 (out of memory) with the reason in err. */
 int stk__vloader_index(struct stk_loader *l, char *err, size_t errlen);
 /* The most a clip of video idx takes in a slot's read area; 0 when its
  * clips are read whole (the caller sizes it as a file). */
