@@ -15,7 +15,10 @@
  * object is another key), and a video without one is read whole by its first
  * clip, whose decode thread makes the record from those bytes
  * (stk__vloader_learn, published under mu); the file is written when every
- * video was seen and when the loader is destroyed.  Every record is checked
+ * video was seen and when the loader is destroyed, marking the videos seen
+ * (dev 1: a record, or none possible; the others are learnt when read) and
+ * keeping what another process wrote there for the videos this one did not
+ * see (each rank learns its share).  Every record is checked
  * (stk__vidx_view) before it is used; a record's room (the most a clip of it
  * takes in a read area) counts a shard's tar header and O_DIRECT's rounding.
  */
@@ -173,9 +176,11 @@ int stk__vloader_index(struct stk_loader *l, char *err, size_t errlen)
 		const struct stk__vcache_item *old = (size_t)i < c.n && !strcmp(c.item[i].path, key)
 							     ? &c.item[i] : NULL;
 		bool have = false, there;
-		if (ds->remote) { /* the object's version is in the key; its size here */
+		if (ds->remote) { /* the object's version is in the key; its size here, and
+				     dev 1: the video was seen (a record, or none possible) */
 			const struct stk__robj *o = stk__remote_find(ds->remote, name);
 			it->size = o ? o->size : 0;
+			it->dev = 1;
 			there = o != NULL;
 		} else if (ds->shards) {
 			if (fd_name != e->name) {
@@ -213,6 +218,8 @@ int stk__vloader_index(struct stk_loader *l, char *err, size_t errlen)
 		if (ds->remote) {
 			if (have) /* a record, or none (not an MP4): never learnt again */
 				atomic_store(&x->state, 2);
+			else
+				it->dev = 0; /* not seen yet: learnt at its first read */
 			v->known += have;
 			it->words = x->words;
 			it->rec = x->rec;
@@ -315,11 +322,27 @@ void stk__vloader_learn_write(struct stk__vloader *v)
 {
 	if (!v->cpath || !v->items)
 		return;
+	/* what another process wrote since (the other ranks learn the other
+	 * videos) is kept where this one has none: the same key, the same
+	 * object size (checked again, as every record, when loaded) */
+	struct stk__vcache c = {0};
+	char why[PATH_MAX + 256];
+	if (stk__vcache_load(v->cpath, &c, why, sizeof(why)) != 1)
+		c.n = 0;
 	for (int64_t i = 0; i < v->nvid; i++) {
-		v->items[i].rec = v->vid[i].rec;
-		v->items[i].words = v->vid[i].rec ? v->vid[i].words : 0;
+		struct stk__vcache_item *it = &v->items[i];
+		const struct stk__vcache_item *o = (size_t)i < c.n ? &c.item[i] : NULL;
+		it->rec = v->vid[i].rec;
+		it->words = v->vid[i].rec ? v->vid[i].words : 0;
+		it->dev = atomic_load(&v->vid[i].state) == 2;
+		if (!it->dev && o && o->dev == 1 && o->size == it->size && !strcmp(o->path, it->path)) {
+			it->rec = o->rec;
+			it->words = o->words;
+			it->dev = 1;
+		}
 	}
 	stk__vcache_write(v->cpath, v->items, (size_t)v->nvid);
+	stk__vcache_free(&c);
 	v->written = v->learned;
 }
 

@@ -251,3 +251,22 @@ def test_a_changed_object_under_a_loader_is_named(web, sets, tmp_path):
     # version's (the ETag is in their key): its videos are read whole again
     out = clips_of(url, tmp_path, remote_cache=False, on_error="skip")
     assert out[0][1]["total_video_whole"] > 0
+
+
+def test_ranks_learn_their_videos_and_the_cache_keeps_them_all(aws, sets, tmp_path):
+    """Two ranks each read their half of the videos (one clip a video): each
+    learns its half and writes the cache file keeping the other's records,
+    so a run on one rank afterwards reads every clip as ranges."""
+    one = dict(VIDEO, clips_per_video=1)
+    for rank in range(2):
+        with stoker.Loader("s3://vbk/v/", 2, seed=11, cache_dir=str(tmp_path), quiet=True,
+                           remote_cache=False, rank=rank, world_size=2,
+                           video=stoker.Video(**one)) as l:
+            n = sum(b.count for b in l)
+            st = l.stats()
+        assert n == NVID // 2 and st["total_video_whole"] == n
+    with stoker.Loader("s3://vbk/v/", 2, seed=12, cache_dir=str(tmp_path), quiet=True,
+                       remote_cache=False, video=stoker.Video(**one)) as l:
+        assert sum(b.count for b in l) == NVID
+        st = l.stats()
+    assert st["total_video_ranged"] == NVID and st["total_video_whole"] == 0, st
