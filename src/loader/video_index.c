@@ -100,6 +100,15 @@ static int key_of(const struct stk_loader *l, int64_t i, char *out, size_t len)
 	return n >= 0 && (size_t)n < len ? 0 : -ENAMETOOLONG;
 }
 
+/* Whether a remote video's key names its object's version (an ETag): a
+ * record made from the bytes of an object without one cannot be told from
+ * another version's of the same size, so it is never kept in the file. */
+static bool versioned(const char *key)
+{
+	size_t n = strlen(key);
+	return n && key[n - 1] != ' ';
+}
+
 /* A record taken for entry i (its words copied, or owned when own): 0, or
  * STK_ECORRUPT when stk__vidx_view refuses it (why says why). */
 static int take(const struct stk_loader *l, struct vvid *x, int64_t i, const uint64_t *rec,
@@ -181,7 +190,7 @@ int stk__vloader_index(struct stk_loader *l, char *err, size_t errlen)
 			const struct stk__robj *o = stk__remote_find(ds->remote, name);
 			it->size = o ? o->size : 0;
 			it->dev = 1;
-			there = o != NULL;
+			there = o != NULL && versioned(key);
 		} else if (ds->shards) {
 			if (fd_name != e->name) {
 				if (fd >= 0)
@@ -335,7 +344,10 @@ void stk__vloader_learn_write(struct stk__vloader *v)
 		it->rec = v->vid[i].rec;
 		it->words = v->vid[i].rec ? v->vid[i].words : 0;
 		it->dev = atomic_load(&v->vid[i].state) == 2;
-		if (!it->dev && o && o->dev == 1 && o->size == it->size && !strcmp(o->path, it->path)) {
+		if (!versioned(it->path)) { /* learnt again each run */
+			it->rec = NULL;
+			it->words = it->dev = 0;
+		} else if (!it->dev && o && o->dev == 1 && o->size == it->size && !strcmp(o->path, it->path)) {
 			it->rec = o->rec;
 			it->words = o->words;
 			it->dev = 1;
