@@ -5,8 +5,9 @@ real servers on loopback.  Every source gives the folder's clip pixels; the
 loader's counters say the clips were read as ranges (total_video_ranged),
 not whole files; remote data reads each video whole once (its byte index is
 made from those bytes), then ranges, and a second run reads ranges from its
-first clip; a shard cut short or an object changed under a loader is
-refused, naming the shard or the URL."""
+first clip (two ranks' records kept together; an object served without an
+ETag learnt again each run, never kept); a shard cut short or an object
+changed under a loader is refused, naming the shard or the URL."""
 
 import os
 import shutil
@@ -17,7 +18,7 @@ import torch
 
 import stoker
 from conftest import stoker_cli
-from remote_servers import ACCESS_KEY, SECRET_KEY, Nginx, SeaweedS3
+from remote_servers import ACCESS_KEY, SECRET_KEY, FaultProxy, Nginx, SeaweedS3
 from test_video import _RC, _WHY, make_video
 
 pytestmark = pytest.mark.skipif(_RC < 0, reason="no video decoding here: %s" % _WHY)
@@ -270,3 +271,22 @@ def test_ranks_learn_their_videos_and_the_cache_keeps_them_all(aws, sets, tmp_pa
         assert sum(b.count for b in l) == NVID
         st = l.stats()
     assert st["total_video_ranged"] == NVID and st["total_video_whole"] == 0, st
+
+
+def test_an_object_without_an_etag_is_learnt_each_run(web, sets, reference, tmp_path):
+    """A server that sends no ETag: a record made from its bytes could be
+    another version's of the same size, so it is never kept: each run reads
+    each video whole once again (and ranges after), the pixels the folder's."""
+    srv, _ = web
+    proxy = FaultProxy(srv.port, strip_answer=(b"etag",))
+    try:
+        url = "%s/train-{000000..%06d}.tar" % (proxy.url, len(sets[2]) - 1)
+        for run in range(2):
+            out = clips_of(url, tmp_path, epochs=2, remote_cache=False)
+            for e in range(2):
+                same(reference[e], out[e][0])
+            st0, st1 = out[0][1], out[1][1]
+            assert st0["total_video_whole"] >= NVID, (run, st0["total_video_whole"])
+            assert st1["total_video_ranged"] - st0["total_video_ranged"] == NVID * CPV
+    finally:
+        proxy.close()
