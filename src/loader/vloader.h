@@ -34,7 +34,7 @@ struct stk__vloader {
 		_Atomic int state;      /* learn: 0 none yet, 1 being made, 2 made or none */
 	} *vid;                         /* per dataset entry */
 	int64_t nvid;
-	uint64_t rec_bytes;             /* the records' memory */
+	_Atomic uint64_t rec_bytes;     /* the records' memory (learnt: grows while read) */
 	struct vplace *place;           /* nslots x batch: each place's reads (n 0: whole) */
 	struct sio *parts;              /* nslots x batch x (STK__VSPAN_MAX - 1) */
 	_Atomic uint64_t n_ranged, n_whole;
