@@ -9,6 +9,9 @@
  * neighbours at most MERGE_GAP apart (the tar headers between them) become
  * one read of at most MERGE_MAX bytes, laid out in the slot in file order;
  * each sample's offset in the batch points at its bytes in that run.  A
+ * video clip whose video has a byte index is never merged: its ranges
+ * (loader/video.c, the first from the member's tar header) are laid out
+ * first, on the same descriptor, and checked as a member's read is.  A
  * buffered read starts at the member's 512-byte header and a direct one
  * usually covers it anyway: where the header is in the bytes read, its hash
  * must be the tag the index keeps (name, size, mtime, owners: the whole
