@@ -27,7 +27,7 @@
 #include <unistd.h>
 
 #define MAGIC 0x31584449564b5453ull /* "STKVIDX1" */
-#define VERSION 1u
+#define VERSION 2u /* 1: 16 bytes a packet (issue 38, item 2) */
 enum { H_MAGIC, H_VERSION, H_COUNT, H_WORDS, H_SUM, H_WORDS_ALL };
 
 static uint64_t sum_of(const uint64_t *w, size_t n)

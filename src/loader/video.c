@@ -43,7 +43,9 @@
 
 /* The working memory a decoder holds, in frames of the video's size: the
  * codec's reference frames (H.264 keeps up to 16), the frame being decoded
- * and the one converted.  Until a clip was decoded, a 720p video is assumed. */
+ * and the one converted.  The size is the largest video's in the video index
+ * (recorded when it was made), or the largest decoded so far; without
+ * either (no index: tar shards, remote data), a 720p video is assumed. */
 #define DECODER_FRAMES 18
 #define ASSUMED_PIXELS (1280u * 720u)
 
@@ -57,8 +59,7 @@ struct stk__vloader {
 	/* the video index: ranged reads */
 	bool ranged;                    /* some videos have one */
 	struct vvid {
-		uint64_t *rec;          /* its words (owned), NULL: read whole */
-		struct stk__vidx v;
+		uint64_t *rec;          /* its words (owned, checked), NULL: read whole */
 		uint64_t room;          /* the most a clip of it reads */
 	} *vid;                         /* per dataset entry */
 	int64_t nvid;
@@ -349,6 +350,7 @@ int stk__vloader_index(struct stk_loader *l, char *err, size_t errlen)
 		struct stat st;
 		const struct stk__vcache_item *old = (size_t)i < c.n && !strcmp(c.item[i].path, name)
 							     ? &c.item[i] : NULL;
+		struct stk__vidx vx;
 		bool have = false;
 		if (old && !fstatat(ds->root_fd, name, &st, 0)) {
 			ident(&st, it);
@@ -363,7 +365,7 @@ int stk__vloader_index(struct stk_loader *l, char *err, size_t errlen)
 				}
 				memcpy(x->rec, old->rec, old->words * 8);
 				it->words = old->words;
-				if (stk__vidx_view(x->rec, it->words, it->size, &x->v, why,
+				if (stk__vidx_view(x->rec, it->words, it->size, &vx, why,
 						   sizeof(why)) < 0) {
 					stk__loader_notice(l, "%s: the video index's record of %s is "
 							   "refused (%s); made again", path, name, why);
@@ -392,7 +394,7 @@ int stk__vloader_index(struct stk_loader *l, char *err, size_t errlen)
 				rc = m;
 				break;
 			}
-			if (m == 0 && stk__vidx_view(x->rec, words, it->size, &x->v, why,
+			if (m == 0 && stk__vidx_view(x->rec, words, it->size, &vx, why,
 						     sizeof(why)) < 0) {
 				free(x->rec);
 				x->rec = NULL;
@@ -407,9 +409,13 @@ int stk__vloader_index(struct stk_loader *l, char *err, size_t errlen)
 		}
 		it->rec = x->rec;
 		if (x->rec) {
-			x->room = stk__vidx_max_bytes(&x->v, &v->o);
+			x->room = stk__vidx_max_bytes(&vx, &v->o);
 			v->rec_bytes += it->words * 8;
 			v->ranged = true;
+			/* the decoders' memory from the first batch (Loader.memory()) */
+			uint64_t px = (uint64_t)vx.width * vx.height, mx = atomic_load(&v->max_pixels);
+			if (px > mx)
+				atomic_store(&v->max_pixels, px);
 		} else {
 			none++;
 			if (first_none < 0) {
@@ -456,7 +462,9 @@ uint64_t stk__vloader_setup(struct stk_loader *l, struct slot *s, uint32_t i, in
 	if (!v->vid[idx].rec)
 		return 0; /* read whole */
 	uint64_t sample = (uint64_t)idx * l->per_file + v->clip[at];
-	stk__vidx_plan(&v->vid[idx].v, &v->o, stk__sample_seed(l->o.seed, s->epoch, (int64_t)sample),
+	struct stk__vidx vx;
+	stk__vidx_peek(v->vid[idx].rec, &vx);
+	stk__vidx_plan(&vx, &v->o, stk__sample_seed(l->o.seed, s->epoch, (int64_t)sample),
 		       v->clip[at], sp);
 	const struct stk_entry *e = &l->ds->entries[idx];
 	const char *path = stk__entry_path(l->ds, idx);
