@@ -16,8 +16,10 @@
  * the byte ranges it needs (the header's, and keyframe to last packet), read
  * one after another into the batch's read area: the first in ios[i], the
  * others in `parts`, counting down on the first (loader/producer.c).  A
- * video without a record (not an MP4, tar shards, remote data, O_DIRECT,
- * stk__video_whole_files) is read whole, as before.  As in image mode the
+ * video without a record (not an MP4 or Matroska/WebM, tar shards, remote
+ * data, O_DIRECT, stk__video_whole_files) is read whole, as before.  The
+ * records also give the largest video's frame size, which sizes the
+ * decoders' memory before the first batch.  As in image mode the
  * reads go to read areas (two: decoding is the pace) sized by the largest
  * clip's ranges, given back once the batch is decoded; the slot holds only
  * the clips.  A decode thread decodes clip k (stk__video_decode_ext over the
