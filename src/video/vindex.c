@@ -298,8 +298,11 @@ int stk__vidx_make_raw(const uint8_t *src, size_t len, struct stk__vidx_raw *r, 
 	}
 	/* each start frame's seek, as video/clip.c's */
 	int64_t frames = d.frames > 0 ? d.frames : 1;
-	if (frames > (int64_t)NPK_MAX) {
-		snprintf(why, whylen, "too many frames");
+	if (frames > (int64_t)NPK_MAX || frames > 2 * (int64_t)npk + 64) {
+		/* (a seek for every start: a header claiming frames its packets do
+		 * not hold would cost that many) */
+		snprintf(why, whylen, "its header says %lld frames for %u packets",
+			 (long long)frames, npk);
 		goto out;
 	}
 	r->kfirst = malloc((size_t)frames * sizeof(*r->kfirst));
@@ -721,9 +724,76 @@ static void kc_next(const struct stk__vidx *v, struct kcur *k)
 	k->end = c ? k->pos + c - 1 : 0;
 }
 
+/* The packets in display order (stk__vidx_max_bytes plans one clip a run:
+ * a search each, where a walk each would cost runs x packets). */
+struct ptab {
+	struct pk {
+		int64_t pts;
+		uint32_t i;    /* its decode index */
+		uint32_t imax; /* the largest decode index of it and the packets before */
+	} *by_pts;
+	uint64_t *end;         /* decode order */
+};
+
+static int cmp_pk(const void *a, const void *b)
+{
+	const struct pk *x = a, *y = b;
+	return x->pts != y->pts ? (x->pts < y->pts ? -1 : 1) : (x->i > y->i) - (x->i < y->i);
+}
+
+/* The last packet a clip whose last target is t_last needs: the first frame
+ * at or past it, every frame shown before that, then `more`; its end. */
+static uint64_t last_end(const struct stk__vidx *v, const struct stk_video_opts *o,
+			 double t_last, const struct ptab *t)
+{
+	double thr = t_last - 0.25 / v->fps;
+	uint64_t more = (uint64_t)v->reorder + (o->threads ? o->threads : 1) + 2;
+	uint32_t last = v->npk - 1;
+	struct pcur c;
+	if (t) {
+		uint32_t lo = 0, hi = v->npk; /* the first at or past thr */
+		while (lo < hi) {
+			uint32_t mid = lo + (hi - lo) / 2;
+			if ((double)(t->by_pts[mid].pts - v->start_pts) * v->tb >= thr)
+				hi = mid;
+			else
+				lo = mid + 1;
+		}
+		if (lo < v->npk) {
+			int64_t pf = t->by_pts[lo].pts;
+			while (lo + 1 < v->npk && t->by_pts[lo + 1].pts == pf)
+				lo++;
+			uint32_t dmax = t->by_pts[lo].imax;
+			last = dmax + more < v->npk ? (uint32_t)(dmax + more) : v->npk - 1;
+		}
+		return t->end[last];
+	}
+	int64_t pf = INT64_MAX;
+	pc_start(&c, v);
+	for (uint32_t i = 0; i < v->npk; i++) {
+		pc_next(&c);
+		if ((double)(c.pts - v->start_pts) * v->tb >= thr && c.pts < pf)
+			pf = c.pts;
+	}
+	if (pf != INT64_MAX) {
+		uint32_t dmax = 0;
+		pc_start(&c, v);
+		for (uint32_t i = 0; i < v->npk; i++) {
+			pc_next(&c);
+			if (c.pts <= pf)
+				dmax = i;
+		}
+		last = dmax + more < v->npk ? (uint32_t)(dmax + more) : v->npk - 1;
+	}
+	pc_start(&c, v);
+	for (uint32_t i = 0; i <= last; i++)
+		pc_next(&c);
+	return pc_end(&c);
+}
+
 /* The ranges of a clip starting at t0 whose last target is t_last. */
 static void span_of(const struct stk__vidx *v, const struct stk_video_opts *o, double t0,
-		    double t_last, struct stk__vspan *out)
+		    double t_last, const struct ptab *t, struct stk__vspan *out)
 {
 	out->n = 0;
 	out->bytes = 0;
@@ -745,33 +815,7 @@ static void span_of(const struct stk__vidx *v, const struct stk_video_opts *o, d
 			break;
 		k = kn;
 	}
-	uint64_t begin = k.pos;
-	/* the first frame at or past the last target, then every frame before it */
-	double thr = t_last - 0.25 / v->fps;
-	int64_t pf = INT64_MAX;
-	struct pcur c;
-	pc_start(&c, v);
-	for (uint32_t i = 0; i < v->npk; i++) {
-		pc_next(&c);
-		if ((double)(c.pts - v->start_pts) * v->tb >= thr && c.pts < pf)
-			pf = c.pts;
-	}
-	uint32_t last = v->npk - 1;
-	if (pf != INT64_MAX) {
-		uint32_t dmax = 0;
-		pc_start(&c, v);
-		for (uint32_t i = 0; i < v->npk; i++) {
-			pc_next(&c);
-			if (c.pts <= pf)
-				dmax = i;
-		}
-		uint64_t more = (uint64_t)v->reorder + (o->threads ? o->threads : 1) + 2;
-		last = dmax + more < v->npk ? (uint32_t)(dmax + more) : v->npk - 1;
-	}
-	pc_start(&c, v);
-	for (uint32_t i = 0; i <= last; i++)
-		pc_next(&c);
-	uint64_t end = pc_end(&c);
+	uint64_t begin = k.pos, end = last_end(v, o, t_last, t);
 	end = k.end > end ? k.end : end;
 	if (end > begin)
 		add(out, begin, end - begin);
@@ -784,7 +828,7 @@ void stk__vidx_plan(const struct stk__vidx *v, const struct stk_video_opts *o,
 {
 	double t0, step;
 	stk__video_clip_start(o, v->fps, v->frames, sample_seed, clip, &t0, &step);
-	span_of(v, o, t0, t0 + (o->frames - 1) * step, out);
+	span_of(v, o, t0, t0 + (o->frames - 1) * step, NULL, out);
 }
 
 uint64_t stk__vidx_max_bytes(const struct stk__vidx *v, const struct stk_video_opts *o)
@@ -793,6 +837,22 @@ uint64_t stk__vidx_max_bytes(const struct stk__vidx *v, const struct stk_video_o
 	double step = o->fps > 0 ? 1.0 / o->fps : o->stride / v->fps, span = (o->frames - 1) * step;
 	uint64_t mx = 0;
 	int64_t frames = v->frames > 0 ? v->frames : 1;
+	struct ptab tab = {malloc(v->npk * sizeof(*tab.by_pts)), malloc(v->npk * 8)}, *t = NULL;
+	if (tab.by_pts && tab.end) { /* (else walks) */
+		struct pcur c;
+		pc_start(&c, v);
+		for (uint32_t i = 0; i < v->npk; i++) {
+			pc_next(&c);
+			tab.by_pts[i] = (struct pk){.pts = c.pts, .i = i};
+			tab.end[i] = pc_end(&c);
+		}
+		qsort(tab.by_pts, v->npk, sizeof(*tab.by_pts), cmp_pk);
+		for (uint32_t r = 0, m = 0; r < v->npk; r++) {
+			m = tab.by_pts[r].i > m ? tab.by_pts[r].i : m;
+			tab.by_pts[r].imax = m;
+		}
+		t = &tab;
+	}
 	struct kcur k = {.at = v->at_key};
 	kc_next(v, &k);
 	struct kcur kn = k;
@@ -804,11 +864,13 @@ uint64_t stk__vidx_max_bytes(const struct stk__vidx *v, const struct stk_video_o
 			s = (int64_t)kn.first - 1;
 		}
 		struct stk__vspan sp;
-		span_of(v, o, (double)s / v->fps, (double)s / v->fps + span, &sp);
+		span_of(v, o, (double)s / v->fps, (double)s / v->fps + span, t, &sp);
 		mx = sp.bytes > mx ? sp.bytes : mx;
 		k = kn;
 	}
 	struct stk__vspan sp; /* a clip longer than the video: from 0 */
-	span_of(v, o, 0, span, &sp);
+	span_of(v, o, 0, span, t, &sp);
+	free(tab.by_pts);
+	free(tab.end);
 	return sp.bytes > mx ? sp.bytes : mx;
 }
