@@ -565,6 +565,15 @@ int stk__vidx_make(const uint8_t *src, size_t len, uint64_t **rec, size_t *words
 		snprintf(why, whylen, "its index does not fit the record");
 		return 1;
 	}
+	/* what a loader would refuse (a frame rate past 10^6, ...) is not made */
+	struct stk__vidx v;
+	char vw[256];
+	if (!rc && stk__vidx_view(*rec, *words, len, &v, vw, sizeof(vw)) < 0) {
+		snprintf(why, whylen, "its index is outside the record's ranges: %s", vw);
+		free(*rec);
+		*rec = NULL;
+		return 1;
+	}
 	return rc;
 }
 
