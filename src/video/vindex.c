@@ -314,14 +314,17 @@ int stk__vidx_make_raw(const uint8_t *src, size_t len, struct stk__vidx_raw *r, 
 	uint32_t nkey = 1;
 	r->kfirst[0] = 0;
 	r->kpos[0] = (uint64_t)pos0;
-	/* Matroska: the seeks in a demuxer that has read no packets (reading
-	 * them adds index entries a clip's demuxer would not have) */
-	struct stk__vdemux *sd = &d;
-	if (mkv) {
-		if (stk__vdemux_open(&sk, src, len, false, why, whylen) < 0)
-			goto out;
-		sd = &sk;
-	}
+	/* The seeks in a demuxer that has read no packets (Matroska: reading
+	 * them adds index entries a clip's demuxer would not have), without
+	 * FFmpeg's parsers: a seek's first packet is a keyframe, which the
+	 * H.264 parser would scan whole at every start (70 % of the index's
+	 * instructions); the packets' positions and times are the demuxer's,
+	 * and where Matroska's seeks read otherwise, the fresh checks below
+	 * (with parsers, as a clip's) refuse the index */
+	struct stk__vdemux *sd = &sk;
+	if (stk__vdemux_open(&sk, src, len, false, why, whylen) < 0)
+		goto out;
+	sk.fc->flags |= AVFMT_FLAG_NOPARSE;
 	for (int64_t s = 1; s < frames; s++) {
 		double t0 = (double)s / d.fps;
 		int64_t ts = d.start_pts + (int64_t)llround(t0 / d.tb), p;
