@@ -7,6 +7,10 @@
 # an empty and a kept index cache, and memory()'s decoders before the first
 # batch.  Run under the exclusive lock:
 #   flock -x /work/.measure.lock sh bench/video_index_cost.sh [GEN200 [DIR]]
+# With REF=build/video_vindex_ref (tests/video_vindex.c linked with the
+# earlier tree's vindex.c: `git show COMMIT:src/video/vindex.c >
+# build/vindex_ref.c`, compiled to an object put before build/libstoker.a),
+# each round runs both, alternating.
 set -e
 GEN=${1:-$HOME/.cache/stoker/video-gen200}
 D=${2:-/tmp/vidx10k}
@@ -25,12 +29,18 @@ if [ ! -d "$D/mp4" ]; then
 fi
 cat "$D"/mp4/* "$D"/mkv/* > /dev/null   # warm page cache
 echo "load: $(uptime)"
-echo "== gen200"; find "$GEN" -type f | sort | "$B/video_vindex"
+# REF: the same program linked with another vindex.c (the tree before a
+# change), alternated with this one's
+REF=${REF:-}
 for r in 1 2; do
-	echo "== round $r: 10^4 MP4, load $(cut -d' ' -f1-3 /proc/loadavg)"
-	find "$D/mp4" -type f | sort | "$B/video_vindex"
-	echo "== round $r: 2,000 MKV, load $(cut -d' ' -f1-3 /proc/loadavg)"
-	find "$D/mkv" -type f | sort | "$B/video_vindex"
+	for bin in $B/video_vindex $REF; do
+		echo "== round $r, $bin: gen200, load $(cut -d' ' -f1-3 /proc/loadavg)"
+		find "$GEN" -type f | sort | "$bin"
+		echo "== round $r, $bin: 10^4 MP4, load $(cut -d' ' -f1-3 /proc/loadavg)"
+		find "$D/mp4" -type f | sort | "$bin"
+		echo "== round $r, $bin: 2,000 MKV, load $(cut -d' ' -f1-3 /proc/loadavg)"
+		find "$D/mkv" -type f | sort | "$bin"
+	done
 done
 C=$(mktemp -d)
 for what in empty kept; do

@@ -36,6 +36,10 @@ int main(void)
 	static uint8_t *buf;
 	size_t cap = 0;
 	AVPacket *pkt = NULL;
+	if (stk__av_load(why, sizeof(why)) < 0) { /* (FFmpeg's loading not counted) */
+		fprintf(stderr, "%s\n", why);
+		return 1;
+	}
 	while (fgets(path, sizeof(path), stdin)) {
 		path[strcspn(path, "\n")] = 0;
 		double t0 = cpu_s();

@@ -1,11 +1,14 @@
-/* video/vindex.h — a video's byte index (video/vindex.c): made once from the
- * whole file, kept as a compact record (the index cache holds it as is, and
- * so does the loader's memory), and the byte ranges a clip needs planned
- * from it. */
+/* video/vindex.h — a video's byte index: found once from the whole file
+ * (video/vindex.c), kept as a compact record (video/vrecord.c; the index
+ * cache holds it as is, and so does the loader's memory), and the byte
+ * ranges a clip needs planned from it (vrecord.c). */
 #ifndef STK_VIDEO_VINDEX_H
 #define STK_VIDEO_VINDEX_H
 
 #include "base/internal.h"
+
+#define STK__VIDX_NPK_MAX (1u << 22) /* packets, frames and runs a record holds */
+#define STK__VIDX_HDR_MAX 8          /* header ranges */
 
 /* A clip's reads: the header's ranges and the span from the keyframe at or
  * before its start to its last needed packet, merged, in file order. */
@@ -23,7 +26,7 @@ struct stk__vidx_raw {
 	int64_t frames, start_pts;
 	uint32_t width, height;  /* the video's coded frame size */
 	uint32_t nhdr, npk, nkey, reorder;
-	uint64_t hdr[2 * 8];     /* nhdr x (offset, length), in file order */
+	uint64_t hdr[2 * STK__VIDX_HDR_MAX]; /* nhdr x (offset, length), in file order */
 	int64_t *pts;            /* npk, decode order */
 	uint64_t *end;           /* npk: the furthest byte read up to packet i (exclusive) */
 	uint64_t *kfirst;        /* nkey: a start frame s >= kfirst[j] (the last such j) */
