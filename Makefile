@@ -235,7 +235,7 @@ $(BUILD)/fuzz_png $(BUILD)/fuzz_webp: $(BUILD)/fuzz_%: tests/fuzz/fuzz_%.c tests
 $(BUILD)/fuzz_video: tests/fuzz/fuzz_video.c $(LIB_SRC) $(wildcard src/*/*.h)
 	@mkdir -p $(@D)
 	$(Q)clang $(FUZZ_LIB_CFLAGS) tests/fuzz/fuzz_video.c $(LIB_SRC) -o $@ $(LIBS)
-# The video index and the ranged path (src/video/vindex.c, demux.c over byte
+# The video index and the ranged path (src/video/vindex.c, vrecord.c, demux.c over byte
 # ranges, clip.c): test_video replays tests/fuzz/vindex_corpus.
 $(BUILD)/fuzz_vindex: tests/fuzz/fuzz_vindex.c $(LIB_SRC) $(wildcard src/*/*.h)
 	@mkdir -p $(@D)

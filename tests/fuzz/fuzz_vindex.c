@@ -1,6 +1,6 @@
 /* fuzz_vindex.c — libFuzzer target for the video index and the ranged path
- * (issue 38: src/video/vindex.c, demux.c over byte ranges, clip.c through
- * stk__video_decode_ext): a clip read as the ranges a record plans, on any
+ * (issue 38: src/video/vindex.c and vrecord.c, demux.c over byte ranges,
+ * clip.c through stk__video_decode_ext): a clip read as the ranges a record plans, on any
  * bytes and any record.  The first byte chooses: bit 0 clear, the rest past
  * 4 bytes is a video whose record is made (stk__vidx_make), then byte
  * (in[1] | in[2] << 8) of the record XORed with in[3] (0: as made); bit 0
