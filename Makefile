@@ -235,7 +235,12 @@ $(BUILD)/fuzz_png $(BUILD)/fuzz_webp: $(BUILD)/fuzz_%: tests/fuzz/fuzz_%.c tests
 $(BUILD)/fuzz_video: tests/fuzz/fuzz_video.c $(LIB_SRC) $(wildcard src/*/*.h)
 	@mkdir -p $(@D)
 	$(Q)clang $(FUZZ_LIB_CFLAGS) tests/fuzz/fuzz_video.c $(LIB_SRC) -o $@ $(LIBS)
-FUZZERS = tar rst image index url_list tar_types png webp video
+# The video index and the ranged path (src/video/vindex.c, vrecord.c, demux.c over byte
+# ranges, clip.c): test_video replays tests/fuzz/vindex_corpus.
+$(BUILD)/fuzz_vindex: tests/fuzz/fuzz_vindex.c $(LIB_SRC) $(wildcard src/*/*.h)
+	@mkdir -p $(@D)
+	$(Q)clang $(FUZZ_LIB_CFLAGS) tests/fuzz/fuzz_vindex.c $(LIB_SRC) -o $@ $(LIBS)
+FUZZERS = tar rst image index url_list tar_types png webp video vindex
 # clang and libFuzzer first (installed as root, else the apt-get line)
 .PHONY: fuzz-deps
 fuzz-deps:
@@ -264,6 +269,9 @@ fuzz: $(FUZZERS:%=$(BUILD)/fuzz_%)
 		tests/fuzz/$${f}_corpus || exit 1; done
 	$(Q)$(BUILD)/fuzz_video -max_total_time=$(FUZZ_TIME) -max_len=65536 -rss_limit_mb=4096 \
 		-artifact_prefix=$(BUILD)/video- $(BUILD)/fuzz-video-corpus tests/fuzz/video_corpus
+	$(Q)mkdir -p $(BUILD)/fuzz-vindex-corpus
+	$(Q)$(BUILD)/fuzz_vindex -max_total_time=$(FUZZ_TIME) -max_len=65536 -rss_limit_mb=4096 \
+		-artifact_prefix=$(BUILD)/vindex- $(BUILD)/fuzz-vindex-corpus tests/fuzz/vindex_corpus
 
 # The soak (not in `make test`: minutes): SOAK_EPOCHS epochs in image mode over
 # a generated folder while a thread deletes and restores its files; every

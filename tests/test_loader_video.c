@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "dataset/vcache.h"
+#include "video/vindex.h"
 
 extern bool stk__video_whole_files; /* loader/video.c: the test's switch */
 
@@ -382,6 +383,18 @@ static void test_memory(void **state)
 	assert_true(m.read_area_bytes <= 4 * largest + 4 * 4096 + 8192);
 	assert_true(m.decode_threads >= 1);
 	assert_true(m.decode_bytes > 0);
+	/* before any batch, the decoders' memory is the largest video's size
+	 * (64x48, from the video index), not the 720p assumed without one */
+	stk__video_whole_files = true;
+	struct stk_loader *lw = make((struct stk_loader_opts){.batch_size = 4, .prefetch = 3});
+	stk__video_whole_files = false;
+	struct stk_memory mw = {.size = sizeof(mw)};
+	assert_int_equal(stk_loader_memory(lw, &mw), 0);
+	stk_loader_destroy(lw);
+	assert_int_equal(mw.decode_threads, m.decode_threads);
+	if (m.decode_bytes * (1280 * 720) != mw.decode_bytes * (64 * 48))
+		fail_msg("decoders %llu bytes with the index, %llu at the assumed 720p",
+			 (unsigned long long)m.decode_bytes, (unsigned long long)mw.decode_bytes);
 	assert_int_equal(m.total, m.pool_bytes + m.read_pool_bytes + m.index_bytes + m.meta_bytes +
 				   m.decode_bytes);
 	/* the estimate counts video mode the same way: clips in slots, reads in areas */
@@ -495,6 +508,7 @@ static void test_ranged_reads(void **state)
 	fputc(ch ^ 0x5a, w);
 	fclose(w);
 	uint64_t again[LONG_VID * LONG_CPV];
+	char eb0[1024];
 	assert_int_equal(ranged_epoch(dir, cache, false, again, &sr, NULL, 0), LONG_VID * LONG_CPV);
 	assert_memory_equal(again, ranged, sizeof(again));
 	assert_int_equal(sr.total_video_ranged, LONG_VID * LONG_CPV);
@@ -504,6 +518,22 @@ static void test_ranged_reads(void **state)
 	assert_int_equal(fseek(w, (long)cs.st_size - 20, SEEK_SET), 0);
 	assert_int_equal(fgetc(w), ch);
 	fclose(w);
+	/* a cache of the old format (version 1: 16 bytes a packet) is refused and
+	 * made again, in the new one */
+	w = fopen(cpath, "r+b");
+	assert_non_null(w);
+	uint64_t ver = 1;
+	assert_int_equal(fseek(w, 8, SEEK_SET), 0);
+	assert_int_equal(fwrite(&ver, 8, 1, w), 1);
+	fclose(w);
+	struct stk__vcache vold;
+	assert_true(stk__vcache_load(cpath, &vold, eb0, sizeof(eb0)) < 0);
+	assert_non_null(strstr(eb0, "not a video index of this version"));
+	assert_int_equal(ranged_epoch(dir, cache, false, again, &sr, NULL, 0), LONG_VID * LONG_CPV);
+	assert_memory_equal(again, ranged, sizeof(again));
+	assert_int_equal(sr.total_video_ranged, LONG_VID * LONG_CPV);
+	assert_int_equal(stk__vcache_load(cpath, &vold, eb0, sizeof(eb0)), 1);
+	stk__vcache_free(&vold);
 	/* writable by others: refused (not trusted), made again, written 0644 */
 	assert_int_equal(chmod(cpath, 0666), 0);
 	assert_int_equal(ranged_epoch(dir, cache, false, again, &sr, NULL, 0), LONG_VID * LONG_CPV);
@@ -518,14 +548,29 @@ static void test_ranged_reads(void **state)
 	assert_int_equal(stk__vcache_load(cpath, &vc, why, sizeof(why)), 1);
 	assert_int_equal(vc.n, LONG_VID);
 	struct stk__vcache_item *it = &vc.item[0];
-	assert_true(it->words > 12);
-	uint64_t *rec = (uint64_t *)it->rec;
-	uint64_t nhdr = rec[6], npk = rec[7], nkey = rec[8];
-	uint64_t *kpos = rec + 10 + 2 * nhdr + 2 * npk + nkey;
-	for (uint64_t j = 0; j < nkey; j++) /* every start reads from the file's end */
-		kpos[j] = it->size - 1;
+	assert_true(it->words > 11);
+	/* the same video's index, every start reading from the file's end */
+	snprintf(p, sizeof(p), "%s/%s", dir, it->path);
+	FILE *vf = fopen(p, "rb");
+	assert_non_null(vf);
+	uint8_t *vb = malloc(it->size);
+	assert_non_null(vb);
+	assert_int_equal(fread(vb, 1, it->size, vf), it->size);
+	fclose(vf);
+	struct stk__vidx_raw raw;
+	assert_int_equal(stk__vidx_make_raw(vb, it->size, &raw, why, sizeof(why)), 0);
+	free(vb);
+	for (uint32_t j = 0; j < raw.nkey; j++)
+		raw.kpos[j] = it->size - 1;
+	uint64_t *planted;
+	size_t pw;
+	assert_int_equal(stk__vidx_pack(&raw, &planted, &pw), 0);
+	stk__vidx_raw_free(&raw);
+	it->rec = planted;
+	it->words = pw;
 	assert_int_equal(stk__vcache_write(cpath, vc.item, vc.n), 0);
 	stk__vcache_free(&vc);
+	free(planted);
 	char eb[1024];
 	struct stk_video_opts vo1 = {.size = sizeof(vo1), .frames = 6, .stride = 3, .out_size = 24,
 				     .clips_per_video = LONG_CPV};
@@ -582,6 +627,54 @@ static void test_ranged_reads(void **state)
 	free(cache);
 }
 
+/* Matroska and WebM (issue 38): H.264 in MKV and VP9 in WebM, indexed (their
+ * seeks land on clusters the packets do not say, and read the Cues first):
+ * every clip ranged, its pixels the whole file's, far fewer bytes read. */
+static void test_ranged_matroska(void **state)
+{
+	(void)state;
+	char *dir = tu_mkdtemp(), *cache = tu_mkdtemp(), p[PATH_MAX];
+	snprintf(p, sizeof(p), "%s/c", dir);
+	tu_mkdir(p);
+	static const char *const names[LONG_VID] = {"long0.mkv", "long1.webm", "long2.mkv"};
+	static const char *const codecs[LONG_VID] = {"h264", "vp9", "mpeg4"};
+	for (int i = 0; i < LONG_VID; i++) {
+		snprintf(p, sizeof(p), "%s/c/%s", dir, names[i]);
+		struct stk_video_make_opts m = {.size = sizeof(m), .width = 96, .height = 64,
+						.frames = 200 + 40 * (uint32_t)i, .fps = 25, .gop = 25,
+						.codec = codecs[i], .seed = 700 + (uint64_t)i};
+		char err[512];
+		if (stk_video_make(p, &m, err, sizeof(err)))
+			fail_msg("stk_video_make %s: %s", names[i], err);
+	}
+	uint64_t whole[LONG_VID * LONG_CPV] = {0}, ranged[LONG_VID * LONG_CPV] = {0};
+	struct stk_stats sw, sr;
+	assert_int_equal(ranged_epoch(dir, cache, true, whole, &sw, NULL, 0), LONG_VID * LONG_CPV);
+	assert_int_equal(sw.total_video_ranged, 0);
+	char eb[1024];
+	int64_t n = ranged_epoch(dir, cache, false, ranged, &sr, eb, sizeof(eb));
+	if (n != LONG_VID * LONG_CPV)
+		fail_msg("ranged epoch: %lld clips: %s", (long long)n, eb);
+	if (sr.total_video_ranged != LONG_VID * LONG_CPV)
+		fail_msg("ranged %llu whole %llu", (unsigned long long)sr.total_video_ranged,
+			 (unsigned long long)sr.total_video_whole);
+	for (int i = 0; i < LONG_VID * LONG_CPV; i++)
+		if (whole[i] != ranged[i])
+			fail_msg("clip %d (%s): ranged pixels differ from the whole file's", i,
+				 names[i / LONG_CPV]);
+	double per_clip = (double)sr.total_bytes / (double)sr.total_samples;
+	double per_file = (double)sw.total_bytes / (double)sw.total_samples;
+	if (!(per_clip < per_file / 2))
+		fail_msg("ranged reads %.0f bytes a clip, whole files %.0f", per_clip, per_file);
+	/* from the cache, the same */
+	assert_int_equal(ranged_epoch(dir, cache, false, whole, &sr, NULL, 0), LONG_VID * LONG_CPV);
+	assert_memory_equal(whole, ranged, sizeof(whole));
+	tu_rmrf(dir);
+	tu_rmrf(cache);
+	free(dir);
+	free(cache);
+}
+
 int main(void)
 {
 	char codecs[256];
@@ -598,6 +691,7 @@ int main(void)
 		cmocka_unit_test(test_options),
 		cmocka_unit_test(test_memory),
 		cmocka_unit_test(test_ranged_reads),
+		cmocka_unit_test(test_ranged_matroska),
 	};
 	return cmocka_run_group_tests_name("loader_video", tests, setup, teardown);
 }

@@ -17,6 +17,10 @@
 #include <stdbool.h>
 
 #include "fuzz/fuzz_video.c"
+#undef LLVMFuzzerTestOneInput
+#define LLVMFuzzerTestOneInput fuzz_vindex_one
+#include "fuzz/fuzz_vindex.c"
+#undef LLVMFuzzerTestOneInput
 
 static bool have_av;
 
@@ -526,6 +530,18 @@ static void test_corpus(void **state)
 	assert_true(files >= 6);
 }
 
+/* Replays tests/fuzz/vindex_corpus (the video index and the ranged path). */
+static void test_vindex_corpus(void **state)
+{
+	(void)state;
+	NEED_AV();
+	struct tu_target t = {fuzz_vindex_one};
+	int files = tu_replay("tests/fuzz/vindex_corpus", tu_target_one, &t);
+	if (files < 0)
+		skip();
+	assert_true(files >= 12);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -542,6 +558,7 @@ int main(void)
 		cmocka_unit_test(test_pixel_formats),
 		cmocka_unit_test(test_limits),
 		cmocka_unit_test(test_corpus),
+		cmocka_unit_test(test_vindex_corpus),
 	};
 	return cmocka_run_group_tests_name("video", tests, setup, tu_dir_teardown);
 }

@@ -659,8 +659,9 @@ struct stk_memory {
 				     from one image to the next (image/scratch.c: the decoded
 				     region and the resampler's), an image of the mean sample
 				     size twice, per thread; video:
-				     a decoder's reference frames at the largest frame size
-				     decoded so far (720p before the first) */
+				     a decoder's reference frames at the largest video's
+				     frame size from the video index (made at create),
+				     else the largest decoded so far (720p before the first) */
 	uint64_t total;           /* all of the above */
 	/* image mode without keep_raw: the reads go to read areas, not slots */
 	uint32_t read_areas;      /* 0 when the reads are in the slots */

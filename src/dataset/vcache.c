@@ -12,7 +12,10 @@
  * (base/trust.c); a bad magic, version, length or checksum refuses the whole
  * (the caller rebuilds and says so, naming the file); a video whose identity
  * is not its file's now is indexed again; and every record's words are
- * checked (stk__vidx_view) before a loader plans a read from them.  This file
+ * checked (stk__vidx_view) before a loader plans a read from them.  Version
+ * 2 holds video/vindex.c's coded records (~2.3 bytes a packet); a version-1
+ * file (16 bytes a packet) is refused as not of this version and made
+ * again, as a damaged one is.  This file
  * only stores and checks the container; what a record means is video/'s.
  */
 #include "dataset/vcache.h"
@@ -27,7 +30,7 @@
 #include <unistd.h>
 
 #define MAGIC 0x31584449564b5453ull /* "STKVIDX1" */
-#define VERSION 1u
+#define VERSION 2u /* 1: 16 bytes a packet (issue 38, item 2) */
 enum { H_MAGIC, H_VERSION, H_COUNT, H_WORDS, H_SUM, H_WORDS_ALL };
 
 static uint64_t sum_of(const uint64_t *w, size_t n)

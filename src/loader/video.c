@@ -20,9 +20,11 @@
  * starts at the member's tar header (its tag is checked, as a whole
  * member's is: loader/shard_read.c); under O_DIRECT every read is rounded
  * out to the block size and the decoder is handed the video's bytes within
- * (vplace).  A video without a record (not an MP4, not learnt yet,
- * read_bytes, stk__video_whole_files) is read whole, as before.  As in
- * image mode the reads go to read areas (two: decoding is the pace) sized by the largest
+ * (vplace).  A video without a record (not an MP4/MOV or Matroska/WebM,
+ * not learnt yet, read_bytes, stk__video_whole_files) is read whole, as
+ * before.  The records also give the largest video's frame size, which
+ * sizes the decoders' memory before the first batch.  As in image mode the
+ * reads go to read areas (two: decoding is the pace) sized by the largest
  * clip's ranges, given back once the batch is decoded; the slot holds only
  * the clips.  A decode thread decodes clip k (stk__video_decode_ext over the
  * ranges, or stk__video_decode over the file: seek to the keyframe before
@@ -45,7 +47,10 @@
 
 /* The working memory a decoder holds, in frames of the video's size: the
  * codec's reference frames (H.264 keeps up to 16), the frame being decoded
- * and the one converted.  Until a clip was decoded, a 720p video is assumed. */
+ * and the one converted.  The size is the largest video's in the video index
+ * (recorded when it was made), or the largest decoded so far; without
+ * either (no index yet: other containers, remote data before its videos'
+ * first reads), a 720p video is assumed. */
 #define DECODER_FRAMES 18
 #define ASSUMED_PIXELS (1280u * 720u)
 
@@ -264,7 +269,9 @@ uint64_t stk__vloader_setup(struct stk_loader *l, struct slot *s, uint32_t i, in
 		return 0; /* read whole */
 	struct stk__vspan sp;
 	uint64_t sample = (uint64_t)idx * l->per_file + v->clip[at];
-	stk__vidx_plan(&vd->v, &v->o, stk__sample_seed(l->o.seed, s->epoch, (int64_t)sample),
+	struct stk__vidx vx;
+	stk__vidx_peek(vd->rec, &vx);
+	stk__vidx_plan(&vx, &v->o, stk__sample_seed(l->o.seed, s->epoch, (int64_t)sample),
 		       v->clip[at], &sp);
 	const struct stk_entry *e = &l->ds->entries[idx];
 	uint64_t lo = e->offset, hi = e->offset + e->size, rs[STK__VSPAN_MAX], re[STK__VSPAN_MAX];

@@ -119,14 +119,20 @@ static int take(const struct stk_loader *l, struct vvid *x, int64_t i, const uin
 		return -ENOMEM;
 	if (!own)
 		memcpy(r, rec, words * 8);
-	int rc = stk__vidx_view(r, words, l->ds->entries[i].size, &x->v, why, whylen);
+	struct stk__vidx vx;
+	int rc = stk__vidx_view(r, words, l->ds->entries[i].size, &vx, why, whylen);
 	if (rc < 0) {
 		free(r);
 		return rc;
 	}
 	x->rec = r;
 	x->words = words;
-	x->room = room_of(l, &x->v, &l->video->o);
+	x->room = room_of(l, &vx, &l->video->o);
+	/* the decoders' memory from the first batch (Loader.memory()) */
+	struct stk__vloader *v = l->video;
+	uint64_t px = (uint64_t)vx.width * vx.height, mx = atomic_load(&v->max_pixels);
+	while (px > mx && !atomic_compare_exchange_weak(&v->max_pixels, &mx, px))
+		;
 	return 0;
 }
 
@@ -384,7 +390,6 @@ void stk__vloader_learn(struct stk_loader *l, int64_t idx, const void *data, siz
 	pthread_mutex_lock(&l->mu);
 	if (ok) {
 		x->words = got.words;
-		x->v = got.v;
 		x->room = got.room;
 		x->rec = got.rec; /* the I/O threads see it under mu */
 		v->rec_bytes += got.words * 8;

@@ -22,14 +22,13 @@ struct stk__vloader {
 	uint32_t batch, nslots;
 	struct stk_clip_info *info;     /* nslots x batch */
 	uint32_t *clip;                 /* nslots x batch: each place's k */
-	_Atomic uint64_t max_pixels;    /* the largest frame decoded so far */
+	_Atomic uint64_t max_pixels;    /* the largest frame: the index's, or decoded so far */
 	/* the video index: ranged reads */
 	bool ranged;                    /* some videos have one, or may get one (learn) */
 	bool learn;                     /* remote data: a video's first whole read makes it */
 	struct vvid {
-		uint64_t *rec;          /* its words (owned), NULL: read whole */
+		uint64_t *rec;          /* its words (owned, checked), NULL: read whole */
 		uint64_t words;
-		struct stk__vidx v;
 		uint64_t room;          /* the most a clip of it takes in a read area */
 		_Atomic int state;      /* learn: 0 none yet, 1 being made, 2 made or none */
 	} *vid;                         /* per dataset entry */

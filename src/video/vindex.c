@@ -5,26 +5,33 @@
  * made once from the whole file in memory, by FFmpeg itself, so it says what
  * the demuxer will do rather than what a hand parser guesses: the container
  * is opened as a clip opens it (video/demux.c) while its reads are noted (the
- * header's ranges: MP4's ftyp and moov, where they lie); every packet of the
- * video stream is read in decode order (its pts, and the furthest byte read
- * so far); and for every start frame s the seek a clip does (av_seek_frame
- * to s/fps, AVSEEK_FLAG_BACKWARD) is done and the position of the first
- * packet it reads kept, as runs (one a keyframe).  A clip then needs the
- * header's ranges and the span from its keyframe's position to the end of
- * the packet the decoder needs last: the first frame at or past the clip's
- * last target time (clip.c takes the nearest frame), every frame shown before
- * it, and as many packets again as the stream reorders (B-frames), the
- * decoder's frame threads hold and two more.  Starts and targets come from
- * video/video.c's stk__video_clip_start, the clip decoder's own plan, so the
- * two agree; where they would not, the read outside the ranges fails (the
- * demuxer says so) and never decodes other bytes.  Only MP4/MOV (not
- * fragmented) is indexed: Matroska's seeks read from a cluster's start, which
- * its packets do not say; other files are read whole (the caller says so).
+ * header's ranges: MP4's ftyp and moov; Matroska's EBML header, SeekHead,
+ * Info, Tracks); every packet of the video stream is read in decode order
+ * (its pts, and the furthest byte the demuxer had taken so far); and for
+ * every start frame s the seek a clip does (av_seek_frame to s/fps,
+ * AVSEEK_FLAG_BACKWARD) is done and where its reads begin kept, as runs (one
+ * a keyframe).  A clip then needs the header's ranges and the span from its
+ * run's position to the end of the packet the decoder needs last: the first
+ * frame at or past the clip's last target time (clip.c takes the nearest
+ * frame), every frame shown before it, and as many packets again as the
+ * stream reorders (B-frames), the decoder's frame threads hold and two more.
+ * Starts and targets come from video/video.c's stk__video_clip_start, the
+ * clip decoder's own plan, so the two agree; where they would not, the read
+ * outside the ranges fails (the demuxer says so) and never decodes other
+ * bytes.
  *
- * The record is flat 8-byte words (the index cache stores it as is):
- * size, fps, tb, duration, frames, start_pts, nhdr, npk, nkey, reorder, then
- * nhdr (offset, length) pairs, npk pts, npk ends, nkey first frames, nkey
- * positions.  stk__vidx_view checks every word before a loader trusts it.
+ * MP4/MOV (not fragmented): a seek reads nothing; the first packet's
+ * position is where the clip's reads begin.  Matroska/WebM: a seek lands on
+ * a cluster's start (a Cues entry), which no packet says, and FFmpeg reads
+ * the Cues at a demuxer's first seek, and past the last Cues entry parses
+ * clusters forward within the seek; so the reads each step makes are noted
+ * (the first packet's: the run's start), and each run's seek is done again
+ * in a fresh demuxer as a clip's would be: its reads (the Cues, the first
+ * run's, join the header; a later run's are its span's least extent), and a
+ * fresh seek that lands elsewhere than the run says refuses the index (read
+ * whole, said).  Other containers are read whole (the caller says so).
+ *
+ * The record is coded and checked by video/vrecord.c.
  */
 #include "video/vindex.h"
 
@@ -35,22 +42,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-enum { W_SIZE, W_FPS, W_TB, W_DUR, W_FRAMES, W_START, W_NHDR, W_NPK, W_NKEY, W_REORDER, W_HEAD };
-#define NPK_MAX (1u << 22)
-
-static uint64_t dbits(double x)
-{
-	uint64_t u;
-	memcpy(&u, &x, 8);
-	return u;
-}
-
-static double bitsd(uint64_t u)
-{
-	double x;
-	memcpy(&x, &u, 8);
-	return x;
-}
+#define NPK_MAX STK__VIDX_NPK_MAX
+_Static_assert(STK__VREC_MAX == STK__VIDX_HDR_MAX, "a demuxer's header ranges fit a record");
 
 static int cmp_i64(const void *a, const void *b)
 {
@@ -58,7 +51,18 @@ static int cmp_i64(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-/* The first video packet's position from where the demuxer is: -1 if none. */
+/* --- making: FFmpeg's reads and packets ------------------------------------ */
+
+/* The demuxer's position (avio_tell, which is inline over avio_seek). */
+static uint64_t tell(const struct stk__vdemux *d)
+{
+	const AVIOContext *pb = d->fc->pb;
+	int64_t t = pb->pos - (int64_t)(pb->buf_end - pb->buf_ptr);
+	return t > 0 ? (uint64_t)t : 0;
+}
+
+/* The first video packet's position from where the demuxer is (its pts in
+ * *pts): -1 if none. */
 static int64_t first_pos(struct stk__vdemux *d, AVPacket *pkt, int64_t *pts)
 {
 	for (;;) {
@@ -72,40 +76,119 @@ static int64_t first_pos(struct stk__vdemux *d, AVPacket *pkt, int64_t *pts)
 	}
 }
 
-int stk__vidx_make(const uint8_t *src, size_t len, uint64_t **rec, size_t *words, char *why,
-		   size_t whylen)
+/* One step's reads noted in r (cleared): their least offset, or UINT64_MAX. */
+static uint64_t rec_min(const struct stk__vrec *r)
+{
+	uint64_t m = UINT64_MAX;
+	for (uint32_t i = 0; i < r->n; i++)
+		m = r->off[i] < m ? r->off[i] : m;
+	return m;
+}
+
+/* Adds off/len to the header's ranges (merged, in file order): false when
+ * they would be more than 8. */
+static bool hdr_add(struct stk__vidx_raw *r, uint64_t off, uint64_t len)
+{
+	uint64_t o[2 * STK__VREC_MAX + 2];
+	uint32_t n = 0;
+	bool put = false;
+	for (uint32_t i = 0; i <= r->nhdr; i++) {
+		uint64_t a, b;
+		if (i < r->nhdr && (put || r->hdr[2 * i] <= off)) {
+			a = r->hdr[2 * i], b = r->hdr[2 * i + 1];
+		} else if (!put) {
+			a = off, b = len, put = true, i--;
+		} else {
+			break;
+		}
+		if (n && a <= o[2 * n - 2] + o[2 * n - 1]) { /* touches the one before */
+			uint64_t e = a + b > o[2 * n - 2] + o[2 * n - 1] ? a + b : o[2 * n - 2] + o[2 * n - 1];
+			o[2 * n - 1] = e - o[2 * n - 2];
+		} else {
+			if (n == STK__VREC_MAX)
+				return false;
+			o[2 * n] = a, o[2 * n + 1] = b, n++;
+		}
+	}
+	memcpy(r->hdr, o, 2 * n * sizeof(*o));
+	r->nhdr = n;
+	return true;
+}
+
+void stk__vidx_raw_free(struct stk__vidx_raw *r)
+{
+	free(r->pts);
+	free(r->end);
+	free(r->kfirst);
+	free(r->kpos);
+	free(r->kend);
+	memset(r, 0, sizeof(*r));
+}
+
+/* Matroska: run j's seek (its first start, s) in a fresh demuxer over the
+ * file, as a clip's: its seek's reads into *seekr, and where the reads for
+ * its first packet begin (-1: the seek failed, or no packet). */
+static int64_t fresh_seek(const uint8_t *src, size_t len, const struct stk__vdemux *like,
+			  int64_t s, AVPacket *pkt, struct stk__vrec *seekr)
 {
 	struct stk__vdemux d;
-	struct stk__vrec hr = {0};
+	char why[256];
+	if (stk__vdemux_open(&d, src, len, false, why, sizeof(why)) < 0)
+		return -1;
+	double t0 = (double)s / like->fps;
+	int64_t ts = like->start_pts + (int64_t)llround(t0 / like->tb), p;
+	struct stk__vrec pr = {0};
+	memset(seekr, 0, sizeof(*seekr));
+	d.mem.rec = seekr;
+	int e = AV(av_seek_frame)(d.fc, d.si, ts, AVSEEK_FLAG_BACKWARD);
+	d.mem.rec = &pr;
+	int64_t pos = e < 0 ? -1 : first_pos(&d, pkt, &p);
+	d.mem.rec = NULL;
+	if (pos >= 0 && !pr.over && rec_min(&pr) < (uint64_t)pos)
+		pos = (int64_t)rec_min(&pr);
+	stk__vdemux_close(&d);
+	return seekr->over || pr.over ? -1 : pos;
+}
+
+int stk__vidx_make_raw(const uint8_t *src, size_t len, struct stk__vidx_raw *r, char *why,
+		       size_t whylen)
+{
+	struct stk__vdemux d, sk = {0};
+	struct stk__vrec hr = {0}, sr;
 	struct stk__vext one = {.off = 0, .len = len, .p = src};
-	*rec = NULL;
+	memset(r, 0, sizeof(*r));
 	if (stk__vdemux_open_ext(&d, &one, 1, len, false, &hr, why, whylen) < 0)
 		return 1; /* the clip says what is wrong with it */
 	int rc = 1;
-	int64_t *pts = NULL, *sorted = NULL;
-	uint64_t *end = NULL, *kfirst = NULL, *kpos = NULL;
+	int64_t *sorted = NULL;
 	AVPacket *pkt = AV(av_packet_alloc)();
 	if (!pkt) {
 		rc = -ENOMEM;
 		goto out;
 	}
-	if (!strstr(d.fc->iformat->name, "mp4")) {
-		snprintf(why, whylen, "a %s container: no byte index (read whole)", d.fc->iformat->name);
+	const char *fmt = d.fc->iformat->name;
+	bool mkv = strstr(fmt, "matroska") != NULL;
+	if (!strstr(fmt, "mp4") && !mkv) {
+		snprintf(why, whylen, "a %s container: no byte index (read whole)", fmt);
 		goto out;
 	}
 	if (hr.over || !hr.n) {
 		snprintf(why, whylen, "its header is read in more than %d pieces", STK__VREC_MAX);
 		goto out;
 	}
+	for (uint32_t i = 0; i < hr.n; i++)
+		hdr_add(r, hr.off[i], hr.len[i]); /* (8 fit) */
 	uint32_t npk = 0, cap = 256;
-	pts = malloc(cap * sizeof(*pts));
-	end = malloc(cap * sizeof(*end));
-	if (!pts || !end) {
+	r->pts = malloc(cap * sizeof(*r->pts));
+	r->end = malloc(cap * sizeof(*r->end));
+	if (!r->pts || !r->end) {
 		rc = -ENOMEM;
 		goto out;
 	}
 	uint64_t far = 0;
 	int64_t pos0 = -1;
+	struct stk__vrec fr = {0}; /* the first packet's reads: where a clip from 0 begins */
+	d.mem.rec = &fr;
 	for (;;) {
 		int e = AV(av_read_frame)(d.fc, pkt);
 		if (e == AVERROR_EOF)
@@ -126,29 +209,39 @@ int stk__vidx_make(const uint8_t *src, size_t len, uint64_t **rec, size_t *words
 		}
 		if (npk == cap) {
 			cap *= 2;
-			int64_t *p2 = realloc(pts, cap * sizeof(*pts));
+			int64_t *p2 = realloc(r->pts, cap * sizeof(*r->pts));
 			if (p2)
-				pts = p2;
-			uint64_t *e2 = p2 ? realloc(end, cap * sizeof(*end)) : NULL;
+				r->pts = p2;
+			uint64_t *e2 = p2 ? realloc(r->end, cap * sizeof(*r->end)) : NULL;
 			if (!e2) {
 				AV(av_packet_unref)(pkt);
 				rc = -ENOMEM;
 				goto out;
 			}
-			end = e2;
+			r->end = e2;
 		}
-		if (pos0 < 0)
+		if (pos0 < 0) {
 			pos0 = pkt->pos;
-		uint64_t pe = (uint64_t)pkt->pos + (uint64_t)pkt->size;
+			d.mem.rec = NULL;
+			if (mkv && !fr.over && rec_min(&fr) < (uint64_t)pos0)
+				pos0 = (int64_t)rec_min(&fr); /* the cluster's start */
+		}
+		uint64_t pe = (uint64_t)pkt->pos + (uint64_t)pkt->size, t = tell(&d);
 		far = pe > far ? pe : far;
-		pts[npk] = pkt->pts;
-		end[npk++] = far;
+		far = mkv && t > far && t <= len ? t : far; /* the block's header and end */
+		r->pts[npk] = pkt->pts;
+		r->end[npk++] = far;
 		AV(av_packet_unref)(pkt);
 	}
+	d.mem.rec = NULL;
 	if (!npk) {
 		snprintf(why, whylen, "no packets");
 		goto out;
 	}
+	/* Matroska: the clip needing the last packet reads on to the file's end
+	 * (what follows the last cluster: its Cues, tags), as the demuxer does */
+	if (mkv)
+		r->end[npk - 1] = len;
 	/* how far decode order runs ahead of display order (B-frames) */
 	uint32_t reorder = 0;
 	sorted = malloc(npk * sizeof(*sorted));
@@ -156,10 +249,10 @@ int stk__vidx_make(const uint8_t *src, size_t len, uint64_t **rec, size_t *words
 		rc = -ENOMEM;
 		goto out;
 	}
-	memcpy(sorted, pts, npk * sizeof(*sorted));
+	memcpy(sorted, r->pts, npk * sizeof(*sorted));
 	qsort(sorted, npk, sizeof(*sorted), cmp_i64);
 	for (uint32_t i = 0; i < npk; i++) {
-		int64_t *at = bsearch(&pts[i], sorted, npk, sizeof(*sorted), cmp_i64);
+		int64_t *at = bsearch(&r->pts[i], sorted, npk, sizeof(*sorted), cmp_i64);
 		uint32_t rank = (uint32_t)(at - sorted);
 		if (i > rank && i - rank > reorder)
 			reorder = i - rank;
@@ -170,215 +263,138 @@ int stk__vidx_make(const uint8_t *src, size_t len, uint64_t **rec, size_t *words
 	}
 	/* each start frame's seek, as video/clip.c's */
 	int64_t frames = d.frames > 0 ? d.frames : 1;
-	if (frames > (int64_t)NPK_MAX) {
-		snprintf(why, whylen, "too many frames");
+	if (frames > (int64_t)NPK_MAX || frames > 2 * (int64_t)npk + 64) {
+		/* (a seek for every start: a header claiming frames its packets do
+		 * not hold would cost that many) */
+		snprintf(why, whylen, "its header says %lld frames for %u packets",
+			 (long long)frames, npk);
 		goto out;
 	}
-	kfirst = malloc((size_t)frames * sizeof(*kfirst));
-	kpos = malloc((size_t)frames * sizeof(*kpos));
-	if (!kfirst || !kpos) {
+	r->kfirst = malloc((size_t)frames * sizeof(*r->kfirst));
+	r->kpos = malloc((size_t)frames * sizeof(*r->kpos));
+	if (!r->kfirst || !r->kpos) {
 		rc = -ENOMEM;
 		goto out;
 	}
 	uint32_t nkey = 1;
-	kfirst[0] = 0;
-	kpos[0] = (uint64_t)pos0;
+	r->kfirst[0] = 0;
+	r->kpos[0] = (uint64_t)pos0;
+	/* The seeks in a demuxer that has read no packets (Matroska: reading
+	 * them adds index entries a clip's demuxer would not have), without
+	 * FFmpeg's parsers: a seek's first packet is a keyframe, which the
+	 * H.264 parser would scan whole at every start (70 % of the index's
+	 * instructions); the packets' positions and times are the demuxer's,
+	 * and where Matroska's seeks read otherwise, the fresh checks below
+	 * (with parsers, as a clip's) refuse the index */
+	struct stk__vdemux *sd = &sk;
+	if (stk__vdemux_open(&sk, src, len, false, why, whylen) < 0)
+		goto out;
+	sk.fc->flags |= AVFMT_FLAG_NOPARSE;
 	for (int64_t s = 1; s < frames; s++) {
 		double t0 = (double)s / d.fps;
 		int64_t ts = d.start_pts + (int64_t)llround(t0 / d.tb), p;
-		int e = AV(av_seek_frame)(d.fc, d.si, ts, AVSEEK_FLAG_BACKWARD);
-		int64_t pos = e < 0 ? -1 : first_pos(&d, pkt, &p);
+		int e = AV(av_seek_frame)(sd->fc, sd->si, ts, AVSEEK_FLAG_BACKWARD);
+		sr = (struct stk__vrec){0};
+		sd->mem.rec = &sr;
+		int64_t pos = e < 0 ? -1 : first_pos(sd, pkt, &p);
+		sd->mem.rec = NULL;
+		if (pos >= 0 && mkv && !sr.over && rec_min(&sr) < (uint64_t)pos)
+			pos = (int64_t)rec_min(&sr);
 		if (pos < 0 || (double)(p - d.start_pts) * d.tb > t0 + 0.25 / d.fps)
 			pos = pos0; /* no index, or it overshot: the clip reads from the start */
-		if ((uint64_t)pos != kpos[nkey - 1]) {
-			kfirst[nkey] = (uint64_t)s;
-			kpos[nkey++] = (uint64_t)pos;
+		if ((uint64_t)pos != r->kpos[nkey - 1]) {
+			r->kfirst[nkey] = (uint64_t)s;
+			r->kpos[nkey++] = (uint64_t)pos;
 		}
 	}
-	size_t n = W_HEAD + 2 * (size_t)hr.n + 2 * (size_t)npk + 2 * (size_t)nkey;
-	uint64_t *r = malloc(n * 8);
-	if (!r) {
+	r->kend = calloc(nkey, sizeof(*r->kend));
+	if (!r->kend) {
 		rc = -ENOMEM;
 		goto out;
 	}
-	r[W_SIZE] = len;
-	r[W_FPS] = dbits(d.fps);
-	r[W_TB] = dbits(d.tb);
-	r[W_DUR] = dbits(d.duration_s);
-	r[W_FRAMES] = (uint64_t)d.frames;
-	r[W_START] = (uint64_t)d.start_pts;
-	r[W_NHDR] = hr.n;
-	r[W_NPK] = npk;
-	r[W_NKEY] = nkey;
-	r[W_REORDER] = reorder;
-	uint64_t *w = r + W_HEAD;
-	/* the header's ranges in file order */
-	for (uint32_t i = 0; i < hr.n; i++)
-		for (uint32_t j = i + 1; j < hr.n; j++)
-			if (hr.off[j] < hr.off[i]) {
-				uint64_t o = hr.off[i], l = hr.len[i];
-				hr.off[i] = hr.off[j], hr.len[i] = hr.len[j];
-				hr.off[j] = o, hr.len[j] = l;
+	/* Matroska: each run's seek again, in a fresh demuxer as a clip's */
+	for (uint32_t j = 0; mkv && j < nkey; j++) {
+		int64_t s = j ? (int64_t)r->kfirst[j] : frames > 1 ? 1 : 0;
+		if (!s)
+			break; /* one frame: a clip never seeks */
+		int64_t pos = fresh_seek(src, len, &d, s, pkt, &sr);
+		uint64_t lo = UINT64_MAX, hi = 0;
+		for (uint32_t i = 0; i < sr.n; i++) {
+			if (!j) { /* the first seek's reads (the Cues) join the header */
+				if (!hdr_add(r, sr.off[i], sr.len[i])) {
+					snprintf(why, whylen, "its header and Cues are read in more than "
+						 "%d pieces", STK__VREC_MAX);
+					goto out;
+				}
+				continue;
 			}
-	for (uint32_t i = 0; i < hr.n; i++) {
-		*w++ = hr.off[i];
-		*w++ = hr.len[i];
+			bool in = false; /* a later run's reads past the header: its span's */
+			for (uint32_t h = 0; h < r->nhdr && !in; h++)
+				in = sr.off[i] >= r->hdr[2 * h] &&
+				     sr.off[i] + sr.len[i] <= r->hdr[2 * h] + r->hdr[2 * h + 1];
+			if (!in) {
+				lo = sr.off[i] < lo ? sr.off[i] : lo;
+				hi = sr.off[i] + sr.len[i] > hi ? sr.off[i] + sr.len[i] : hi;
+			}
+		}
+		/* (run 0's first start, 0, is read without a seek: its seek's
+		 * check is at frame 1, whichever run that is) */
+		uint32_t jj = !j && nkey > 1 && r->kfirst[1] == 1 ? 1 : j;
+		if (pos < 0 || (uint64_t)pos != r->kpos[jj]) {
+			snprintf(why, whylen, "a Matroska seek to frame %lld lands at byte %lld fresh, "
+				 "%llu in a demuxer that has sought before: no byte index", (long long)s,
+				 (long long)pos, (unsigned long long)r->kpos[jj]);
+			goto out;
+		}
+		if (lo < r->kpos[j])
+			r->kpos[j] = lo;
+		r->kend[j] = hi;
 	}
-	memcpy(w, pts, npk * 8);
-	w += npk;
-	memcpy(w, end, npk * 8);
-	w += npk;
-	memcpy(w, kfirst, nkey * 8);
-	w += nkey;
-	memcpy(w, kpos, nkey * 8);
-	*rec = r;
-	*words = n;
+	r->size = len;
+	r->fps = d.fps;
+	r->tb = d.tb;
+	r->duration_s = d.duration_s;
+	r->frames = d.frames;
+	r->start_pts = d.start_pts;
+	r->width = (uint32_t)d.st->codecpar->width;
+	r->height = (uint32_t)d.st->codecpar->height;
+	r->npk = npk;
+	r->nkey = nkey;
+	r->reorder = reorder;
 	rc = 0;
 out:
-	free(pts);
-	free(end);
 	free(sorted);
-	free(kfirst);
-	free(kpos);
 	if (pkt)
 		AV(av_packet_free)(&pkt);
+	stk__vdemux_close(&sk);
 	stk__vdemux_close(&d);
+	if (rc)
+		stk__vidx_raw_free(r);
 	return rc;
 }
 
-int stk__vidx_view(const uint64_t *r, size_t words, uint64_t size, struct stk__vidx *v,
-		   char *why, size_t whylen)
+int stk__vidx_make(const uint8_t *src, size_t len, uint64_t **rec, size_t *words, char *why,
+		   size_t whylen)
 {
-#define BAD(...) return stk__errf(why, whylen, STK_ECORRUPT, __VA_ARGS__)
-	if (words < W_HEAD)
-		BAD("a video record of %zu words", words);
-	if (r[W_SIZE] != size)
-		BAD("made for a file of %llu bytes, not %llu", (unsigned long long)r[W_SIZE],
-		    (unsigned long long)size);
-	v->size = size;
-	v->fps = bitsd(r[W_FPS]);
-	v->tb = bitsd(r[W_TB]);
-	v->duration_s = bitsd(r[W_DUR]);
-	v->frames = (int64_t)r[W_FRAMES];
-	v->start_pts = (int64_t)r[W_START];
-	if (!(v->fps > 0 && v->fps < 1e6) || !(v->tb > 0 && v->tb < 1e6) ||
-	    !(v->duration_s >= 0 && v->duration_s < 1e9) || v->frames < 0 || v->frames > NPK_MAX)
-		BAD("a frame rate, time base, duration or frame count out of range");
-	if (r[W_NHDR] < 1 || r[W_NHDR] > STK__VREC_MAX || r[W_NPK] < 1 || r[W_NPK] > NPK_MAX ||
-	    r[W_NKEY] < 1 || r[W_NKEY] > NPK_MAX || r[W_REORDER] > 64)
-		BAD("counts out of range");
-	v->nhdr = (uint32_t)r[W_NHDR];
-	v->npk = (uint32_t)r[W_NPK];
-	v->nkey = (uint32_t)r[W_NKEY];
-	v->reorder = (uint32_t)r[W_REORDER];
-	if (words != W_HEAD + 2 * (size_t)v->nhdr + 2 * (size_t)v->npk + 2 * (size_t)v->nkey)
-		BAD("a video record of %zu words for its counts", words);
-	v->hdr = r + W_HEAD;
-	v->pts = (const int64_t *)(v->hdr + 2 * v->nhdr);
-	v->end = (const uint64_t *)(v->pts + v->npk);
-	v->kfirst = v->end + v->npk;
-	v->kpos = v->kfirst + v->nkey;
-	for (uint32_t i = 0; i < v->nhdr; i++) {
-		uint64_t o = v->hdr[2 * i], l = v->hdr[2 * i + 1];
-		if (!l || o > size || l > size - o || (i && o < v->hdr[2 * i - 2] + v->hdr[2 * i - 1]))
-			BAD("header range %u (%llu+%llu) outside the file or out of order", i,
-			    (unsigned long long)o, (unsigned long long)l);
+	struct stk__vidx_raw r;
+	*rec = NULL;
+	int rc = stk__vidx_make_raw(src, len, &r, why, whylen);
+	if (rc)
+		return rc;
+	rc = stk__vidx_pack(&r, rec, words);
+	stk__vidx_raw_free(&r);
+	if (rc == -EINVAL) {
+		snprintf(why, whylen, "its index does not fit the record");
+		return 1;
 	}
-	for (uint32_t i = 0; i < v->npk; i++)
-		if (v->end[i] > size || (i && v->end[i] < v->end[i - 1]))
-			BAD("packet %u's end (%llu) outside the file or out of order", i,
-			    (unsigned long long)v->end[i]);
-	for (uint32_t j = 0; j < v->nkey; j++)
-		if (v->kpos[j] >= size || (j ? v->kfirst[j] <= v->kfirst[j - 1] : v->kfirst[0] != 0) ||
-		    (int64_t)v->kfirst[j] >= (v->frames > 0 ? v->frames : 1))
-			BAD("keyframe run %u (frame %llu at byte %llu) out of order or outside the file",
-			    j, (unsigned long long)v->kfirst[j], (unsigned long long)v->kpos[j]);
-	return 0;
-#undef BAD
-}
-
-static void add(struct stk__vspan *s, uint64_t off, uint64_t len)
-{
-	uint32_t i = 0; /* insert in order, merging what touches */
-	while (i < s->n && s->off[i] + s->len[i] < off)
-		i++;
-	if (i < s->n && s->off[i] <= off + len) {
-		uint64_t e = off + len > s->off[i] + s->len[i] ? off + len : s->off[i] + s->len[i];
-		s->off[i] = off < s->off[i] ? off : s->off[i];
-		s->len[i] = e - s->off[i];
-		while (i + 1 < s->n && s->off[i + 1] <= s->off[i] + s->len[i]) { /* swallows the next */
-			uint64_t e2 = s->off[i + 1] + s->len[i + 1];
-			if (e2 > s->off[i] + s->len[i])
-				s->len[i] = e2 - s->off[i];
-			memmove(&s->off[i + 1], &s->off[i + 2], (s->n - i - 2) * 8);
-			memmove(&s->len[i + 1], &s->len[i + 2], (s->n - i - 2) * 8);
-			s->n--;
-		}
-		return;
+	/* what a loader would refuse (a frame rate past 10^6, ...) is not made */
+	struct stk__vidx v;
+	char vw[256];
+	if (!rc && stk__vidx_view(*rec, *words, len, &v, vw, sizeof(vw)) < 0) {
+		snprintf(why, whylen, "its index is outside the record's ranges: %s", vw);
+		free(*rec);
+		*rec = NULL;
+		return 1;
 	}
-	memmove(&s->off[i + 1], &s->off[i], (s->n - i) * 8);
-	memmove(&s->len[i + 1], &s->len[i], (s->n - i) * 8);
-	s->off[i] = off;
-	s->len[i] = len;
-	s->n++;
-}
-
-/* The ranges of a clip starting at t0 whose last target is t_last. */
-static void span_of(const struct stk__vidx *v, const struct stk_video_opts *o, double t0,
-		    double t_last, struct stk__vspan *out)
-{
-	out->n = 0;
-	out->bytes = 0;
-	for (uint32_t i = 0; i < v->nhdr; i++)
-		add(out, v->hdr[2 * i], v->hdr[2 * i + 1]);
-	int64_t s = llround(t0 * v->fps);
-	uint32_t j = 0;
-	while (j + 1 < v->nkey && (int64_t)v->kfirst[j + 1] <= s)
-		j++;
-	uint64_t begin = v->kpos[j];
-	/* the first frame at or past the last target, then every frame before it */
-	double thr = t_last - 0.25 / v->fps;
-	int64_t pf = INT64_MAX;
-	for (uint32_t i = 0; i < v->npk; i++)
-		if ((double)(v->pts[i] - v->start_pts) * v->tb >= thr && v->pts[i] < pf)
-			pf = v->pts[i];
-	uint32_t last = v->npk - 1;
-	if (pf != INT64_MAX) {
-		uint32_t dmax = 0;
-		for (uint32_t i = 0; i < v->npk; i++)
-			if (v->pts[i] <= pf)
-				dmax = i;
-		uint64_t more = (uint64_t)v->reorder + (o->threads ? o->threads : 1) + 2;
-		last = dmax + more < v->npk ? (uint32_t)(dmax + more) : v->npk - 1;
-	}
-	uint64_t end = v->end[last];
-	if (end > begin)
-		add(out, begin, end - begin);
-	for (uint32_t i = 0; i < out->n; i++)
-		out->bytes += out->len[i];
-}
-
-void stk__vidx_plan(const struct stk__vidx *v, const struct stk_video_opts *o,
-		    uint64_t sample_seed, uint32_t clip, struct stk__vspan *out)
-{
-	double t0, step;
-	stk__video_clip_start(o, v->fps, v->frames, sample_seed, clip, &t0, &step);
-	span_of(v, o, t0, t0 + (o->frames - 1) * step, out);
-}
-
-uint64_t stk__vidx_max_bytes(const struct stk__vidx *v, const struct stk_video_opts *o)
-{
-	/* a run's reads grow with its start: its last start is its largest */
-	double step = o->fps > 0 ? 1.0 / o->fps : o->stride / v->fps, span = (o->frames - 1) * step;
-	uint64_t mx = 0;
-	int64_t frames = v->frames > 0 ? v->frames : 1;
-	for (uint32_t j = 0; j < v->nkey; j++) {
-		int64_t s = j + 1 < v->nkey ? (int64_t)v->kfirst[j + 1] - 1 : frames - 1;
-		struct stk__vspan sp;
-		span_of(v, o, (double)s / v->fps, (double)s / v->fps + span, &sp);
-		mx = sp.bytes > mx ? sp.bytes : mx;
-	}
-	struct stk__vspan sp; /* a clip longer than the video: from 0 */
-	span_of(v, o, 0, span, &sp);
-	return sp.bytes > mx ? sp.bytes : mx;
+	return rc;
 }

@@ -194,6 +194,21 @@ def test_memory_and_pinned(video_folder):
             assert clips.is_pinned()
 
 
+def test_memory_estimate_before_the_first_batch(video_folder):
+    """The decoders' memory is sized from the largest video's frame size,
+    recorded in the video index at create: the same before the first batch as
+    after an epoch has decoded every video, and far below the 720p assumed
+    where no index says the size."""
+    with stoker.Loader(video_folder, 4, prefetch=2, video=stoker.Video(**SMALL)) as l:
+        before = l.memory()
+        for _ in l:
+            pass
+        after = l.memory()
+        assert before["decode_bytes"] == after["decode_bytes"] > 0
+        assert before["total"] == after["total"]
+        assert before["decode_bytes"] < before["decode_threads"] * 1280 * 720
+
+
 def test_video_options_checked(video_folder):
     with pytest.raises(stoker.OptionError, match="frames"):
         stoker.Video(frames=5000)
