@@ -6,7 +6,9 @@
  * the choices are reported (stats, stk_loader_tuning), a stop in the
  * middle of a probe is prompt, and the verdict's advice on I/O threads
  * follows what the tuner found (never more of what gained nothing, never a
- * core that is not free). */
+ * core that is not free), and O_DIRECT reads of files have their metadata
+ * looked up ahead of the ring's opens (loader/meta.c), a missing file still
+ * the read's error. */
 #include "testutil.h"
 
 #include "stoker/stoker.h"
@@ -277,6 +279,96 @@ static void test_direct_policy(void **state)
 	unsetenv("STOKER_PAGE_CACHE_BYTES");
 }
 
+/* The files looked up ahead, from the tuning text's metadata line; -1: no line. */
+static long long looked_up(struct stk_loader *l)
+{
+	char why[2048];
+	assert_true(stk_loader_tuning(l, why, sizeof(why)) > 0);
+	const char *m = strstr(why, "file metadata: ");
+	if (!m)
+		return -1;
+	assert_non_null(strstr(m, "files looked up ahead"));
+	return strtoll(m + strlen("file metadata: "), NULL, 10);
+}
+
+/* The epoch create started, to its end: samples seen, their bytes checked;
+ * errors into *errs. */
+static int64_t epoch_checked(struct stk_loader *l, uint64_t *errs)
+{
+	int64_t seen = 0;
+	struct stk_batch *b;
+	int rc;
+	while ((rc = stk_loader_next(l, &b)) == 1) {
+		for (uint32_t i = 0; i < b->count; i++) {
+			uint64_t size;
+			assert_int_equal(stk_loader_sample(l, b->indices[i], NULL, 0, &size, NULL), 0);
+			assert_int_equal(b->sizes[i], size);
+			const uint8_t *p = b->data + b->offsets[i];
+			for (uint64_t k = 0; k < size; k++)
+				if (p[k] != 7)
+					fail_msg("sample %lld byte %llu differs", (long long)b->indices[i],
+						 (unsigned long long)k);
+		}
+		seen += b->count;
+		stk_batch_release(l, b);
+	}
+	assert_int_equal(rc, 0);
+	struct stk_stats st = {.size = sizeof(st)};
+	assert_int_equal(stk_loader_stats(l, &st), 0);
+	*errs = st.total_errors;
+	return seen;
+}
+
+static void test_metadata_ahead(void **state)
+{
+	(void)state;
+	for (int engine = STK_ENGINE_URING; engine <= STK_ENGINE_PREAD; engine++) {
+		/* O_DIRECT: every file of the epoch looked up ahead, at most once (the
+		 * walk starts at the batch being sent and jumps to the claims when
+		 * behind), a file deleted after the index still the read's error */
+		struct stk_loader *l = make((struct stk_loader_opts){
+			.batch_size = 16, .prefetch = 2, .queue_depth = 8, .engine = engine,
+			.flags = STK_F_DIRECT | STK_F_NO_SHUFFLE, .on_error = STK_ON_ERROR_SKIP});
+		struct stk_stats st = {.size = sizeof(st)};
+		assert_int_equal(stk_loader_stats(l, &st), 0);
+		if (!st.direct) {
+			print_message("skipped: the filesystem under %s refuses O_DIRECT\n", root);
+			stk_loader_destroy(l);
+			return;
+		}
+		char victim[PATH_MAX];
+		assert_int_equal(stk_loader_sample(l, 1500, victim, sizeof(victim), NULL, NULL), 0);
+		char keep[PATH_MAX + 8];
+		snprintf(keep, sizeof(keep), "%s.keep", victim);
+		assert_int_equal(rename(victim, keep), 0);
+		uint64_t errs;
+		int64_t seen = epoch_checked(l, &errs);
+		assert_int_equal(rename(keep, victim), 0);
+		assert_int_equal(seen, 1999);
+		assert_int_equal(errs, 1);
+		long long n = looked_up(l);
+		print_message("%s: %lld files looked up ahead\n", engine == STK_ENGINE_URING ? "io_uring"
+											 : "pread", n);
+		if (n < 1 || n > 2000)
+			fail_msg("%lld files looked up ahead of 2000", n);
+		stk_loader_destroy(l);
+		/* buffered reads: their later epochs come from the page cache */
+		l = make((struct stk_loader_opts){.batch_size = 16, .engine = engine,
+						   .flags = STK_F_BUFFERED});
+		assert_int_equal(epoch_checked(l, &errs), 2000);
+		assert_int_equal(looked_up(l), -1);
+		stk_loader_destroy(l);
+	}
+	/* off for measuring */
+	setenv("STOKER_NO_META_AHEAD", "1", 1);
+	struct stk_loader *l = make((struct stk_loader_opts){.batch_size = 16, .flags = STK_F_DIRECT});
+	uint64_t errs;
+	assert_int_equal(epoch_checked(l, &errs), 2000);
+	assert_int_equal(looked_up(l), -1);
+	stk_loader_destroy(l);
+	unsetenv("STOKER_NO_META_AHEAD");
+}
+
 static void test_rings_advice_follows_the_tuner(void **state)
 {
 	(void)state;
@@ -319,6 +411,7 @@ int main(void)
 		cmocka_unit_test(test_explicit_depth_wins),
 		cmocka_unit_test(test_stop_during_probe),
 		cmocka_unit_test(test_direct_policy),
+		cmocka_unit_test(test_metadata_ahead),
 		cmocka_unit_test(test_rings_advice_follows_the_tuner),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);

@@ -337,6 +337,11 @@ struct stk_loader {
 	struct stk__snap snaps[STK__SNAPS];
 	uint32_t nsnaps, snap_head;
 	uint64_t snap_next;     /* when the next one is due */
+	/* loader/meta.c: files looked up ahead of the ring's opens (O_DIRECT) */
+	pthread_t meta_tid;
+	pthread_cond_t meta_cv; /* a claim, or the walk's end (under mu) */
+	bool meta_on, meta_quit;
+	uint64_t meta_files, meta_ns; /* looked up ahead since create, and their time */
 };
 
 /* The loader's files, bottom to top: each calls only those above it in this
@@ -349,6 +354,7 @@ struct stk_loader {
  *   replace.c    on_error replace: stand-ins
  *   diagnose.c   snapshots and the verdict
  *   tune.c       O_DIRECT or buffered, the queue depth and active I/O threads
+ *   meta.c       files' metadata looked up ahead of the ring's opens
  *   producer.c   the I/O and decode threads
  *   consumer.c   start, next, release
  *   memory.c     the memory a loader takes (the slot bound)
@@ -537,6 +543,15 @@ void stk__tune_direct(struct stk_loader *l);
 void stk__tune_init(struct stk_loader *l);
 void stk__tune_tick(struct stk_loader *l, uint64_t now);
 void stk__tune_restart(struct stk_loader *l);
+
+/* --- loader/meta.c -------------------------------------------------------- */
+/* O_DIRECT reads of files: a thread that looks up the files of the batches
+ * about to be claimed, so the ring's opens find them cached.  Start and stop
+ * from ring 0's thread (after its engine is up, before it returns); a claim
+ * kicks it (under mu). */
+void stk__meta_start(struct stk_loader *l);
+void stk__meta_kick(struct stk_loader *l);
+void stk__meta_stop(struct stk_loader *l);
 
 /* --- loader/producer.c ---------------------------------------------------- */
 /* The threads' bodies (started by loader/create.c). */

@@ -637,6 +637,11 @@ int stk_loader_tuning(const struct stk_loader *cl, char *buf, size_t len)
 				    : t->phase == TUNE_QD ? "all take batches while the depth is probed"
 				    : "all take batches: the consumer set the pace while the "
 				      "depth was probed, so their copies were not measured");
+	char meta[160] = "", lat[32];
+	if (l->meta_files) /* loader/meta.c */
+		snprintf(meta, sizeof(meta), "\nfile metadata: %llu files looked up ahead of the "
+			 "reads' opens (%s a file)", (unsigned long long)l->meta_files,
+			 stk_fmt_ns(lat, sizeof(lat), (double)l->meta_ns / (double)l->meta_files));
 	char ra[48] = "", rab[24];
 	if (l->stream_ra)
 		snprintf(ra, sizeof(ra), "; %s read ahead",
@@ -644,7 +649,7 @@ int stk_loader_tuning(const struct stk_loader *cl, char *buf, size_t len)
 	if (l->ds->shards)
 		snprintf(shards, sizeof(shards), "\n%s (%.2f members a read so far%s)", l->shard_why,
 			 l->rd_reads ? (double)l->rd_members / (double)l->rd_reads : 0.0, ra);
-	int n = snprintf(buf, len, "%s\n%s%s%s%s%s", t->direct_why, t->why, threads, shards,
+	int n = snprintf(buf, len, "%s\n%s%s%s%s%s%s", t->direct_why, t->why, threads, shards, meta,
 			 t->cap_why[0] ? "\n" : "", t->cap_why);
 	pthread_mutex_unlock(&l->mu);
 	return n;
