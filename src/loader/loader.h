@@ -231,13 +231,29 @@ struct tune {
 	unsigned probes;
 	bool unsure;            /* the last probe could not fill its levels */
 	bool down;              /* the probe steps below its start (nothing above it gained) */
-	bool floor_start;       /* never below the start: O_DIRECT reads (tune.c's climbed) */
+	bool floor_start;       /* O_DIRECT reads: below the start only once the opens
+				   are warm, and by one halving (tune.c's lowest_qd) */
+	uint64_t cold_ns;       /* probe windows let pass while the opens were cold */
 	bool extend;            /* this level's window goes on: its first part was marginal */
 	bool warmed;            /* the first probe's first window was let pass (a cold
 				   start: the directories' and inodes' first reads) */
 	char why[800];
 	char direct_why[200];
 	char cap_why[400];      /* the engines hold less than asked: why (else empty) */
+};
+
+/* loader/meta.c's walk: its threads take the files of the batches about to
+ * be claimed a few at a time from idx (batch `batch`, files [i, n)).  Under mu. */
+#define STK__META_THREADS 8u
+struct stk__meta {
+	pthread_t tids[STK__META_THREADS];
+	unsigned nthreads;
+	pthread_cond_t cv;      /* a claim, or the end */
+	bool quit;
+	uint64_t gen;           /* the loader's generation the walk is of */
+	int64_t next, batch;    /* the next batch to walk, the one in idx */
+	int64_t *idx;           /* batch_size entries */
+	uint32_t i, n;
 };
 
 struct stk_loader {
@@ -338,9 +354,9 @@ struct stk_loader {
 	uint32_t nsnaps, snap_head;
 	uint64_t snap_next;     /* when the next one is due */
 	/* loader/meta.c: files looked up ahead of the ring's opens (O_DIRECT) */
-	pthread_t meta_tid;
-	pthread_cond_t meta_cv; /* a claim, or the walk's end (under mu) */
-	bool meta_on, meta_quit;
+	struct stk__meta meta;
+	bool meta_on;           /* its threads run: a claim wakes them */
+	bool meta_warm;         /* the lookups are ahead of the reads in this generation */
 	uint64_t meta_files, meta_ns; /* looked up ahead since create, and their time */
 };
 
