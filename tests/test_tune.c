@@ -139,10 +139,10 @@ static void test_probe_finds_the_knee(void **state)
 	unsetenv("STOKER_NULL_CHANNELS");
 }
 
-/* O_DIRECT reads go to the device: the probe never steps below where it
- * started (a cold epoch's first levels wait on their opens' metadata and
- * read flat, which walked the depth down to 8 on a disk that wanted 32 and
- * more).  The same knee at 16 as above, the climb starting at 32; the null
+/* O_DIRECT reads go to the device: while the opens are cold the probe
+ * never steps below where it started (a cold epoch's first levels wait on
+ * their opens' metadata and read flat, which walked the depth down to 8 on
+ * a disk that wanted 32 and more).  The same knee at 16 as above, the climb starting at 32; the null
  * engine stands in for the device (it reads nothing, so the loader never
  * takes it for O_DIRECT: the flag O_DIRECT sets is set by hand, before the
  * climb's end). */
@@ -182,6 +182,59 @@ static void test_direct_never_below_the_start(void **state)
 			fail_msg("probed %u, below the start %u: %s", l->tune.pts[i].qd, start, why);
 	if (st.queue_depth < start)
 		fail_msg("queue depth %u below the start %u: %s", st.queue_depth, start, why);
+	stk_loader_destroy(l);
+	unsetenv("STOKER_NULL_CHANNELS");
+}
+
+/* On O_DIRECT, once loader/meta.c's lookups are ahead of the reads (set by
+ * hand here: the null engine has no opens), the probe may go one halving
+ * below its start and no further: a device that reads alike at every depth
+ * (4 channels) is probed at start/2 and never at start/4. */
+static void test_direct_one_halving_when_warm(void **state)
+{
+	(void)state;
+	setenv("STOKER_NULL_CHANNELS", "4", 1);
+	struct stk_loader *l = NULL;
+	for (int tries = 0; !l; tries++) {
+		l = make((struct stk_loader_opts){.batch_size = 16, .prefetch = 8,
+						  .engine = STK_ENGINE_NULL, .io_threads = 128,
+						  .null_latency_ns = 10000000});
+		pthread_mutex_lock(&l->mu);
+		/* a plan of 128 (virtio's), so the start (32) is two halvings above
+		 * the probe's least depth (8), whatever disk the tests run on (the
+		 * null engine's one thread takes io_threads reads at most) */
+		bool early = l->tune.npts == 0 && !l->tune.warmed;
+		l->tune.plan_qd = l->tune.max_qd < 128 ? l->tune.max_qd : 128;
+		l->tune.floor_start = true;
+		l->meta_warm = true;
+		pthread_mutex_unlock(&l->mu);
+		if (!early) {
+			if (tries == 4)
+				fail_msg("the probe's first window closed before the test could set it up");
+			stk_loader_destroy(l);
+			l = NULL;
+		}
+	}
+	/* the epoch create started (a start would be a restart: opens cold again) */
+	double t0 = now_s();
+	struct stk_batch *b;
+	while (now_s() - t0 < 3.0 && stk_loader_next(l, &b) == 1)
+		stk_batch_release(l, b);
+	char why[1024];
+	assert_true(stk_loader_tuning(l, why, sizeof(why)) > 0);
+	print_message("%s\n", why);
+	unsigned start = l->tune.plan_qd / 4 > 8 ? l->tune.plan_qd / 4 : 8;
+	start = start < l->tune.max_qd ? start : l->tune.max_qd;
+	unsigned lowest = start / 2 > 8 ? start / 2 : 8;
+	bool halved = false;
+	assert_true(l->tune.npts >= 2);
+	for (unsigned i = 0; i < l->tune.npts; i++) {
+		if (l->tune.pts[i].qd < lowest)
+			fail_msg("probed %u, below %u (start %u): %s", l->tune.pts[i].qd, lowest, start, why);
+		halved |= l->tune.pts[i].qd == start / 2;
+	}
+	if (start / 2 >= 8 && !halved)
+		fail_msg("never probed %u, half the start, with the opens warm: %s", start / 2, why);
 	stk_loader_destroy(l);
 	unsetenv("STOKER_NULL_CHANNELS");
 }
@@ -408,6 +461,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_probe_finds_the_knee),
 		cmocka_unit_test(test_direct_never_below_the_start),
+		cmocka_unit_test(test_direct_one_halving_when_warm),
 		cmocka_unit_test(test_explicit_depth_wins),
 		cmocka_unit_test(test_stop_during_probe),
 		cmocka_unit_test(test_direct_policy),

@@ -25,9 +25,11 @@
  * (4 x qd reads at the lowest latency) and the climb passes it.  When
  * nothing above the starting depth gained, it steps down by halves (to 8
  * at least) while the rate holds within 5 % of the best: page-cache reads and fast devices reach their rate at a lower depth,
- * with less latency (buffered reads only: O_DIRECT ones go to the device,
- * where too low a depth loses rate, and a cold epoch's first levels wait on
- * their opens' metadata, flat whatever the depth).  It keeps the lowest level within 5 % of the best rate:
+ * with less latency (O_DIRECT reads by one halving at most: they go to the
+ * device, where too low a depth loses rate).  While loader/meta.c's lookups
+ * are behind the reads (a cold epoch's first 50-100 ms: its opens wait on
+ * folders' and inodes' blocks, flat whatever the depth) the probe's windows
+ * are let pass, a second at most.  It keeps the lowest level within 5 % of the best rate:
  * too low a depth costs far more than one too high, and one window can be
  * off by that much on a shared machine (a step down that lost 5-20 % is
  * measured again over a window twice as long).  A level the loader could
