@@ -6,7 +6,9 @@
  * the choices are reported (stats, stk_loader_tuning), a stop in the
  * middle of a probe is prompt, and the verdict's advice on I/O threads
  * follows what the tuner found (never more of what gained nothing, never a
- * core that is not free). */
+ * core that is not free), and O_DIRECT reads of files have their metadata
+ * looked up ahead of the ring's opens (loader/meta.c), a missing file still
+ * the read's error. */
 #include "testutil.h"
 
 #include "stoker/stoker.h"
@@ -137,10 +139,10 @@ static void test_probe_finds_the_knee(void **state)
 	unsetenv("STOKER_NULL_CHANNELS");
 }
 
-/* O_DIRECT reads go to the device: the probe never steps below where it
- * started (a cold epoch's first levels wait on their opens' metadata and
- * read flat, which walked the depth down to 8 on a disk that wanted 32 and
- * more).  The same knee at 16 as above, the climb starting at 32; the null
+/* O_DIRECT reads go to the device: while the opens are cold the probe
+ * never steps below where it started (a cold epoch's first levels wait on
+ * their opens' metadata and read flat, which walked the depth down to 8 on
+ * a disk that wanted 32 and more).  The same knee at 16 as above, the climb starting at 32; the null
  * engine stands in for the device (it reads nothing, so the loader never
  * takes it for O_DIRECT: the flag O_DIRECT sets is set by hand, before the
  * climb's end). */
@@ -180,6 +182,59 @@ static void test_direct_never_below_the_start(void **state)
 			fail_msg("probed %u, below the start %u: %s", l->tune.pts[i].qd, start, why);
 	if (st.queue_depth < start)
 		fail_msg("queue depth %u below the start %u: %s", st.queue_depth, start, why);
+	stk_loader_destroy(l);
+	unsetenv("STOKER_NULL_CHANNELS");
+}
+
+/* On O_DIRECT, once loader/meta.c's lookups are ahead of the reads (set by
+ * hand here: the null engine has no opens), the probe may go one halving
+ * below its start and no further: a device that reads alike at every depth
+ * (4 channels) is probed at start/2 and never at start/4. */
+static void test_direct_one_halving_when_warm(void **state)
+{
+	(void)state;
+	setenv("STOKER_NULL_CHANNELS", "4", 1);
+	struct stk_loader *l = NULL;
+	for (int tries = 0; !l; tries++) {
+		l = make((struct stk_loader_opts){.batch_size = 16, .prefetch = 8,
+						  .engine = STK_ENGINE_NULL, .io_threads = 128,
+						  .null_latency_ns = 10000000});
+		pthread_mutex_lock(&l->mu);
+		/* a plan of 128 (virtio's), so the start (32) is two halvings above
+		 * the probe's least depth (8), whatever disk the tests run on (the
+		 * null engine's one thread takes io_threads reads at most) */
+		bool early = l->tune.npts == 0 && !l->tune.warmed;
+		l->tune.plan_qd = l->tune.max_qd < 128 ? l->tune.max_qd : 128;
+		l->tune.floor_start = true;
+		l->meta_warm = true;
+		pthread_mutex_unlock(&l->mu);
+		if (!early) {
+			if (tries == 4)
+				fail_msg("the probe's first window closed before the test could set it up");
+			stk_loader_destroy(l);
+			l = NULL;
+		}
+	}
+	/* the epoch create started (a start would be a restart: opens cold again) */
+	double t0 = now_s();
+	struct stk_batch *b;
+	while (now_s() - t0 < 3.0 && stk_loader_next(l, &b) == 1)
+		stk_batch_release(l, b);
+	char why[1024];
+	assert_true(stk_loader_tuning(l, why, sizeof(why)) > 0);
+	print_message("%s\n", why);
+	unsigned start = l->tune.plan_qd / 4 > 8 ? l->tune.plan_qd / 4 : 8;
+	start = start < l->tune.max_qd ? start : l->tune.max_qd;
+	unsigned lowest = start / 2 > 8 ? start / 2 : 8;
+	bool halved = false;
+	assert_true(l->tune.npts >= 2);
+	for (unsigned i = 0; i < l->tune.npts; i++) {
+		if (l->tune.pts[i].qd < lowest)
+			fail_msg("probed %u, below %u (start %u): %s", l->tune.pts[i].qd, lowest, start, why);
+		halved |= l->tune.pts[i].qd == start / 2;
+	}
+	if (start / 2 >= 8 && !halved)
+		fail_msg("never probed %u, half the start, with the opens warm: %s", start / 2, why);
 	stk_loader_destroy(l);
 	unsetenv("STOKER_NULL_CHANNELS");
 }
@@ -277,6 +332,96 @@ static void test_direct_policy(void **state)
 	unsetenv("STOKER_PAGE_CACHE_BYTES");
 }
 
+/* The files looked up ahead, from the tuning text's metadata line; -1: no line. */
+static long long looked_up(struct stk_loader *l)
+{
+	char why[2048];
+	assert_true(stk_loader_tuning(l, why, sizeof(why)) > 0);
+	const char *m = strstr(why, "file metadata: ");
+	if (!m)
+		return -1;
+	assert_non_null(strstr(m, "files looked up ahead"));
+	return strtoll(m + strlen("file metadata: "), NULL, 10);
+}
+
+/* The epoch create started, to its end: samples seen, their bytes checked;
+ * errors into *errs. */
+static int64_t epoch_checked(struct stk_loader *l, uint64_t *errs)
+{
+	int64_t seen = 0;
+	struct stk_batch *b;
+	int rc;
+	while ((rc = stk_loader_next(l, &b)) == 1) {
+		for (uint32_t i = 0; i < b->count; i++) {
+			uint64_t size;
+			assert_int_equal(stk_loader_sample(l, b->indices[i], NULL, 0, &size, NULL), 0);
+			assert_int_equal(b->sizes[i], size);
+			const uint8_t *p = b->data + b->offsets[i];
+			for (uint64_t k = 0; k < size; k++)
+				if (p[k] != 7)
+					fail_msg("sample %lld byte %llu differs", (long long)b->indices[i],
+						 (unsigned long long)k);
+		}
+		seen += b->count;
+		stk_batch_release(l, b);
+	}
+	assert_int_equal(rc, 0);
+	struct stk_stats st = {.size = sizeof(st)};
+	assert_int_equal(stk_loader_stats(l, &st), 0);
+	*errs = st.total_errors;
+	return seen;
+}
+
+static void test_metadata_ahead(void **state)
+{
+	(void)state;
+	for (int engine = STK_ENGINE_URING; engine <= STK_ENGINE_PREAD; engine++) {
+		/* O_DIRECT: every file of the epoch looked up ahead, at most once (the
+		 * walk starts at the batch being sent and jumps to the claims when
+		 * behind), a file deleted after the index still the read's error */
+		struct stk_loader *l = make((struct stk_loader_opts){
+			.batch_size = 16, .prefetch = 2, .queue_depth = 8, .engine = engine,
+			.flags = STK_F_DIRECT | STK_F_NO_SHUFFLE, .on_error = STK_ON_ERROR_SKIP});
+		struct stk_stats st = {.size = sizeof(st)};
+		assert_int_equal(stk_loader_stats(l, &st), 0);
+		if (!st.direct) {
+			print_message("skipped: the filesystem under %s refuses O_DIRECT\n", root);
+			stk_loader_destroy(l);
+			return;
+		}
+		char victim[PATH_MAX];
+		assert_int_equal(stk_loader_sample(l, 1500, victim, sizeof(victim), NULL, NULL), 0);
+		char keep[PATH_MAX + 8];
+		snprintf(keep, sizeof(keep), "%s.keep", victim);
+		assert_int_equal(rename(victim, keep), 0);
+		uint64_t errs;
+		int64_t seen = epoch_checked(l, &errs);
+		assert_int_equal(rename(keep, victim), 0);
+		assert_int_equal(seen, 1999);
+		assert_int_equal(errs, 1);
+		long long n = looked_up(l);
+		print_message("%s: %lld files looked up ahead\n", engine == STK_ENGINE_URING ? "io_uring"
+											 : "pread", n);
+		if (n < 1 || n > 2000)
+			fail_msg("%lld files looked up ahead of 2000", n);
+		stk_loader_destroy(l);
+		/* buffered reads: their later epochs come from the page cache */
+		l = make((struct stk_loader_opts){.batch_size = 16, .engine = engine,
+						   .flags = STK_F_BUFFERED});
+		assert_int_equal(epoch_checked(l, &errs), 2000);
+		assert_int_equal(looked_up(l), -1);
+		stk_loader_destroy(l);
+	}
+	/* off for measuring */
+	setenv("STOKER_NO_META_AHEAD", "1", 1);
+	struct stk_loader *l = make((struct stk_loader_opts){.batch_size = 16, .flags = STK_F_DIRECT});
+	uint64_t errs;
+	assert_int_equal(epoch_checked(l, &errs), 2000);
+	assert_int_equal(looked_up(l), -1);
+	stk_loader_destroy(l);
+	unsetenv("STOKER_NO_META_AHEAD");
+}
+
 static void test_rings_advice_follows_the_tuner(void **state)
 {
 	(void)state;
@@ -316,9 +461,11 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_probe_finds_the_knee),
 		cmocka_unit_test(test_direct_never_below_the_start),
+		cmocka_unit_test(test_direct_one_halving_when_warm),
 		cmocka_unit_test(test_explicit_depth_wins),
 		cmocka_unit_test(test_stop_during_probe),
 		cmocka_unit_test(test_direct_policy),
+		cmocka_unit_test(test_metadata_ahead),
 		cmocka_unit_test(test_rings_advice_follows_the_tuner),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);

@@ -234,13 +234,29 @@ struct tune {
 	unsigned probes;
 	bool unsure;            /* the last probe could not fill its levels */
 	bool down;              /* the probe steps below its start (nothing above it gained) */
-	bool floor_start;       /* never below the start: O_DIRECT reads (tune.c's climbed) */
+	bool floor_start;       /* O_DIRECT reads: below the start only once the opens
+				   are warm, and by one halving (tune.c's lowest_qd) */
+	uint64_t cold_ns;       /* probe windows let pass while the opens were cold */
 	bool extend;            /* this level's window goes on: its first part was marginal */
 	bool warmed;            /* the first probe's first window was let pass (a cold
 				   start: the directories' and inodes' first reads) */
 	char why[800];
 	char direct_why[200];
 	char cap_why[400];      /* the engines hold less than asked: why (else empty) */
+};
+
+/* loader/meta.c's walk: its threads take the files of the batches about to
+ * be claimed a few at a time from idx (batch `batch`, files [i, n)).  Under mu. */
+#define STK__META_THREADS 8u
+struct stk__meta {
+	pthread_t tids[STK__META_THREADS];
+	unsigned nthreads;
+	pthread_cond_t cv;      /* a claim, or the end */
+	bool quit;
+	uint64_t gen;           /* the loader's generation the walk is of */
+	int64_t next, batch;    /* the next batch to walk, the one in idx */
+	int64_t *idx;           /* batch_size entries */
+	uint32_t i, n;
 };
 
 struct stk_loader {
@@ -340,6 +356,11 @@ struct stk_loader {
 	struct stk__snap snaps[STK__SNAPS];
 	uint32_t nsnaps, snap_head;
 	uint64_t snap_next;     /* when the next one is due */
+	/* loader/meta.c: files looked up ahead of the ring's opens (O_DIRECT) */
+	struct stk__meta meta;
+	bool meta_on;           /* its threads run: a claim wakes them */
+	bool meta_warm;         /* the lookups are ahead of the reads in this generation */
+	uint64_t meta_files, meta_ns; /* looked up ahead since create, and their time */
 };
 
 /* The loader's files, bottom to top: each calls only those above it in this
@@ -353,6 +374,7 @@ struct stk_loader {
  *   replace.c    on_error replace: stand-ins
  *   diagnose.c   snapshots and the verdict
  *   tune.c       O_DIRECT or buffered, the queue depth and active I/O threads
+ *   meta.c       files' metadata looked up ahead of the ring's opens
  *   producer.c   the I/O and decode threads
  *   consumer.c   start, next, release
  *   memory.c     the memory a loader takes (the slot bound)
@@ -544,6 +566,15 @@ void stk__tune_direct(struct stk_loader *l);
 void stk__tune_init(struct stk_loader *l);
 void stk__tune_tick(struct stk_loader *l, uint64_t now);
 void stk__tune_restart(struct stk_loader *l);
+
+/* --- loader/meta.c -------------------------------------------------------- */
+/* O_DIRECT reads of files: a thread that looks up the files of the batches
+ * about to be claimed, so the ring's opens find them cached.  Start and stop
+ * from ring 0's thread (after its engine is up, before it returns); a claim
+ * kicks it (under mu). */
+void stk__meta_start(struct stk_loader *l);
+void stk__meta_kick(struct stk_loader *l);
+void stk__meta_stop(struct stk_loader *l);
 
 /* --- loader/producer.c ---------------------------------------------------- */
 /* The threads' bodies (started by loader/create.c). */

@@ -163,6 +163,7 @@ static void claim(struct stk_loader *l, struct io_thread *r, struct slot *s, int
 	s->replaced = 0;
 	s->gave_up = false;
 	s->pending = s->unsent = queued;
+	stk__meta_kick(l); /* the walk ahead goes on from here */
 	if (queued == 0)
 		stk__loader_finish_slot(l, s);
 }
@@ -320,6 +321,8 @@ void *stk__loader_io_main(void *arg)
 	}
 	int rc = r->ops->init(&r->eng, &cfg);
 	free(iov);
+	if (!rc && r->id == 0)
+		stk__meta_start(l);
 	pthread_mutex_lock(&l->mu);
 	r->init_rc = rc;
 	r->init_done = true;
@@ -408,6 +411,8 @@ void *stk__loader_io_main(void *arg)
 		}
 	}
 	pthread_mutex_unlock(&l->mu);
+	if (r->id == 0)
+		stk__meta_stop(l);
 	return NULL;
 broken:
 	pthread_mutex_lock(&l->mu);
@@ -417,6 +422,8 @@ broken:
 	}
 	stk__loader_signal(l);
 	pthread_mutex_unlock(&l->mu);
+	if (r->id == 0)
+		stk__meta_stop(l);
 	return NULL;
 }
 

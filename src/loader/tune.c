@@ -25,9 +25,11 @@
  * (4 x qd reads at the lowest latency) and the climb passes it.  When
  * nothing above the starting depth gained, it steps down by halves (to 8
  * at least) while the rate holds within 5 % of the best: page-cache reads and fast devices reach their rate at a lower depth,
- * with less latency (buffered reads only: O_DIRECT ones go to the device,
- * where too low a depth loses rate, and a cold epoch's first levels wait on
- * their opens' metadata, flat whatever the depth).  It keeps the lowest level within 5 % of the best rate:
+ * with less latency (O_DIRECT reads by one halving at most: they go to the
+ * device, where too low a depth loses rate).  While loader/meta.c's lookups
+ * are behind the reads (a cold epoch's first 50-100 ms: its opens wait on
+ * folders' and inodes' blocks, flat whatever the depth) the probe's windows
+ * are let pass, a second at most.  It keeps the lowest level within 5 % of the best rate:
  * too low a depth costs far more than one too high, and one window can be
  * off by that much on a shared machine (a step down that lost 5-20 % is
  * measured again over a window twice as long).  A level the loader could
@@ -151,17 +153,14 @@ static void clear_window(struct tune *t)
 static void apply(struct stk_loader *l)
 {
 	struct tune *t = &l->tune;
-	if (l->ops != &stk__engine_uring) {
-		l->rings[0].qd = t->qd;
-	} else {
-		for (uint32_t i = 0; i < l->nrings; i++) {
-			/* a ring left out takes no new batch but still sends what it
-			 * claimed, at an active ring's pace */
-			struct io_thread *r = &l->rings[i];
-			unsigned q = t->qd / t->active + (i < t->active && i < t->qd % t->active);
-			r->qd = q > r->cap ? r->cap : q ? q : 1;
-			r->take = i < t->active;
-		}
+	/* pread and null: one thread (active 1), capped like a ring */
+	for (uint32_t i = 0; i < l->nrings; i++) {
+		/* a ring left out takes no new batch but still sends what it
+		 * claimed, at an active ring's pace */
+		struct io_thread *r = &l->rings[i];
+		unsigned q = t->qd / t->active + (i < t->active && i < t->qd % t->active);
+		r->qd = q > r->cap ? r->cap : q ? q : 1;
+		r->take = i < t->active;
 	}
 	t->t0 = 0;
 	clear_window(t);
@@ -288,6 +287,8 @@ void stk__tune_restart(struct stk_loader *l)
 {
 	uint64_t now = stk__now_ns();
 	close_segment(l, now);
+	l->tune.cold_ns = 0; /* the opens may be cold again (a drop before a cold epoch) */
+	l->meta_warm = false; /* until loader/meta.c's lookups are ahead again */
 	if (!l->tune.skip)
 		open_segment(l, now);
 }
@@ -426,18 +427,31 @@ static void next_qd(struct stk_loader *l, unsigned qd)
 	apply(l);
 }
 
+/* The lowest depth a step down may reach.  Buffered reads: MIN_QD.  O_DIRECT
+ * ones go to the device, where a depth under its knee loses rate that a
+ * deeper queue only pays for in latency (a virtio disk: the climb stepped
+ * down to 8 and read the rest of the epoch at 1.1 GB/s, against 1.5-1.7 at
+ * 16-128 in the same rounds): one halving below the start at most (that
+ * disk read best at 16 with fio, the start being 32), and none while the
+ * opens are cold (their folders' and inodes' reads make every level read
+ * flat: loader/meta.c says when its lookups are ahead of the reads). */
+static unsigned lowest_qd(const struct stk_loader *l)
+{
+	const struct tune *t = &l->tune;
+	unsigned start = t->pts[0].qd;
+	if (!t->floor_start)
+		return MIN_QD;
+	if (!l->meta_warm)
+		return start;
+	return start / 2 > MIN_QD ? start / 2 : MIN_QD;
+}
+
 /* The climb is over: below the start if nothing above it gained, else the pick. */
 static void climbed(struct stk_loader *l, const char *why)
 {
 	struct tune *t = &l->tune;
 	unsigned k = pick(t, false);
-	/* never below the start on O_DIRECT reads: they go to the device, where
-	 * a depth under its knee loses rate that a deeper queue only pays for in
-	 * latency, and a cold epoch's first levels, which wait on their opens'
-	 * folders and inodes, read flat whatever the depth (a virtio disk: the
-	 * climb stepped down to 8 and read the rest of the epoch at 1.1 GB/s,
-	 * against 1.5-1.7 at 16-128 in the same rounds) */
-	if (t->pts[k].qd == t->pts[0].qd && t->pts[0].qd / 2 >= MIN_QD && !t->floor_start &&
+	if (t->pts[k].qd == t->pts[0].qd && t->pts[0].qd / 2 >= lowest_qd(l) &&
 	    t->npts < STK_ARRAY_SIZE(t->pts)) {
 		t->down = true;
 		next_qd(l, t->pts[0].qd / 2);
@@ -457,7 +471,7 @@ static void step_qd(struct stk_loader *l, const struct tune_point *p)
 		return;
 	}
 	if (t->down) { /* below the start: on while the rate holds */
-		if (p->rate >= 0.95 * best_rate(t) && p->qd / 2 >= MIN_QD &&
+		if (p->rate >= 0.95 * best_rate(t) && p->qd / 2 >= lowest_qd(l) &&
 		    t->npts < STK_ARRAY_SIZE(t->pts)) {
 			next_qd(l, p->qd / 2);
 			return;
@@ -543,6 +557,15 @@ void stk__tune_tick(struct stk_loader *l, uint64_t now)
 	if (dt < (double)span || reads < (warmup ? 1ull : t->extend ? 8ull : 4ull) * t->qd ||
 	    reads < 64)
 		return;
+	if (t->phase == TUNE_QD && l->meta_on && !l->meta_warm && t->cold_ns < WATCH_NS) {
+		/* O_DIRECT opens still cold (loader/meta.c's lookups not ahead of
+		 * the reads yet): their folders' and inodes' reads set the rate,
+		 * not the depth; the window starts again, for a second at most */
+		t->cold_ns += (uint64_t)dt;
+		clear_window(t);
+		open_segment(l, now);
+		return;
+	}
 	close_segment(l, now);
 	struct tune_point p = {.qd = t->qd, .rings = t->active,
 			       .rate = (double)t->w_bytes / (dt / 1e9),
@@ -637,6 +660,13 @@ int stk_loader_tuning(const struct stk_loader *cl, char *buf, size_t len)
 				    : t->phase == TUNE_QD ? "all take batches while the depth is probed"
 				    : "all take batches: the consumer set the pace while the "
 				      "depth was probed, so their copies were not measured");
+	char meta[160] = "", lat[32];
+	if (l->meta_files) /* loader/meta.c */
+		snprintf(meta, sizeof(meta), "\nfile metadata: %llu files looked up ahead of the "
+			 "reads' opens (%s a file; the probe let %.0f ms of cold opens pass)",
+			 (unsigned long long)l->meta_files,
+			 stk_fmt_ns(lat, sizeof(lat), (double)l->meta_ns / (double)l->meta_files),
+			 (double)t->cold_ns / 1e6);
 	char ra[48] = "", rab[24];
 	if (l->stream_ra)
 		snprintf(ra, sizeof(ra), "; %s read ahead",
@@ -644,7 +674,7 @@ int stk_loader_tuning(const struct stk_loader *cl, char *buf, size_t len)
 	if (l->ds->shards)
 		snprintf(shards, sizeof(shards), "\n%s (%.2f members a read so far%s)", l->shard_why,
 			 l->rd_reads ? (double)l->rd_members / (double)l->rd_reads : 0.0, ra);
-	int n = snprintf(buf, len, "%s\n%s%s%s%s%s", t->direct_why, t->why, threads, shards,
+	int n = snprintf(buf, len, "%s\n%s%s%s%s%s%s", t->direct_why, t->why, threads, shards, meta,
 			 t->cap_why[0] ? "\n" : "", t->cap_why);
 	pthread_mutex_unlock(&l->mu);
 	return n;
