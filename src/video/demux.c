@@ -16,8 +16,11 @@
  * (MP4's moov, Matroska's tracks: size, frame rate, duration), so a clip
  * costs no avformat_find_stream_info (which decodes frames to guess); only
  * where the header leaves the frame rate or size unknown, or a probe asks for
- * the pixel format, is it run.  Streams other than the video's are discarded
- * (their packets never read).  Errors say what is wrong with the file in
+ * the pixel format, is it run.  A header that gives neither the frame count
+ * nor the duration (a Matroska written to a pipe) has the stream's packets
+ * counted from the whole file, which a clip's start is then drawn over (over
+ * ranges it cannot be: the video index does not take such a file).  Streams
+ * other than the video's are discarded (their packets never read).  Errors say what is wrong with the file in
  * words: empty, an MP4 with no moov atom, no video stream (audio only), no
  * decoder.
  */
@@ -169,6 +172,43 @@ static int stream_facts(struct stk__vdemux *d, char *err, size_t errlen)
 	return 0;
 }
 
+/* A header without the stream's length: its packets are counted (the whole
+ * file is held; no decoding), the duration taken from the last packet's end,
+ * and the demuxer put back at the start.  0 or <0. */
+static int count_frames(struct stk__vdemux *d)
+{
+	AVPacket *p = AV(av_packet_alloc)();
+	if (!p)
+		return -ENOMEM;
+	int64_t n = 0, first = AV_NOPTS_VALUE, end = AV_NOPTS_VALUE;
+	while (AV(av_read_frame)(d->fc, p) >= 0) {
+		if (p->stream_index == d->si) {
+			n++;
+			int64_t t = p->pts != AV_NOPTS_VALUE ? p->pts : p->dts;
+			if (t != AV_NOPTS_VALUE) {
+				first = first == AV_NOPTS_VALUE || t < first ? t : first;
+				t += p->duration > 0 ? p->duration : 0;
+				end = end == AV_NOPTS_VALUE || t > end ? t : end;
+			}
+		}
+		AV(av_packet_unref)(p);
+	}
+	AV(av_packet_free)(&p);
+	d->mem.ran_out = false;
+	if (n < 1 || d->mem.outside)
+		return STK_ECORRUPT;
+	if (d->st->start_time == AV_NOPTS_VALUE && first != AV_NOPTS_VALUE)
+		d->start_pts = first;
+	d->frames = n;
+	d->frames_exact = d->counted = true;
+	if (end != AV_NOPTS_VALUE && end > d->start_pts)
+		d->duration_s = (double)(end - d->start_pts) * d->tb;
+	/* back to the start: the demuxer has seen every cluster now, so later
+	 * seeks find their keyframes even without Cues */
+	return AV(av_seek_frame)(d->fc, d->si, d->start_pts, AVSEEK_FLAG_BACKWARD) < 0 ?
+		       STK_ECORRUPT : 0;
+}
+
 static bool header_enough(const struct stk__vdemux *d)
 {
 	const AVCodecParameters *cp = d->st->codecpar;
@@ -301,5 +341,18 @@ int stk__vdemux_open_ext(struct stk__vdemux *d, const struct stk__vext *ext, uin
 		if ((int)i != d->si)
 			d->fc->streams[i]->discard = AVDISCARD_ALL;
 	d->mem.rec = NULL;
+	if (!d->frames_exact && !(d->duration_s > 0)) {
+		/* no count and no duration in the header (a Matroska written to a
+		 * pipe): a start drawn over "1 frame" would always be 0 */
+		bool whole = next == 1 && ext[0].off == 0 && ext[0].len == len;
+		rc = whole ? count_frames(d) : STK_EFORMAT;
+		if (rc < 0) {
+			stk__vdemux_close(d);
+			return stk__errf(err, errlen, rc,
+					 rc == -ENOMEM ? "out of memory (counting the video's frames)" :
+					 "the header gives neither the video's frame count nor its "
+					 "duration, and its frames could not be counted");
+		}
+	}
 	return 0;
 }

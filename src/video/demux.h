@@ -43,6 +43,7 @@ struct stk__vdemux {
 	int64_t start_pts;     /* the stream's first pts (0 when unknown) */
 	int64_t frames;        /* the container's count, else duration × fps */
 	bool frames_exact;
+	bool counted;          /* the header gave no length: frames counted (whole file) */
 	bool probed;           /* avformat_find_stream_info ran */
 };
 

@@ -172,6 +172,11 @@ int stk__vidx_make_raw(const uint8_t *src, size_t len, struct stk__vidx_raw *r, 
 		snprintf(why, whylen, "a %s container: no byte index (read whole)", fmt);
 		goto out;
 	}
+	if (d.counted) { /* a clip's demuxer over ranges could not count them */
+		snprintf(why, whylen, "its header gives no length (its frames counted from the "
+			 "whole file): read whole");
+		goto out;
+	}
 	if (hr.over || !hr.n) {
 		snprintf(why, whylen, "its header is read in more than %d pieces", STK__VREC_MAX);
 		goto out;

@@ -254,3 +254,40 @@ def test_tar_shards_of_videos(video_folder, tmp_path):
             assert sorted((v, k) for v, k, *_ in got) == [(v, k) for v in range(NVID)
                                                           for k in range(2)]
             assert sorted(set(lab for _, _, lab, *_ in got)) == [0, 1]
+
+
+def _void_matroska_duration(path):
+    """The Segment's Duration element (ID 0x4489) overwritten by an EBML Void
+    of the same length: a Matroska whose header gives no length, as one
+    written to a pipe."""
+    b = bytearray(open(path, "rb").read())
+    i = b.find(b"\x44\x89")
+    assert i > 0 and b[i + 2] & 0x80, "no Duration element in %s" % path
+    n = 3 + (b[i + 2] & 0x7f)
+    b[i:i + n] = bytes([0xEC, 0x80 | (n - 2)]) + bytes(n - 2)
+    open(path, "wb").write(b)
+
+
+def test_matroska_without_a_length(tmp_path):
+    """A Matroska whose header says neither its frame count nor its duration:
+    its frames are counted, so clips start across the video as for the same
+    video with its Duration, with the same pixels (before, every clip of it
+    started at 0 whatever the draw)."""
+    for name in ("with", "without"):
+        os.makedirs(tmp_path / name / "c")
+        make_video(tmp_path / name / "c" / "v.mkv", frames=80, seed=7)
+    _void_matroska_duration(tmp_path / "without" / "c" / "v.mkv")
+    starts = []
+    for epoch in range(4):
+        got = {}
+        for name in ("with", "without"):
+            with stoker.Loader(str(tmp_path / name), 1, seed=3,
+                               video=stoker.Video(**SMALL)) as l:
+                l.set_epoch(epoch)
+                got[name] = _epoch(l)
+        (_, _, _, s_with, c_with), = got["with"]
+        (_, _, _, s_without, c_without), = got["without"]
+        assert s_without == pytest.approx(s_with)
+        assert torch.equal(c_without, c_with)
+        starts.append(s_without)
+    assert max(starts) > 0
