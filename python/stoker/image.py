@@ -86,8 +86,8 @@ class Image:
             into the cache folder (cache_dir/jpeg/) and read from there from
             then on, each read checked against its file first (size, mtime,
             ctime, inode, device, checksum; a copy refused is named and the
-            file read).  Costs up to the images' size again on disk and
-            about twice the decode CPU the first time a file is read.
+            file read).  Costs about the images' size again on disk and
+            3-5x the CPU in the epoch that writes the copies.
         scale, ratio: RandomResizedCrop's area share (0 < lo <= hi <= 1) and
             aspect-ratio range (0 < lo <= hi).
         crop_frac: center crop: size / resized short side (224 of 256 is
