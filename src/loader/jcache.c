@@ -5,11 +5,14 @@
  * The first time the I/O thread lays out a sample it looks for its copy
  * (one lstat: a trusted regular file, its length); a sample with a copy is
  * read from it (read.c), one without is read from its file.  A decode thread
- * that decoded a JPEG from its file, and found no copy, writes one: the
- * file's bytes it already has, transcoded (stk_jpeg_transcode: the same DCT
- * coefficients, sequential, restart intervals), so from then on the centre
- * or random crop entropy-decodes only its own intervals, and a progressive
- * file costs what a baseline one does.  A file changed less than a second
+ * given a file's bytes with no copy yet transcodes them first
+ * (stk_jpeg_transcode: the same DCT coefficients, sequential, restart
+ * intervals), decodes the rewrite (its crop's intervals only: cheaper than
+ * the file's own decode, most of all for a progressive file) and writes it
+ * as the copy; from then on the crop of every epoch entropy-decodes only its
+ * own intervals, and a progressive file costs what a baseline one does.  Not
+ * a JPEG, or one libjpeg warns about: the file's bytes are decoded, as
+ * without the cache (its error, if any, is the file's).  A file changed less than a second
  * before its read was submitted is not copied this time (git's racy-clean
  * rule: its ctime could not tell a change made during the read).
  *
@@ -122,43 +125,74 @@ static uint64_t real_ns(void)
 	return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
 }
 
-/* Writes the copy of sample idx from its file's bytes (read from `read_at`,
- * realtime ns), when its file has not changed since before that read. */
-static void make_copy(struct stk_loader *l, int64_t idx, const uint8_t *buf, size_t len,
-		      uint64_t read_at)
+/* Sample idx's file bytes, read from `read_at` (realtime ns), when it has
+ * no copy: rewritten (the copy in *out, *olen; 0) when its file has not
+ * changed since before that read, else 1 (left as it is; the copy's state
+ * MAKING until write_copy, on 0). */
+static int rewrite(struct stk_loader *l, int64_t idx, const uint8_t *buf, size_t len,
+		   uint64_t read_at, struct stat *st, void **out, size_t *olen)
 {
 	struct stk__jcache *jc = l->jc;
 	uint32_t was = STK_JC_NONE;
-	if (!atomic_compare_exchange_strong(&jc->state[idx], &was, STK_JC_MAKING))
-		return; /* another thread's, or never */
-	const char *rel = stk__entry_path(l->ds, idx);
-	struct stat st;
+	if (idx < 0 || idx >= jc->n ||
+	    !atomic_compare_exchange_strong(&jc->state[idx], &was, STK_JC_MAKING))
+		return 1; /* another thread's, never, or not looked at */
 	uint64_t ctime = 0;
-	if (!fstatat(l->ds->root_fd, rel, &st, 0))
-		ctime = (uint64_t)st.st_ctim.tv_sec * 1000000000ull + (uint64_t)st.st_ctim.tv_nsec;
-	if (!ctime || (uint64_t)st.st_size != len || ctime + RACY_NS > read_at) {
+	if (!fstatat(l->ds->root_fd, stk__entry_path(l->ds, idx), st, 0))
+		ctime = (uint64_t)st->st_ctim.tv_sec * 1000000000ull + (uint64_t)st->st_ctim.tv_nsec;
+	if (!ctime || (uint64_t)st->st_size != len || ctime + RACY_NS > read_at) {
 		atomic_store(&jc->state[idx], STK_JC_NONE); /* the next epoch tries again */
-		return;
+		return 1;
 	}
-	void *out = NULL;
-	size_t olen = 0;
 	char why[256];
-	uint32_t next = STK_JC_NEVER;
-	if (!stk_jpeg_transcode(buf, len, &out, &olen, why, sizeof(why))) {
-		char *p = malloc(jc->plen);
-		int64_t n = p ? (stk__jcache_path(jc, rel, p), stk__jcache_write(p, &st, out, olen))
-			      : -ENOMEM;
-		if (n > 0 && (uint64_t)n < UINT32_MAX - STK_JC_COPY) {
-			next = STK_JC_COPY + (uint32_t)n;
-			atomic_fetch_add(&jc->made, 1);
-		} else if (n < 0 && atomic_fetch_add(&jc->refused, 1) < NAMED) {
-			stk__loader_notice(l, "JPEG copy %s could not be written: %s; the file is "
-					   "read", p ? p : rel, strerror((int)-n));
-		}
-		free(p);
-		stk_free(out);
+	if (stk_jpeg_transcode(buf, len, out, olen, why, sizeof(why))) {
+		atomic_store(&jc->state[idx], STK_JC_NEVER); /* not a JPEG, or refused */
+		return 1;
 	}
+	return 0;
+}
+
+/* Writes the rewrite of sample idx (made by rewrite) and frees it. */
+static void write_copy(struct stk_loader *l, int64_t idx, const struct stat *st, void *out,
+		       size_t olen)
+{
+	struct stk__jcache *jc = l->jc;
+	const char *rel = stk__entry_path(l->ds, idx);
+	uint32_t next = STK_JC_NEVER;
+	char *p = malloc(jc->plen);
+	int64_t n = p ? (stk__jcache_path(jc, rel, p), stk__jcache_write(p, st, out, olen)) : -ENOMEM;
+	if (n > 0 && (uint64_t)n < UINT32_MAX - STK_JC_COPY) {
+		next = STK_JC_COPY + (uint32_t)n;
+		atomic_fetch_add(&jc->made, 1);
+	} else if (n < 0 && atomic_fetch_add(&jc->refused, 1) < NAMED) {
+		stk__loader_notice(l, "JPEG copy %s could not be written: %s; the file is read",
+				   p ? p : rel, strerror((int)-n));
+	}
+	free(p);
+	stk_free(out);
 	atomic_store(&jc->state[idx], next);
+}
+
+/* Decodes sample idx from its file's bytes; without a copy yet, rewrites
+ * them first and decodes the rewrite (the same pixels: the same
+ * coefficients), whose crop takes only its restart intervals, then keeps it. */
+static int decode_bytes(struct stk_loader *l, int64_t idx, const uint8_t *buf, size_t len,
+			uint64_t read_at, uint64_t seed, void *out, char *why, size_t whylen,
+			struct stk__decode_info *info)
+{
+	struct stat st;
+	void *rw;
+	size_t rlen;
+	if (rewrite(l, idx, buf, len, read_at, &st, &rw, &rlen))
+		return stk__image_decode(&l->img, buf, len, seed, out, why, whylen, info);
+	int rc = stk__image_decode(&l->img, rw, rlen, seed, out, why, whylen, info);
+	if (rc) { /* not expected: the file's own decode has the last word */
+		stk_free(rw);
+		atomic_store(&l->jc->state[idx], STK_JC_NEVER);
+		return stk__image_decode(&l->img, buf, len, seed, out, why, whylen, info);
+	}
+	write_copy(l, idx, &st, rw, rlen);
+	return 0;
 }
 
 /* The file of sample idx read here (its copy refused), decoded, copied again. */
@@ -187,9 +221,7 @@ static int decode_file(struct stk_loader *l, int64_t idx, uint64_t seed, void *o
 		return stk__errf(why, whylen, e ? -e : STK_ESHORT, "%s%s%s: %s", abs ? "" : l->ds->root,
 				 abs ? "" : "/", rel, e ? strerror(e) : "short read");
 	}
-	int rc = stk__image_decode(&l->img, buf, len, seed, out, why, whylen, info);
-	if (!rc && info->format == STK_FORMAT_JPEG && !info->fast)
-		make_copy(l, idx, buf, len, t);
+	int rc = decode_bytes(l, idx, buf, len, t, seed, out, why, whylen, info);
 	free(buf);
 	return rc;
 }
@@ -218,13 +250,8 @@ int stk__loader_jcache_decode(struct stk_loader *l, struct sio *x, int64_t idx, 
 		atomic_store(&l->jc->state[idx], STK_JC_NONE);
 		return decode_file(l, idx, seed, out, why, whylen, info);
 	}
+	if (!x->t_submit) /* (a read's submit time: the racy-clean rule needs it) */
+		return stk__image_decode(&l->img, buf, x->size, seed, out, why, whylen, info);
 	uint64_t read_at = real_ns() - (stk__now_ns() - x->t_submit);
-	int rc = stk__image_decode(&l->img, buf, x->size, seed, out, why, whylen, info);
-	if (!rc && info->format == STK_FORMAT_JPEG && !info->fast && x->t_submit)
-		make_copy(l, idx, buf, x->size, read_at);
-	else if (!rc && idx >= 0 && idx < l->jc->n) { /* nothing to gain */
-		uint32_t was = STK_JC_NONE;
-		atomic_compare_exchange_strong(&l->jc->state[idx], &was, STK_JC_NEVER);
-	}
-	return rc;
+	return decode_bytes(l, idx, buf, x->size, read_at, seed, out, why, whylen, info);
 }
