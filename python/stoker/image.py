@@ -80,14 +80,14 @@ class Image:
             flight or being decoded ("auto" or 0: enough for 256 reads, one
             at batch 256; two for s3:// and http(s):// data; at most
             prefetch).  Two read the next batch while this one decodes.
-        jpeg_cache: folders and file lists: each JPEG, once decoded from
-            its file, is rewritten losslessly (the same pixels; sequential,
+        jpeg_cache: folders and file lists: each JPEG, the first time it
+            is read, is rewritten losslessly (the same pixels; sequential,
             restart intervals, so a crop decodes only its own intervals)
             into the cache folder (cache_dir/jpeg/) and read from there from
             then on, each read checked against its file first (size, mtime,
             ctime, inode, device, checksum; a copy refused is named and the
             file read).  Costs about the images' size again on disk and
-            3-5x the CPU in the epoch that writes the copies.
+            2-4x the CPU in the epoch that writes the copies.
         scale, ratio: RandomResizedCrop's area share (0 < lo <= hi <= 1) and
             aspect-ratio range (0 < lo <= hi).
         crop_frac: center crop: size / resized short side (224 of 256 is
