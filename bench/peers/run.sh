@@ -20,7 +20,7 @@ for w in ${WORKLOADS:-train raw-warm raw-cold val}; do
 	train) args="--mode train --stoker-sources folder,transcoded" ;;
 	raw-warm) args="--mode raw --no-search --stoker-sources folder,shards,shards-window" ;;
 	raw-cold) args="--mode raw --cache cold --no-search --stoker-sources folder,shards,shards-window" ;;
-	val) args="--mode val --no-search --stoker-sources folder,transcoded" ;;
+	val) args="--mode val --no-search --stoker-sources ${VAL_SOURCES:-folder,folder-jcache,transcoded}" ;;
 	*) echo "unknown workload $w"; exit 2 ;;
 	esac
 	echo "== $w ($(date -u +%H:%M) UTC, load $(cut -d' ' -f1-3 /proc/loadavg))"

@@ -155,6 +155,11 @@ extern "C" {
 	  "Python: ImageBatch.raw); else they are read into a separate pool of read areas "     \
 	  "(read_areas), reused as soon as their batch is decoded, and a slot holds only "      \
 	  "images")                                                                              \
+	X(IMAGE, jpeg_cache, NULL, FLAG, flags, STK_IMG_JPEG_CACHE, "false", 0, 0, NULL,         \
+	  "folders and file lists: each JPEG, the first time it is read, is rewritten "         \
+	  "losslessly (stk_jpeg_transcode: the same pixels, restart intervals) into "            \
+	  "cache_dir/jpeg/, and read from there from then on, checked against its file first; " \
+	  "about the images' size again on disk; the epoch that writes them 2-4x the CPU")     \
 	X(IMAGE, mean, NULL, FLOAT3, mean, 0, "0.485,0.456,0.406", 0, 0, NULL,                   \
 	  "normalize: per-channel mean (ImageNet's; all-zero mean and std take these)")          \
 	X(IMAGE, std, NULL, FLOAT3, std, 0, "0.229,0.224,0.225", 0, 0, NULL,                     \

@@ -162,6 +162,9 @@ enum stk_dtype { STK_DTYPE_UINT8 = 0, STK_DTYPE_FLOAT32, STK_DTYPE_FLOAT16 };
 #define STK_IMG_KEEP_RAW  (1u << 3) /* a batch keeps its samples' file bytes beside its
 				       images (else they are read into a smaller pool of
 				       read areas, reused once the batch is decoded) */
+#define STK_IMG_JPEG_CACHE (1u << 4) /* folders and lists: each JPEG's lossless rewrite
+				       (restart intervals) kept in the cache folder and
+				       read instead of the file once made, checked first */
 
 struct stk_image_opts {
 	uint32_t size;          /* sizeof(struct stk_image_opts) */

@@ -269,6 +269,8 @@ def run_stoker(s):
         kw = {"decode_threads": s["workers"]} if s["workers"] else {}
         if s.get("read_areas"):
             kw["read_areas"] = s["read_areas"]
+        if s.get("jpeg_cache"):
+            kw["jpeg_cache"] = True
         img = stoker.Image(size=s["size"], crop="random_resized" if s["mode"] == "train" else "center",
                            scale=tuple(s["scale"]), ratio=tuple(s["ratio"]), crop_frac=s["crop_frac"],
                            **kw)

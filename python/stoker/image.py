@@ -80,6 +80,14 @@ class Image:
             flight or being decoded ("auto" or 0: enough for 256 reads, one
             at batch 256; two for s3:// and http(s):// data; at most
             prefetch).  Two read the next batch while this one decodes.
+        jpeg_cache: folders and file lists: each JPEG, the first time it
+            is read, is rewritten losslessly (the same pixels; sequential,
+            restart intervals, so a crop decodes only its own intervals)
+            into the cache folder (cache_dir/jpeg/) and read from there from
+            then on, each read checked against its file first (size, mtime,
+            ctime, inode, device, checksum; a copy refused is named and the
+            file read).  Costs about the images' size again on disk and
+            2-4x the CPU in the epoch that writes the copies.
         scale, ratio: RandomResizedCrop's area share (0 < lo <= hi <= 1) and
             aspect-ratio range (0 < lo <= hi).
         crop_frac: center crop: size / resized short side (224 of 256 is
@@ -92,14 +100,15 @@ class Image:
 
     __slots__ = ("height", "width", "crop", "flip", "layout", "dtype", "normalize",
                  "decode_threads", "max_pixels", "max_scans", "max_decode_time", "scale",
-                 "ratio", "crop_frac", "keep_raw", "read_areas", "_c")
+                 "ratio", "crop_frac", "keep_raw", "read_areas", "jpeg_cache", "_c")
 
     def __init__(self, size=_D["width"], crop=_D["crop"], flip=_D["flip"], layout=_D["layout"],
                  dtype=_D["dtype"], normalize=None, decode_threads=_D["decode_threads"],
                  max_pixels=_D["max_pixels"], scale=(_D["scale_min"], _D["scale_max"]),
                  ratio=(_D["ratio_min"], _D["ratio_max"]), crop_frac=_D["crop_frac"],
                  max_scans=_D["max_scans"], max_decode_time=_D["max_decode_time"],
-                 keep_raw=_D["keep_raw"], read_areas=_D["read_areas"]):
+                 keep_raw=_D["keep_raw"], read_areas=_D["read_areas"],
+                 jpeg_cache=_D["jpeg_cache"]):
         if isinstance(size, (tuple, list)):
             if len(size) != 2:
                 raise ValueError("Image(size=%r) must be an int or (height, width)" % (size,))
@@ -110,7 +119,7 @@ class Image:
                   "layout": layout, "dtype": _dtype_name(dtype), "decode_threads": decode_threads,
                   "max_pixels": max_pixels, "crop_frac": crop_frac, "max_scans": max_scans,
                   "max_decode_time": max_decode_time, "keep_raw": keep_raw,
-                  "read_areas": read_areas}
+                  "read_areas": read_areas, "jpeg_cache": jpeg_cache}
         for name, pair in (("scale", scale), ("ratio", ratio)):
             try:
                 lo, hi = pair
@@ -165,6 +174,7 @@ class Image:
         self.crop_frac = c.crop_frac
         self.keep_raw = _ROWS["keep_raw"].get(c) == "true"
         self.read_areas = c.read_areas
+        self.jpeg_cache = _ROWS["jpeg_cache"].get(c) == "true"
 
     # --- what a batch holds ----------------------------------------------------
 

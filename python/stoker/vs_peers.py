@@ -203,6 +203,27 @@ def convert(peer, path, fmt, data_dir, stoker_bin, timeout):
     return out, m
 
 
+def _jcache_pass(path, a):
+    """One epoch over path with Image(jpeg_cache=True), in a process of its
+    own: the copies made (or found).  {seconds, samples_per_s}."""
+    code = ("import sys, time, stoker\n"
+            "img = stoker.Image(size=%d, crop='center', crop_frac=%r, jpeg_cache=True)\n"
+            "t = time.monotonic(); n = 0\n"
+            "with stoker.Loader(sys.argv[1], %d, image=img, shuffle=True, seed=%d) as ld:\n"
+            "    for b in ld:\n"
+            "        n += len(b[1])\n"
+            "print(time.monotonic() - t, n)\n" % (a.size, a.crop_frac, a.batch_size, a.seed))
+    r = subprocess.run([sys.executable, "-c", code, path], stdout=subprocess.PIPE,
+                       stderr=subprocess.PIPE)
+    if r.returncode:
+        return {"error": r.stderr.decode()[-300:]}
+    secs, n = r.stdout.split()
+    jdir = os.path.join(os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"),
+                        "stoker", "jpeg")
+    return {"seconds": float(secs), "samples_per_s": int(n) / float(secs), "bytes": _du(jdir),
+            "tool": "stoker Image(jpeg_cache=True), one epoch"}
+
+
 def _spread(xs):
     xs = sorted(xs)
     return {"median": statistics.median(xs), "min": xs[0], "max": xs[-1], "n": len(xs)} if xs else None
@@ -286,7 +307,13 @@ def main(argv=None):
     rows, conversions, failed, extra = [], {}, {}, {}
     for src in a.stoker_sources.split(","):
         d, fmt = path, "shards" if src == "shards-window" else src
-        if src != "folder":
+        if src == "folder-jcache":
+            # the plain folder with Image(jpeg_cache=True): stoker reads its own
+            # rewrite of each JPEG (cache_dir/jpeg/) once made, as FFCV reads its
+            # .beton; one epoch first makes it (timed: epoch 1's cost)
+            conversions["stoker jpeg_cache"] = _jcache_pass(path, a)
+            extra["stoker (%s)" % src] = {"jpeg_cache": True}
+        elif src != "folder":
             d, m = convert("stoker", path, fmt, data_dir, a.stoker, a.timeout * 10)
             conversions["stoker " + fmt] = m
             if d is None:

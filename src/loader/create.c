@@ -630,6 +630,10 @@ int stk_loader_create(struct stk_loader **out, const struct stk_loader_opts *opt
 		rc = -ENOMEM;
 		goto fail;
 	}
+	if ((rc = stk__loader_jcache_open(l))) {
+		snprintf(errbuf, errlen, "out of memory");
+		goto fail;
+	}
 	if ((l->image || l->video) && (rc = start_decoders(l))) {
 		snprintf(errbuf, errlen, "cannot start the decode threads: %s", stk_strerror(rc));
 		goto fail;
@@ -718,6 +722,7 @@ void stk_loader_destroy(struct stk_loader *l)
 	free(l->extensions);
 	free(l->cache_dir);
 	stk__vloader_free(l);
+	stk__loader_jcache_close(l);
 	pthread_mutex_destroy(&l->mu);
 	pthread_cond_destroy(&l->cv);
 	pthread_mutex_destroy(&l->wmu);

@@ -46,6 +46,8 @@ struct sio {
 				 the first error */
 	uint64_t need;        /* the bytes this read must bring: its length but what
 				 O_DIRECT's rounding adds past the sample's end */
+	bool jcopy;           /* jpeg_cache: this read is the sample's copy (loader/jcache.c) */
+	int32_t jrc;          /* its read's error (the decode thread reads the file instead) */
 };
 
 /* A read record made ready for one new read: the read itself and its sample,
@@ -69,6 +71,8 @@ static inline void stk__sio_begin(struct sio *x, struct stk_io io, uint64_t size
 	x->ranged = ranged;
 	x->whole = whole;
 	x->nleft = 0;
+	x->jcopy = false;
+	x->jrc = 0;
 }
 
 /* A tar shard, opened once (loader/shard_read.c). */
@@ -285,6 +289,8 @@ struct stk_loader {
 	struct stk_image_opts img;
 	bool image;
 	struct stk__vloader *video; /* video mode (loader/video.c), else NULL */
+	struct stk__jcache *jc; /* jpeg_cache: the copies (loader/jcache.c), else NULL */
+	char *jpaths;           /* their paths, one a slot's sample (jc->plen bytes each) */
 	uint32_t per_file;      /* samples a dataset entry gives: clips_per_video, else 1 */
 	uint64_t raw_bytes;     /* a batch's reads at most: a slot's first part (raw mode,
 				   keep_raw; the images follow), else a read area */
@@ -592,6 +598,22 @@ uint64_t stk__slot_bound(uint32_t batch, double n, double sum, double sq, double
  * for local data or remote (s3://, http(s)://). */
 uint32_t stk__read_areas(const struct stk_loader_opts *o, const struct stk_image_opts *img,
 			 bool remote);
+
+/* --- loader/jcache.c ------------------------------------------------------ */
+/* At create, image option jpeg_cache: the copies' folder opened (l->jc), or
+ * a notice saying why not (the loader goes on without); 0 or -ENOMEM. */
+int stk__loader_jcache_open(struct stk_loader *l);
+void stk__loader_jcache_close(struct stk_loader *l);
+/* Whether sample idx (sample i of slot s) is read from its copy: then its
+ * path and length.  Under mu (the first time: one lstat). */
+bool stk__loader_jcopy(struct stk_loader *l, struct slot *s, uint32_t i, int64_t idx,
+		       const char **path, uint64_t *size);
+struct stk__decode_info;
+/* A decode thread's decode of x (sample idx) with l->jc: a copy checked
+ * before it is decoded (refused: named, the file read and decoded instead),
+ * a file decoded and then copied.  Without mu. */
+int stk__loader_jcache_decode(struct stk_loader *l, struct sio *x, int64_t idx, uint64_t seed,
+			      void *out, char *why, size_t whylen, struct stk__decode_info *info);
 
 /* --- loader/consumer.c ---------------------------------------------------- */
 /* stk_loader_start's body: `epoch` after the segments prev[0..nprev) (checked

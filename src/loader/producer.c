@@ -186,6 +186,10 @@ static void sample_done(struct stk_loader *l, struct slot *s, struct sio *x)
 		rc = (int)io->res;
 	else if (!l->direct && !x->prefix)
 		((uint8_t *)io->buf)[x->size] = 0; /* the probe's byte: not left as it was */
+	if (rc < 0 && x->jcopy) { /* jpeg_cache: the decode thread reads the file instead */
+		x->jrc = rc;
+		rc = 0;
+	}
 	if ((rc == STK_ESHORT || rc == STK_EGREW) && stk__loader_reread(l, s, x))
 		return; /* read again at its size now: this read is no error */
 	if (rc < 0)
@@ -264,6 +268,9 @@ void *stk__loader_decode_main(void *arg)
 				rc = stk__vloader_decode(l, x->slot, x->idx, video, epoch,
 							 (uint8_t *)x->io.buf + x->skip, x->size, why,
 							 sizeof(why));
+			else if (l->jc)
+				rc = stk__loader_jcache_decode(l, x, video, seed, out, why, sizeof(why),
+							       &info);
 			else
 				rc = stk__image_decode(&l->img, (uint8_t *)x->io.buf + x->skip, x->size,
 						       seed, out, why, sizeof(why), &info);

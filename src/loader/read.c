@@ -10,7 +10,9 @@
  * cached index, unchanged) is stat'ed by the ring after the reap and read
  * again at its size now, once, in its place or after the slot's reads: the
  * sample is the file as it is, every epoch of a long run, not an error the
- * skip policy would drop from each of them.  Under the loader's mutex,
+ * skip policy would drop from each of them.  With jpeg_cache a JPEG that
+ * has a copy is read from it (loader/jcache.c), when it fits in what is
+ * left of the read area, else from its file.  Under the loader's mutex,
  * stk__loader_file_stat excepted.
  */
 #include "loader/loader.h"
@@ -43,7 +45,7 @@ uint64_t stk__loader_room(const struct stk_loader *l, int64_t idx)
 /* The read of file idx, taken as `size` bytes, as sample i of slot s at
  * byte `place`; returns the room it takes. */
 static uint64_t setup_file(struct stk_loader *l, struct slot *s, uint32_t i, int64_t idx,
-			   uint64_t place, uint64_t size)
+			   uint64_t place, uint64_t size, const char *copy)
 {
 	uint32_t si = (uint32_t)(s - l->slots);
 	const struct stk_entry *e = &l->ds->entries[idx];
@@ -54,11 +56,13 @@ static uint64_t setup_file(struct stk_loader *l, struct slot *s, uint32_t i, int
 	s->labels[i] = e->label;
 	s->sizes[i] = want;
 	stk__sio_begin(x,
-		       (struct stk_io){.op = STK_IO_READ_FILE, .path = stk__entry_path(l->ds, idx),
+		       (struct stk_io){.op = STK_IO_READ_FILE,
+				       .path = copy ? copy : stk__entry_path(l->ds, idx),
 				       .len = prefix && !l->direct ? want : stk__loader_read_len(l, want),
 				       .offset = e->offset, .buf_index = stk__loader_read_buf(l, s),
 				       .buf = stk__loader_read_base(l, s) + place},
 		       want, prefix, si, i, e->offset, false, NULL);
+	x->jcopy = copy != NULL;
 	s->offsets[i] = place;
 	return x->io.len;
 }
@@ -71,7 +75,7 @@ uint64_t stk__loader_setup_read(struct stk_loader *l, struct slot *s, uint32_t i
 	uint64_t room = l->video ? stk__vloader_setup(l, s, i, idx, place, -1) : 0;
 	if (room)
 		return room;
-	return setup_file(l, s, i, idx, place, l->ds->entries[idx].size);
+	return setup_file(l, s, i, idx, place, l->ds->entries[idx].size, NULL);
 }
 
 void stk__loader_file_stat(const struct stk_loader *l, struct sio *x)
@@ -114,7 +118,7 @@ bool stk__loader_reread(struct stk_loader *l, struct slot *s, struct sio *x)
 		}
 		return false;
 	}
-	setup_file(l, s, x->idx, s->indices[x->idx], place, x->now_size);
+	setup_file(l, s, x->idx, s->indices[x->idx], place, x->now_size, NULL);
 	x->reread = true;
 	struct io_thread *r = &l->rings[s->ring];
 	r->queue[(r->qhead + r->qlen++) % r->qcap] = x;
@@ -130,7 +134,14 @@ static uint32_t lay_out_files(struct stk_loader *l, struct io_thread *r, struct 
 	uint32_t queued = 0;
 	for (uint32_t i = 0; i < n; i++) {
 		struct sio *x = &s->ios[i];
-		uint64_t len = stk__loader_setup_read(l, s, i, l->scratch_idx[i], off);
+		const char *copy;
+		uint64_t csize, len;
+		int64_t idx = l->scratch_idx[i];
+		if (l->jc && stk__loader_jcopy(l, s, i, idx, &copy, &csize) &&
+		    stk__loader_read_len(l, csize) <= l->raw_bytes - off)
+			len = setup_file(l, s, i, idx, off, csize, copy); /* jpeg_cache */
+		else
+			len = stk__loader_setup_read(l, s, i, idx, off);
 		x->place = off;
 		x->room = len;
 		x->reread = false;

@@ -1,0 +1,208 @@
+/*
+ * DESIGN dataset/jcache.c — the loader's own rewrites of a folder's JPEGs
+ * (image option jpeg_cache): each JPEG losslessly transcoded (the same DCT
+ * coefficients, so the same pixels: sequential, restart intervals that tile
+ * the rows) and kept in <cache folder>/jpeg/<key of the dataset's root>/, one
+ * file a sample, named by a hash of its path.  The loader reads the copy
+ * instead of the file once it exists (loader/jcache.c).
+ *
+ * Never trusted blindly, by the rules of the index cache (dataset/cache.c,
+ * base/trust.c): the folders are made 0700 and refused when another user's
+ * or writable by others; a copy that is not a regular file of this user's,
+ * or that others may write, is refused; and every read of a copy is checked
+ * before its bytes are decoded: the header (magic, version, lengths, its own
+ * checksum), the source file's identity now (size, mtime, ctime, inode,
+ * device: a copy or a `touch` of the source cannot keep them) against the
+ * one the copy was made from, and the JPEG bytes' checksum.  The checksum
+ * finds damage, not forgery: what keeps another user's bytes out is the
+ * owner and mode.  Written to a temporary name and renamed into place.
+ */
+#include "dataset/jcache.h"
+#include "dataset/build.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#define MAGIC 0x314347504a4b5453ull /* "STKJPGC1" */
+#define VERSION 1u
+enum { H_MAGIC, H_VERSION, H_SIZE, H_MTIME, H_CTIME, H_INO, H_DEV, H_LEN, H_SUM, H_HSUM, H_WORDS };
+_Static_assert(H_WORDS * 8 == STK_JCACHE_HDR, "header size");
+
+static uint64_t ns_of(struct timespec t)
+{
+	return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
+}
+
+/* A 64-bit checksum of the bytes: four lanes of xxHash64's round, folded
+ * with the length (~8 bytes a cycle: a copy's read is checked every epoch). */
+static uint64_t rotl(uint64_t x, int r)
+{
+	return (x << r) | (x >> (64 - r));
+}
+
+static uint64_t hround(uint64_t acc, uint64_t in)
+{
+	return rotl(acc + in * 0xc2b2ae3d27d4eb4full, 31) * 0x9e3779b185ebca87ull;
+}
+
+static uint64_t sum_of(const uint8_t *p, size_t len)
+{
+	uint64_t v[4] = {1, 2, 3, 4}, w;
+	size_t i = 0;
+	for (; i + 32 <= len; i += 32)
+		for (int k = 0; k < 4; k++) {
+			memcpy(&w, p + i + 8 * k, 8);
+			v[k] = hround(v[k], w);
+		}
+	uint64_t h = stk__mix64(len);
+	for (int k = 0; k < 4; k++)
+		h = stk__mix64(h ^ v[k]);
+	for (; i < len; i++)
+		h = stk__mix64(h ^ p[i]);
+	return h;
+}
+
+static uint64_t hsum_of(const uint64_t *h)
+{
+	uint64_t s = 0x9e3779b97f4a7c15ull;
+	for (int i = 0; i < H_HSUM; i++)
+		s = stk__mix64(s ^ h[i]) + (uint64_t)i;
+	return s;
+}
+
+static int mkdir_trusted(char *path, char *why, size_t whylen)
+{
+	if (mkdir(path, 0700) && errno != EEXIST)
+		return stk__errf(why, whylen, -errno, "JPEG cache folder %s: %s", path,
+				 strerror(errno));
+	return stk__trust_dir(path, why, whylen);
+}
+
+int stk__jcache_open(struct stk__jcache *jc, const char *cache_dir, const char *root, int64_t n,
+		     char *why, size_t whylen)
+{
+	memset(jc, 0, sizeof(*jc));
+	char dir[PATH_MAX];
+	int rc;
+	if (cache_dir && *cache_dir) {
+		if (snprintf(dir, sizeof(dir), "%s", cache_dir) >= (int)sizeof(dir))
+			return stk__errf(why, whylen, -ENAMETOOLONG, "cache_dir too long");
+		if ((rc = stk__mkdir_p(dir)) < 0 || (rc = mkdir_trusted(dir, why, whylen)) < 0)
+			return rc == -EPERM ? rc : stk__errf(why, whylen, rc, "cache folder %s: %s",
+							     dir, strerror(-rc));
+	} else if ((rc = stk__cache_dir(dir, sizeof(dir), why, whylen)) < 0) {
+		return rc;
+	}
+	size_t used = strlen(dir);
+	uint64_t key = sum_of((const uint8_t *)root, strlen(root));
+	if (snprintf(dir + used, sizeof(dir) - used, "/jpeg") >= (int)(sizeof(dir) - used) ||
+	    (rc = mkdir_trusted(dir, why, whylen)) < 0)
+		return rc < 0 ? rc : -ENAMETOOLONG;
+	used = strlen(dir);
+	if (snprintf(dir + used, sizeof(dir) - used, "/%016llx", (unsigned long long)key) >=
+		    (int)(sizeof(dir) - used) ||
+	    (rc = mkdir_trusted(dir, why, whylen)) < 0)
+		return rc < 0 ? rc : -ENAMETOOLONG;
+	jc->dlen = strlen(dir);
+	jc->plen = jc->dlen + 1 + 16 + 4 + 1; /* "/%016llx.jpg" */
+	jc->dir = strdup(dir);
+	jc->state = calloc((size_t)(n > 0 ? n : 1), sizeof(*jc->state));
+	jc->n = n;
+	if (!jc->dir || !jc->state) {
+		stk__jcache_close(jc);
+		return stk__errf(why, whylen, -ENOMEM, "out of memory");
+	}
+	return 0;
+}
+
+void stk__jcache_close(struct stk__jcache *jc)
+{
+	free(jc->dir);
+	free((void *)jc->state);
+	memset(jc, 0, sizeof(*jc));
+}
+
+void stk__jcache_path(const struct stk__jcache *jc, const char *rel, char *buf)
+{
+	snprintf(buf, jc->plen, "%s/%016llx.jpg", jc->dir,
+		 (unsigned long long)sum_of((const uint8_t *)rel, strlen(rel)));
+}
+
+int64_t stk__jcache_look(const char *path, char *why, size_t whylen)
+{
+	struct stat st;
+	if (lstat(path, &st))
+		return errno == ENOENT ? 0 : stk__errf(why, whylen, -errno, "%s: %s", path,
+						      strerror(errno));
+	if (!S_ISREG(st.st_mode))
+		return stk__errf(why, whylen, -EPERM, "JPEG copy %s is not a regular file", path);
+	int rc = stk__trust_stat(&st, (uid_t)-1, "JPEG copy", path, why, whylen);
+	if (rc)
+		return rc;
+	if (st.st_size <= STK_JCACHE_HDR || st.st_size > UINT32_MAX - STK_JC_COPY)
+		return stk__errf(why, whylen, STK_ECORRUPT, "JPEG copy %s: %lld bytes", path,
+				 (long long)st.st_size);
+	return st.st_size;
+}
+
+int stk__jcache_check(const uint8_t *buf, size_t len, const struct stat *src,
+		      const uint8_t **jpeg, size_t *jlen, char *why, size_t whylen)
+{
+	uint64_t h[H_WORDS];
+	if (len <= sizeof(h))
+		return stk__errf(why, whylen, STK_ECORRUPT, "%zu bytes, shorter than its header", len);
+	memcpy(h, buf, sizeof(h));
+	if (h[H_MAGIC] != MAGIC || h[H_VERSION] != VERSION || h[H_HSUM] != hsum_of(h))
+		return stk__errf(why, whylen, STK_ECORRUPT, "its header is damaged");
+	if (h[H_LEN] != len - sizeof(h))
+		return stk__errf(why, whylen, STK_ECORRUPT, "%zu bytes after its header, not %llu",
+				 len - sizeof(h), (unsigned long long)h[H_LEN]);
+	if (h[H_SIZE] != (uint64_t)src->st_size || h[H_MTIME] != ns_of(src->st_mtim) ||
+	    h[H_CTIME] != ns_of(src->st_ctim) || h[H_INO] != (uint64_t)src->st_ino ||
+	    h[H_DEV] != (uint64_t)src->st_dev)
+		return stk__errf(why, whylen, -ESTALE,
+				 "made from another version of the file (size, mtime, ctime, "
+				 "inode or device differ)");
+	if (h[H_SUM] != sum_of(buf + sizeof(h), len - sizeof(h)))
+		return stk__errf(why, whylen, STK_ECORRUPT, "its checksum does not match its bytes");
+	*jpeg = buf + sizeof(h);
+	*jlen = len - sizeof(h);
+	return 0;
+}
+
+int64_t stk__jcache_write(const char *path, const struct stat *src, const void *jpeg,
+			  size_t jlen)
+{
+	static _Atomic uint64_t seq;
+	char tmp[PATH_MAX];
+	if (snprintf(tmp, sizeof(tmp), "%s.%d.%llu.tmp", path, (int)getpid(),
+		     (unsigned long long)atomic_fetch_add(&seq, 1)) >= (int)sizeof(tmp))
+		return -ENAMETOOLONG;
+	uint64_t h[H_WORDS] = {
+		[H_MAGIC] = MAGIC, [H_VERSION] = VERSION, [H_SIZE] = (uint64_t)src->st_size,
+		[H_MTIME] = ns_of(src->st_mtim), [H_CTIME] = ns_of(src->st_ctim),
+		[H_INO] = (uint64_t)src->st_ino, [H_DEV] = (uint64_t)src->st_dev, [H_LEN] = jlen,
+		[H_SUM] = sum_of(jpeg, jlen)};
+	h[H_HSUM] = hsum_of(h);
+	int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (fd < 0)
+		return -errno;
+	struct iovec v[2] = {{h, sizeof(h)}, {(void *)jpeg, jlen}};
+	ssize_t w = writev(fd, v, 2);
+	int rc = w < 0 ? -errno : (size_t)w != sizeof(h) + jlen ? -EIO : 0;
+	if (close(fd) && !rc)
+		rc = -errno;
+	if (!rc && rename(tmp, path))
+		rc = -errno;
+	if (rc) {
+		unlink(tmp);
+		return rc;
+	}
+	return (int64_t)(sizeof(h) + jlen);
+}
