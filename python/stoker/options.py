@@ -79,6 +79,9 @@ ENVIRONMENT = [
      "/run/stoker where it can be written, else the cache folder's metrics/)"),
     ("STOKER_NO_URING", "library",
      "set: engine auto uses the pread pool without trying io_uring (as where seccomp refuses it)"),
+    ("STOKER_NO_META_AHEAD", "library",
+     "set (not `0`): O_DIRECT reads of files go without the threads that look their metadata "
+     "up ahead of the opens (loader/meta.c), for measuring"),
     ("STOKER_PAGE_CACHE_BYTES", "library",
      "the page cache the direct/buffered choice counts on, where the machine's limit is not "
      "visible to /proc/meminfo and the cgroup (bytes)"),
