@@ -656,7 +656,8 @@ struct stk_memory {
 				     (image mode) its images */
 	uint64_t pool_bytes;      /* nslots x slot_bytes */
 	uint64_t index_bytes;     /* the dataset's index: entries and names */
-	uint64_t meta_bytes;      /* each slot's offsets, sizes, labels, indices, read records */
+	uint64_t meta_bytes;      /* each slot's offsets, sizes, labels, indices, read records;
+				     jpeg_cache: a state a sample and a copy's path a place */
 	uint32_t decode_threads;  /* image and video mode; 0 in raw mode */
 	uint64_t decode_bytes;    /* their working memory, estimated: the buffers a thread keeps
 				     from one image to the next (image/scratch.c: the decoded

@@ -24,6 +24,7 @@
 #include "image/image.h"
 #include "video/video.h"
 #include "io/remote.h"
+#include "dataset/jcache.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -43,6 +44,8 @@ uint64_t stk__slot_bound(uint32_t batch, double n, double sum, double sq, double
 
 #define AREAS_INFLIGHT 256u /* reads the read areas hold at least, prefetch allowing */
 #define VIDEO_AREAS 2u
+/* jpeg_cache before create: a copy's path, ~/.cache/stoker/jpeg/<key>/<sum>.jpg */
+#define JCACHE_PATH_GUESS 96u
 
 uint32_t stk__read_areas(const struct stk_loader_opts *o, const struct stk_image_opts *img,
 			 bool remote)
@@ -114,6 +117,9 @@ int stk_loader_memory(const struct stk_loader *l, struct stk_memory *out)
 				: (uint64_t)ds->n * sizeof(*ds->entries) + ds->names_len;
 	m.meta_bytes = (uint64_t)m.nslots * meta_per_slot(l->o.batch_size) +
 		       stk__vloader_meta_bytes(l);
+	if (l->jc) /* jpeg_cache: a state a sample, a copy's path a place */
+		m.meta_bytes += (uint64_t)l->jc->n * sizeof(*l->jc->state) +
+				(uint64_t)m.nslots * l->o.batch_size * l->jc->plen;
 	if (l->video) { /* the clips are in the slots; the decoders hold frames */
 		m.decode_threads = l->ndthreads;
 		m.decode_bytes = stk__vloader_decode_bytes(l, l->ndthreads);
@@ -186,6 +192,9 @@ int stk_memory_estimate(const struct stk_loader_opts *opts, uint64_t nsamples,
 	}
 	m.index_bytes = nsamples * (sizeof(struct stk_entry) + 32); /* a short relative path */
 	m.meta_bytes = (uint64_t)m.nslots * meta_per_slot(o.batch_size);
+	if (image && (img.flags & STK_IMG_JPEG_CACHE)) /* a state a sample, a path a place */
+		m.meta_bytes += nsamples * sizeof(uint32_t) +
+				(uint64_t)m.nslots * o.batch_size * JCACHE_PATH_GUESS;
 	if (image) {
 		struct stk_cpu_share s = {.size = sizeof(s)};
 		stk_cpu_share(o.local_rank, o.local_world_size, &s, NULL, 0);

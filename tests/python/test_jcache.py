@@ -102,3 +102,15 @@ def test_damaged_copy_refused_and_named(folder, tmp_path, capfd):
     capfd.readouterr()
     batches(folder, cache, True, 0)
     assert "JPEG copy" not in capfd.readouterr().err  # the new copy taken
+
+
+def test_memory_counts_the_table(folder, tmp_path):
+    """memory() counts what jpeg_cache holds beside the slots: a state a
+    sample and a copy's path a place in the slots (fails where it is left out)."""
+    got = {}
+    for jc in (False, True):
+        img = stoker.Image(32, crop="center", jpeg_cache=jc)
+        with stoker.Loader(folder, 5, image=img, cache_dir=str(tmp_path / "c")) as l:
+            got[jc] = l.memory()["meta_bytes"]
+            places = l.memory()["nslots"] * 5
+    assert got[True] - got[False] >= 24 * 4 + places * len(str(tmp_path / "c"))
