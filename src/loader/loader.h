@@ -375,6 +375,7 @@ struct stk_loader {
  *   video_index.c video mode's index: made, cached, learnt (loader/vloader.h)
  *   video.c      video mode: clips of videos, their reads, decode and facts
  *   error.c      a failed sample counted and named
+ *   jcache.c     jpeg_cache: a copy read instead of the file, checked; made after a read
  *   shard_read.c tar members: descriptors, merged runs, each member's check
  *   read.c       a batch's reads laid out in its slot
  *   replace.c    on_error replace: stand-ins
