@@ -40,6 +40,18 @@ static inline uint64_t stk__mix64(uint64_t x)
 	return x ^ (x >> 31);
 }
 
+/* xxHash64 with seed 0, fed in pieces (base/hash.c): the checksums a cache
+ * is checked with before it is trusted. */
+struct stk__xxh64 {
+	uint64_t v[4], total;
+	uint8_t buf[32];
+	size_t nbuf;
+};
+void stk__xxh64_start(struct stk__xxh64 *h);
+void stk__xxh64_feed(struct stk__xxh64 *h, const void *p, size_t len);
+uint64_t stk__xxh64_end(const struct stk__xxh64 *h);
+uint64_t stk__xxh64(const void *p, size_t len);
+
 /* Removes the white space at both ends of s, in place. */
 static inline void stk__trim(char *s)
 {

@@ -42,72 +42,11 @@ static size_t pad8(size_t x)
  * ever compared with the folder's live ones, so damaged ones can only make
  * the cache stale). */
 
-#define H1 0x9e3779b185ebca87ull
-#define H2 0xc2b2ae3d27d4eb4full
-#define H3 0x165667b19e3779f9ull
-#define H4 0x85ebca77c2b2ae63ull
-#define H5 0x27d4eb2f165667c5ull
-
 struct hasher {
-	uint64_t v[4], total;
-	uint8_t buf[32];
-	size_t nbuf;
+	struct stk__xxh64 x;
 	uint64_t pos;                    /* file offset of the next byte fed */
 	uint64_t skip_at[2], skip_len[2]; /* fields read as zeros */
 };
-
-static uint64_t rotl(uint64_t x, int r)
-{
-	return (x << r) | (x >> (64 - r));
-}
-
-static uint64_t hround(uint64_t acc, uint64_t in)
-{
-	return rotl(acc + in * H2, 31) * H1;
-}
-
-static uint64_t load64(const uint8_t *p)
-{
-	uint64_t v;
-	memcpy(&v, p, 8);
-	return v;
-}
-
-static void hash_block(struct hasher *h, const uint8_t *p)
-{
-	for (int i = 0; i < 4; i++)
-		h->v[i] = hround(h->v[i], load64(p + 8 * i));
-}
-
-static void hash_raw(struct hasher *h, const uint8_t *p, size_t len)
-{
-	h->total += len;
-	if (h->nbuf) {
-		size_t take = 32 - h->nbuf < len ? 32 - h->nbuf : len;
-		memcpy(h->buf + h->nbuf, p, take);
-		h->nbuf += take;
-		p += take;
-		len -= take;
-		if (h->nbuf < 32)
-			return;
-		hash_block(h, h->buf);
-		h->nbuf = 0;
-	}
-	/* the lanes in locals: through h, every store would alias the bytes */
-	uint64_t v0 = h->v[0], v1 = h->v[1], v2 = h->v[2], v3 = h->v[3];
-	for (; len >= 32; p += 32, len -= 32) {
-		v0 = hround(v0, load64(p));
-		v1 = hround(v1, load64(p + 8));
-		v2 = hround(v2, load64(p + 16));
-		v3 = hround(v3, load64(p + 24));
-	}
-	h->v[0] = v0;
-	h->v[1] = v1;
-	h->v[2] = v2;
-	h->v[3] = v3;
-	memcpy(h->buf, p, len);
-	h->nbuf = len;
-}
 
 /* Feeds len bytes that sit at the stream's current offset. */
 static void hash_feed(struct hasher *h, const void *data, size_t len)
@@ -120,7 +59,7 @@ static void hash_feed(struct hasher *h, const void *data, size_t len)
 			uint64_t a = h->skip_at[k], z = a + h->skip_len[k];
 			if (h->pos >= a && h->pos < z) { /* inside a skipped field */
 				size_t n = (size_t)(z - h->pos) < len ? (size_t)(z - h->pos) : len;
-				hash_raw(h, zeros, n);
+				stk__xxh64_feed(&h->x, zeros, n);
 				h->pos += n;
 				p += n;
 				len -= n;
@@ -131,35 +70,12 @@ static void hash_feed(struct hasher *h, const void *data, size_t len)
 				run = (size_t)(a - h->pos);
 		}
 		if (run) {
-			hash_raw(h, p, run);
+			stk__xxh64_feed(&h->x, p, run);
 			h->pos += run;
 			p += run;
 			len -= run;
 		}
 	}
-}
-
-static uint64_t hash_end(struct hasher *h)
-{
-	uint64_t x;
-	if (h->total >= 32) {
-		x = rotl(h->v[0], 1) + rotl(h->v[1], 7) + rotl(h->v[2], 12) + rotl(h->v[3], 18);
-		for (int i = 0; i < 4; i++)
-			x = (x ^ hround(0, h->v[i])) * H1 + H4;
-	} else {
-		x = H5;
-	}
-	x += h->total;
-	size_t i = 0;
-	for (; i + 8 <= h->nbuf; i += 8)
-		x = rotl(x ^ hround(0, load64(h->buf + i)), 27) * H1 + H4;
-	for (; i < h->nbuf; i++)
-		x = rotl(x ^ (h->buf[i] * H5), 11) * H1;
-	x ^= x >> 33;
-	x *= H2;
-	x ^= x >> 29;
-	x *= H3;
-	return x ^ (x >> 32);
 }
 
 /* Where the parts of an index with header h start. */
@@ -182,7 +98,8 @@ static struct layout layout_of(const struct idx_header *h)
 
 static void hash_start(struct hasher *h, const struct layout *y, bool has_dirs)
 {
-	*h = (struct hasher){.v = {H1 + H2, H2, 0, -H1}};
+	*h = (struct hasher){0};
+	stk__xxh64_start(&h->x);
 	h->skip_at[0] = offsetof(struct idx_header, checksum);
 	h->skip_len[0] = 8;
 	h->skip_at[1] = y->dirs + offsetof(struct idx_dir, mtime_ns);
@@ -221,7 +138,7 @@ static uint64_t builder_checksum(const struct idx_header *h, const struct builde
 			hash_feed(&hs, v[i].p, v[i].l);
 		hash_feed(&hs, zeros, pad8(v[i].l) - v[i].l);
 	}
-	return hash_end(&hs);
+	return stk__xxh64_end(&hs.x);
 }
 
 uint64_t stk__index_file_checksum(const void *p, size_t len)
@@ -233,7 +150,7 @@ uint64_t stk__index_file_checksum(const void *p, size_t len)
 	struct hasher hs;
 	hash_start(&hs, &y, h->ndirs > 0);
 	hash_feed(&hs, p, len);
-	return hash_end(&hs);
+	return stk__xxh64_end(&hs.x);
 }
 
 void stk__index_header(struct idx_header *h, uint32_t kind, uint64_t key, const struct builder *b)

@@ -39,35 +39,6 @@ static uint64_t ns_of(struct timespec t)
 	return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
 }
 
-/* A 64-bit checksum of the bytes: four lanes of xxHash64's round, folded
- * with the length (~8 bytes a cycle: a copy's read is checked every epoch). */
-static uint64_t rotl(uint64_t x, int r)
-{
-	return (x << r) | (x >> (64 - r));
-}
-
-static uint64_t hround(uint64_t acc, uint64_t in)
-{
-	return rotl(acc + in * 0xc2b2ae3d27d4eb4full, 31) * 0x9e3779b185ebca87ull;
-}
-
-static uint64_t sum_of(const uint8_t *p, size_t len)
-{
-	uint64_t v[4] = {1, 2, 3, 4}, w;
-	size_t i = 0;
-	for (; i + 32 <= len; i += 32)
-		for (int k = 0; k < 4; k++) {
-			memcpy(&w, p + i + 8 * k, 8);
-			v[k] = hround(v[k], w);
-		}
-	uint64_t h = stk__mix64(len);
-	for (int k = 0; k < 4; k++)
-		h = stk__mix64(h ^ v[k]);
-	for (; i < len; i++)
-		h = stk__mix64(h ^ p[i]);
-	return h;
-}
-
 static uint64_t hsum_of(const uint64_t *h)
 {
 	uint64_t s = 0x9e3779b97f4a7c15ull;
@@ -100,7 +71,7 @@ int stk__jcache_open(struct stk__jcache *jc, const char *cache_dir, const char *
 		return rc;
 	}
 	size_t used = strlen(dir);
-	uint64_t key = sum_of((const uint8_t *)root, strlen(root));
+	uint64_t key = stk__xxh64(root, strlen(root));
 	if (snprintf(dir + used, sizeof(dir) - used, "/jpeg") >= (int)(sizeof(dir) - used) ||
 	    (rc = mkdir_trusted(dir, why, whylen)) < 0)
 		return rc < 0 ? rc : -ENAMETOOLONG;
@@ -131,7 +102,7 @@ void stk__jcache_close(struct stk__jcache *jc)
 void stk__jcache_path(const struct stk__jcache *jc, const char *rel, char *buf)
 {
 	snprintf(buf, jc->plen, "%s/%016llx.jpg", jc->dir,
-		 (unsigned long long)sum_of((const uint8_t *)rel, strlen(rel)));
+		 (unsigned long long)stk__xxh64(rel, strlen(rel)));
 }
 
 int64_t stk__jcache_look(const char *path, char *why, size_t whylen)
@@ -169,7 +140,7 @@ int stk__jcache_check(const uint8_t *buf, size_t len, const struct stat *src,
 		return stk__errf(why, whylen, -ESTALE,
 				 "made from another version of the file (size, mtime, ctime, "
 				 "inode or device differ)");
-	if (h[H_SUM] != sum_of(buf + sizeof(h), len - sizeof(h)))
+	if (h[H_SUM] != stk__xxh64(buf + sizeof(h), len - sizeof(h)))
 		return stk__errf(why, whylen, STK_ECORRUPT, "its checksum does not match its bytes");
 	*jpeg = buf + sizeof(h);
 	*jlen = len - sizeof(h);
@@ -188,7 +159,7 @@ int64_t stk__jcache_write(const char *path, const struct stat *src, const void *
 		[H_MAGIC] = MAGIC, [H_VERSION] = VERSION, [H_SIZE] = (uint64_t)src->st_size,
 		[H_MTIME] = ns_of(src->st_mtim), [H_CTIME] = ns_of(src->st_ctim),
 		[H_INO] = (uint64_t)src->st_ino, [H_DEV] = (uint64_t)src->st_dev, [H_LEN] = jlen,
-		[H_SUM] = sum_of(jpeg, jlen)};
+		[H_SUM] = stk__xxh64(jpeg, jlen)};
 	h[H_HSUM] = hsum_of(h);
 	int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
 	if (fd < 0)
