@@ -318,7 +318,9 @@ STK_API int stk_video_probe(const void *data, size_t len, struct stk_video_info 
 /* Writes a synthetic video to path: moving gradients, and each frame's index
  * drawn in pixels (stk_video_frame_number reads it back) so tests and
  * benchmarks can tell which frame they got.  The container from the
- * extension (.mp4 .m4v .mov .mkv .webm).  0, or <0 with the reason in err
+ * extension (.mp4 .m4v .mov .mkv .webm).  Bit-exact: the same options
+ * (seed included) give the same bytes with the same FFmpeg build.  0, or
+ * <0 with the reason in err
  * (STK_EFORMAT: no such encoder in the installed FFmpeg). */
 STK_API int stk_video_make(const char *path, const struct stk_video_make_opts *o,
 			   char *err, size_t errlen);

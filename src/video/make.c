@@ -12,7 +12,9 @@
  * matrix), converted by libswscale to the encoder's pixel format and
  * encoded: libx264 for h264 (FFmpeg's own mpeg4 where libx264 is missing),
  * libvpx-vp9, libx265, or any encoder by name; the container from the
- * extension.  The cells survive compression, any scale and any centre crop,
+ * extension.  Bit-exact (the muxer's and encoder's BITEXACT flags: no
+ * random Matroska SegmentUID, no date or version strings), so the same
+ * options and seed give the same bytes.  The cells survive compression, any scale and any centre crop,
  * so a test reads back which frame it got; a rotation not applied, or a
  * mirrored frame, reads as -1 (the corners).
  */
@@ -181,6 +183,7 @@ static int video_stream(struct mk *m, const char *path, const struct stk_video_m
 	}
 	if (m->oc->oformat->flags & AVFMT_GLOBALHEADER)
 		cc->flags |= AV_CODEC_FLAG_GLOBAL_HEADER;
+	cc->flags |= AV_CODEC_FLAG_BITEXACT; /* no version string in the stream */
 	int e = AV(avcodec_open2)(cc, enc, NULL);
 	if (e < 0)
 		return stk__errf(err, errlen, STK_EFORMAT, "%s: the %s encoder refuses %ux%u %s (%s)",
@@ -218,6 +221,7 @@ static int audio_stream(struct mk *m, const char *path, char *err, size_t errlen
 	AV(av_channel_layout_default)(&m->cc->ch_layout, 1);
 	if (m->oc->oformat->flags & AVFMT_GLOBALHEADER)
 		m->cc->flags |= AV_CODEC_FLAG_GLOBAL_HEADER;
+	m->cc->flags |= AV_CODEC_FLAG_BITEXACT;
 	int e = AV(avcodec_open2)(m->cc, enc, NULL);
 	if (e < 0)
 		return stk__errf(err, errlen, STK_EFORMAT, "%s: the aac encoder: %s", path,
@@ -320,6 +324,9 @@ int stk_video_make(const char *path, const struct stk_video_make_opts *opts, cha
 	if (e < 0 || !m.oc)
 		return stk__errf(err, errlen, STK_EFORMAT, "%s: no container for this extension (%s)",
 				 path, stk__av_err(e, ab, sizeof(ab)));
+	/* the same bytes for the same seed: no random Matroska SegmentUID, no
+	 * date, no muxer version string (tests compare files made twice) */
+	m.oc->flags |= AVFMT_FLAG_BITEXACT;
 	m.pkt = AV(av_packet_alloc)();
 	m.frame = AV(av_frame_alloc)();
 	if (!m.pkt || !m.frame) {
