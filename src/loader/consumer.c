@@ -347,6 +347,8 @@ static int next_timeout(struct stk_loader *l, struct stk_batch **out, uint64_t t
 	/* under mu: the epoch's end, an error, a time-out, or a READY batch
 	 * that ends the epoch (its first failed sample) */
 	l->poll_t0 = rc == -ETIMEDOUT ? (l->poll_t0 ? l->poll_t0 : t0) : 0;
+	if (rc == 0) /* the epoch's end: what video mode learnt is kept now */
+		stk__vloader_epoch_end(l);
 	if (rc == 1) {
 		count_errors(l, s);
 		rc = s->gave_up ? s->gave_up_rc : (int)s->ios[s->err_idx].io.res;

@@ -433,6 +433,10 @@ int stk__vloader_init(struct stk_loader *l, const struct stk_video_opts *o, char
 /* After the pool: each slot's clip arrays. */
 int stk__vloader_slots(struct stk_loader *l);
 void stk__vloader_free(struct stk_loader *l);
+/* The consumer reached the epoch's end (every decode done): what was learnt
+ * since the last write (remote data's video index) is written now, so a run
+ * killed later keeps it.  Under mu. */
+void stk__vloader_epoch_end(struct stk_loader *l);
 /* The decode threads asked for, else the CPU share's. */
 uint32_t stk__vloader_decode_threads(const struct stk_loader *l);
 /* Bytes of a batch's clips (0 when not video mode). */

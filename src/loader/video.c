@@ -99,6 +99,13 @@ int stk__vloader_slots(struct stk_loader *l)
 }
 
 
+void stk__vloader_epoch_end(struct stk_loader *l)
+{
+	struct stk__vloader *v = l->video;
+	if (v && v->learn && v->learned > v->written)
+		stk__vloader_learn_write(v);
+}
+
 void stk__vloader_free(struct stk_loader *l)
 {
 	if (!l->video)

@@ -15,7 +15,9 @@
  * object is another key), and a video without one is read whole by its first
  * clip, whose decode thread makes the record from those bytes
  * (stk__vloader_learn, published under mu); the file is written when every
- * video was seen and when the loader is destroyed, marking the videos seen
+ * video was seen, at each epoch's end (the consumer's: every decode done; a
+ * run killed later keeps what it learnt) and when the loader is destroyed,
+ * each time to a temporary name renamed into place, marking the videos seen
  * (dev 1: a record, or none possible; the others are learnt when read) and
  * keeping what another process wrote there for the videos this one did not
  * see (each rank learns its share).  Every record is checked

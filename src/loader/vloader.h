@@ -38,7 +38,7 @@ struct stk__vloader {
 	struct sio *parts;              /* nslots x batch x (STK__VSPAN_MAX - 1) */
 	_Atomic uint64_t n_ranged, n_whole;
 	/* learn: the cache file and its items (keys owned), written when every
-	 * video was seen and at the end */
+	 * video was seen, at each epoch's end and at the end */
 	char *cpath;
 	struct stk__vcache_item *items;
 	uint64_t known, learned, written;

@@ -290,3 +290,29 @@ def test_an_object_without_an_etag_is_learnt_each_run(web, sets, reference, tmp_
             assert st1["total_video_ranged"] - st0["total_video_ranged"] == NVID * CPV
     finally:
         proxy.close()
+
+
+def test_a_rank_killed_after_an_epoch_leaves_its_index(web, sets, tmp_path):
+    """A rank's index of what it learnt is written at each epoch's end, not
+    only when its loader is destroyed: a run killed (SIGKILL) after its first
+    epoch leaves it, and the next run on that rank reads every clip as
+    ranges from its first epoch."""
+    import signal
+    import sys
+    srv, _ = web
+    url = http_url(srv, sets[2])
+    one = dict(VIDEO, clips_per_video=1)
+    code = ("import os, signal, stoker\n"
+            "l = stoker.Loader(%r, 2, seed=11, cache_dir=%r, quiet=True, remote_cache=False,"
+            " rank=0, world_size=2, video=stoker.Video(**%r))\n"
+            "n = sum(b.count for b in l)\n"
+            "assert n == %d and l.stats()['total_video_whole'] == n, l.stats()\n"
+            "os.kill(os.getpid(), signal.SIGKILL)\n" % (url, str(tmp_path), one, NVID // 2))
+    r = subprocess.run([sys.executable, "-c", code], stderr=subprocess.PIPE)
+    assert r.returncode == -signal.SIGKILL, r.stderr.decode()
+    with stoker.Loader(url, 2, seed=11, cache_dir=str(tmp_path), quiet=True,
+                       remote_cache=False, rank=0, world_size=2,
+                       video=stoker.Video(**one)) as l:
+        assert sum(b.count for b in l) == NVID // 2
+        st = l.stats()
+    assert st["total_video_ranged"] == NVID // 2 and st["total_video_whole"] == 0, st
