@@ -885,6 +885,97 @@ static void test_replace(void **state)
 	drop_dataset(d);
 }
 
+/* A dataset of n files (class c0) under a new folder; the files `gone`
+ * (a bit mask) removed after create, the loader started over on them. */
+static struct stk_loader *small_set(char **d, int n, unsigned gone, uint32_t bs, uint64_t seed)
+{
+	char p[PATH_MAX];
+	*d = tu_mkdtemp();
+	tu_tree(*d, 1, NULL, "c%d", n, "%03d.jpg", MAXLEN, fill);
+	struct stk_loader *l = make((struct stk_loader_opts){
+		.path = *d, .batch_size = bs, .seed = seed, .on_error = STK_ON_ERROR_REPLACE,
+		.flags = STK_F_NO_CACHE | STK_F_NO_SHUFFLE});
+	for (int i = 0; i < n; i++)
+		if (gone >> i & 1) {
+			snprintf(p, sizeof(p), "%s/c0/%03d.jpg", *d, i);
+			assert_int_equal(unlink(p), 0);
+		}
+	assert_int_equal(stk_loader_start(l, 0, 0), 0); /* (create read the first batches) */
+	stk_loader_stats_reset(l);
+	return l;
+}
+
+/* A stand-in is never the failed sample itself, nor a sample its batch has
+ * already found bad: each bad sample is read (and counted) once, and where
+ * no other sample is left the epoch ends with the error at once, never
+ * reading the same bad file again (before, a place drew its own sample with
+ * probability 1/n a draw, read it, failed again, up to 16 times). */
+static void test_replace_not_itself(void **state)
+{
+	(void)state;
+	char *d;
+	struct stk_batch *b;
+	for (uint64_t seed = 0; seed < 16; seed++) { /* two samples, one gone */
+		struct stk_loader *l = small_set(&d, 2, 1u << 1, 2, seed);
+		assert_int_equal(stk_loader_next(l, &b), 1);
+		assert_int_equal(b->count, 2);
+		assert_int_equal(b->indices[0], 0);
+		assert_int_equal(b->indices[1], 0); /* the only other sample stands in */
+		assert_int_equal(b->replaced, 1);
+		stk_batch_release(l, b);
+		assert_int_equal(stk_loader_next(l, &b), 0);
+		struct stk_stats st = {.size = sizeof(st)};
+		stk_loader_stats(l, &st);
+		if (st.errors != 1)
+			fail_msg("seed %llu: %llu errors for one bad file (its stand-in was itself)",
+				 (unsigned long long)seed, (unsigned long long)st.errors);
+		stk_loader_destroy(l);
+		drop_dataset(d);
+	}
+	static const struct {
+		int n;
+		unsigned gone;
+		uint32_t bs;
+		uint64_t errors;
+	} none[] = {{1, 1, 1, 1}, {2, 3, 2, 2}, {3, 7, 3, 3}};
+	for (int k = 0; k < 3; k++) { /* nothing else to stand in: the error, at once */
+		struct stk_loader *l = small_set(&d, none[k].n, none[k].gone, none[k].bs, 7);
+		assert_int_equal(stk_loader_next(l, &b), -ENOENT);
+		const char *e = stk_last_error(l);
+		if (!strstr(e, "no stand-in") || !strstr(e, "000.jpg"))
+			fail_msg("the error does not name the file and say no stand-in: %s", e);
+		struct stk_stats st = {.size = sizeof(st)};
+		stk_loader_stats(l, &st);
+		if (st.errors != none[k].errors)
+			fail_msg("%d bad of %d: %llu errors (bad files read again)", none[k].n,
+				 none[k].n, (unsigned long long)st.errors);
+		stk_loader_destroy(l);
+		drop_dataset(d);
+	}
+	/* the same seed, the same stand-ins: a resume at batch 3 gets the
+	 * full epoch's batches from there */
+	struct stk_loader *l = small_set(&d, 40, 1u << 13 | 1u << 14 | 1u << 29, 4, 3);
+	int64_t all[40], k = 0;
+	int rc;
+	while ((rc = stk_loader_next(l, &b)) == 1) {
+		for (uint32_t i = 0; i < b->count; i++)
+			all[k++] = b->indices[i];
+		stk_batch_release(l, b);
+	}
+	assert_int_equal(rc, 0);
+	assert_int_equal(k, 40);
+	for (int i = 0; i < 40; i++)
+		assert_true(all[i] != 13 && all[i] != 14 && all[i] != 29);
+	assert_int_equal(stk_loader_start(l, 0, 3), 0);
+	for (k = 12; (rc = stk_loader_next(l, &b)) == 1; stk_batch_release(l, b))
+		for (uint32_t i = 0; i < b->count; i++)
+			assert_int_equal(b->indices[i], all[k++]);
+	assert_int_equal(rc, 0);
+	assert_int_equal(k, 40);
+	stk_loader_destroy(l);
+	drop_dataset(d);
+}
+
 /* The error that ended the epoch is what stk_last_error names afterwards,
  * not a later batch's sample whose read landed after it (under replace the
  * other batches' stand-in reads keep landing, and failing, after it). */
@@ -938,6 +1029,7 @@ int main(void)
 		cmocka_unit_test(test_damaged_shard_remembered),
 		cmocka_unit_test(test_reset_keeps_errors),
 		cmocka_unit_test(test_replace),
+		cmocka_unit_test(test_replace_not_itself),
 		cmocka_unit_test(test_error_stays),
 		cmocka_unit_test(test_refused_options),
 	};

@@ -706,6 +706,7 @@ void stk_loader_destroy(struct stk_loader *l)
 	for (uint32_t i = 0; l->slots && i < l->o.prefetch; i++) {
 		free(l->slots[i].offsets); /* sizes, labels and indices are in its block */
 		free(l->slots[i].ios);
+		free(l->slots[i].bad);
 	}
 	free(l->slots);
 	stk__pool_free(&l->pool);

@@ -137,6 +137,9 @@ struct slot {
 	uint32_t replaced;      /* places holding a stand-in (on_error replace) */
 	bool gave_up;           /* replace: a place got no stand-in; the batch fails */
 	int gave_up_rc;
+	int64_t *bad;           /* replace: the samples found bad in this batch, never a
+				   stand-in (grown as they fail; freed at destroy) */
+	uint32_t nbad, badcap;
 	char err[PATH_MAX + 256];
 	uint64_t *offsets, *sizes; /* one block of 4 x batch_size + 1: offsets[batch_size + 1], */
 	int64_t *labels, *indices; /* then sizes, labels, indices (loader/create.c) */

@@ -162,6 +162,7 @@ static void claim(struct stk_loader *l, struct io_thread *r, struct slot *s, int
 	s->used = s->offsets[n]; /* stand-ins go after the batch's reads */
 	s->replaced = 0;
 	s->gave_up = false;
+	s->nbad = 0;
 	s->pending = s->unsent = queued;
 	stk__meta_kick(l); /* the walk ahead goes on from here */
 	if (queued == 0)

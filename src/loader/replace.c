@@ -16,8 +16,16 @@
  * when it is short.  A stand-in that fails too is counted and named like any bad
  * sample, and the next candidate goes in the next round: rounds start when
  * the slot's work is done, so which candidate lands where depends on the
- * data, not on timing.  A place with no stand-in after REPLACE_READS reads
- * (or REPLACE_DRAWS draws) ends the epoch with the error, as fail would.
+ * data, not on timing.  A candidate is never a sample the batch has found
+ * bad (s->bad: the failed places' samples, the place's own among them, and
+ * the stand-ins that failed, recorded as each round starts): such a read
+ * would fail again and count the same error twice.  Skipping it changes no
+ * stand-in (its read would have failed: the next candidate is taken either
+ * way), so the draw stays a function of (seed, epoch, index, the data) and a
+ * resume gets the same stand-ins.  Samples found bad by other batches are
+ * not skipped: which of them failed first depends on timing.  A place with
+ * no stand-in after REPLACE_READS reads (or REPLACE_DRAWS draws: a dataset
+ * with no other good sample) ends the epoch with the error, as fail would.
  * Everything here runs under the loader's mutex.
  */
 #include "loader/loader.h"
@@ -27,6 +35,7 @@
 #define REPLACE_NEAR 64    /* draws before a stand-in larger than the place may go elsewhere */
 
 #include <stdio.h>
+#include <stdlib.h>
 
 /* Candidate k for the place whose first sample was orig. */
 static int64_t candidate(const struct stk_loader *l, uint64_t epoch, int64_t orig, uint32_t k)
@@ -46,14 +55,50 @@ static void give_up(struct stk_loader *l, struct slot *s, struct sio *x)
 	s->gave_up_rc = (int)x->io.res;
 	char first[sizeof(s->err)];
 	snprintf(first, sizeof(first), "%s", s->err);
-	snprintf(s->err, sizeof(s->err), "%.*s; on_error replace: no stand-in could be loaded for "
-		 "it after %u reads", (int)(sizeof(s->err) - 80), first, x->reads);
+	if (x->reads)
+		snprintf(s->err, sizeof(s->err), "%.*s; on_error replace: no stand-in could be "
+			 "loaded for it after %u reads", (int)(sizeof(s->err) - 100), first, x->reads);
+	else
+		snprintf(s->err, sizeof(s->err), "%.*s; on_error replace: no stand-in for it: none "
+			 "of %u candidates drawn was another sample, not already found bad, that "
+			 "fits", (int)(sizeof(s->err) - 140), first, x->attempt);
+}
+
+/* Whether sample c was found bad in this batch. */
+static bool known_bad(const struct slot *s, int64_t c)
+{
+	for (uint32_t k = 0; k < s->nbad; k++)
+		if (s->bad[k] == c)
+			return true;
+	return false;
+}
+
+/* Records the samples of the slot's failed places (an original or a stand-in
+ * that failed since the last round).  Memory short: not recorded (its read
+ * fails again, counted, as before). */
+static void note_bad(struct slot *s)
+{
+	for (uint32_t i = 0; i < s->nios; i++) {
+		int64_t c = s->indices[i];
+		if (s->ios[i].io.res >= 0 || known_bad(s, c))
+			continue;
+		if (s->nbad == s->badcap) {
+			uint32_t cap = s->badcap ? 2 * s->badcap : 16;
+			int64_t *b = realloc(s->bad, (size_t)cap * sizeof(*b));
+			if (!b)
+				return;
+			s->bad = b;
+			s->badcap = cap;
+		}
+		s->bad[s->nbad++] = c;
+	}
 }
 
 bool stk__loader_replace_round(struct stk_loader *l, struct slot *s)
 {
 	struct io_thread *r = &l->rings[s->ring];
 	uint32_t queued = 0;
+	note_bad(s);
 	for (uint32_t i = 0; i < s->nios; i++) {
 		struct sio *x = &s->ios[i];
 		if (x->io.res >= 0)
@@ -61,6 +106,8 @@ bool stk__loader_replace_round(struct stk_loader *l, struct slot *s)
 		bool placed = false;
 		while (x->reads < REPLACE_READS && x->attempt < REPLACE_DRAWS) {
 			int64_t c = candidate(l, s->epoch, x->orig, x->attempt++);
+			if (c == x->orig || known_bad(s, c))
+				continue; /* it failed here: its read would fail again */
 			uint64_t need = stk__loader_room(l, c), place;
 			if (x->place != NO_PLACE && need <= x->room) {
 				place = x->place;
