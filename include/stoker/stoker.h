@@ -181,6 +181,7 @@ struct stk_image_opts {
 	uint32_t max_scans;     /* progressive JPEGs with more scans are refused */
 	uint64_t max_decode_ns; /* a decode past this much CPU time is stopped, refused */
 	uint32_t read_areas;    /* without keep_raw: batches of reads ahead of decoding */
+	uint64_t jpeg_cache_limit; /* jpeg_cache: the copies' bytes at most [0: auto] */
 };
 
 /* Checks image options as create would (defaults applied to a copy, ranges,

@@ -147,6 +147,7 @@ class ImageOpts(ctypes.Structure):
         ("max_scans", c_u32),
         ("max_decode_ns", c_u64),
         ("read_areas", c_u32),
+        ("jpeg_cache_limit", c_u64),
     ]
 
 

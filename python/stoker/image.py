@@ -87,7 +87,16 @@ class Image:
             then on, each read checked against its file first (size, mtime,
             ctime, inode, device, checksum; a copy refused is named and the
             file read).  Costs about the images' size again on disk and
-            2-4x the CPU in the epoch that writes the copies.
+            2-4x the CPU in the epoch that writes the copies.  A changed
+            file's copy is refused and written over; copies of files no
+            longer in the dataset are removed at the next Loader.
+        jpeg_cache_limit: the bound on one dataset's copies, bytes or a
+            size ("20GiB"; "auto" or 0: a quarter of the free space where
+            they live plus what they take, at most 100 GiB).  Once reached
+            no more copies are made in the run (the files are read); a
+            Loader removes copies above it at create.  A full disk
+            (ENOSPC) stops the copies too, said once naming the folder; no
+            sample is lost.
         scale, ratio: RandomResizedCrop's area share (0 < lo <= hi <= 1) and
             aspect-ratio range (0 < lo <= hi).
         crop_frac: center crop: size / resized short side (224 of 256 is
@@ -100,7 +109,8 @@ class Image:
 
     __slots__ = ("height", "width", "crop", "flip", "layout", "dtype", "normalize",
                  "decode_threads", "max_pixels", "max_scans", "max_decode_time", "scale",
-                 "ratio", "crop_frac", "keep_raw", "read_areas", "jpeg_cache", "_c")
+                 "ratio", "crop_frac", "keep_raw", "read_areas", "jpeg_cache", "jpeg_cache_limit",
+                 "_c")
 
     def __init__(self, size=_D["width"], crop=_D["crop"], flip=_D["flip"], layout=_D["layout"],
                  dtype=_D["dtype"], normalize=None, decode_threads=_D["decode_threads"],
@@ -108,7 +118,7 @@ class Image:
                  ratio=(_D["ratio_min"], _D["ratio_max"]), crop_frac=_D["crop_frac"],
                  max_scans=_D["max_scans"], max_decode_time=_D["max_decode_time"],
                  keep_raw=_D["keep_raw"], read_areas=_D["read_areas"],
-                 jpeg_cache=_D["jpeg_cache"]):
+                 jpeg_cache=_D["jpeg_cache"], jpeg_cache_limit=_D["jpeg_cache_limit"]):
         if isinstance(size, (tuple, list)):
             if len(size) != 2:
                 raise ValueError("Image(size=%r) must be an int or (height, width)" % (size,))
@@ -119,7 +129,8 @@ class Image:
                   "layout": layout, "dtype": _dtype_name(dtype), "decode_threads": decode_threads,
                   "max_pixels": max_pixels, "crop_frac": crop_frac, "max_scans": max_scans,
                   "max_decode_time": max_decode_time, "keep_raw": keep_raw,
-                  "read_areas": read_areas, "jpeg_cache": jpeg_cache}
+                  "read_areas": read_areas, "jpeg_cache": jpeg_cache,
+                  "jpeg_cache_limit": jpeg_cache_limit}
         for name, pair in (("scale", scale), ("ratio", ratio)):
             try:
                 lo, hi = pair
@@ -175,6 +186,7 @@ class Image:
         self.keep_raw = _ROWS["keep_raw"].get(c) == "true"
         self.read_areas = c.read_areas
         self.jpeg_cache = _ROWS["jpeg_cache"].get(c) == "true"
+        self.jpeg_cache_limit = c.jpeg_cache_limit
 
     # --- what a batch holds ----------------------------------------------------
 

@@ -16,9 +16,20 @@
  * one the copy was made from, and the JPEG bytes' checksum.  The checksum
  * finds damage, not forgery: what keeps another user's bytes out is the
  * owner and mode.  Written to a temporary name and renamed into place.
+ *
+ * Bounded (image option jpeg_cache_limit): at create the folder is walked
+ * once (stk__jcache_sweep): copies of files no longer in the dataset
+ * (removed, renamed) and a dead writer's temporary files are removed, the
+ * rest counted, and removed past the limit when it was lowered.  While the
+ * loader runs a copy is written only when it fits under the limit; once
+ * one does not, none is made for the rest of the run (for a loop over the
+ * dataset, keeping the first copies serves as well as any other choice,
+ * and never rewrites one each epoch as least-recently-used would).  A copy
+ * of a changed file is refused when read and written over by the new one.
  */
 #include "dataset/jcache.h"
 #include "dataset/build.h"
+#include "dataset/index.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -26,7 +37,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
+#include <sys/statvfs.h>
 #include <sys/uio.h>
+#include <time.h>
 #include <unistd.h>
 
 #define MAGIC 0x314347504a4b5453ull /* "STKJPGC1" */
@@ -145,6 +159,138 @@ int stk__jcache_check(const uint8_t *buf, size_t len, const struct stat *src,
 	*jpeg = buf + sizeof(h);
 	*jlen = len - sizeof(h);
 	return 0;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+/* A copy's name ("%016llx.jpg") read back: its hash, or false. */
+static bool copy_name(const char *name, uint64_t *h)
+{
+	if (strlen(name) != 20 || strcmp(name + 16, ".jpg"))
+		return false;
+	uint64_t v = 0;
+	for (int i = 0; i < 16; i++) {
+		char c = name[i];
+		int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+		if (d < 0)
+			return false;
+		v = v << 4 | (uint64_t)d;
+	}
+	*h = v;
+	return true;
+}
+
+/* A temporary file's name: a copy's name, then ".<pid>.<n>.tmp". */
+static bool temp_name(const char *name)
+{
+	size_t n = strlen(name);
+	return n > 24 && !strcmp(name + n - 4, ".tmp") && !memcmp(name + 16, ".jpg.", 5);
+}
+
+int stk__jcache_sweep(struct stk__jcache *jc, const struct stk_dataset *ds,
+		      struct stk__jcache_sweep *out)
+{
+	memset(out, 0, sizeof(*out));
+	uint64_t *want = malloc((size_t)(ds->n > 0 ? ds->n : 1) * sizeof(*want));
+	struct { uint64_t h, size; } *kept = NULL;
+	size_t nkept = 0, capk = 0;
+	if (!want)
+		return -ENOMEM;
+	for (int64_t i = 0; i < ds->n; i++) {
+		const char *rel = stk__entry_path(ds, i);
+		want[i] = stk__xxh64(rel, strlen(rel));
+	}
+	qsort(want, (size_t)ds->n, sizeof(*want), cmp_u64);
+	int fd = open(jc->dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+	if (!d) {
+		int e = errno;
+		if (fd >= 0)
+			close(fd);
+		free(want);
+		return -e;
+	}
+	int rc = 0;
+	time_t now = time(NULL);
+	struct dirent *de;
+	while ((de = readdir(d))) {
+		uint64_t h = 0;
+		struct stat st;
+		bool copy = copy_name(de->d_name, &h);
+		if ((!copy && !temp_name(de->d_name)) ||
+		    fstatat(fd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) || !S_ISREG(st.st_mode))
+			continue; /* not a name of ours, or not a plain file: left alone */
+		if (!copy) { /* a writer's, unless it died: one takes milliseconds */
+			if (st.st_mtime + 60 < now && !unlinkat(fd, de->d_name, 0))
+				out->temps++;
+			continue;
+		}
+		if (!bsearch(&h, want, (size_t)ds->n, sizeof(*want), cmp_u64)) {
+			if (!unlinkat(fd, de->d_name, 0)) {
+				out->orphans++;
+				out->orphan_bytes += (uint64_t)st.st_size;
+			}
+			continue;
+		}
+		if (nkept == capk) {
+			size_t cap = capk ? 2 * capk : 1024;
+			void *k = realloc(kept, cap * sizeof(*kept));
+			if (!k) {
+				rc = -ENOMEM;
+				break;
+			}
+			kept = k;
+			capk = cap;
+		}
+		kept[nkept].h = h;
+		kept[nkept++].size = (uint64_t)st.st_size;
+		out->kept_bytes += (uint64_t)st.st_size;
+	}
+	struct statvfs vs;
+	if (!jc->limit) { /* auto */
+		uint64_t q = statvfs(jc->dir, &vs) ? 1ull << 30 :
+			     ((uint64_t)vs.f_bavail * vs.f_frsize + out->kept_bytes) / 4;
+		jc->limit = q < (100ull << 30) ? q : 100ull << 30;
+	}
+	for (size_t i = nkept; !rc && i-- > 0 && out->kept_bytes > jc->limit;) {
+		char name[24];
+		snprintf(name, sizeof(name), "%016llx.jpg", (unsigned long long)kept[i].h);
+		if (!unlinkat(fd, name, 0)) {
+			out->evicted++;
+			out->evicted_bytes += kept[i].size;
+			out->kept_bytes -= kept[i].size;
+			nkept--;
+		}
+	}
+	out->kept = nkept;
+	atomic_store(&jc->used, out->kept_bytes);
+	closedir(d);
+	free(kept);
+	free(want);
+	return rc;
+}
+
+bool stk__jcache_reserve(struct stk__jcache *jc, uint64_t len)
+{
+	if (atomic_load(&jc->stopped))
+		return false;
+	uint64_t was = atomic_fetch_add(&jc->used, len);
+	if (was + len <= jc->limit)
+		return true;
+	atomic_fetch_sub(&jc->used, len);
+	atomic_store(&jc->stopped, true);
+	return false;
+}
+
+void stk__jcache_release(struct stk__jcache *jc, uint64_t len)
+{
+	uint64_t u = atomic_load(&jc->used);
+	while (!atomic_compare_exchange_weak(&jc->used, &u, u > len ? u - len : 0))
+		;
 }
 
 int64_t stk__jcache_write(const char *path, const struct stat *src, const void *jpeg,

@@ -7,7 +7,10 @@
 #include "base/internal.h"
 
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <sys/stat.h>
+
+struct stk_dataset;
 
 /* The header before a copy's JPEG bytes (little-endian words). */
 #define STK_JCACHE_HDR 80
@@ -24,6 +27,18 @@ struct stk__jcache {
 	_Atomic uint32_t *state; /* per sample: STK_JC_* (+ length) */
 	_Atomic uint32_t refused; /* copies refused so far (the first few are named) */
 	_Atomic uint32_t made;    /* copies written by this process */
+	uint64_t limit;           /* jpeg_cache_limit: the copies' bytes at most */
+	_Atomic uint64_t used;    /* the copies' bytes now (the sweep's, then this run's) */
+	_Atomic bool stopped;     /* no more copies this run: the limit, or a full disk */
+	_Atomic bool said;        /* and that was said */
+};
+
+/* What stk__jcache_sweep found and did. */
+struct stk__jcache_sweep {
+	uint64_t kept, kept_bytes;       /* copies of the dataset's files, kept */
+	uint64_t orphans, orphan_bytes;  /* copies of no file of the dataset: removed */
+	uint64_t evicted, evicted_bytes; /* copies above the limit: removed */
+	uint64_t temps;                  /* a dead writer's temporary files: removed */
 };
 
 /* Opens (makes) the copies' folder of the dataset at root (absolute) under
@@ -45,6 +60,22 @@ int64_t stk__jcache_look(const char *path, char *why, size_t whylen);
  * with the reason in why. */
 int stk__jcache_check(const uint8_t *buf, size_t len, const struct stat *src,
 		      const uint8_t **jpeg, size_t *jlen, char *why, size_t whylen);
+/* At create, before any read: the copies' folder of a dataset (ds, its
+ * entries) walked once; a copy whose name is no file's of the dataset now
+ * (the file removed or renamed) is removed, and so is a writer's temporary
+ * file older than a minute; the copies kept are counted in jc->used and,
+ * when above jc->limit (lowered since), removed until under it.  Only
+ * regular files with a copy's or a temporary's name are touched.  A limit
+ * of 0 (auto) becomes a quarter of the free space where the copies live
+ * plus what they take, at most 100 GiB.  0 or
+ * -ENOMEM / -errno (the folder unreadable). */
+int stk__jcache_sweep(struct stk__jcache *jc, const struct stk_dataset *ds,
+		      struct stk__jcache_sweep *out);
+/* Takes room for a copy of len bytes under the limit: false when it does not
+ * fit (then no more copies are made this run: jc->stopped). */
+bool stk__jcache_reserve(struct stk__jcache *jc, uint64_t len);
+/* Gives back room taken (a copy not written, or removed). */
+void stk__jcache_release(struct stk__jcache *jc, uint64_t len);
 /* Writes the copy of a source (its stat) at path: a temporary name in the
  * folder, renamed into place, 0600.  Its length (header included), or <0. */
 int64_t stk__jcache_write(const char *path, const struct stat *src, const void *jpeg,

@@ -21,15 +21,25 @@
  * a copy refused, or whose read failed, is named in a notice (the first 16)
  * and the file itself is read by the decode thread, decoded, and copied
  * again.  Pixels never depend on the copy: its coefficients are the file's.
+ * Bounded (jpeg_cache_limit, dataset/jcache.c): at create the copies'
+ * folder is swept (copies of files no longer in the dataset removed, the
+ * rest counted, removed past the limit), and a copy is written only when it
+ * fits; the first that does not stops the copies for the run, said once.
+ * A full disk (ENOSPC, EDQUOT) stops them too, said once naming the folder
+ * and the reason: the sample was decoded before its copy was written, so
+ * none is lost and the epoch goes on reading the files.  A copy refused
+ * when read (damaged, or its file changed) is removed, and written again.
  * Memory: a word a sample and a path a slot's sample, fixed at create.
  */
 #include "loader/loader.h"
 #include "dataset/jcache.h"
 #include "image/image.h"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -58,6 +68,25 @@ int stk__loader_jcache_open(struct stk_loader *l)
 		stk__loader_notice(l, "jpeg_cache off: %s", why);
 		return 0;
 	}
+	struct stk__jcache_sweep sw;
+	jc->limit = l->img.jpeg_cache_limit;
+	if ((rc = stk__jcache_sweep(jc, l->ds, &sw)) < 0) {
+		if (rc != -ENOMEM)
+			stk__loader_notice(l, "jpeg_cache off: JPEG cache folder %s: %s", jc->dir,
+					   strerror(-rc));
+		stk__jcache_close(jc);
+		free(jc);
+		return rc == -ENOMEM ? rc : 0;
+	}
+	if (sw.orphans)
+		stk__loader_notice(l, "jpeg_cache: %llu copies of files no longer in the dataset "
+				   "removed from %s (%.1f MB)", (unsigned long long)sw.orphans, jc->dir,
+				   (double)sw.orphan_bytes / 1e6);
+	if (sw.evicted)
+		stk__loader_notice(l, "jpeg_cache: %llu copies removed from %s (%.1f MB) to keep "
+				   "them under jpeg_cache_limit (%llu bytes)",
+				   (unsigned long long)sw.evicted, jc->dir,
+				   (double)sw.evicted_bytes / 1e6, (unsigned long long)jc->limit);
 	l->jpaths = calloc((size_t)l->pool.nslots * l->o.batch_size, jc->plen);
 	if (!l->jpaths) {
 		stk__jcache_close(jc);
@@ -134,6 +163,8 @@ static int rewrite(struct stk_loader *l, int64_t idx, const uint8_t *buf, size_t
 {
 	struct stk__jcache *jc = l->jc;
 	uint32_t was = STK_JC_NONE;
+	if (atomic_load_explicit(&jc->stopped, memory_order_relaxed))
+		return 1; /* the limit, or a full disk: no more copies this run */
 	if (idx < 0 || idx >= jc->n ||
 	    !atomic_compare_exchange_strong(&jc->state[idx], &was, STK_JC_MAKING))
 		return 1; /* another thread's, never, or not looked at */
@@ -159,11 +190,30 @@ static void write_copy(struct stk_loader *l, int64_t idx, const struct stat *st,
 	struct stk__jcache *jc = l->jc;
 	const char *rel = stk__entry_path(l->ds, idx);
 	uint32_t next = STK_JC_NEVER;
+	uint64_t len = STK_JCACHE_HDR + (uint64_t)olen;
+	if (!stk__jcache_reserve(jc, len)) {
+		if (!atomic_exchange(&jc->said, true))
+			stk__loader_notice(l, "jpeg_cache: the copies in %s reached jpeg_cache_limit "
+					   "(%llu bytes): no more are made in this run; the other "
+					   "files are read", jc->dir, (unsigned long long)jc->limit);
+		stk_free(out);
+		atomic_store(&jc->state[idx], STK_JC_NONE);
+		return;
+	}
 	char *p = malloc(jc->plen);
 	int64_t n = p ? (stk__jcache_path(jc, rel, p), stk__jcache_write(p, st, out, olen)) : -ENOMEM;
+	if (n <= 0)
+		stk__jcache_release(jc, len);
 	if (n > 0 && (uint64_t)n < UINT32_MAX - STK_JC_COPY) {
 		next = STK_JC_COPY + (uint32_t)n;
 		atomic_fetch_add(&jc->made, 1);
+	} else if (n == -ENOSPC || n == -EDQUOT) { /* the sample is decoded: nothing lost */
+		atomic_store(&jc->stopped, true);
+		next = STK_JC_NONE;
+		if (!atomic_exchange(&jc->said, true))
+			stk__loader_notice(l, "jpeg_cache: the cache folder %s is full (%s): no more "
+					   "copies are made in this run; the files are read", jc->dir,
+					   strerror((int)-n));
 	} else if (n < 0 && atomic_fetch_add(&jc->refused, 1) < NAMED) {
 		stk__loader_notice(l, "JPEG copy %s could not be written: %s; the file is read",
 				   p ? p : rel, strerror((int)-n));
@@ -247,6 +297,8 @@ int stk__loader_jcache_decode(struct stk_loader *l, struct sio *x, int64_t idx, 
 				return 0;
 		}
 		refused(l, x->io.path, idx, why);
+		if (!unlink(x->io.path)) /* written again from the file, room allowing */
+			stk__jcache_release(l->jc, x->size);
 		atomic_store(&l->jc->state[idx], STK_JC_NONE);
 		return decode_file(l, idx, seed, out, why, whylen, info);
 	}

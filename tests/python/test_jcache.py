@@ -114,3 +114,122 @@ def test_memory_counts_the_table(folder, tmp_path):
             got[jc] = l.memory()["meta_bytes"]
             places = l.memory()["nslots"] * 5
     assert got[True] - got[False] >= 24 * 4 + places * len(str(tmp_path / "c"))
+
+
+def _copies(cache):
+    return sorted(glob.glob(os.path.join(cache, "jpeg", "*", "*.jpg")))
+
+
+def _fresh(folder, tmp_path):
+    """A copy of the folder whose files may be changed, older than a second."""
+    import shutil
+    root = str(tmp_path / "ds")
+    shutil.copytree(folder, root)
+    time.sleep(1.1)
+    return root
+
+
+def test_copies_of_removed_files_go_and_a_changed_file_is_copied_over(folder, tmp_path, capfd):
+    """A file removed or renamed leaves no copy behind (the next Loader
+    removes it, saying so); a changed file's copy is refused once and
+    written over, not kept beside the new one."""
+    root = _fresh(folder, tmp_path)
+    cache = str(tmp_path / "cache")
+    batches(root, cache, True, 0)
+    assert len(_copies(cache)) == 24
+    os.remove(os.path.join(root, "c0", "000.jpg"))
+    os.remove(os.path.join(root, "c1", "003.jpg"))
+    os.rename(os.path.join(root, "c0", "002.jpg"), os.path.join(root, "c0", "902.jpg"))
+    changed = os.path.join(root, "c1", "005.jpg")
+    PILImage.fromarray(np.full((40, 70, 3), 77, np.uint8)).save(changed, quality=90)
+    time.sleep(1.1)
+    capfd.readouterr()
+    want, _ = batches(root, str(tmp_path / "plain"), False, 0)
+    got, _ = batches(root, cache, True, 0)
+    err = capfd.readouterr().err
+    assert "jpeg_cache: 3 copies of files no longer in the dataset removed from %s" % (
+        os.path.join(cache, "jpeg")) in err, err
+    for (x, ya), (y, yb) in zip(want, got):
+        assert torch.equal(x, y) and torch.equal(ya, yb)
+    assert len(_copies(cache)) == 22  # 21 kept (the changed one written over), 902 new
+    capfd.readouterr()
+    _, fast = batches(root, cache, True, 0)
+    assert fast == 1.0 and "jpeg_cache" not in capfd.readouterr().err
+
+
+def test_limit_bounds_the_copies(folder, tmp_path, capfd):
+    """jpeg_cache_limit: the copies stay under it (the files past it are
+    read, the batches the same), said once; a lower limit at the next
+    Loader removes copies down to it."""
+    cache = str(tmp_path / "cache")
+    batches(folder, str(tmp_path / "all"), True, 0)
+    sizes = [os.path.getsize(p) for p in _copies(str(tmp_path / "all"))]
+    limit = sum(sizes) // 3
+    want, _ = batches(folder, str(tmp_path / "plain"), False, 0)
+    capfd.readouterr()
+    img = stoker.Image(32, crop="center", jpeg_cache=True, jpeg_cache_limit=limit)
+    assert img.jpeg_cache_limit == limit
+    for run in range(2):
+        with stoker.Loader(folder, 5, seed=4, image=img, cache_dir=cache) as l:
+            got = [(x.clone(), y.clone()) for x, y in l]
+        for (x, ya), (y, yb) in zip(want, got):
+            assert torch.equal(x, y) and torch.equal(ya, yb)
+        used = sum(os.path.getsize(p) for p in _copies(cache))
+        assert 0 < used <= limit, (used, limit)
+        err = capfd.readouterr().err
+        assert err.count("reached jpeg_cache_limit (%d bytes)" % limit) == 1, err
+    low = stoker.Image(32, crop="center", jpeg_cache=True, jpeg_cache_limit=limit // 2)
+    with stoker.Loader(folder, 5, seed=4, image=low, cache_dir=cache):
+        pass
+    assert 0 < sum(os.path.getsize(p) for p in _copies(cache)) <= limit // 2
+    assert "to keep them under jpeg_cache_limit (%d bytes)" % (limit // 2) in \
+        capfd.readouterr().err
+    assert stoker.Image(32, jpeg_cache_limit="2MiB").jpeg_cache_limit == 2 << 20
+    with pytest.raises(ValueError):
+        stoker.Image(32, jpeg_cache_limit=-1)
+
+
+FULL = """
+import os, sys, torch, stoker
+folder, cache = sys.argv[1], sys.argv[2]
+def run(jc, c):  # a limit above the file system's size: the disk fills first
+    img = stoker.Image(32, crop="center", jpeg_cache=jc, jpeg_cache_limit="1GiB")
+    with stoker.Loader(folder, 5, seed=4, image=img, cache_dir=c) as l:
+        return [(x.clone(), y.clone()) for x, y in l], l.stats()
+want, _ = run(False, sys.argv[3])
+got, st = run(True, cache)
+assert len(got) == len(want) and st["errors"] == 0, st
+for (x, ya), (y, yb) in zip(want, got):
+    assert torch.equal(x, y) and torch.equal(ya, yb)
+left = [f for _, _, fs in os.walk(cache) for f in fs if f.endswith(".tmp")]
+assert not left, left
+print("copies", sum(f.endswith(".jpg") for _, _, fs in os.walk(cache) for f in fs))
+"""
+
+
+def test_a_full_disk_loses_no_sample(folder, tmp_path):
+    """The cache folder on a file system that fills (a 48 KiB tmpfs, in a
+    user and mount namespace of its own): the epoch reads every sample
+    (the same batches), the notice names the folder and says it is full,
+    once, and no temporary file is left."""
+    import shutil
+    import subprocess
+    import sys
+    mnt = tmp_path / "small"
+    mnt.mkdir()
+    if not shutil.which("unshare") or subprocess.run(
+            ["unshare", "-rm", "mount", "-t", "tmpfs", "-o", "size=48k,mode=0700", "tmpfs",
+             str(mnt)], capture_output=True).returncode:
+        pytest.skip("no user and mount namespace here to make a small file system in")
+    script = tmp_path / "full.py"
+    script.write_text(FULL)
+    r = subprocess.run(["unshare", "-rm", "sh", "-c",
+                        'mount -t tmpfs -o size=48k,mode=0700 tmpfs "$1" && exec "$2" "$3" '
+                        '"$4" "$1" "$5"', "sh", str(mnt), sys.executable, str(script), folder,
+                        str(tmp_path / "plain")], capture_output=True, text=True)
+    assert r.returncode == 0, r.stdout + r.stderr
+    copies = int(r.stdout.split()[-1])
+    assert 0 < copies < 24, r.stdout  # some made before the disk filled
+    note = "jpeg_cache: the cache folder %s/jpeg/" % mnt
+    assert r.stderr.count(note) == 1 and "is full (No space left on device)" in r.stderr, \
+        r.stderr
