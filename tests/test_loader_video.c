@@ -568,7 +568,7 @@ static void test_ranged_reads(void **state)
 	stk__vidx_raw_free(&raw);
 	it->rec = planted;
 	it->words = pw;
-	assert_int_equal(stk__vcache_write(cpath, vc.item, vc.n), 0);
+	assert_int_equal(stk__vcache_write(cpath, vc.item, vc.n, 0644), 0);
 	stk__vcache_free(&vc);
 	free(planted);
 	char eb[1024];

@@ -6,7 +6,8 @@
  * one record a video: its path under the root, the file's identity when it
  * was indexed (size, mtime, ctime, inode, device: a copy or a `touch` cannot
  * keep the ctime), and its byte index (video/vindex.c's words, none when the
- * file has none).  Written to a temporary name and renamed into place, 0644.
+ * file has none).  Written to a temporary name and renamed into place, 0644
+ * (remote data's, under the cache folder's remote-index/: 0600).
  * Never trusted blindly, by the rules of the dataset's cache (dataset/cache.c,
  * issue 36): a file not owned by the user or writable by others is refused
  * (base/trust.c); a bad magic, version, length or checksum refuses the whole
@@ -126,7 +127,8 @@ void stk__vcache_free(struct stk__vcache *c)
 	memset(c, 0, sizeof(*c));
 }
 
-int stk__vcache_write(const char *path, const struct stk__vcache_item *items, size_t n)
+int stk__vcache_write(const char *path, const struct stk__vcache_item *items, size_t n,
+		      mode_t mode)
 {
 	size_t words = 0;
 	for (size_t i = 0; i < n; i++)
@@ -173,7 +175,7 @@ int stk__vcache_write(const char *path, const struct stk__vcache_item *items, si
 		else
 			done += (size_t)k;
 	}
-	if (!rc && fchmod(fd, 0644))
+	if (!rc && fchmod(fd, mode))
 		rc = -errno;
 	if (fd >= 0 && close(fd) && !rc)
 		rc = -errno;

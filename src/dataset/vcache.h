@@ -24,7 +24,9 @@ struct stk__vcache {
  * stk__vcache_free (safe on a zeroed c). */
 int stk__vcache_load(const char *path, struct stk__vcache *c, char *why, size_t whylen);
 void stk__vcache_free(struct stk__vcache *c);
-/* Writes n items to path (a temporary name renamed into place): 0 or -errno. */
-int stk__vcache_write(const char *path, const struct stk__vcache_item *items, size_t n);
+/* Writes n items to path (a temporary name renamed into place, with mode:
+ * 0644 beside the index cache, 0600 for remote data's): 0 or -errno. */
+int stk__vcache_write(const char *path, const struct stk__vcache_item *items, size_t n,
+		      mode_t mode);
 
 #endif

@@ -314,7 +314,7 @@ int stk__vloader_index(struct stk_loader *l, char *err, size_t errlen)
 	for (int64_t i = 0; i < ds->n; i++)
 		v->ranged |= v->vid[i].rec != NULL;
 	if (!rc && cache && made && !v->learn)
-		stk__vcache_write(path, items, (size_t)ds->n); /* a read-only folder: made again */
+		stk__vcache_write(path, items, (size_t)ds->n, 0644); /* read-only: made again */
 	if (!rc && v->learn && cache && !(v->cpath = strdup(path)))
 		rc = -ENOMEM;
 	stk__vcache_free(&c);
@@ -361,7 +361,7 @@ void stk__vloader_learn_write(struct stk__vloader *v)
 			it->dev = 1;
 		}
 	}
-	stk__vcache_write(v->cpath, v->items, (size_t)v->nvid);
+	stk__vcache_write(v->cpath, v->items, (size_t)v->nvid, 0600);
 	stk__vcache_free(&c);
 	v->written = v->learned;
 }

@@ -310,6 +310,9 @@ def test_a_rank_killed_after_an_epoch_leaves_its_index(web, sets, tmp_path):
             "os.kill(os.getpid(), signal.SIGKILL)\n" % (url, str(tmp_path), one, NVID // 2))
     r = subprocess.run([sys.executable, "-c", code], stderr=subprocess.PIPE)
     assert r.returncode == -signal.SIGKILL, r.stderr.decode()
+    idx = [f for f in os.listdir(tmp_path / "remote-index") if f.startswith("video-")]
+    assert len(idx) == 1, idx
+    assert os.stat(tmp_path / "remote-index" / idx[0]).st_mode & 0o777 == 0o600
     with stoker.Loader(url, 2, seed=11, cache_dir=str(tmp_path), quiet=True,
                        remote_cache=False, rank=0, world_size=2,
                        video=stoker.Video(**one)) as l:
