@@ -2,7 +2,8 @@
  * DESIGN dataset/jcache.c — the loader's own rewrites of a folder's JPEGs
  * (image option jpeg_cache): each JPEG losslessly transcoded (the same DCT
  * coefficients, so the same pixels: sequential, restart intervals that tile
- * the rows) and kept in <cache folder>/jpeg/<key of the dataset's root>/, one
+ * the rows) and kept in <cache folder>/jpeg/<key of the dataset's folder,
+ * or of its file list: two lists in one folder keep their own>/, one
  * file a sample, named by a hash of its path.  The loader reads the copy
  * instead of the file once it exists (loader/jcache.c).
  *

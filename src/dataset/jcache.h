@@ -21,7 +21,7 @@ struct stk_dataset;
 enum { STK_JC_UNKNOWN = 0, STK_JC_NONE, STK_JC_NEVER, STK_JC_MAKING, STK_JC_COPY };
 
 struct stk__jcache {
-	char *dir;              /* <cache folder>/jpeg/<key of the dataset's root> */
+	char *dir;              /* <cache folder>/jpeg/<key of its folder or list> */
 	size_t dlen, plen;      /* its length; a copy's path's, NUL included */
 	int64_t n;              /* samples */
 	_Atomic uint32_t *state; /* per sample: STK_JC_* (+ length) */
@@ -41,7 +41,8 @@ struct stk__jcache_sweep {
 	uint64_t temps;                  /* a dead writer's temporary files: removed */
 };
 
-/* Opens (makes) the copies' folder of the dataset at root (absolute) under
+/* Opens (makes) the copies' folder of the dataset whose key is root (its
+ * folder, or its file list: absolute) under
  * cache_dir (NULL: the user's cache folder), refused when it or a folder
  * above it in the cache is another user's or writable by others: 0, or <0
  * with the reason, naming the folder, in why. */

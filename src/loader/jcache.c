@@ -37,6 +37,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -60,7 +61,14 @@ int stk__loader_jcache_open(struct stk_loader *l)
 	struct stk__jcache *jc = calloc(1, sizeof(*jc));
 	if (!jc)
 		return -ENOMEM;
-	int rc = stk__jcache_open(jc, l->cache_dir, l->ds->root, l->ds->n, why, sizeof(why));
+	/* a folder's copies are keyed by the folder, a file list's by the list:
+	 * two lists in one folder must not sweep each other's copies away */
+	char list[PATH_MAX];
+	struct stat st;
+	const char *key = l->ds->root;
+	if (l->o.path && realpath(l->o.path, list) && !stat(list, &st) && S_ISREG(st.st_mode))
+		key = list;
+	int rc = stk__jcache_open(jc, l->cache_dir, key, l->ds->n, why, sizeof(why));
 	if (rc) {
 		free(jc);
 		if (rc == -ENOMEM)

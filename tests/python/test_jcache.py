@@ -233,3 +233,24 @@ def test_a_full_disk_loses_no_sample(folder, tmp_path):
     note = "jpeg_cache: the cache folder %s/jpeg/" % mnt
     assert r.stderr.count(note) == 1 and "is full (No space left on device)" in r.stderr, \
         r.stderr
+
+
+def test_two_lists_in_one_folder_keep_their_copies(folder, tmp_path, capfd):
+    """Two file lists beside each other (train.txt, val.txt) each keep their
+    own copies: one Loader's sweep never removes the other's."""
+    root = _fresh(folder, tmp_path)
+    names = sorted(os.path.relpath(os.path.join(d, f), root)
+                   for d, _, fs in os.walk(root) for f in fs if f.endswith(".jpg"))
+    for part, sub in (("train", names[:16]), ("val", names[16:])):
+        with open(os.path.join(root, part + ".txt"), "w") as f:
+            f.writelines("%s\t%d\n" % (n, int(n[1])) for n in sub)
+    cache = str(tmp_path / "cache")
+    for part in ("train", "val"):
+        batches(os.path.join(root, part + ".txt"), cache, True, 0)
+    assert len(_copies(cache)) == 24
+    capfd.readouterr()
+    for part in ("train", "val"):
+        _, fast = batches(os.path.join(root, part + ".txt"), cache, True, 1)
+        assert fast == 1.0, part
+    assert "removed" not in capfd.readouterr().err
+    assert len(_copies(cache)) == 24
