@@ -19,10 +19,12 @@
  * data, not on timing.  A candidate is never a sample the batch has found
  * bad (s->bad: the failed places' samples, the place's own among them, and
  * the stand-ins that failed, recorded as each round starts): such a read
- * would fail again and count the same error twice.  Skipping it changes no
- * stand-in (its read would have failed: the next candidate is taken either
- * way), so the draw stays a function of (seed, epoch, index, the data) and a
- * resume gets the same stand-ins.  Samples found bad by other batches are
+ * would fail again and count the same error twice.  Which samples those are
+ * depends on the batch's data only, so the draw stays a function of (seed,
+ * epoch, the batch's indices, the data) and a resume gets the same
+ * stand-ins; and skipping one changes no stand-in (its read would have
+ * failed: the next candidate is taken either way) unless the room its
+ * failed read took at the slot's end would have kept a later one out.  Samples found bad by other batches are
  * not skipped: which of them failed first depends on timing.  A place with
  * no stand-in after REPLACE_READS reads (or REPLACE_DRAWS draws: a dataset
  * with no other good sample) ends the epoch with the error, as fail would.
