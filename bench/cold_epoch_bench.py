@@ -11,6 +11,11 @@ is four runs, each after the page cache is dropped and GAP s of idle:
            reading as many bytes as the epoch (`--io_size`): a run is the
            same work as the epoch, start included, and takes as much of the
            disk's burst allowance;
+  files    (--fio-files N) fio the same way over PATH's own files
+           (`--opendir`, a file at random each read; over N of them, hard
+           links in a temporary folder beside PATH, when PATH has more: fio
+           opens every file at its start, and its file table stops near
+           20,000): the same blocks on the disk, their metadata warm;
 in an order rotated by one each round, so no run keeps a place (this
 shared virtio disk comes high and low by turns, ±25 %, and slows after
 many GB read).  fio's reference depth is the one with the best median over
@@ -18,7 +23,8 @@ the rounds; each round's ratio is its stoker epoch over that depth's run
 in the same round (a pair: one draw against one draw), and the row's
 ratio is the median of those.  The ratio against the best of the round's
 three fio runs (the luckiest of three draws: the measure used before) is
-printed beside it.  Per round: the 1-minute load, stoker's depth and the
+printed beside it, and with --fio-files the epoch against fio over the
+files (the same pairing).  Per round: the 1-minute load, stoker's depth and the
 device's bytes against the samples' (what the opens read beside the data:
 folders, inode tables).
 
@@ -27,9 +33,12 @@ usage: cold_epoch_bench.py [--rounds N] [--gap S] [--opts "..."] PATH...   (root
 import argparse
 import json
 import os
+import random
+import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -64,17 +73,32 @@ def mean_size(stoker, path):
     return s["bytes"] / s["samples"], s["bytes"]
 
 
-def fio_run(ffile, bs, qd, nbytes, gap):
-    """fio's MB/s reading nbytes at random, bs a read, at depth qd."""
+def fio_run(ffile, bs, qd, nbytes, gap, folder=None):
+    """fio's MB/s reading nbytes at random, bs a read, at depth qd: in ffile,
+    or over the files under folder."""
     drop()
     time.sleep(gap)
     nbytes = max(nbytes // bs, 1) * bs
+    where = (["--opendir=" + folder, "--file_service_type=random"] if folder else
+             ["--filename=" + ffile])
     out = subprocess.run(["fio", "--output-format=json", "--name=x", "--ioengine=io_uring",
-                          "--direct=1", "--filename=" + ffile, "--rw=randread",
-                          "--bs=%d" % bs, "--iodepth=%d" % qd, "--io_size=%d" % nbytes,
-                          "--randrepeat=0"],
+                          "--direct=1", "--rw=randread", "--bs=%d" % bs, "--iodepth=%d" % qd,
+                          "--io_size=%d" % nbytes, "--randrepeat=0"] + where,
                          check=True, capture_output=True, text=True).stdout
-    return json.loads(out)["jobs"][0]["read"]["bw_bytes"] / 1e6
+    return json.loads(out[out.index("{"):])["jobs"][0]["read"]["bw_bytes"] / 1e6
+
+
+def files_for_fio(path, n):
+    """PATH itself when it holds at most n files, else a temporary folder of
+    hard links to n of them (chosen with a fixed seed; removed by the caller)."""
+    files = sorted(os.path.join(dp, f) for dp, _, fs in os.walk(path) for f in fs
+                   if not f.startswith("."))
+    if len(files) <= n:
+        return path, None
+    tmp = tempfile.mkdtemp(prefix=".fio-files-", dir=os.path.dirname(os.path.abspath(path)))
+    for i, f in enumerate(random.Random(0).sample(files, n)):
+        os.link(f, os.path.join(tmp, "%06d" % i))
+    return tmp, tmp
 
 
 def disk_read(name):
@@ -117,6 +141,8 @@ def main():
     ap.add_argument("--fio-file", help="laid-out file for fio [beside the first PATH]")
     ap.add_argument("--fio-size", default="4G")
     ap.add_argument("--stoker", default=os.path.join(ROOT, "build", "stoker"))
+    ap.add_argument("--fio-files", type=int, default=0, metavar="N",
+                    help="fio also over the path's own files (N of them at most)")
     ap.add_argument("--compare", help="another stoker binary, a fifth run each round (before/after)")
     a = ap.parse_args()
     if os.geteuid() != 0:
@@ -144,6 +170,10 @@ def main():
         msize, nbytes = mean_size(a.stoker, p)
         bs = max(int(round(msize / 512)) * 512, 512)
         runs = ["stoker"] + qds + (["compare"] if a.compare else [])
+        folder = tmp = None
+        if a.fio_files:
+            folder, tmp = files_for_fio(p, a.fio_files)
+            runs += [-q for q in qds]  # negative: fio over the files
         rounds = []
         for r in range(a.rounds):
             order = runs[r % len(runs):] + runs[:r % len(runs)]
@@ -153,6 +183,8 @@ def main():
                     got[v] = stoker_epoch(a.stoker, p, opts, disk, a.gap)
                 elif v == "compare":
                     got[v] = stoker_epoch(a.compare, p, opts, disk, a.gap)
+                elif v < 0:
+                    got[v] = fio_run(ffile, bs, -v, nbytes, a.gap, folder)
                 else:
                     got[v] = fio_run(ffile, bs, v, nbytes, a.gap)
             rounds.append(got)
@@ -162,7 +194,11 @@ def main():
                       r + 1, got["load"], st[0], st[2], st[3], st[6], st[5],
                       ", INVALID: " + st[4] if st[4] else "",
                       ", compare %.0f MB/s" % got["compare"][0] if a.compare else "",
-                      ", ".join("QD %d %.0f" % (q, got[q]) for q in qds)), file=sys.stderr)
+                      ", ".join("QD %d %.0f" % (q, got[q]) for q in qds)) +
+                  ("; fio over the files " + ", ".join("QD %d %.0f" % (q, got[-q]) for q in qds)
+                   if a.fio_files else ""), file=sys.stderr)
+        if tmp:
+            shutil.rmtree(tmp)
         fio_med = {q: med([g[q] for g in rounds]) for q in qds}
         bq = max(fio_med, key=fio_med.get)
         ratio = med([g["stoker"][0] / g[bq] for g in rounds])
@@ -174,6 +210,13 @@ def main():
             ", ".join("%s %s" % (g["load"], g["stoker"][3]) for g in rounds)))
         print("%-28s %6s   fio by depth, medians: %s" % (
             "", "", ", ".join("QD %d %.0f" % (q, fio_med[q]) for q in qds)))
+        if a.fio_files:
+            ff = {q: med([g[-q] for g in rounds]) for q in qds}
+            fq = max(ff, key=ff.get)
+            print("%-28s %6s %7s %7.0f %8s %6.2f   (fio over the files%s; by depth: %s)" % (
+                "", "", "", ff[fq], "(QD %d)" % fq, med([g["stoker"][0] / g[-fq] for g in rounds]),
+                ", %d of them" % a.fio_files if tmp else "",
+                ", ".join("QD %d %.0f" % (q, ff[q]) for q in qds)))
         if a.compare:
             print("%-28s %6s %7.0f %7s %8s %6.2f   (--compare %s)" % (
                 "", "", med([g["compare"][0] for g in rounds]), "", "",

@@ -5,7 +5,7 @@ every 5 ms beside one command (page cache dropped first; root).
 Prints, for the command's life: reads completed and merged, bytes, mean
 request size, the mean depth at the device (weighted time over wall time),
 the share of 10 ms buckets by reads in flight (0, 1-7, 8-15, 16-31, 32-63,
-64+), MB/s in 0.5 s steps, and the process tree's CPU (user+sys).  With
+64+), MB/s and reads in flight in 0.5 s steps (--step), and the process tree's CPU (user+sys).  With
 --files DIR the data bytes and count of DIR's regular files (O_DIRECT reads
 round to 4 KiB) are taken off, leaving what the opens and everything else
 read: the metadata (folder blocks, inode tables).
@@ -47,6 +47,7 @@ def main():
     ap.add_argument("--files", help="folder whose files are the data read (taken off)")
     ap.add_argument("--disk", help="device name [the one under --files or /]")
     ap.add_argument("--no-drop", action="store_true")
+    ap.add_argument("--step", type=float, default=0.5, help="seconds a MB/s figure")
     ap.add_argument("cmd", nargs=argparse.REMAINDER)
     a = ap.parse_args()
     cmd = a.cmd[1:] if a.cmd and a.cmd[0] == "--" else a.cmd
@@ -106,7 +107,7 @@ def main():
         "%s %.0f %%" % ("%d-%d" % e if e[1] < 1 << 30 else "%d+" % e[0], 100 * h / len(samples))
         for e, h in zip(edges, hist)))
     steps, j = [], 0
-    step = 0.5
+    step = a.step
     while j < len(samples):
         k = j
         while k < len(samples) and samples[k][0] - samples[j][0] < step:
@@ -115,9 +116,10 @@ def main():
             k = len(samples) - 1
         if k > j:
             dt = samples[k][0] - samples[j][0]
-            steps.append("%.0f" % ((samples[k][1][2] - samples[j][1][2]) * 512 / 1e6 / dt))
+            steps.append("%.0f/%d" % ((samples[k][1][2] - samples[j][1][2]) * 512 / 1e6 / dt,
+                                      samples[k][1][4]))
         j = k + 1 if k > j else len(samples)
-    print("# MB/s by %.1f s: %s" % (step, " ".join(steps)))
+    print("# MB/s/in flight by %.2f s: %s" % (step, " ".join(steps)))
     if p.returncode:
         sys.stderr.write(p.stderr)
     return p.returncode
