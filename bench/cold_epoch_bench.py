@@ -175,30 +175,32 @@ def main():
             folder, tmp = files_for_fio(p, a.fio_files)
             runs += [-q for q in qds]  # negative: fio over the files
         rounds = []
-        for r in range(a.rounds):
-            order = runs[r % len(runs):] + runs[:r % len(runs)]
-            got = {"load": load()}
-            for v in order:
-                if v == "stoker":
-                    got[v] = stoker_epoch(a.stoker, p, opts, disk, a.gap)
-                elif v == "compare":
-                    got[v] = stoker_epoch(a.compare, p, opts, disk, a.gap)
-                elif v < 0:
-                    got[v] = fio_run(ffile, bs, -v, nbytes, a.gap, folder)
-                else:
-                    got[v] = fio_run(ffile, bs, v, nbytes, a.gap)
-            rounds.append(got)
-            st = got["stoker"]
-            print("  round %d (load %s): stoker %.0f MB/s (%.3f s, qd %s, device bytes %.3f x "
-                  "the samples', others %.0f MB/s%s)%s, fio %s" % (
-                      r + 1, got["load"], st[0], st[2], st[3], st[6], st[5],
-                      ", INVALID: " + st[4] if st[4] else "",
-                      ", compare %.0f MB/s" % got["compare"][0] if a.compare else "",
-                      ", ".join("QD %d %.0f" % (q, got[q]) for q in qds)) +
-                  ("; fio over the files " + ", ".join("QD %d %.0f" % (q, got[-q]) for q in qds)
-                   if a.fio_files else ""), file=sys.stderr)
-        if tmp:
-            shutil.rmtree(tmp)
+        try:
+            for r in range(a.rounds):
+                order = runs[r % len(runs):] + runs[:r % len(runs)]
+                got = {"load": load()}
+                for v in order:
+                    if v == "stoker":
+                        got[v] = stoker_epoch(a.stoker, p, opts, disk, a.gap)
+                    elif v == "compare":
+                        got[v] = stoker_epoch(a.compare, p, opts, disk, a.gap)
+                    elif v < 0:
+                        got[v] = fio_run(ffile, bs, -v, nbytes, a.gap, folder)
+                    else:
+                        got[v] = fio_run(ffile, bs, v, nbytes, a.gap)
+                rounds.append(got)
+                st = got["stoker"]
+                print("  round %d (load %s): stoker %.0f MB/s (%.3f s, qd %s, device bytes %.3f x "
+                      "the samples', others %.0f MB/s%s)%s, fio %s" % (
+                          r + 1, got["load"], st[0], st[2], st[3], st[6], st[5],
+                          ", INVALID: " + st[4] if st[4] else "",
+                          ", compare %.0f MB/s" % got["compare"][0] if a.compare else "",
+                          ", ".join("QD %d %.0f" % (q, got[q]) for q in qds)) +
+                      ("; fio over the files " + ", ".join("QD %d %.0f" % (q, got[-q]) for q in qds)
+                       if a.fio_files else ""), file=sys.stderr)
+        finally:
+            if tmp:
+                shutil.rmtree(tmp)
         fio_med = {q: med([g[q] for g in rounds]) for q in qds}
         bq = max(fio_med, key=fio_med.get)
         ratio = med([g["stoker"][0] / g[bq] for g in rounds])
