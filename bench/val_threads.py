@@ -4,7 +4,8 @@
 # but with no harness around it: images/s over a window after 0.5 s, each
 # thread's CPU (/proc/self/task), the process's, and the machine's
 # (/proc/stat).  SAMPLER=1 runs bench/peers' PSS sampler beside it in a
-# process of its own, as the harness's parent does (SAMPLER=nice: at nice 19).
+# process of its own, as the harness's parent does (SAMPLER=nice: at nice 19);
+# IMAGES=1 takes each batch's b.images after importing torch, as its child does.
 #   STOKER_LIB=build/libstoker.so.0 PYTHONPATH=python \
 #     flock -x /work/.measure.lock ~/.cache/stoker/peers/bin/python bench/val_threads.py /work/data/val/base 4
 import glob
@@ -46,6 +47,10 @@ def threads():
 def sysstat():
     f = open("/proc/stat").readline().split()[1:]
     return [int(x) / tck for x in f]
+touch = bool(os.environ.get("IMAGES"))  # take b.images, as bench/peers does
+if touch:
+    import torch
+    torch.set_num_threads(1)
 smp = None
 if os.environ.get("SAMPLER"):
     smp = subprocess.Popen([sys.executable, "-c", SAMPLE, str(os.getpid()), str(secs + 1),
@@ -54,6 +59,8 @@ with stoker.Loader(src, 256, image=img, shuffle=True, seed=0, copy_free=True, pr
     def gen():
         while True:
             for b in ld:
+                if touch:
+                    b.images
                 yield b.count
     it = gen()
     t = time.monotonic()
