@@ -377,9 +377,16 @@ void *stk__loader_io_main(void *arg)
 			}
 			stk__loader_signal(l);
 		}
-		unsigned n = 0;
+		/* Decode threads with nothing queued: a few reads go first, reaped
+		 * at once, the rest at the next turn.  Page-cache reads complete
+		 * inside the submit, so a batch's first submit at the whole depth
+		 * (40-128 reads) kept both decoders waiting 2-3 ms at each batch's
+		 * start (val, bench/val_loader_ab.sh); reads not done at once
+		 * (cold, O_DIRECT) are only sent in a few more submits. */
+		unsigned n = 0, first = 2 * (l->ndthreads ? l->ndthreads : 1);
+		bool starved = (l->image || l->video) && l->dq_len == 0 && r->qlen > first;
 		uint64_t now = stk__now_ns();
-		while (r->qlen && r->inflight + n < r->qd) {
+		while (r->qlen && r->inflight + n < r->qd && (!starved || n < first)) {
 			struct sio *x = r->queue[r->qhead];
 			r->qhead = (r->qhead + 1) % r->qcap;
 			r->qlen--;
@@ -395,8 +402,9 @@ void *stk__loader_io_main(void *arg)
 			stk__shards_read_ahead(r);
 		if (n && (rc = r->ops->submit(r->eng, r->batch, n)) < 0)
 			goto broken;
-		/* blocks until a read lands or another thread wakes us */
-		int got = r->ops->reap(r->eng, r->done, r->cap, true);
+		/* blocks until a read lands or another thread wakes us (starved:
+		 * only takes what is done, the queue's rest still to send) */
+		int got = r->ops->reap(r->eng, r->done, r->cap, !starved || !n);
 		if (got < 0) {
 			rc = got;
 			goto broken;
