@@ -7,10 +7,10 @@
  * (docs/BENCHMARKS.md "Video: libswscale's filter": within 2 grey levels of
  * PIL's resize, image mode's tolerance, where SWS_AREA, 0.91x its
  * instructions, is 2.4 off; the conversion is 3.4 % of a clip), straight
- * into the output when nothing else is to be done; else into a scratch
- * frame turned (rotation), mirrored (flip) and laid out (THWC, TCHW) into
- * the output.  10-bit, 4:4:4 and every other pixel format are swscale's to
- * convert.  The box is made once, for the first frame's size, from the
+ * into the output when nothing else is to be done but mirroring (done there
+ * in place, row by row); else into a scratch frame turned (rotation),
+ * mirrored (flip) and laid out (THWC, TCHW) into the output.  10-bit, 4:4:4
+ * and every other pixel format are swscale's to convert.  The box is made once, for the first frame's size, from the
  * displayed box video/clip.c planned.
  */
 #include "video/clip.h"
@@ -64,6 +64,26 @@ static void coded_box(struct stk__clip *c, int fw, int fh)
 	c->fh = fh;
 }
 
+/* A row of n pixels as written (BGR24 where SWAP_RB) mirrored into RGB24 in
+ * place: with the channels swapped too, that is the row's bytes reversed. */
+static void mirror_row(uint8_t *p, uint32_t n)
+{
+	if (SWAP_RB) {
+		for (size_t a = 0, b = (size_t)n * 3 - 1; a < b; a++, b--) {
+			uint8_t t = p[a];
+			p[a] = p[b];
+			p[b] = t;
+		}
+		return;
+	}
+	for (size_t a = 0, b = (size_t)(n - 1) * 3; a < b; a += 3, b -= 3)
+		for (int k = 0; k < 3; k++) {
+			uint8_t t = p[a + k];
+			p[a + k] = p[b + k];
+			p[b + k] = t;
+		}
+}
+
 int stk__clip_convert(struct stk__clip *c, const AVFrame *f, uint32_t j)
 {
 	char ab[128];
@@ -108,11 +128,12 @@ int stk__clip_convert(struct stk__clip *c, const AVFrame *f, uint32_t j)
 		return stk__errf(c->err, c->errlen, STK_EFORMAT,
 				 "libswscale cannot convert %s (%dx%d) to RGB", pd->name, w, h);
 	size_t fb = (size_t)c->S * c->S * 3;
-	/* straight into the clip unless the output needs turning or mirroring, or
-	 * nothing is resized: libswscale's unscaled YUV->RGB24 converters write
-	 * whole groups of 8 pixels, up to 24 bytes past the last row (into the
-	 * next clip, or past the slot); the scratch frame has room for them */
-	bool direct = !c->d.rotation && !c->dbox.flip && c->o->layout == STK_VLAYOUT_THWC &&
+	/* straight into the clip (mirrored there, row by row) unless the output
+	 * needs turning or planes, or nothing is resized: libswscale's unscaled
+	 * YUV->RGB24 converters write whole groups of 8 pixels, up to 24 bytes
+	 * past the last row (into the next clip, or past the slot); the scratch
+	 * frame has room for them */
+	bool direct = !c->d.rotation && c->o->layout == STK_VLAYOUT_THWC &&
 		      (w != (int)c->S || h != (int)c->S);
 	uint8_t *dst = direct ? c->out + j * fb : c->tmp;
 	int dls = (int)c->S * 3;
@@ -125,6 +146,11 @@ int stk__clip_convert(struct stk__clip *c, const AVFrame *f, uint32_t j)
 	if (r <= 0)
 		return stk__errf(c->err, c->errlen, STK_ECORRUPT, "libswscale failed (%s)",
 				 stk__av_err(r, ab, sizeof(ab)));
+	if (direct && c->dbox.flip) {
+		for (uint32_t row = 0; row < c->S; row++)
+			mirror_row(dst + (size_t)row * dls, c->S);
+		return 0;
+	}
 	if (direct) {
 		for (uint8_t *p = dst, *e = dst + fb * SWAP_RB; p < e; p += 3) {
 			uint8_t b = p[0];
