@@ -10,8 +10,9 @@
  * into the output when nothing else is to be done but mirroring (done there
  * in place, row by row); else into a scratch frame turned (rotation),
  * mirrored (flip) and laid out (THWC, TCHW) into the output.  10-bit, 4:4:4
- * and every other pixel format are swscale's to convert.  The box is made once, for the first frame's size, from the
- * displayed box video/clip.c planned.
+ * and every other pixel format are swscale's to convert.  The box is made
+ * once, for the first frame's size, from the displayed box video/clip.c
+ * planned.
  */
 #include "video/clip.h"
 #include "video/video.h"
@@ -26,7 +27,7 @@ uint64_t *stk__video_sws_ns;
 /* libswscale (FFmpeg 5.1) writes a resized frame as packed BGR24 with x86
  * SIMD (its MMXEXT vertical filter and conversion), RGB24 with C alone:
  * 2.2x the time for the same work.  On x86 the frame is written as BGR24
- * and its bytes swapped (docs/BENCHMARKS.md "Video: the clip's CPU ...");
+ * and its bytes swapped (docs/BENCHMARKS.md "Video: where a clip's CPU goes");
  * elsewhere both are C and RGB24 is written as it is. */
 #if defined(__x86_64__) || defined(__i386__)
 #define SWAP_RB 1
