@@ -6,7 +6,9 @@
  * H.264, HEVC, MPEG-4 part 2, VP9, variable frame rate (a remux with jittered
  * timestamps), a video shorter than the clip (pad), at strides 1, 2, 3, fps
  * resampling, both layouts, one and two codec threads; fewer frames
- * decoded with dropping where the stream has non-reference frames; and a
+ * decoded with dropping where the stream has non-reference frames; the
+ * decoder drained once nothing left can be taken (a random decode order
+ * within a reorder bound: every frame taken was sent); and a
  * pts read twice (the rule's check fails): those clips decoded again,
  * dropping nothing, the same bytes.  Skipped, saying so, where FFmpeg's
  * libraries are missing. */
@@ -190,6 +192,91 @@ static void test_rule(void **state)
 	assert_true(dropped > 3000); /* it does judge frames unneeded */
 }
 
+/* The decoder drained early (stk__vskip_done): frames at random increasing
+ * times, put in a random decode order that keeps a reorder bound d (no
+ * frame comes after more than d frames it precedes in time), read in that
+ * order LOOK ahead of the one sent, as clip.c does; whenever the rule says
+ * done, every frame the pick takes has been sent.  It must also say done
+ * before the stream's end in most rounds (else it saves nothing). */
+static void test_done(void **state)
+{
+	(void)state;
+	enum { N = 48, LOOKAHEAD = 4 };
+	int64_t pts[N], order[N];
+	int early = 0;
+	for (int round = 0; round < 3000; round++) {
+		struct stk__vskip s = {.tb = 1.0 / 1000, .start_pts = 0, .frames = 1 + next_rand() % 12};
+		double fps = 10 + (double)(next_rand() % 50);
+		s.tol = 0.25 / fps;
+		s.step = (double)(1 + next_rand() % 4) / fps * (next_rand() % 3 ? 1 : 0.7);
+		int64_t t = (int64_t)(next_rand() % 100);
+		for (int i = 0; i < N; i++) {
+			pts[i] = t;
+			t += 1 + (int64_t)(next_rand() % (uint64_t)(8000 / fps));
+		}
+		/* targets within the frames, or past them (the padding: never done) */
+		s.t0 = stk__vskip_time(&s, pts[next_rand() % (N / 2)]) +
+		       (double)(next_rand() % 3) / 1000;
+		int d = (int)(next_rand() % 4);
+		/* decode order: the frame taken next is one of the d + 1 earliest
+		 * left whose taking keeps every earlier frame left within d */
+		bool left[N], need[N] = {0};
+		int after[N] = {0}; /* frames taken so far that come after it in time */
+		for (int i = 0; i < N; i++)
+			left[i] = true;
+		for (int k = 0; k < N; k++) {
+			int cand[4], nc = 0, seen = 0;
+			for (int i = 0; i < N && seen <= d; i++) {
+				if (!left[i])
+					continue;
+				bool ok = true;
+				for (int e = 0; e < i; e++)
+					ok &= !left[e] || after[e] < d;
+				if (ok)
+					cand[nc++] = i;
+				seen++;
+			}
+			int f = cand[next_rand() % (uint64_t)nc];
+			left[f] = false;
+			for (int e = 0; e < f; e++)
+				after[e] += left[e];
+			order[k] = f;
+		}
+		for (uint32_t j = 0; j < s.frames; j++) { /* the model of the pick, as test_rule */
+			int a = 0;
+			while (a < N && !stk__vskip_reaches(&s, stk__vskip_time(&s, pts[a]), j))
+				a++;
+			double T = stk__vskip_target(&s, j);
+			if (a < N)
+				need[a] = true;
+			if (a > 0 && (a == N || stk__vskip_nearer(T, stk__vskip_time(&s, pts[a - 1]),
+								   stk__vskip_time(&s, pts[a]))))
+				need[a - 1] = true;
+		}
+		stk__vskip_reset(&s);
+		int read = 0;
+		for (int sent = 0; sent < N; sent++) {
+			while (read < N && read < sent + LOOKAHEAD)
+				assert_int_equal(stk__vskip_note(&s, pts[order[read++]]), 0);
+			int64_t pend[LOOKAHEAD];
+			for (int i = sent; i < read; i++)
+				pend[i - sent] = pts[order[i]];
+			if (!stk__vskip_done(&s, d, pend, read - sent))
+				continue;
+			for (int i = sent; i < N; i++)
+				if (need[order[i]])
+					fail_msg("round %d (reorder %d): done after %d of %d packets, but "
+						 "frame %d (t %.3f), taken, is not sent yet",
+						 round, d, sent, N, order[i],
+						 stk__vskip_time(&s, pts[order[i]]));
+			early++;
+			break;
+		}
+		stk__vskip_free(&s);
+	}
+	assert_true(early > 1500); /* it does end clips before the stream's end */
+}
+
 static uint8_t *slurp(const char *name, size_t *len)
 {
 	FILE *f = fopen(tu_path(name), "rb");
@@ -297,6 +384,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_rule),
+		cmocka_unit_test(test_done),
 		cmocka_unit_test(test_same_bytes),
 		cmocka_unit_test(test_again),
 	};

@@ -18,7 +18,8 @@
  * container without an index) is done again from the start.  Frames that no
  * target can take and no other frame references are not decoded at all
  * (video/skip.c: the rule, its proof and its checks; skip_frame set per
- * packet, a few packets read ahead; the output is byte-identical to
+ * packet, a few packets read ahead; the decoder drained once nothing left
+ * can be taken, not pushed by more frames; the output is byte-identical to
  * decoding every frame, stk__video_skip = 0).  The deadline
  * (max_decode_time) is checked between frames: the thread's CPU time, or
  * with codec threads (whose CPU time this thread cannot read) the clip's
@@ -236,6 +237,17 @@ static int next_packet(struct stk__clip *c)
 	return 0;
 }
 
+/* Whether the decoder may be drained now: no packet read ahead, nor any
+ * not yet read, can be one a target takes (video/skip.c), given the reorder
+ * bound the decoder keeps to itself. */
+static bool done(const struct stk__clip *c)
+{
+	int64_t pend[LOOK + 1];
+	for (int i = 0; i < c->qn; i++)
+		pend[i] = c->q[i]->pts;
+	return stk__vskip_done(&c->sk, c->cc->has_b_frames, pend, c->qn);
+}
+
 /* One pass from the seek to the clip's last target.  Frames are dropped
  * only after a seek that worked: a second pass starts from the same one. */
 static int decode_pass(struct stk__clip *c)
@@ -248,7 +260,12 @@ static int decode_pass(struct stk__clip *c)
 		if (c->t0 > 0)
 			retry = false; /* reading on from where it is: the first frames */
 	}
+	c->drained = false;
 	for (;;) {
+		if (c->skip && c->out_any && !c->unplannable && done(c)) {
+			c->drained = true; /* nothing left to send that a target takes */
+			break;
+		}
 		int e = next_packet(c);
 		if (e == AVERROR_EOF)
 			break;
@@ -283,6 +300,8 @@ static int decode_pass(struct stk__clip *c)
 	}
 	AV(avcodec_send_packet)(c->cc, NULL); /* the frames the decoder still holds */
 	int rc = receive(c, &first, &retry);
+	if (!rc && c->drained && c->next < c->o->frames)
+		return AGAIN; /* (never, for a stream within its reorder bound) */
 	return rc < 0 || rc == AGAIN ? rc : 0;
 }
 

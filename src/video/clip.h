@@ -46,6 +46,7 @@ struct stk__clip {
 	uint32_t dropped;     /* packets sent with AVDISCARD_NONREF, this pass */
 	int64_t out_pts;      /* the last frame out's pts, since the seek */
 	bool out_any;
+	bool drained;         /* this pass drained the decoder before the stream's end */
 	AVPacket *q[LOOK + 1]; /* read ahead: q[0 .. qn-1] */
 	int qn, qend;         /* qend: av_read_frame's EOF or error, once the queue is drained */
 	int64_t first_pts;

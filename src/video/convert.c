@@ -2,15 +2,17 @@
  * DESIGN video/convert.c — a decoded frame into the clip's output.
  *
  * libswscale from the crop box of the decoded frame (plane pointers moved
- * to the box, aligned to the chroma grid) to S×S RGB24 with SWS_BILINEAR
+ * to the box, aligned to the chroma grid) to S×S RGB24 (on x86 BGR24, its
+ * SIMD writer, with the bytes swapped after) with SWS_BILINEAR
  * (docs/BENCHMARKS.md "Video: libswscale's filter": within 2 grey levels of
  * PIL's resize, image mode's tolerance, where SWS_AREA, 0.91x its
  * instructions, is 2.4 off; the conversion is 3.4 % of a clip), straight
- * into the output when nothing else is to be done; else into a scratch
- * frame turned (rotation), mirrored (flip) and laid out (THWC, TCHW) into
- * the output.  10-bit, 4:4:4 and every other pixel format are swscale's to
- * convert.  The box is made once, for the first frame's size, from the
- * displayed box video/clip.c planned.
+ * into the output when nothing else is to be done but mirroring (done there
+ * in place, row by row); else into a scratch frame turned (rotation),
+ * mirrored (flip) and laid out (THWC, TCHW) into the output.  10-bit, 4:4:4
+ * and every other pixel format are swscale's to convert.  The box is made
+ * once, for the first frame's size, from the displayed box video/clip.c
+ * planned.
  */
 #include "video/clip.h"
 #include "video/video.h"
@@ -21,6 +23,19 @@
 
 int stk__video_sws_flags = SWS_BILINEAR;
 uint64_t *stk__video_sws_ns;
+
+/* libswscale (FFmpeg 5.1) writes a resized frame as packed BGR24 with x86
+ * SIMD (its MMXEXT vertical filter and conversion), RGB24 with C alone:
+ * 2.2x the time for the same work.  On x86 the frame is written as BGR24
+ * and its bytes swapped (docs/BENCHMARKS.md "Video: where a clip's CPU goes");
+ * elsewhere both are C and RGB24 is written as it is. */
+#if defined(__x86_64__) || defined(__i386__)
+#define SWAP_RB 1
+#define OUT_FMT AV_PIX_FMT_BGR24
+#else
+#define SWAP_RB 0
+#define OUT_FMT AV_PIX_FMT_RGB24
+#endif
 
 /* The displayed box turned into the coded frame's coordinates. */
 static void coded_box(struct stk__clip *c, int fw, int fh)
@@ -48,6 +63,26 @@ static void coded_box(struct stk__clip *c, int fw, int fh)
 	}
 	c->fw = fw;
 	c->fh = fh;
+}
+
+/* A row of n pixels as written (BGR24 where SWAP_RB) mirrored into RGB24 in
+ * place: with the channels swapped too, that is the row's bytes reversed. */
+static void mirror_row(uint8_t *p, uint32_t n)
+{
+	if (SWAP_RB) {
+		for (size_t a = 0, b = (size_t)n * 3 - 1; a < b; a++, b--) {
+			uint8_t t = p[a];
+			p[a] = p[b];
+			p[b] = t;
+		}
+		return;
+	}
+	for (size_t a = 0, b = (size_t)(n - 1) * 3; a < b; a += 3, b -= 3)
+		for (int k = 0; k < 3; k++) {
+			uint8_t t = p[a + k];
+			p[a + k] = p[b + k];
+			p[b + k] = t;
+		}
 }
 
 int stk__clip_convert(struct stk__clip *c, const AVFrame *f, uint32_t j)
@@ -89,16 +124,17 @@ int stk__clip_convert(struct stk__clip *c, const AVFrame *f, uint32_t j)
 	if (stk__video_sws_ns) /* benchmarks: the filter's set-up and its work */
 		clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t0);
 	c->sws = AV(sws_getCachedContext)(c->sws, w, h, f->format, (int)c->S, (int)c->S,
-					  AV_PIX_FMT_RGB24, stk__video_sws_flags, NULL, NULL, NULL);
+					  OUT_FMT, stk__video_sws_flags, NULL, NULL, NULL);
 	if (!c->sws)
 		return stk__errf(c->err, c->errlen, STK_EFORMAT,
 				 "libswscale cannot convert %s (%dx%d) to RGB", pd->name, w, h);
 	size_t fb = (size_t)c->S * c->S * 3;
-	/* straight into the clip unless the output needs turning or mirroring, or
-	 * nothing is resized: libswscale's unscaled YUV->RGB24 converters write
-	 * whole groups of 8 pixels, up to 24 bytes past the last row (into the
-	 * next clip, or past the slot); the scratch frame has room for them */
-	bool direct = !c->d.rotation && !c->dbox.flip && c->o->layout == STK_VLAYOUT_THWC &&
+	/* straight into the clip (mirrored there, row by row) unless the output
+	 * needs turning or planes, or nothing is resized: libswscale's unscaled
+	 * YUV->RGB24 converters write whole groups of 8 pixels, up to 24 bytes
+	 * past the last row (into the next clip, or past the slot); the scratch
+	 * frame has room for them */
+	bool direct = !c->d.rotation && c->o->layout == STK_VLAYOUT_THWC &&
 		      (w != (int)c->S || h != (int)c->S);
 	uint8_t *dst = direct ? c->out + j * fb : c->tmp;
 	int dls = (int)c->S * 3;
@@ -111,8 +147,19 @@ int stk__clip_convert(struct stk__clip *c, const AVFrame *f, uint32_t j)
 	if (r <= 0)
 		return stk__errf(c->err, c->errlen, STK_ECORRUPT, "libswscale failed (%s)",
 				 stk__av_err(r, ab, sizeof(ab)));
-	if (direct)
+	if (direct && c->dbox.flip) {
+		for (uint32_t row = 0; row < c->S; row++)
+			mirror_row(dst + (size_t)row * dls, c->S);
 		return 0;
+	}
+	if (direct) {
+		for (uint8_t *p = dst, *e = dst + fb * SWAP_RB; p < e; p += 3) {
+			uint8_t b = p[0];
+			p[0] = p[2];
+			p[2] = b;
+		}
+		return 0;
+	}
 	int S = (int)c->S;
 	uint8_t *o = c->out + j * fb;
 	bool tchw = c->o->layout == STK_VLAYOUT_TCHW;
@@ -135,9 +182,10 @@ int stk__clip_convert(struct stk__clip *c, const AVFrame *f, uint32_t j)
 			const uint8_t *px = c->tmp + ((size_t)yc * S + xc) * 3;
 			if (tchw)
 				for (int k = 0; k < 3; k++)
-					o[(size_t)k * S * S + (size_t)yd * S + xd] = px[k];
+					o[(size_t)k * S * S + (size_t)yd * S + xd] = px[SWAP_RB ? 2 - k : k];
 			else
-				memcpy(o + ((size_t)yd * S + xd) * 3, px, 3);
+				for (int k = 0; k < 3; k++)
+					o[((size_t)yd * S + xd) * 3 + k] = px[SWAP_RB ? 2 - k : k];
 		}
 	return 0;
 }

@@ -43,6 +43,22 @@
  * has come out: that frame decides whether the seek overshot (clip.c
  * retries from the video's start), and must be the same one.
  *
+ * The end of a clip.  A decoder holds back each frame until enough later
+ * ones are decoded to be sure none comes before it (its reorder bound d,
+ * has_b_frames): after the last target's frame was sent, clip.c would send
+ * d more reference frames to be decoded only to push it out.  Instead it
+ * drains the decoder (a NULL packet: the frames it holds come out, in the
+ * same order) once no packet left can be taken (stk__vskip_done): each
+ * packet read ahead is judged not needed by the rule above, and more than d
+ * of the packets read reach the last target.  Then a packet X not yet read
+ * reaches it too (else those d + 1 frames, decoded before X, would come
+ * after it in time: more than d), and so does the frame before X in time
+ * (one of them at least is before X, or again d + 1 come after it): X
+ * reaches every target after a frame that reaches it, so X is no Aj and no
+ * Pj.  Should a clip still be short after such a drain (a stream that
+ * breaks its own bound), it is decoded again from its seek, dropping
+ * nothing.
+ *
  * What the rule rests on, and what clip.c checks as the frames come out:
  * every packet carries a pts, read once (a packet without one, or a repeat,
  * stops dropping: the frame times would depend on the previous frame);
@@ -128,6 +144,22 @@ bool stk__vskip_needed(const struct stk__vskip *s, int64_t pts)
 		}
 	}
 	return false;
+}
+
+bool stk__vskip_done(const struct stk__vskip *s, int reorder, const int64_t *pending,
+		     int npending)
+{
+	if (reorder < 0 || !s->frames)
+		return false;
+	size_t reach = 0; /* packets read whose frame reaches the last target */
+	for (size_t i = 0; i < s->n; i++)
+		reach += stk__vskip_reaches(s, stk__vskip_time(s, s->pts[i]), s->frames - 1);
+	if (reach <= (size_t)reorder)
+		return false;
+	for (int i = 0; i < npending; i++)
+		if (pending[i] == INT64_MIN || stk__vskip_needed(s, pending[i]))
+			return false;
+	return true;
 }
 
 void stk__vskip_free(struct stk__vskip *s)

@@ -34,6 +34,13 @@ int stk__vskip_note(struct stk__vskip *s, int64_t pts);
 /* Whether the frame of the packet at pts (noted) may be one that a target
  * takes, judged from the packets read so far: false only when it is not. */
 bool stk__vskip_needed(const struct stk__vskip *s, int64_t pts);
+/* Whether no packet not yet sent can be one a target takes, so the decoder
+ * may be drained now: the packets read ahead (pending, their pts) are not
+ * needed, and every packet not yet read lies past the last target, which
+ * the stream's reorder bound (frames that may come out before one decoded
+ * earlier: the decoder's has_b_frames) says from the pts read so far. */
+bool stk__vskip_done(const struct stk__vskip *s, int reorder, const int64_t *pending,
+		     int npending);
 void stk__vskip_free(struct stk__vskip *s);
 
 /* Frames no target takes are dropped where the decoder can (1, the
