@@ -13,7 +13,8 @@
  * encoded: libx264 for h264 (FFmpeg's own mpeg4 where libx264 is missing),
  * libvpx-vp9, libx265, or any encoder by name; the container from the
  * extension.  Bit-exact (the muxer's and encoder's BITEXACT flags: no
- * random Matroska SegmentUID, no date or version strings), so the same
+ * random Matroska SegmentUID, no date or version strings; one encoder thread,
+ * whatever the machine's CPUs), so the same
  * options and seed give the same bytes.  The cells survive compression, any scale and any centre crop,
  * so a test reads back which frame it got; a rotation not applied, or a
  * mirrored frame, reads as -1 (the corners).
@@ -184,6 +185,9 @@ static int video_stream(struct mk *m, const char *path, const struct stk_video_m
 	if (m->oc->oformat->flags & AVFMT_GLOBALHEADER)
 		cc->flags |= AV_CODEC_FLAG_GLOBAL_HEADER;
 	cc->flags |= AV_CODEC_FLAG_BITEXACT; /* no version string in the stream */
+	/* One encoder thread: libx264's output depends on its thread count (auto:
+	 * from the machine's CPUs).  gen runs a video a thread: it loses nothing. */
+	cc->thread_count = 1;
 	int e = AV(avcodec_open2)(cc, enc, NULL);
 	if (e < 0)
 		return stk__errf(err, errlen, STK_EFORMAT, "%s: the %s encoder refuses %ux%u %s (%s)",
@@ -337,8 +341,12 @@ int stk_video_make(const char *path, const struct stk_video_make_opts *opts, cha
 	if (rc < 0)
 		goto out;
 	if (!o.audio_only) {
-		m.rgb = malloc((size_t)o.width * o.height * 3);
-		m.disp = malloc((size_t)o.width * o.height * 3);
+		/* libswscale's SIMD reads up to 16 bytes past a source's last
+		 * pixel: zeroed room there, or those bytes (another allocation's)
+		 * reach the frame and the same seed gives other bytes */
+		size_t fb = (size_t)o.width * o.height * 3 + 64;
+		m.rgb = calloc(1, fb);
+		m.disp = calloc(1, fb);
 		if (!m.rgb || !m.disp) {
 			rc = stk__errf(err, errlen, -ENOMEM, "out of memory (a %ux%u frame)", o.width,
 				       o.height);
