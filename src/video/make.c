@@ -13,9 +13,9 @@
  * encoded: libx264 for h264 (FFmpeg's own mpeg4 where libx264 is missing),
  * libvpx-vp9, libx265, or any encoder by name; the container from the
  * extension.  Bit-exact (the muxer's and encoder's BITEXACT flags: no
- * random Matroska SegmentUID, no date or version strings; one encoder thread,
- * whatever the machine's CPUs), so the same
- * options and seed give the same bytes.  The cells survive compression, any scale and any centre crop,
+ * random Matroska SegmentUID, no date or version strings), so the same
+ * options and seed give the same bytes, except libx264's (its output varies
+ * with memory it reads: tests/test_video.c test_make_reproducible).  The cells survive compression, any scale and any centre crop,
  * so a test reads back which frame it got; a rotation not applied, or a
  * mirrored frame, reads as -1 (the corners).
  */
@@ -185,9 +185,6 @@ static int video_stream(struct mk *m, const char *path, const struct stk_video_m
 	if (m->oc->oformat->flags & AVFMT_GLOBALHEADER)
 		cc->flags |= AV_CODEC_FLAG_GLOBAL_HEADER;
 	cc->flags |= AV_CODEC_FLAG_BITEXACT; /* no version string in the stream */
-	/* One encoder thread: libx264's output depends on its thread count (auto:
-	 * from the machine's CPUs).  gen runs a video a thread: it loses nothing. */
-	cc->thread_count = 1;
 	int e = AV(avcodec_open2)(cc, enc, NULL);
 	if (e < 0)
 		return stk__errf(err, errlen, STK_EFORMAT, "%s: the %s encoder refuses %ux%u %s (%s)",
@@ -290,8 +287,8 @@ static int video_frame(struct mk *m, const struct stk_video_make_opts *o, int64_
 	if (!m->sws)
 		return stk__errf(err, errlen, STK_EFORMAT, "libswscale cannot write %s",
 				 AV(av_get_pix_fmt_name)(m->cc->pix_fmt));
-	const uint8_t *src[1] = {m->rgb};
-	int sls[1] = {W * 3};
+	const uint8_t *src[4] = {m->rgb};  /* sws_scale reads four of each */
+	int sls[4] = {W * 3};
 	AV(sws_scale)(m->sws, src, sls, 0, H, f->data, f->linesize);
 	f->pts = i;
 	return encode(m, f, err, errlen);
