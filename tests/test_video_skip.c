@@ -135,6 +135,37 @@ static uint64_t next_rand(void)
 	return rng;
 }
 
+/* A random clip over n frames at random increasing pts (a random rate,
+ * step and tolerance; t0 left for the caller). */
+static void random_frames(struct stk__vskip *s, int64_t *pts, int n)
+{
+	*s = (struct stk__vskip){.tb = 1.0 / 1000, .start_pts = 0, .frames = 1 + next_rand() % 12};
+	double fps = 10 + (double)(next_rand() % 50);
+	s->tol = 0.25 / fps;
+	s->step = (double)(1 + next_rand() % 4) / fps * (next_rand() % 3 ? 1 : 0.7);
+	int64_t t = (int64_t)(next_rand() % 100);
+	for (int i = 0; i < n; i++) {
+		pts[i] = t;
+		t += 1 + (int64_t)(next_rand() % (uint64_t)(8000 / fps));
+	}
+}
+
+/* The model of the pick: need[f] set for every frame the clip takes. */
+static void model_pick(const struct stk__vskip *s, const int64_t *pts, int n, bool *need)
+{
+	for (uint32_t j = 0; j < s->frames; j++) {
+		int a = 0;
+		while (a < n && !stk__vskip_reaches(s, stk__vskip_time(s, pts[a]), j))
+			a++;
+		double T = stk__vskip_target(s, j);
+		if (a < n)
+			need[a] = true; /* Aj */
+		if (a > 0 && (a == n || stk__vskip_nearer(T, stk__vskip_time(s, pts[a - 1]),
+							  stk__vskip_time(s, pts[a]))))
+			need[a - 1] = true; /* Pj picked, or the last frame for a target past it */
+	}
+}
+
 /* The rule on its own: frames at random increasing times (gaps from a tenth
  * of a frame to eight frames: variable rate), targets at a random start and
  * step; every frame that reaches a target first, and every frame before
@@ -147,28 +178,11 @@ static void test_rule(void **state)
 	int64_t pts[N];
 	int dropped = 0;
 	for (int round = 0; round < 3000; round++) {
-		struct stk__vskip s = {.tb = 1.0 / 1000, .start_pts = 0, .frames = 1 + next_rand() % 12};
-		double fps = 10 + (double)(next_rand() % 50);
-		s.tol = 0.25 / fps;
-		s.step = (double)(1 + next_rand() % 4) / fps * (next_rand() % 3 ? 1 : 0.7);
-		int64_t t = (int64_t)(next_rand() % 100);
-		for (int i = 0; i < N; i++) {
-			pts[i] = t;
-			t += 1 + (int64_t)(next_rand() % (uint64_t)(8000 / fps));
-		}
+		struct stk__vskip s;
+		random_frames(&s, pts, N);
 		s.t0 = stk__vskip_time(&s, pts[next_rand() % N]) + (double)(next_rand() % 3) / 1000;
 		bool need[N] = {0};
-		for (uint32_t j = 0; j < s.frames; j++) {
-			int a = 0;
-			while (a < N && !stk__vskip_reaches(&s, stk__vskip_time(&s, pts[a]), j))
-				a++;
-			double T = stk__vskip_target(&s, j);
-			if (a < N)
-				need[a] = true; /* Aj */
-			if (a > 0 && (a == N || stk__vskip_nearer(T, stk__vskip_time(&s, pts[a - 1]),
-								   stk__vskip_time(&s, pts[a]))))
-				need[a - 1] = true; /* Pj picked, or the last frame for a target past it */
-		}
+		model_pick(&s, pts, N, need);
 		for (int f = 0; f < N; f++) {
 			/* the packets read: f and a random subset of the others */
 			stk__vskip_reset(&s);
@@ -205,15 +219,8 @@ static void test_done(void **state)
 	int64_t pts[N], order[N];
 	int early = 0;
 	for (int round = 0; round < 3000; round++) {
-		struct stk__vskip s = {.tb = 1.0 / 1000, .start_pts = 0, .frames = 1 + next_rand() % 12};
-		double fps = 10 + (double)(next_rand() % 50);
-		s.tol = 0.25 / fps;
-		s.step = (double)(1 + next_rand() % 4) / fps * (next_rand() % 3 ? 1 : 0.7);
-		int64_t t = (int64_t)(next_rand() % 100);
-		for (int i = 0; i < N; i++) {
-			pts[i] = t;
-			t += 1 + (int64_t)(next_rand() % (uint64_t)(8000 / fps));
-		}
+		struct stk__vskip s;
+		random_frames(&s, pts, N);
 		/* targets within the frames, or past them (the padding: never done) */
 		s.t0 = stk__vskip_time(&s, pts[next_rand() % (N / 2)]) +
 		       (double)(next_rand() % 3) / 1000;
@@ -242,17 +249,7 @@ static void test_done(void **state)
 				after[e] += left[e];
 			order[k] = f;
 		}
-		for (uint32_t j = 0; j < s.frames; j++) { /* the model of the pick, as test_rule */
-			int a = 0;
-			while (a < N && !stk__vskip_reaches(&s, stk__vskip_time(&s, pts[a]), j))
-				a++;
-			double T = stk__vskip_target(&s, j);
-			if (a < N)
-				need[a] = true;
-			if (a > 0 && (a == N || stk__vskip_nearer(T, stk__vskip_time(&s, pts[a - 1]),
-								   stk__vskip_time(&s, pts[a]))))
-				need[a - 1] = true;
-		}
+		model_pick(&s, pts, N, need);
 		stk__vskip_reset(&s);
 		int read = 0;
 		for (int sent = 0; sent < N; sent++) {
