@@ -23,6 +23,7 @@ import torch
 import torch.distributed as dist
 
 import stoker
+from dist_exit import leave
 
 
 def features(batch, image):
@@ -89,7 +90,7 @@ def main():
             json.dump(results, f)
         os.rename(sys.argv[2] + ".tmp", sys.argv[2])
     dist.barrier()
-    dist.destroy_process_group()
+    leave(sys.argv[2] + ".done", rank, world)  # not destroy_process_group: dist_exit.py
 
 
 if __name__ == "__main__":

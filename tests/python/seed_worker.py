@@ -10,6 +10,7 @@ import torch
 import torch.distributed as dist
 
 import stoker
+from dist_exit import leave
 
 when, path = sys.argv[1], sys.argv[2]
 out = {"rank": int(os.environ["RANK"])}
@@ -39,4 +40,5 @@ else:
     out["indices"] = [i for b in loader for i in b.indices.tolist()]
 out["world_size"] = loader.world_size
 print(json.dumps(out))
-dist.destroy_process_group()
+dist.barrier()
+leave(os.environ["STOKER_TEST_DONE"], dist.get_rank(), dist.get_world_size())  # dist_exit.py

@@ -33,7 +33,8 @@ def free_port():
 
 
 def worker_env(**extra):
-    env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python"), OMP_NUM_THREADS="1")
+    env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python"), OMP_NUM_THREADS="1",
+               PYTHONFAULTHANDLER="1")  # a rank that dies prints where
     env.update({k: str(v) for k, v in extra.items()})
     return env
 

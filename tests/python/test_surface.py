@@ -295,7 +295,7 @@ def image_folder(tmp_path):
 
 
 @pytest.mark.parametrize("when", ["before", "after", "world"])
-def test_default_seed_agreed_by_the_ranks(folder, when):
+def test_default_seed_agreed_by_the_ranks(folder, when, tmp_path):
     """Unseeded ranks each have their own torch seed: made after
     init_process_group, the loaders take rank 0's (disjoint shares covering
     the epoch); made before it, the first iter() refuses, naming the fix.
@@ -311,7 +311,8 @@ def test_default_seed_agreed_by_the_ranks(folder, when):
     for r in range(2):
         env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python"), RANK=str(r),
                    WORLD_SIZE="2", LOCAL_RANK=str(r), LOCAL_WORLD_SIZE="2",
-                   MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), OMP_NUM_THREADS="1")
+                   MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), OMP_NUM_THREADS="1",
+                   PYTHONFAULTHANDLER="1", STOKER_TEST_DONE=str(tmp_path / "done"))
         procs.append(subprocess.Popen([sys.executable, worker, when, folder], env=env,
                                       stdout=subprocess.PIPE, text=True))
     res = [json.loads(p.communicate(timeout=120)[0].strip().splitlines()[-1]) for p in procs]
