@@ -162,10 +162,10 @@ extern "C" {
 	  "about the images' size again on disk; the epoch that writes them 2-4x the CPU")     \
 	X(IMAGE, jpeg_cache_limit, NULL, U64, jpeg_cache_limit, STK_OPT_BYTES, "auto", 1,       \
 	  1125899906842624.0, "auto",                                                            \
-	  "jpeg_cache: the bound on one dataset's copies (auto: a quarter of the free space "    \
-	  "where they live plus what they take, at most 100 GiB); once reached no more are "     \
-	  "made in the run, and at create copies above it, and those of files no longer in "    \
-	  "the dataset, are removed")                                                            \
+	  "jpeg_cache: the bound on the copies of every dataset in the cache folder (auto: a "   \
+	  "quarter of the free space where they live plus what they take, at most 100 GiB); "    \
+	  "once reached no more are made in the run; at create the dataset's copies above it, " \
+	  "those of files no longer in the dataset, and those of datasets gone are removed")    \
 	X(IMAGE, mean, NULL, FLOAT3, mean, 0, "0.485,0.456,0.406", 0, 0, NULL,                   \
 	  "normalize: per-channel mean (ImageNet's; all-zero mean and std take these)")          \
 	X(IMAGE, std, NULL, FLOAT3, std, 0, "0.229,0.224,0.225", 0, 0, NULL,                     \

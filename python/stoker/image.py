@@ -90,11 +90,12 @@ class Image:
             2-4x the CPU in the epoch that writes the copies.  A changed
             file's copy is refused and written over; copies of files no
             longer in the dataset are removed at the next Loader.
-        jpeg_cache_limit: the bound on one dataset's copies, bytes or a
-            size ("20GiB"; "auto" or 0: a quarter of the free space where
-            they live plus what they take, at most 100 GiB).  Once reached
-            no more copies are made in the run (the files are read); a
-            Loader removes copies above it at create.  A full disk
+        jpeg_cache_limit: the bound on the copies of every dataset in
+            the cache folder, bytes or a size ("20GiB"; "auto" or 0: a
+            quarter of the free space where they live plus what they take,
+            at most 100 GiB).  Once reached no more copies are made in the
+            run (the files are read); a Loader removes its dataset's copies
+            above it, and the copies of datasets gone, at create.  A full disk
             (ENOSPC) stops the copies too, said once naming the folder; no
             sample is lost.
         scale, ratio: RandomResizedCrop's area share (0 < lo <= hi <= 1) and

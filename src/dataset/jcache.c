@@ -18,10 +18,13 @@
  * finds damage, not forgery: what keeps another user's bytes out is the
  * owner and mode.  Written to a temporary name and renamed into place.
  *
- * Bounded (image option jpeg_cache_limit): at create the folder is walked
+ * Bounded (image option jpeg_cache_limit, over every dataset's copies in
+ * the cache folder: dataset/jcroom.c): at create the folder is walked
  * once (stk__jcache_sweep): copies of files no longer in the dataset
  * (removed, renamed) and a dead writer's temporary files are removed, the
- * rest counted, and removed past the limit when it was lowered.  While the
+ * rest counted with the other datasets' (whose folders are removed when
+ * their dataset is gone), and this dataset's removed past the limit when
+ * it was lowered or the others fill it.  While the
  * loader runs a copy is written only when it fits under the limit; once
  * one does not, none is made for the rest of the run (for a loop over the
  * dataset, keeping the first copies serves as well as any other choice,
@@ -98,9 +101,10 @@ int stk__jcache_open(struct stk__jcache *jc, const char *cache_dir, const char *
 	jc->dlen = strlen(dir);
 	jc->plen = jc->dlen + 1 + 16 + 4 + 1; /* "/%016llx.jpg" */
 	jc->dir = strdup(dir);
+	jc->root = strdup(root);
 	jc->state = calloc((size_t)(n > 0 ? n : 1), sizeof(*jc->state));
 	jc->n = n;
-	if (!jc->dir || !jc->state) {
+	if (!jc->dir || !jc->root || !jc->state) {
 		stk__jcache_close(jc);
 		return stk__errf(why, whylen, -ENOMEM, "out of memory");
 	}
@@ -109,7 +113,12 @@ int stk__jcache_open(struct stk__jcache *jc, const char *cache_dir, const char *
 
 void stk__jcache_close(struct stk__jcache *jc)
 {
+	if (jc->swept) {
+		uint64_t u = atomic_load(&jc->used);
+		stk__jcache_record(jc, u > jc->others ? u - jc->others : 0);
+	}
 	free(jc->dir);
+	free(jc->root);
 	free((void *)jc->state);
 	memset(jc, 0, sizeof(*jc));
 }
@@ -168,30 +177,6 @@ static int cmp_u64(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-/* A copy's name ("%016llx.jpg") read back: its hash, or false. */
-static bool copy_name(const char *name, uint64_t *h)
-{
-	if (strlen(name) != 20 || strcmp(name + 16, ".jpg"))
-		return false;
-	uint64_t v = 0;
-	for (int i = 0; i < 16; i++) {
-		char c = name[i];
-		int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
-		if (d < 0)
-			return false;
-		v = v << 4 | (uint64_t)d;
-	}
-	*h = v;
-	return true;
-}
-
-/* A temporary file's name: a copy's name, then ".<pid>.<n>.tmp". */
-static bool temp_name(const char *name)
-{
-	size_t n = strlen(name);
-	return n > 24 && !strcmp(name + n - 4, ".tmp") && !memcmp(name + 16, ".jpg.", 5);
-}
-
 int stk__jcache_sweep(struct stk__jcache *jc, const struct stk_dataset *ds,
 		      struct stk__jcache_sweep *out)
 {
@@ -221,8 +206,8 @@ int stk__jcache_sweep(struct stk__jcache *jc, const struct stk_dataset *ds,
 	while ((de = readdir(d))) {
 		uint64_t h = 0;
 		struct stat st;
-		bool copy = copy_name(de->d_name, &h);
-		if ((!copy && !temp_name(de->d_name)) ||
+		bool copy = stk__jcache_name(de->d_name, &h);
+		if ((!copy && !stk__jcache_temp_name(de->d_name)) ||
 		    fstatat(fd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) || !S_ISREG(st.st_mode))
 			continue; /* not a name of ours, or not a plain file: left alone */
 		if (!copy) { /* a writer's, unless it died: one takes milliseconds */
@@ -251,13 +236,16 @@ int stk__jcache_sweep(struct stk__jcache *jc, const struct stk_dataset *ds,
 		kept[nkept++].size = (uint64_t)st.st_size;
 		out->kept_bytes += (uint64_t)st.st_size;
 	}
+	if (!rc)
+		rc = stk__jcache_others(jc, out); /* the other datasets' copies */
 	struct statvfs vs;
 	if (!jc->limit) { /* auto */
 		uint64_t q = statvfs(jc->dir, &vs) ? 1ull << 30 :
-			     ((uint64_t)vs.f_bavail * vs.f_frsize + out->kept_bytes) / 4;
+			     ((uint64_t)vs.f_bavail * vs.f_frsize + out->kept_bytes +
+			      out->others_bytes) / 4;
 		jc->limit = q < (100ull << 30) ? q : 100ull << 30;
 	}
-	for (size_t i = nkept; !rc && i-- > 0 && out->kept_bytes > jc->limit;) {
+	for (size_t i = nkept; !rc && i-- > 0 && out->kept_bytes + out->others_bytes > jc->limit;) {
 		char name[24];
 		snprintf(name, sizeof(name), "%016llx.jpg", (unsigned long long)kept[i].h);
 		if (!unlinkat(fd, name, 0)) {
@@ -268,7 +256,12 @@ int stk__jcache_sweep(struct stk__jcache *jc, const struct stk_dataset *ds,
 		}
 	}
 	out->kept = nkept;
-	atomic_store(&jc->used, out->kept_bytes);
+	jc->others = out->others_bytes;
+	atomic_store(&jc->used, out->kept_bytes + out->others_bytes);
+	if (!rc) {
+		jc->swept = true;
+		stk__jcache_record(jc, out->kept_bytes);
+	}
 	closedir(d);
 	free(kept);
 	free(want);

@@ -90,6 +90,12 @@ int stk__loader_jcache_open(struct stk_loader *l)
 		stk__loader_notice(l, "jpeg_cache: %llu copies of files no longer in the dataset "
 				   "removed from %s (%.1f MB)", (unsigned long long)sw.orphans, jc->dir,
 				   (double)sw.orphan_bytes / 1e6);
+	if (sw.gone_sets || sw.gone)
+		stk__loader_notice(l, "jpeg_cache: the copies of %llu datasets that are gone "
+				   "removed from %.*s (%llu copies, %.1f MB)",
+				   (unsigned long long)sw.gone_sets,
+				   (int)(strrchr(jc->dir, '/') - jc->dir), jc->dir,
+				   (unsigned long long)sw.gone, (double)sw.gone_bytes / 1e6);
 	if (sw.evicted)
 		stk__loader_notice(l, "jpeg_cache: %llu copies removed from %s (%.1f MB) to keep "
 				   "them under jpeg_cache_limit (%llu bytes)",

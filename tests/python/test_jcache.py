@@ -254,3 +254,58 @@ def test_two_lists_in_one_folder_keep_their_copies(folder, tmp_path, capfd):
         assert fast == 1.0, part
     assert "removed" not in capfd.readouterr().err
     assert len(_copies(cache)) == 24
+
+
+def _folder_bytes(d):
+    return sum(os.path.getsize(p) for p in glob.glob(os.path.join(d, "*.jpg")))
+
+
+def test_the_limit_counts_every_dataset_and_gone_datasets_go(folder, tmp_path, capfd):
+    """jpeg_cache_limit bounds every dataset's copies in one cache folder
+    together (counted from each folder's record, or by walking a folder
+    with none); the copies folder of a dataset that is gone is removed at
+    the next Loader's create, said once; the batches stay the files'."""
+    import shutil
+    a, b = _fresh(folder, tmp_path / "a"), _fresh(folder, tmp_path / "b")
+    cache = str(tmp_path / "cache")
+    batches(a, cache, True, 0)
+    [fa] = glob.glob(os.path.join(cache, "jpeg", "*"))
+    a_bytes = _folder_bytes(fa)
+    assert a_bytes > 0 and os.path.isfile(os.path.join(fa, "dataset"))
+    # b may take only what a leaves under the limit: about half its copies
+    limit = a_bytes + a_bytes // 2
+    want, _ = batches(b, str(tmp_path / "plain"), False, 0)
+    capfd.readouterr()
+    img = stoker.Image(32, crop="center", jpeg_cache=True, jpeg_cache_limit=limit)
+    with stoker.Loader(b, 5, seed=4, image=img, cache_dir=cache) as l:
+        got = [(x.clone(), y.clone()) for x, y in l]
+    for (x, ya), (y, yb) in zip(want, got):
+        assert torch.equal(x, y) and torch.equal(ya, yb)
+    [fb] = [d for d in glob.glob(os.path.join(cache, "jpeg", "*")) if d != fa]
+    assert 0 < _folder_bytes(fb) <= limit - a_bytes, (_folder_bytes(fb), limit, a_bytes)
+    assert _folder_bytes(fa) == a_bytes
+    assert capfd.readouterr().err.count("reached jpeg_cache_limit (%d bytes)" % limit) == 1
+    # a folder with no record (an older stoker's) is counted by walking it:
+    # with it filling the limit, a makes no copy and keeps what it has
+    old = os.path.join(cache, "jpeg", "0123456789abcdef")
+    os.mkdir(old, 0o700)
+    with open(os.path.join(old, "fedcba9876543210.jpg"), "wb") as f:
+        f.write(b"\0" * limit)
+    shutil.rmtree(fb)
+    with stoker.Loader(a, 5, seed=4, image=img, cache_dir=cache) as l:
+        for _ in l:
+            pass
+    err = capfd.readouterr().err
+    assert "to keep them under jpeg_cache_limit" in err and not glob.glob(fa + "/*.jpg"), err
+    assert os.path.getsize(os.path.join(old, "fedcba9876543210.jpg")) == limit
+    # a gone: its folder is removed by b's create, the others stay
+    batches(a, cache, True, 0)
+    shutil.rmtree(a)
+    os.unlink(os.path.join(old, "fedcba9876543210.jpg"))
+    batches(b, cache, True, 0)
+    err = capfd.readouterr().err
+    assert err.count("jpeg_cache: the copies of 1 datasets that are gone removed from %s" %
+                     os.path.join(cache, "jpeg")) == 1, err
+    assert not os.path.exists(fa) and os.path.isdir(old)
+    got, fast = batches(b, cache, True, 1)
+    assert fast == 1.0
