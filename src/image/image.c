@@ -472,35 +472,6 @@ int stk__image_decode(const struct stk_image_opts *o, const uint8_t *src, size_t
 	return stk__image_decode_box(o, src, len, NULL, sample_seed, out, err, errlen, info);
 }
 
-/* A JPEG's frame type from its first markers: SOF2/SOF6/SOF10/SOF14 are
- * progressive.  Walks the segments by their lengths (APPn of any size in a
- * few steps); false where the bytes end or stop being markers first. */
-static bool is_progressive(const uint8_t *p, size_t len)
-{
-	size_t i = 2;
-	while (i + 4 <= len && p[i] == 0xff) {
-		uint8_t m = p[i + 1];
-		if (m == 0xff) { /* fill byte */
-			i++;
-			continue;
-		}
-		if (m >= 0xc0 && m <= 0xcf && m != 0xc4 && m != 0xc8 && m != 0xcc)
-			return (m & 3) == 2;
-		if (m == 0xda || m == 0xd9) /* a scan or the end before any frame */
-			return false;
-		i += 2 + ((size_t)p[i + 2] << 8 | p[i + 3]);
-	}
-	return false;
-}
-
-uint64_t stk__image_cost(const uint8_t *src, size_t len)
-{
-	/* bytes: a baseline file's time is two thirds entropy decoding, which
-	 * goes with its bytes; a progressive one took 2.7x a baseline one of
-	 * the same pixels in val (docs/BENCHMARKS.md), about its size */
-	return is_jpeg(src, len) && is_progressive(src, len) ? (uint64_t)len * 27 / 10 : len;
-}
-
 /* --- public ---------------------------------------------------------------- */
 
 int stk_image_decode(const struct stk_image_opts *opts, const void *data, size_t len,

@@ -58,9 +58,4 @@ int stk__image_decode_box(const struct stk_image_opts *o, const uint8_t *src, si
 			  const struct stk__box *box, uint64_t sample_seed, void *out, char *err,
 			  size_t errlen, struct stk__decode_info *info);
 
-/* A guess at what decoding src costs, in units of a baseline JPEG's byte:
- * its size, a progressive JPEG's times 2.7.  For ordering a batch's decodes
- * (loader/producer.c); never for what is decoded. */
-uint64_t stk__image_cost(const uint8_t *src, size_t len);
-
 #endif

@@ -48,9 +48,6 @@ struct sio {
 				 O_DIRECT's rounding adds past the sample's end */
 	bool jcopy;           /* jpeg_cache: this read is the sample's copy (loader/jcache.c) */
 	int32_t jrc;          /* its read's error (the decode thread reads the file instead) */
-	uint64_t cost;        /* image mode: a guess at its decode's cost (stk__image_cost),
-				 set when its bytes land; the decoders take the costliest
-				 first (loader/producer.c) */
 };
 
 /* A read record made ready for one new read: the read itself and its sample,
@@ -306,8 +303,7 @@ struct stk_loader {
 	pthread_t *dthreads;
 	uint32_t ndthreads;
 	pthread_cond_t dcv;     /* decode queue not empty, or stop */
-	struct sio **dq;        /* decode queue: the oldest batch's costliest first (image
-				   mode), else FIFO */
+	struct sio **dq;        /* decode queue (FIFO) */
 	uint32_t dq_head, dq_len, dq_cap;
 	struct stk_hist *h_decode;
 	uint64_t decode_ns;
@@ -485,9 +481,6 @@ uint64_t stk__vloader_setup(struct stk_loader *l, struct slot *s, uint32_t i, in
 uint32_t stk__vloader_queue_parts(struct stk_loader *l, struct slot *s, struct sio *x);
 /* Tests: every clip read whole (its file), as before the video index. */
 extern bool stk__video_whole_files;
-/* Tests and benches: 0 makes image mode's decode queue FIFO, as before the
- * decoders took a batch's costliest landed sample first [1]. */
-extern int stk__loader_costly_first;
 /* Counters for stk_loader_stats: clips read as ranges, and whole. */
 void stk__vloader_counts(const struct stk_loader *l, uint64_t *ranged, uint64_t *whole);
 /* Per-slot arrays and the decoders' working memory, for stk_loader_memory. */

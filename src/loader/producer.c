@@ -197,7 +197,6 @@ static void sample_done(struct stk_loader *l, struct slot *s, struct sio *x)
 		stk__loader_sample_error(l, s, x, rc, l->ds->shards && l->ops != &stk__engine_null ? why
 											   : NULL);
 	else if ((l->image || l->video) && s->gen == l->gen) {
-		x->cost = l->image ? stk__image_cost((uint8_t *)io->buf + x->skip, x->size) : 0;
 		s->decoding++;
 		l->dq[(l->dq_head + l->dq_len++) % l->dq_cap] = x;
 		pthread_cond_signal(&l->dcv);
@@ -240,44 +239,6 @@ static void complete(struct stk_loader *l, struct sio *x, uint64_t now)
 		stk__loader_finish_slot(l, s);
 }
 
-int stk__loader_costly_first = 1;
-
-/* How far into the decode queue a decoder looks for the costliest sample:
- * a batch at the common sizes (page-cache reads land a batch's worth at once). */
-#define DQ_LOOK 256
-
-/* The landed sample a decode thread takes next.  Image mode: the oldest
- * batch's costliest (stk__image_cost: its bytes, a progressive JPEG's times
- * 2.7) among the first DQ_LOOK queued, so that a batch's last decodes are
- * its cheapest and the two threads finish it close together (one thread
- * decoding a progressive file at a batch's end while the other waits for
- * the next batch was part of the val workload's waits).  Each image lands
- * in its own place in the slot, decoded from its own seed: what is taken
- * when changes no byte.  Video: FIFO.  Under mu. */
-static struct sio *dq_take(struct stk_loader *l)
-{
-	uint32_t best = 0, n = l->dq_len < DQ_LOOK ? l->dq_len : DQ_LOOK;
-	struct sio *b = l->dq[l->dq_head];
-	if (l->image && stk__loader_costly_first) {
-		const struct slot *bs = &l->slots[b->slot];
-		for (uint32_t i = 1; i < n; i++) {
-			struct sio *x = l->dq[(l->dq_head + i) % l->dq_cap];
-			const struct slot *xs = &l->slots[x->slot];
-			bool older = xs->epoch < bs->epoch ||
-				     (xs->epoch == bs->epoch && xs->number < bs->number);
-			if (older || (xs == bs && x->cost > b->cost)) {
-				best = i;
-				b = x;
-				bs = xs;
-			}
-		}
-	}
-	l->dq[(l->dq_head + best) % l->dq_cap] = l->dq[l->dq_head];
-	l->dq_head = (l->dq_head + 1) % l->dq_cap;
-	l->dq_len--;
-	return b;
-}
-
 /* A decode thread: takes landed samples off the queue and writes their
  * cropped images into the slot. */
 void *stk__loader_decode_main(void *arg)
@@ -290,7 +251,9 @@ void *stk__loader_decode_main(void *arg)
 			pthread_cond_wait(&l->dcv, &l->mu);
 		if (l->stop)
 			break;
-		struct sio *x = dq_take(l);
+		struct sio *x = l->dq[l->dq_head];
+		l->dq_head = (l->dq_head + 1) % l->dq_cap;
+		l->dq_len--;
 		struct slot *s = &l->slots[x->slot];
 		int rc = 0;
 		if (s->gen == l->gen) {
