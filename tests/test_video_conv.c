@@ -6,7 +6,8 @@
  * and whole clips through each of convert.c's paths (straight into the clip
  * unmirrored: the U/V swap; mirrored in place: each row's bytes reversed
  * eight at a time; through the scratch frame: TCHW) agreeing with each
- * other at output sizes whose rows are not a multiple of 8 bytes.  Skipped,
+ * other at output sizes whose rows are not a multiple of 8 bytes; and the
+ * demuxer named without a probe (video/demux.c) being the probe's pick.  Skipped,
  * saying so, where FFmpeg's libraries are missing. */
 #include "testutil.h"
 
@@ -31,6 +32,14 @@ static int setup(void **state)
 	struct stk_video_make_opts o = {.size = sizeof(o), .width = 160, .height = 96, .frames = 40,
 					.gop = 20, .fps = 25, .seed = 9};
 	int rc = stk_video_make(tu_path("c.mp4"), &o, err, sizeof(err));
+	if (rc)
+		fail_msg("stk_video_make: %d %s", rc, err);
+	o.codec = "mpeg4";
+	rc = stk_video_make(tu_path("m.mov"), &o, err, sizeof(err));
+	if (rc)
+		fail_msg("stk_video_make: %d %s", rc, err);
+	o.codec = NULL;
+	rc = stk_video_make(tu_path("w.webm"), &o, err, sizeof(err));
 	if (rc)
 		fail_msg("stk_video_make: %d %s", rc, err);
 	return 0;
@@ -186,11 +195,41 @@ static void test_paths_agree(void **state)
 	assert_true(flipped > 0 && straight > 0);
 }
 
+/* The demuxer named without probing (video/demux.c) is the one FFmpeg's
+ * probe picks for the file (opened by path, probed); files it does not
+ * know are left to the probe. */
+static void test_format_known(void **state)
+{
+	(void)state;
+	NEED_AV();
+	static const char *const files[] = {"c.mp4", "m.mov", "w.webm"};
+	int named = 0;
+	for (int i = 0; i < 3; i++) {
+		FILE *f = fopen(tu_path(files[i]), "rb");
+		assert_non_null(f);
+		uint8_t head[64];
+		size_t n = fread(head, 1, sizeof(head), f);
+		fclose(f);
+		const AVInputFormat *k = stk__vdemux_known_format(head, n);
+		AVFormatContext *fc = NULL;
+		assert_int_equal(AV(avformat_open_input)(&fc, tu_path(files[i]), NULL, NULL), 0);
+		if (k)
+			assert_ptr_equal(k, fc->iformat);
+		named += k != NULL;
+		AV(avformat_close_input)(&fc);
+	}
+	assert_int_equal(named, 2); /* the MP4 and the MOV; WebM probed */
+	uint8_t jp2[16] = {0, 0, 0, 12, 'f', 't', 'y', 'p', 'j', 'p', '2', ' '};
+	assert_null(stk__vdemux_known_format(jp2, sizeof(jp2)));
+	assert_null(stk__vdemux_known_format(jp2, 8)); /* too short to say */
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_uv_swap),
 		cmocka_unit_test(test_paths_agree),
+		cmocka_unit_test(test_format_known),
 	};
 	return cmocka_run_group_tests_name("video_conv", tests, setup, tu_dir_teardown);
 }
