@@ -12,7 +12,9 @@
  *     build/libstoker.a $(pkg-config --libs liburing libjpeg libpng libwebp libwebpdemux \
  *     jansson libmicrohttpd libcurl) -ldl -lm -pthread -o build/video_skip
  *   flock -x /work/.measure.lock build/video_skip ROUNDS CLIPS gop 250 | FILE...
- *   STOKER_SKIP=1 valgrind --tool=callgrind build/video_skip 1 CLIPS ...   # one side only */
+ *   STOKER_SKIP=1 valgrind --tool=callgrind build/video_skip 1 CLIPS ...   # one side only
+ * STOKER_HASH=1 with STOKER_SKIP prints a hash of every clip's bytes, to
+ * compare builds (outside the timed CPU it is not: time without it). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -60,6 +62,8 @@ static int nv;
 
 /* CLIPS clips with dropping on (1) or off (0): CPU seconds; frames decoded
  * into *frames; each clip's bytes into keep (when not NULL). */
+static uint64_t fnv = 14695981039346656037ull; /* every clip's bytes, hashed (FNV-1a) */
+
 static double run(int on, int clips, const struct stk_video_opts *o, uint64_t *frames,
 		  uint8_t *keep)
 {
@@ -78,6 +82,9 @@ static double run(int on, int clips, const struct stk_video_opts *o, uint64_t *f
 			exit(1);
 		}
 		*frames += ci.frames_decoded;
+		if (getenv("STOKER_HASH"))
+			for (size_t i = 0; i < cb; i++)
+				fnv = (fnv ^ (keep ? keep + (size_t)k * cb : out)[i]) * 1099511628211ull;
 	}
 	double t = cpu_s() - t0;
 	free(out);
@@ -133,6 +140,8 @@ int main(int argc, char **argv)
 		double t = run(only[0] == '1', clips, &o, &fon, NULL);
 		printf("dropping %s: %.2f ms a clip, %.1f frames decoded a clip\n",
 		       only[0] == '1' ? "on" : "off", t * 1e3 / clips, (double)fon / clips);
+		if (getenv("STOKER_HASH")) /* compare builds: the same clips' bytes */
+			printf("clips' bytes FNV-1a %016llx\n", (unsigned long long)fnv);
 		return 0;
 	}
 	/* the bytes, once: every clip the same with dropping on and off */

@@ -38,8 +38,9 @@
 	X(F, avformat_alloc_output_context2) X(F, avformat_new_stream) X(F, avio_open)           \
 	X(F, avio_closep) X(F, avformat_write_header) X(F, av_interleaved_write_frame)           \
 	X(F, av_write_trailer) X(F, avformat_free_context) X(F, av_stream_get_side_data)         \
-	X(F, av_stream_new_side_data)                                                            \
-	X(S, sws_getCachedContext) X(S, sws_freeContext) X(S, sws_scale)
+	X(F, av_stream_new_side_data) X(F, av_find_input_format)                                 \
+	X(S, sws_getCachedContext) X(S, sws_freeContext) X(S, sws_scale)                          \
+	X(S, sws_getColorspaceDetails) X(S, sws_setColorspaceDetails)
 
 struct stk__av {
 #define STK__AV_PTR(lib, fn) __typeof__(fn) *fn;

@@ -25,6 +25,8 @@ struct stk__clip {
 	bool prev_out;        /* ... and it was the last one written out */
 	double prev_t;
 	struct SwsContext *sws;
+	int sws_w, sws_h, sws_fmt; /* what sws was made for */
+	bool sws_uv;          /* ... with U and V swapped (video/convert.c) */
 	uint8_t *tmp;         /* S×S×3 (+ libswscale's overrun) when the output needs
 				 turning, mirroring or planes, or nothing is resized */
 	uint8_t *out;
@@ -58,5 +60,9 @@ struct stk__clip {
  * turned, mirrored and laid out as the options say): 0, or <0 with the
  * reason in c->err. */
 int stk__clip_convert(struct stk__clip *c, const AVFrame *f, uint32_t j);
+/* Exchanges the U and V coefficients of a YUV -> RGB context: with its
+ * source's U and V planes exchanged too, a BGR24 context writes RGB24
+ * (video/convert.c).  0, or -1 where libswscale refuses. */
+int stk__video_sws_uv(struct SwsContext *sws);
 
 #endif

@@ -2,8 +2,10 @@
  * DESIGN video/convert.c — a decoded frame into the clip's output.
  *
  * libswscale from the crop box of the decoded frame (plane pointers moved
- * to the box, aligned to the chroma grid) to S×S RGB24 (on x86 BGR24, its
- * SIMD writer, with the bytes swapped after) with SWS_BILINEAR
+ * to the box, aligned to the chroma grid) to S×S RGB24 (on x86 its SIMD
+ * BGR24 writer: handed V as U and U as V with their coefficients swapped,
+ * which writes RGB24, or where that is not used, BGR24 with the bytes
+ * swapped or reversed after) with SWS_BILINEAR
  * (docs/BENCHMARKS.md "Video: libswscale's filter": within 2 grey levels of
  * PIL's resize, image mode's tolerance, where SWS_AREA, 0.91x its
  * instructions, is 2.4 off; the conversion is 3.4 % of a clip), straight
@@ -12,7 +14,7 @@
  * mirrored (flip) and laid out (THWC, TCHW) into the output.  10-bit, 4:4:4
  * and every other pixel format are swscale's to convert.  The box is made
  * once, for the first frame's size, from the displayed box video/clip.c
- * planned.
+ * planned; the libswscale context once a clip.
  */
 #include "video/clip.h"
 #include "video/video.h"
@@ -66,11 +68,23 @@ static void coded_box(struct stk__clip *c, int fw, int fh)
 }
 
 /* A row of n pixels as written (BGR24 where SWAP_RB) mirrored into RGB24 in
- * place: with the channels swapped too, that is the row's bytes reversed. */
+ * place: with the channels swapped too, that is the row's bytes reversed,
+ * eight at a time from both ends (a byte at a time took 0.7 % of a clip's
+ * instructions). */
 static void mirror_row(uint8_t *p, uint32_t n)
 {
 	if (SWAP_RB) {
-		for (size_t a = 0, b = (size_t)n * 3 - 1; a < b; a++, b--) {
+		size_t a = 0, b = (size_t)n * 3;
+		for (; b - a >= 16; a += 8, b -= 8) {
+			uint64_t x, y;
+			memcpy(&x, p + a, 8);
+			memcpy(&y, p + b - 8, 8);
+			x = __builtin_bswap64(x);
+			y = __builtin_bswap64(y);
+			memcpy(p + a, &y, 8);
+			memcpy(p + b - 8, &x, 8);
+		}
+		for (b--; a < b; a++, b--) {
 			uint8_t t = p[a];
 			p[a] = p[b];
 			p[b] = t;
@@ -83,6 +97,34 @@ static void mirror_row(uint8_t *p, uint32_t n)
 			p[a + k] = p[b + k];
 			p[b + k] = t;
 		}
+}
+
+/* Whether libswscale's BGR24 writer gives RGB24 for frames of this format
+ * when handed V as U and U as V, with the coefficients of the two swapped
+ * too (stk__video_sws_uv): 8-bit YUV in three planes, its U in plane 1 and
+ * V in plane 2.  Its SIMD code treats the two chroma planes alike (the same
+ * horizontal and vertical filters, offsets 128 both) and computes
+ * B = Y + ub.U, G = Y + ug.U + vg.V, R = Y + vr.V, so with U, V and their
+ * coefficients exchanged byte 0 is R and byte 2 is B: exactly the bytes the
+ * swap after it would give (tests/test_video.c test_uv_swap over 4:2:0,
+ * 4:2:2, 4:4:4 and full range, sizes up and down), and no pass over the
+ * output. */
+static bool uv_swappable(const AVPixFmtDescriptor *pd)
+{
+	return SWAP_RB && !(pd->flags & (AV_PIX_FMT_FLAG_RGB | AV_PIX_FMT_FLAG_PAL)) &&
+	       (pd->flags & AV_PIX_FMT_FLAG_PLANAR) && pd->nb_components == 3 &&
+	       pd->comp[0].depth == 8 && pd->comp[1].plane == 1 && pd->comp[2].plane == 2;
+}
+
+int stk__video_sws_uv(struct SwsContext *sws)
+{
+	int *inv, *tab, sr, dr, br, con, sat;
+	if (AV(sws_getColorspaceDetails)(sws, &inv, &sr, &tab, &dr, &br, &con, &sat) < 0)
+		return -1;
+	/* inv: crv, cbu, cgu, cgv */
+	int swapped[4] = {inv[1], inv[0], inv[3], inv[2]}, t[4];
+	memcpy(t, tab, sizeof(t));
+	return AV(sws_setColorspaceDetails)(sws, swapped, sr, t, dr, br, con, sat) < 0 ? -1 : 0;
 }
 
 int stk__clip_convert(struct stk__clip *c, const AVFrame *f, uint32_t j)
@@ -123,11 +165,6 @@ int stk__clip_convert(struct stk__clip *c, const AVFrame *f, uint32_t j)
 	struct timespec t0, t1;
 	if (stk__video_sws_ns) /* benchmarks: the filter's set-up and its work */
 		clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t0);
-	c->sws = AV(sws_getCachedContext)(c->sws, w, h, f->format, (int)c->S, (int)c->S,
-					  OUT_FMT, stk__video_sws_flags, NULL, NULL, NULL);
-	if (!c->sws)
-		return stk__errf(c->err, c->errlen, STK_EFORMAT,
-				 "libswscale cannot convert %s (%dx%d) to RGB", pd->name, w, h);
 	size_t fb = (size_t)c->S * c->S * 3;
 	/* straight into the clip (mirrored there, row by row) unless the output
 	 * needs turning or planes, or nothing is resized: libswscale's unscaled
@@ -136,6 +173,36 @@ int stk__clip_convert(struct stk__clip *c, const AVFrame *f, uint32_t j)
 	 * frame has room for them */
 	bool direct = !c->d.rotation && c->o->layout == STK_VLAYOUT_THWC &&
 		      (w != (int)c->S || h != (int)c->S);
+	/* unmirrored straight into the clip: RGB24 from the BGR24 writer, U and
+	 * V swapped (uv_swappable) */
+	bool uv = direct && !c->dbox.flip && uv_swappable(pd);
+	/* made once a clip (a frame of another size is refused above) */
+	if (c->sws && uv != c->sws_uv) { /* sws_getCachedContext would keep its details */
+		AV(sws_freeContext)(c->sws);
+		c->sws = NULL;
+	}
+	if (!c->sws || w != c->sws_w || h != c->sws_h || f->format != c->sws_fmt || uv != c->sws_uv) {
+		struct SwsContext *s = AV(sws_getCachedContext)(c->sws, w, h, f->format, (int)c->S,
+								(int)c->S, OUT_FMT,
+								stk__video_sws_flags, NULL, NULL, NULL);
+		if (s && uv && stk__video_sws_uv(s) < 0) {
+			AV(sws_freeContext)(s);
+			s = NULL;
+		}
+		c->sws = s;
+		if (!c->sws)
+			return stk__errf(c->err, c->errlen, STK_EFORMAT,
+					 "libswscale cannot convert %s (%dx%d) to RGB", pd->name, w, h);
+		c->sws_w = w, c->sws_h = h, c->sws_fmt = f->format, c->sws_uv = uv;
+	}
+	if (uv) {
+		const uint8_t *t = src[1];
+		src[1] = src[2];
+		src[2] = t;
+		int l = ls[1];
+		ls[1] = ls[2];
+		ls[2] = l;
+	}
 	uint8_t *dst = direct ? c->out + j * fb : c->tmp;
 	int dls = (int)c->S * 3;
 	int r = AV(sws_scale)(c->sws, src, ls, 0, h, &dst, &dls);
@@ -152,7 +219,7 @@ int stk__clip_convert(struct stk__clip *c, const AVFrame *f, uint32_t j)
 			mirror_row(dst + (size_t)row * dls, c->S);
 		return 0;
 	}
-	if (direct) {
+	if (direct && !uv) {
 		for (uint8_t *p = dst, *e = dst + fb * SWAP_RB; p < e; p += 3) {
 			uint8_t b = p[0];
 			p[0] = p[2];
@@ -160,6 +227,8 @@ int stk__clip_convert(struct stk__clip *c, const AVFrame *f, uint32_t j)
 		}
 		return 0;
 	}
+	if (direct)
+		return 0;
 	int S = (int)c->S;
 	uint8_t *o = c->out + j * fb;
 	bool tchw = c->o->layout == STK_VLAYOUT_TCHW;

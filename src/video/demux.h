@@ -59,6 +59,9 @@ int stk__vdemux_open(struct stk__vdemux *d, const uint8_t *src, size_t len, bool
  * not NULL, notes the reads the opening made. */
 int stk__vdemux_open_ext(struct stk__vdemux *d, const struct stk__vext *ext, uint32_t n,
 			 size_t size, bool full, struct stk__vrec *rec, char *err, size_t errlen);
+/* The demuxer FFmpeg's probe would pick for a file whose first len bytes
+ * are p, where that is known from them; else NULL (probed). */
+const AVInputFormat *stk__vdemux_known_format(const uint8_t *p, size_t len);
 /* Frees everything open() made; safe on a closed or zeroed d. */
 void stk__vdemux_close(struct stk__vdemux *d);
 
