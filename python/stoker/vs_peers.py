@@ -6,8 +6,9 @@ Streaming, LitData, WebDataset, FFCV) on the same samples: what `stoker bench
                                [--cache warm|cold] [--rounds 5] [--seconds 4] [--json]
 
 Each run is a process of its own (python3 -m stoker._peers), sampled here
-every 50 ms: peak PSS summed over the run's process tree (its workers and
-their shared memory included).  Every run, stoker's and each peer's, is timed
+every 50 ms (stoker._peers.PeakPss: RSS and faults each tick, PSS read only
+when it may have risen): peak PSS summed over the run's process tree (its
+workers and their shared memory included).  Every run, stoker's and each peer's, is timed
 by one rule (stoker._timing): its start-up (creating the loader until its
 first batch), then --ramp seconds not measured, then the window of --seconds,
 whose samples/s (the steady rate) and CPU seconds are its figures; ratios

@@ -37,8 +37,9 @@ every frame; stoker leaves the non-reference frames no clip takes
 undecoded (src/video/skip.c), so its share of it can pass 100 %.
 
 Timing: stoker._timing.timed (start-up, --ramp s not measured, the window of
---seconds) in a process of its own per run; its tree's PSS is sampled every
-50 ms (stoker._peers.proc_tree / pss_kb, as stoker.vs_peers): memory = the
+--seconds) in a process of its own per run; its tree is sampled every 50 ms
+(stoker._peers.PeakPss, as stoker.vs_peers: PSS read when it may have
+risen): memory = the
 peak anonymous + shared-memory PSS of the run's process tree above the
 run's own after its imports.  --rounds alternating rounds (the order
 rotated each round), medians; ratios to the best peer and to the ceiling.
