@@ -147,15 +147,18 @@ def child(spec, timeout):
     """Runs python3 -m stoker._peers SPEC in its own session; (result or None,
     error, (peak PSS MB, peak anonymous + shared-memory PSS MB), wall s)."""
     env = dict(os.environ, PYTHONUNBUFFERED="1")
+    smp = {}
     lines, hung, rc, tail, peak, peak_anon, wall = run_sampled(
         [sys.executable, "-m", "stoker._peers", json.dumps(spec)], timeout, env=env,
-        started=lambda pid: _running.__setitem__(slice(None), [pid]))
+        started=lambda pid: _running.__setitem__(slice(None), [pid]), stats=smp)
     res = None
     for line in lines:
         try:
             res = json.loads(line)
         except ValueError:
             pass
+    if isinstance(res, dict):
+        res["sampler"] = smp  # the memory sampler's ticks and PSS reads
     why = None
     if res is None:
         tail = " | ".join(tail)[-600:]

@@ -271,8 +271,9 @@ def spawn(spec, timeout):
     f = tempfile.NamedTemporaryFile("w", suffix=".json", delete=False)
     json.dump(spec, f)
     f.close()
+    smp = {}
     lines, hung, rc, tail, peak, peak_a, _ = run_sampled(
-        [sys.executable, "-m", "stoker.vs_video", "--child", f.name], timeout)
+        [sys.executable, "-m", "stoker.vs_video", "--child", f.name], timeout, stats=smp)
     os.unlink(f.name)
     res = None
     for ln in lines:
@@ -280,6 +281,8 @@ def spawn(spec, timeout):
             res = json.loads(ln)
         except ValueError:
             pass
+    if isinstance(res, dict):
+        res["sampler"] = smp  # the memory sampler's ticks and PSS reads
     why = None
     if res is None:
         why = ("hung after %.0f s" % timeout if hung else "exited %d" % rc) + \
