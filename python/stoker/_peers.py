@@ -147,6 +147,7 @@ class PeakPss:
         self.rss_hi = 0                      # tree RSS (pages) at the highest read
         self.faults = 0                      # tree's faults at the last read
         self.next_t = 0.0                    # earliest fault-triggered read
+        self.read_at = []                    # time.monotonic() of each PSS read
 
     def tick(self):
         now = time.monotonic()
@@ -161,12 +162,31 @@ class PeakPss:
         m = [pss_kb(p) for p in pids]
         cost = time.thread_time() - t0
         self.reads += 1
+        self.read_at.append(now)
         self.peak = max(self.peak, sum(t for t, _ in m))
         self.peak_anon = max(self.peak_anon, sum(a for _, a in m))
         self.pids = frozenset(pids)
         self.rss_hi = max(self.rss_hi, rss)
         self.faults = faults
         self.next_t = time.monotonic() + max(1.0, 100 * cost)
+
+
+def sampler_summary(stats, res):
+    """What the sampler did in a run (stats from run_sampled, res the run's
+    result with its window_at): ticks, PSS reads, those inside the window."""
+    w = res.get("window_at") or [0, 0]
+    return {"ticks": stats.get("ticks", 0), "pss_reads": stats.get("pss_reads", 0),
+            "pss_reads_in_window": sum(w[0] <= t <= w[1] for t in stats.get("read_at", []))}
+
+
+def window_clock(cpu, marks):
+    """cpu (a CPU-seconds callable for timed()) that also notes when it was
+    called: timed() calls it at the window's start and end, and
+    time.monotonic() is the machine's, so the harness can place its samples."""
+    def f():
+        marks.append(time.monotonic())
+        return cpu()
+    return f
 
 
 def run_sampled(argv, timeout, env=None, started=None, stats=None):
@@ -215,7 +235,7 @@ def run_sampled(argv, timeout, env=None, started=None, stats=None):
     reader.join(2)
     wall = time.monotonic() - t0
     if stats is not None:
-        stats.update(ticks=pk.ticks, pss_reads=pk.reads)
+        stats.update(ticks=pk.ticks, pss_reads=pk.reads, read_at=pk.read_at)
     err.seek(0)
     tail = [ln for ln in err.read().decode(errors="replace").splitlines() if ln.strip()][-3:]
     return lines, hung, p.returncode, tail, pk.peak / 1024.0, pk.peak_anon / 1024.0, wall
@@ -602,8 +622,10 @@ def measure(s):
     from ._timing import timed
     torch.set_num_threads(1)  # intra-op threads in this process: the peers' own threads count
     base = baseline_kb(s["peer"], s["mode"])
+    marks = []
     r = timed(lambda: RUN[s["peer"]](s), s.get("ramp", 0.0), s["seconds"], s["samples"],
-              cpu=tree_cpu_s)
+              cpu=window_clock(tree_cpu_s, marks))
+    r["window_at"] = marks[:2]
     img = r.pop("first")[2]
     r["first"] = {} if img is None else {"shape": list(img.shape),
                                          "dtype": str(img.dtype).replace("torch.", "")}

@@ -36,7 +36,7 @@ import subprocess
 import sys
 import time
 
-from ._peers import PEERS, DATALOADER, run_sampled
+from ._peers import PEERS, DATALOADER, run_sampled, sampler_summary
 from ._timing import worker_counts
 
 # peer -> (module to find, pip package, format it reads)
@@ -158,7 +158,7 @@ def child(spec, timeout):
         except ValueError:
             pass
     if isinstance(res, dict):
-        res["sampler"] = smp  # the memory sampler's ticks and PSS reads
+        res["sampler"] = sampler_summary(smp, res)  # its ticks and PSS reads
     why = None
     if res is None:
         tail = " | ".join(tail)[-600:]

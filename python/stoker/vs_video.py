@@ -54,7 +54,7 @@ import subprocess
 import sys
 import tempfile
 
-from ._peers import pss_kb, run_sampled, tree_cpu_s
+from ._peers import pss_kb, run_sampled, sampler_summary, tree_cpu_s, window_clock
 from ._timing import timed
 
 SIDES = ("stoker", "pyav", "torchcodec", "decord", "dali", "ceiling", "ceiling-sws")
@@ -254,7 +254,9 @@ def child(s):
     import torch
     torch.set_num_threads(1)
     run = {"stoker": run_stoker, "dali": run_dali}.get(s["side"], run_dataloader)
-    r = timed(lambda: run(s), s["ramp"], s["seconds"], cpu=tree_cpu_s)
+    marks = []
+    r = timed(lambda: run(s), s["ramp"], s["seconds"], cpu=window_clock(tree_cpu_s, marks))
+    r["window_at"] = marks[:2]
     x = r.pop("first")[2]
     r["first"] = None if x is None else [list(x.shape), str(x.dtype)]
     r["base_kb"] = base
@@ -282,7 +284,7 @@ def spawn(spec, timeout):
         except ValueError:
             pass
     if isinstance(res, dict):
-        res["sampler"] = smp  # the memory sampler's ticks and PSS reads
+        res["sampler"] = sampler_summary(smp, res)  # its ticks and PSS reads
     why = None
     if res is None:
         why = ("hung after %.0f s" % timeout if hung else "exited %d" % rc) + \

@@ -82,3 +82,17 @@ def test_tree_pids_finds_workers():
             os.kill(q, 9)
         p.kill()
         p.wait()
+
+
+def test_reads_placed_in_the_run_window():
+    # the child notes its window on the machine's monotonic clock (timed()
+    # calls its cpu callable at the window's start and end); the harness
+    # counts the PSS reads that fell inside it
+    import time
+    marks = []
+    cpu = _peers.window_clock(lambda: 1.5, marks)
+    assert cpu() == 1.5 and cpu() == 1.5 and len(marks) == 2 and marks[0] <= marks[1] <= time.monotonic()
+    s = _peers.sampler_summary({"ticks": 9, "pss_reads": 4, "read_at": [1.0, 2.0, 3.0, 9.0]},
+                               {"window_at": [1.5, 3.0]})
+    assert s == {"ticks": 9, "pss_reads": 4, "pss_reads_in_window": 2}
+    assert _peers.sampler_summary({}, {})["pss_reads_in_window"] == 0
