@@ -79,12 +79,134 @@ def pss_kb(pid):
     return tot, anon
 
 
-def run_sampled(argv, timeout, env=None, started=None):
-    """Runs argv in a session of its own, sampling its process tree's PSS
-    every 50 ms (at nice 19: the CPU the run leaves) until it exits or timeout s pass, then kills the session
-    (its workers too).  started(pid) is called once it runs.  Returns
-    (stdout lines, hung, returncode, stderr's last 3 non-blank lines, peak PSS
-    MB, peak anonymous + shared-memory PSS MB, wall s)."""
+def _children(pid):
+    """pid's child processes, from /proc/PID/task/*/children (every thread's:
+    a worker may be forked from any thread)."""
+    kids = []
+    try:
+        tasks = os.listdir("/proc/%d/task" % pid)
+    except OSError:
+        return kids
+    for t in tasks:
+        try:
+            with open("/proc/%d/task/%s/children" % (pid, t)) as f:
+                kids += [int(x) for x in f.read().split()]
+        except OSError:
+            pass
+    return kids
+
+
+def tree_pids(root):
+    """root and its live descendants.  Walks the tree down from root
+    (/proc/PID/task/*/children: ~0.1 ms for a loader and its workers) where
+    the kernel has those files, else lists every process (proc_tree: 1.6-2.3
+    ms here, 20 times a second)."""
+    if not os.path.exists("/proc/self/task/%d/children" % os.getpid()):
+        return list(proc_tree(root))
+    out, todo = [], [root]
+    while todo:
+        p = todo.pop()
+        out.append(p)
+        todo += _children(p)
+    return out
+
+
+def rss_faults(pid):
+    """(anonymous + shared-memory resident KiB, page faults so far) of pid
+    from /proc/PID/status and /proc/PID/stat: mm counters, no page-table walk
+    (~50 us); (0, 0) once it is gone.  File pages are left out as in the
+    loader's memory figure: a mapped file (FFCV's .beton) grows them all run
+    long."""
+    rss = 0
+    try:
+        with open("/proc/%d/status" % pid) as f:
+            for line in f:
+                if line.startswith(("RssAnon:", "RssShmem:")):
+                    rss += int(line.split()[1])
+        with open("/proc/%d/stat" % pid) as f:
+            f = f.read().rsplit(")", 1)[1].split()
+    except (OSError, IndexError, ValueError):
+        return 0, 0
+    return rss, int(f[7]) + int(f[9])
+
+
+class PeakPss:
+    """The peak PSS of a process tree, read only when it may have risen.
+
+    A PSS read (smaps_rollup: the kernel walks the page tables) costs ~10 ms
+    of CPU a torch process; at 20 reads a second it took 0.2-0.25 of the 2
+    CPUs from the loader measured, even from a nice-19 thread (docs/
+    BENCHMARKS.md, "The harness's own share of the CPUs, found and given
+    back").  tick() reads each process's resident pages and fault count
+    (/proc/PID/status and stat, ~50 us), and the PSS of the whole tree only
+    when
+      - a process joined the tree since the last read (start, workers),
+      - the tree's anonymous + shared-memory RSS passed, by more than 0.5 %,
+        the highest it had at a read (PSS <= RSS; what a loader allocates,
+        its workers' batches in shared memory too, shows in it first),
+      - or its processes faulted pages in since the last read (new pages or
+        copy-on-write copies: how PSS rises under a flat RSS) and 1 s, or 100
+        times the last read's cost, has passed: at most ~1 % of a CPU.
+    Every side of a comparison is sampled by this one rule."""
+
+    def __init__(self, root):
+        self.root = root
+        self.peak = self.peak_anon = 0       # KiB
+        self.reads = self.ticks = 0
+        self.pids = frozenset()
+        self.rss_hi = 0                      # tree anon + shmem RSS (KiB), highest read
+        self.faults = 0                      # tree's faults at the last read
+        self.next_t = 0.0                    # earliest fault-triggered read
+        self.read_at = []                    # time.monotonic() of each PSS read
+
+    def tick(self):
+        now = time.monotonic()
+        pids = tree_pids(self.root)
+        rf = [rss_faults(p) for p in pids]
+        rss, faults = sum(r for r, _ in rf), sum(f for _, f in rf)
+        self.ticks += 1
+        new = not self.pids.issuperset(pids)
+        if not (new or rss > self.rss_hi * 1.005 or (faults != self.faults and now >= self.next_t)):
+            return
+        t0 = time.thread_time()
+        m = [pss_kb(p) for p in pids]
+        cost = time.thread_time() - t0
+        self.reads += 1
+        self.read_at.append(now)
+        self.peak = max(self.peak, sum(t for t, _ in m))
+        self.peak_anon = max(self.peak_anon, sum(a for _, a in m))
+        self.pids = frozenset(pids)
+        self.rss_hi = max(self.rss_hi, rss)
+        self.faults = faults
+        self.next_t = time.monotonic() + max(1.0, 100 * cost)
+
+
+def sampler_summary(stats, res):
+    """What the sampler did in a run (stats from run_sampled, res the run's
+    result with its window_at): ticks, PSS reads, those inside the window."""
+    w = res.get("window_at") or [0, 0]
+    return {"ticks": stats.get("ticks", 0), "pss_reads": stats.get("pss_reads", 0),
+            "pss_reads_in_window": sum(w[0] <= t <= w[1] for t in stats.get("read_at", []))}
+
+
+def window_clock(cpu, marks):
+    """cpu (a CPU-seconds callable for timed()) that also notes when it was
+    called: timed() calls it at the window's start and end, and
+    time.monotonic() is the machine's, so the harness can place its samples."""
+    def f():
+        marks.append(time.monotonic())
+        return cpu()
+    return f
+
+
+def run_sampled(argv, timeout, env=None, started=None, stats=None):
+    """Runs argv in a session of its own, sampling its process tree's memory
+    every 50 ms (PeakPss: PSS read only when it may have risen; at nice 19)
+    until it exits or timeout s pass, then kills the session (its workers
+    too).  started(pid) is called once it runs; stats, a dict, gets the
+    sampler's ticks and PSS reads.  Returns (stdout lines, hung, returncode,
+    stderr's last 3 non-blank lines, peak PSS MB, peak anonymous +
+    shared-memory PSS MB, wall s)."""
     import signal
     import subprocess
     import tempfile
@@ -97,28 +219,23 @@ def run_sampled(argv, timeout, env=None, started=None):
     lines = []
     reader = threading.Thread(target=lambda: lines.extend(p.stdout), daemon=True)
     reader.start()
-    peaks, t0 = [0, 0], time.monotonic()
+    t0 = time.monotonic()
+    pk = PeakPss(p.pid)
 
     def sample():
-        # Reading a process's smaps_rollup walks its page tables: ~10 ms of
-        # CPU for a process that imported torch, 17 % of a CPU at 20 a
-        # second, taken from the loader measured (on 2 CPUs its rate fell
-        # 5-11 %).  At nice 19 (Linux: this thread only) the samples take
-        # only CPU the run leaves idle: 4-5 a second when it is CPU-bound.
+        # nice 19 (Linux: this thread only): the reads take CPU the run
+        # leaves where the scheduler lets them
         try:
             os.setpriority(os.PRIO_PROCESS, 0, 19)
         except (AttributeError, OSError):
             pass
         while p.poll() is None and time.monotonic() - t0 < timeout:
-            m = [pss_kb(pid) for pid in proc_tree(p.pid)]
-            peaks[0] = max(peaks[0], sum(t for t, _ in m))
-            peaks[1] = max(peaks[1], sum(a for _, a in m))
+            pk.tick()
             time.sleep(0.05)
 
     sampler = threading.Thread(target=sample, daemon=True)
     sampler.start()
     sampler.join()
-    peak, peak_anon = peaks
     hung = p.poll() is None
     try:
         os.killpg(p.pid, signal.SIGKILL)  # its workers too
@@ -127,9 +244,11 @@ def run_sampled(argv, timeout, env=None, started=None):
     p.wait()
     reader.join(2)
     wall = time.monotonic() - t0
+    if stats is not None:
+        stats.update(ticks=pk.ticks, pss_reads=pk.reads, read_at=pk.read_at)
     err.seek(0)
     tail = [ln for ln in err.read().decode(errors="replace").splitlines() if ln.strip()][-3:]
-    return lines, hung, p.returncode, tail, peak / 1024.0, peak_anon / 1024.0, wall
+    return lines, hung, p.returncode, tail, pk.peak / 1024.0, pk.peak_anon / 1024.0, wall
 
 
 # what each run imports before it builds its loader: measured after these
@@ -513,8 +632,10 @@ def measure(s):
     from ._timing import timed
     torch.set_num_threads(1)  # intra-op threads in this process: the peers' own threads count
     base = baseline_kb(s["peer"], s["mode"])
+    marks = []
     r = timed(lambda: RUN[s["peer"]](s), s.get("ramp", 0.0), s["seconds"], s["samples"],
-              cpu=tree_cpu_s)
+              cpu=window_clock(tree_cpu_s, marks))
+    r["window_at"] = marks[:2]
     img = r.pop("first")[2]
     r["first"] = {} if img is None else {"shape": list(img.shape),
                                          "dtype": str(img.dtype).replace("torch.", "")}

@@ -6,8 +6,9 @@ Streaming, LitData, WebDataset, FFCV) on the same samples: what `stoker bench
                                [--cache warm|cold] [--rounds 5] [--seconds 4] [--json]
 
 Each run is a process of its own (python3 -m stoker._peers), sampled here
-every 50 ms: peak PSS summed over the run's process tree (its workers and
-their shared memory included).  Every run, stoker's and each peer's, is timed
+every 50 ms (stoker._peers.PeakPss: RSS and faults each tick, PSS read only
+when it may have risen): peak PSS summed over the run's process tree (its
+workers and their shared memory included).  Every run, stoker's and each peer's, is timed
 by one rule (stoker._timing): its start-up (creating the loader until its
 first batch), then --ramp seconds not measured, then the window of --seconds,
 whose samples/s (the steady rate) and CPU seconds are its figures; ratios
@@ -35,7 +36,7 @@ import subprocess
 import sys
 import time
 
-from ._peers import PEERS, DATALOADER, run_sampled
+from ._peers import PEERS, DATALOADER, run_sampled, sampler_summary
 from ._timing import worker_counts
 
 # peer -> (module to find, pip package, format it reads)
@@ -146,15 +147,18 @@ def child(spec, timeout):
     """Runs python3 -m stoker._peers SPEC in its own session; (result or None,
     error, (peak PSS MB, peak anonymous + shared-memory PSS MB), wall s)."""
     env = dict(os.environ, PYTHONUNBUFFERED="1")
+    smp = {}
     lines, hung, rc, tail, peak, peak_anon, wall = run_sampled(
         [sys.executable, "-m", "stoker._peers", json.dumps(spec)], timeout, env=env,
-        started=lambda pid: _running.__setitem__(slice(None), [pid]))
+        started=lambda pid: _running.__setitem__(slice(None), [pid]), stats=smp)
     res = None
     for line in lines:
         try:
             res = json.loads(line)
         except ValueError:
             pass
+    if isinstance(res, dict):
+        res["sampler"] = sampler_summary(smp, res)  # its ticks and PSS reads
     why = None
     if res is None:
         tail = " | ".join(tail)[-600:]

@@ -37,8 +37,9 @@ every frame; stoker leaves the non-reference frames no clip takes
 undecoded (src/video/skip.c), so its share of it can pass 100 %.
 
 Timing: stoker._timing.timed (start-up, --ramp s not measured, the window of
---seconds) in a process of its own per run; its tree's PSS is sampled every
-50 ms (stoker._peers.proc_tree / pss_kb, as stoker.vs_peers): memory = the
+--seconds) in a process of its own per run; its tree is sampled every 50 ms
+(stoker._peers.PeakPss, as stoker.vs_peers: PSS read when it may have
+risen): memory = the
 peak anonymous + shared-memory PSS of the run's process tree above the
 run's own after its imports.  --rounds alternating rounds (the order
 rotated each round), medians; ratios to the best peer and to the ceiling.
@@ -53,7 +54,7 @@ import subprocess
 import sys
 import tempfile
 
-from ._peers import pss_kb, run_sampled, tree_cpu_s
+from ._peers import pss_kb, run_sampled, sampler_summary, tree_cpu_s, window_clock
 from ._timing import timed
 
 SIDES = ("stoker", "pyav", "torchcodec", "decord", "dali", "ceiling", "ceiling-sws")
@@ -253,7 +254,9 @@ def child(s):
     import torch
     torch.set_num_threads(1)
     run = {"stoker": run_stoker, "dali": run_dali}.get(s["side"], run_dataloader)
-    r = timed(lambda: run(s), s["ramp"], s["seconds"], cpu=tree_cpu_s)
+    marks = []
+    r = timed(lambda: run(s), s["ramp"], s["seconds"], cpu=window_clock(tree_cpu_s, marks))
+    r["window_at"] = marks[:2]
     x = r.pop("first")[2]
     r["first"] = None if x is None else [list(x.shape), str(x.dtype)]
     r["base_kb"] = base
@@ -270,8 +273,9 @@ def spawn(spec, timeout):
     f = tempfile.NamedTemporaryFile("w", suffix=".json", delete=False)
     json.dump(spec, f)
     f.close()
+    smp = {}
     lines, hung, rc, tail, peak, peak_a, _ = run_sampled(
-        [sys.executable, "-m", "stoker.vs_video", "--child", f.name], timeout)
+        [sys.executable, "-m", "stoker.vs_video", "--child", f.name], timeout, stats=smp)
     os.unlink(f.name)
     res = None
     for ln in lines:
@@ -279,6 +283,8 @@ def spawn(spec, timeout):
             res = json.loads(ln)
         except ValueError:
             pass
+    if isinstance(res, dict):
+        res["sampler"] = sampler_summary(smp, res)  # its ticks and PSS reads
     why = None
     if res is None:
         why = ("hung after %.0f s" % timeout if hung else "exited %d" % rc) + \
