@@ -87,8 +87,8 @@ bool stk__jcache_temp_name(const char *name);
  * copies take, for the other datasets' sweeps to count (best effort). */
 void stk__jcache_record(const struct stk__jcache *jc, uint64_t bytes);
 /* Walks the cache's other datasets' folders (by their records; one without
- * is walked): those whose dataset is gone (ENOENT) are emptied of stoker's
- * names and removed (out->gone*), the others' bytes summed in
+ * is walked): those whose dataset is gone (ENOENT, by a record this
+ * machine wrote) are emptied of stoker's names and removed (out->gone*), the others' bytes summed in
  * out->others_bytes.  0, or -errno when the cache's folder is unreadable. */
 int stk__jcache_others(const struct stk__jcache *jc, struct stk__jcache_sweep *out);
 /* Takes room for a copy of len bytes under the limit: false when it does not

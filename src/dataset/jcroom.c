@@ -12,7 +12,9 @@
  * not their copies): a folder whose dataset is gone (its path answers
  * ENOENT) is emptied of the names stoker writes and removed; the others'
  * bytes count against the limit.  A folder with no record (made before
- * records were) is counted by walking it once.  Records and copies are
+ * records were) is counted by walking it once.  Only a record this machine
+ * wrote (/etc/machine-id, else the host name) can have its folder removed:
+ * a cache shared between machines holds paths only their machine has.  Records and copies are
  * trusted as the copies are: this user's, written by no one else, in
  * folders that are this user's alone (dataset/jcache.c checks those).
  */
@@ -29,13 +31,29 @@
 #include <unistd.h>
 
 #define RECORD "dataset"
-#define RMAGIC 0x31524347504a4b53ull /* "SKJPGCR1" */
-enum { R_MAGIC, R_BYTES, R_LEN, R_SUM, R_WORDS };
+#define RMAGIC 0x32524347504a4b53ull /* "SKJPGCR2": with the machine */
+enum { R_MAGIC, R_BYTES, R_LEN, R_HOST, R_SUM, R_WORDS };
 
 static uint64_t rsum_of(const uint64_t *w, const char *root, size_t len)
 {
 	return stk__mix64(stk__xxh64(root, len) ^ w[R_MAGIC] ^ stk__mix64(w[R_BYTES]) ^
-			  stk__mix64(w[R_LEN] + 1));
+			  stk__mix64(w[R_LEN] + 1) ^ stk__mix64(w[R_HOST] + 2));
+}
+
+/* This machine, as a record keeps it: a cache folder shared between
+ * machines (a home folder on NFS) holds datasets at paths only their own
+ * machine has, so only a folder recorded here is removed for its path. */
+static uint64_t machine(void)
+{
+	char id[256] = "";
+	int fd = open("/etc/machine-id", O_RDONLY | O_CLOEXEC);
+	ssize_t n = fd >= 0 ? read(fd, id, sizeof(id) - 1) : -1;
+	if (fd >= 0)
+		close(fd);
+	if (n <= 0 && gethostname(id, sizeof(id) - 1))
+		return 1;
+	id[sizeof(id) - 1] = 0;
+	return stk__xxh64(id, strlen(id)) | 1;
 }
 
 bool stk__jcache_name(const char *name, uint64_t *h)
@@ -68,7 +86,8 @@ void stk__jcache_record(const struct stk__jcache *jc, uint64_t bytes)
 	    snprintf(tmp, sizeof(tmp), "%s.%d.tmp", path, (int)getpid()) >= (int)sizeof(tmp))
 		return;
 	size_t len = strlen(jc->root);
-	uint64_t w[R_WORDS] = {[R_MAGIC] = RMAGIC, [R_BYTES] = bytes, [R_LEN] = len};
+	uint64_t w[R_WORDS] = {[R_MAGIC] = RMAGIC, [R_BYTES] = bytes, [R_LEN] = len,
+			       [R_HOST] = machine()};
 	w[R_SUM] = rsum_of(w, jc->root, len);
 	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
 	if (fd < 0)
@@ -79,15 +98,16 @@ void stk__jcache_record(const struct stk__jcache *jc, uint64_t bytes)
 		unlink(tmp);
 }
 
-/* A folder's record: its dataset's path in root (rootlen bytes) and its
- * bytes; false when there is none, or it is damaged or not trusted. */
-static bool read_record(int dfd, char *root, size_t rootlen, uint64_t *bytes)
+/* A folder's record: its dataset's path in root (rootlen bytes), its bytes
+ * and the machine that wrote it; false when there is none, or it is
+ * damaged or not trusted. */
+static bool read_record(int dfd, char *root, size_t rootlen, uint64_t *bytes, uint64_t *host)
 {
 	int fd = openat(dfd, RECORD, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
 	struct stat st;
 	char why[8];
 	uint64_t w[R_WORDS];
-	*bytes = 0;
+	*bytes = *host = 0;
 	if (fd < 0)
 		return false;
 	bool ok = !fstat(fd, &st) && S_ISREG(st.st_mode) &&
@@ -102,6 +122,7 @@ static bool read_record(int dfd, char *root, size_t rootlen, uint64_t *bytes)
 	if (w[R_SUM] != rsum_of(w, root, w[R_LEN]) || root[0] != '/')
 		return false;
 	*bytes = w[R_BYTES];
+	*host = w[R_HOST];
 	return true;
 }
 
@@ -151,8 +172,9 @@ int stk__jcache_others(const struct stk__jcache *jc, struct stk__jcache_sweep *o
 		return -e;
 	}
 	struct dirent *de;
+	uint64_t here = machine();
 	while ((de = readdir(d))) {
-		uint64_t h, bytes, files = 0;
+		uint64_t h, bytes, host, files = 0;
 		char name[24];
 		struct stat st;
 		char why[8];
@@ -167,9 +189,9 @@ int stk__jcache_others(const struct stk__jcache *jc, struct stk__jcache_sweep *o
 		if (dfd < 0)
 			continue;
 		struct stat rs;
-		if (!read_record(dfd, root, sizeof(root), &bytes)) {
+		if (!read_record(dfd, root, sizeof(root), &bytes, &host)) {
 			out->others_bytes += walk(dfd, false, &files); /* no record: counted */
-		} else if (lstat(root, &rs) && errno == ENOENT) {
+		} else if (host == here && lstat(root, &rs) && errno == ENOENT) {
 			out->gone_bytes += walk(dfd, true, &files);
 			out->gone += files;
 			if (!unlinkat(pfd, de->d_name, AT_REMOVEDIR))

@@ -309,3 +309,44 @@ def test_the_limit_counts_every_dataset_and_gone_datasets_go(folder, tmp_path, c
     assert not os.path.exists(fa) and os.path.isdir(old)
     got, fast = batches(b, cache, True, 1)
     assert fast == 1.0
+
+
+OTHER = """
+import sys, stoker
+img = stoker.Image(32, crop="center", jpeg_cache=True)
+with stoker.Loader(sys.argv[1], 5, seed=4, image=img, cache_dir=sys.argv[2]) as l:
+    for _ in l:
+        pass
+"""
+
+
+def test_a_dataset_gone_on_another_machine_is_kept(folder, tmp_path, capfd):
+    """A cache folder shared between machines (a home folder on NFS) holds
+    datasets at paths only their own machine has: a copies folder whose
+    record another machine wrote is counted, never removed for its path;
+    the machine that wrote it removes it once its dataset is gone."""
+    import shutil
+    import subprocess
+    import sys
+    a, b = _fresh(folder, tmp_path / "a"), _fresh(folder, tmp_path / "b")
+    cache = str(tmp_path / "cache")
+    batches(a, cache, True, 0)
+    [fa] = glob.glob(os.path.join(cache, "jpeg", "*"))
+    shutil.rmtree(a)
+    ident = tmp_path / "machine-id"
+    ident.write_text("0123456789abcdef0123456789abcdef\n")
+    script = tmp_path / "other.py"
+    script.write_text(OTHER)
+    if not shutil.which("unshare") or subprocess.run(
+            ["unshare", "-rm", "mount", "--bind", str(ident), "/etc/machine-id"],
+            capture_output=True).returncode:
+        pytest.skip("no user and mount namespace here to give the loader another machine-id")
+    r = subprocess.run(["unshare", "-rm", "sh", "-c", 'mount --bind "$1" /etc/machine-id && '
+                        'exec "$2" "$3" "$4" "$5"', "sh", str(ident), sys.executable,
+                        str(script), b, cache], capture_output=True, text=True)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "datasets that are gone" not in r.stderr and glob.glob(fa + "/*.jpg"), r.stderr
+    capfd.readouterr()
+    batches(b, cache, True, 0)
+    assert "the copies of 1 datasets that are gone" in capfd.readouterr().err
+    assert not os.path.exists(fa)
