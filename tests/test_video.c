@@ -66,11 +66,7 @@ static int setup(void **state)
 	return 0;
 }
 
-#define NEED_AV()                                                                                \
-	do {                                                                                     \
-		if (!have_av)                                                                    \
-			skip();                                                                  \
-	} while (0)
+#define NEED_AV() TU_NEED(have_av)
 
 /* The frame number in output frame j of a clip of S×S (THWC or TCHW). */
 static int64_t number(const uint8_t *clip, uint32_t S, uint32_t j, bool tchw)

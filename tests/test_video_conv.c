@@ -45,19 +45,12 @@ static int setup(void **state)
 	return 0;
 }
 
-#define NEED_AV()                                                                                \
-	do {                                                                                     \
-		if (!have_av)                                                                    \
-			skip();                                                                  \
-	} while (0)
+#define NEED_AV() TU_NEED(have_av)
 
 static uint64_t rng = 0x9e3779b97f4a7c15ull;
 static uint8_t next_byte(void)
 {
-	rng ^= rng << 13;
-	rng ^= rng >> 7;
-	rng ^= rng << 17;
-	return (uint8_t)(rng >> 24);
+	return (uint8_t)(tu_xorshift64(&rng) >> 24);
 }
 
 /* One frame of w×h in fmt, random but smooth (a picture's chroma, not

@@ -120,19 +120,12 @@ static int setup(void **state)
 	return 0;
 }
 
-#define NEED_AV()                                                                                \
-	do {                                                                                     \
-		if (!have_av)                                                                    \
-			skip();                                                                  \
-	} while (0)
+#define NEED_AV() TU_NEED(have_av)
 
 static uint64_t rng = 88172645463325252ull;
 static uint64_t next_rand(void)
 {
-	rng ^= rng << 13;
-	rng ^= rng >> 7;
-	rng ^= rng << 17;
-	return rng;
+	return tu_xorshift64(&rng);
 }
 
 /* A random clip over n frames at random increasing pts (a random rate,

@@ -21,6 +21,24 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+/* Skips the test unless cond holds (a library or an encoder this machine
+ * lacks: FFmpeg's, in the video tests). */
+#define TU_NEED(cond)                                                                            \
+	do {                                                                                     \
+		if (!(cond))                                                                     \
+			skip();                                                                  \
+	} while (0)
+
+/* The tests' reproducible random numbers: Marsaglia's xorshift64 over *s
+ * (never 0), the next value. */
+static inline uint64_t tu_xorshift64(uint64_t *s)
+{
+	*s ^= *s << 13;
+	*s ^= *s >> 7;
+	*s ^= *s << 17;
+	return *s;
+}
+
 /* A fresh folder under $TMPDIR (or /tmp); free() the result after tu_rmrf. */
 static inline char *tu_mkdtemp(void)
 {
